@@ -1,0 +1,54 @@
+# All set-up lives here: `make demo` and `make test` work on a fresh machine.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test check lint typecheck bench screenshots redis-server clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+# Tests and the demo start their own redis-server; install Debian's when it is missing.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing redis-server (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null; \
+	  else \
+	    echo "redis-server is missing: install it (e.g. 'sudo apt-get install redis-server') and re-run" >&2; exit 1; \
+	  fi; }
+	@command -v tmux >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; \
+	  fi; }
+
+demo: $(STAMP) redis-server
+	$(BIN)/byconsole --demo
+
+test: $(STAMP) redis-server
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+check: lint typecheck test
+
+bench: $(STAMP) redis-server
+	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	$(BIN)/python bench/run_all.py
+
+screenshots: $(STAMP) redis-server
+	$(BIN)/python -m byconsole.screenshots screenshots
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,315 @@
+"""``WorkerManager``: the operator's API (seed 000), used by the console and the CLI.
+
+Every lifecycle change travels on two channels so it is never lost:
+
+* push: a command entry on the worker's own stream, applied within milliseconds by
+  a live worker;
+* pull: the admin hash, read by the worker every heartbeat and at start-up.
+
+Every call also appends an audit entry (operator, time, target, reason).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+
+from worker_runtime.audit import add_audit, audit_fields, default_operator
+from worker_runtime.keys import Keys
+from worker_runtime.messages import CONTROL_STREAM_MAXLEN, encode_command
+from worker_runtime.models import (
+    AdminState,
+    Command,
+    CommandAction,
+    Lease,
+    Lifecycle,
+    now_ms,
+)
+
+MAX_SCALE = 1_000
+"""Upper bound for any replica count an operator may ask for."""
+
+
+class UnknownWorkerError(LookupError):
+    """The worker id is not in the registry."""
+
+
+class WorkerOnlineError(RuntimeError):
+    """``forget`` refused: the worker still holds a lease."""
+
+
+@dataclass(frozen=True, slots=True)
+class ActionResult:
+    """What an admin write did.
+
+    Attributes:
+        worker_id: the target.
+        action: e.g. ``suspend``.
+        updated_at: the admin ``updated_at`` written (ms); the worker confirms by
+            reporting it as ``admin_applied_at`` in its lease.
+        online: whether the worker held a lease when the command was written.
+    """
+
+    worker_id: str
+    action: str
+    updated_at: int
+    online: bool
+
+
+class WorkerManager:
+    """Programmatic control of workers; works whether or not the worker is online.
+
+    Args:
+        redis: a client created by :func:`worker_runtime.connection.create_redis`
+            (``decode_responses=True``).
+        keys: the key factory of the deployment.
+        operator: who is acting (``user@host`` by default); written to the audit stream.
+    """
+
+    def __init__(
+        self, redis: Redis | RedisCluster, keys: Keys | None = None, operator: str | None = None
+    ) -> None:
+        self.redis = redis
+        self.keys = keys or Keys()
+        self.operator = operator or default_operator()
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def suspend_worker(self, worker_id: str, reason: str | None = None) -> ActionResult:
+        """Stop the worker taking new tasks; it keeps its heartbeat."""
+        return await self._set_lifecycle(worker_id, Lifecycle.SUSPENDED, "suspend", reason)
+
+    async def resume_worker(self, worker_id: str, reason: str | None = None) -> ActionResult:
+        """Return a suspended (or evicted, for its next start) worker to active."""
+        return await self._set_lifecycle(worker_id, Lifecycle.ACTIVE, "resume", reason)
+
+    async def evict_worker(
+        self, worker_id: str, force: bool = False, reason: str | None = None
+    ) -> ActionResult:
+        """Remove the worker from routing and drop its lease.
+
+        With ``force`` the worker also cancels its running tasks; their stream entries
+        stay un-acknowledged, so another worker reclaims and completes them.
+        """
+        action = "force-evict" if force else "evict"
+        return await self._set_lifecycle(worker_id, Lifecycle.EVICTED, action, reason, force=force)
+
+    async def drain_worker(self, worker_id: str, reason: str | None = None) -> ActionResult:
+        """Leave routing, finish in-flight tasks, then exit (not restarted)."""
+        return await self._set_lifecycle(worker_id, Lifecycle.DRAINING, "drain", reason)
+
+    async def clear_worker_admin_state(
+        self, worker_id: str, reason: str | None = None
+    ) -> ActionResult:
+        """Delete the admin state (the worker returns to the default, active)."""
+        await self._require_known(worker_id)
+        ts = now_ms()
+        command = Command(
+            action=CommandAction.LIFECYCLE,
+            lifecycle=Lifecycle.ACTIVE,
+            reason=reason,
+            updated_at=ts,
+            updated_by=self.operator,
+        )
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.delete(self.keys.worker_admin(worker_id))
+        pipe.xadd(
+            self.keys.worker_stream(worker_id),
+            encode_command(command),  # type: ignore[arg-type]
+            maxlen=CONTROL_STREAM_MAXLEN,
+            approximate=True,
+        )
+        pipe.exists(self.keys.worker_online(worker_id))
+        add_audit(pipe, self.keys, audit_fields(self.operator, "clear", worker_id, reason))
+        res = await pipe.execute()
+        return ActionResult(worker_id, "clear", ts, bool(res[2]))
+
+    async def _set_lifecycle(
+        self,
+        worker_id: str,
+        lifecycle: Lifecycle,
+        action: str,
+        reason: str | None,
+        *,
+        force: bool = False,
+    ) -> ActionResult:
+        agent_types = await self._require_known(worker_id)
+        ts = now_ms()
+        command = Command(
+            action=CommandAction.LIFECYCLE,
+            lifecycle=lifecycle,
+            force=force,
+            reason=reason,
+            updated_at=ts,
+            updated_by=self.operator,
+        )
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.exists(self.keys.worker_online(worker_id))
+        pipe.hset(
+            self.keys.worker_admin(worker_id),
+            mapping={
+                "lifecycle": lifecycle.value,
+                "reason": reason or "",
+                "updated_at": str(ts),
+                "updated_by": self.operator,
+            },
+        )
+        pipe.xadd(
+            self.keys.worker_stream(worker_id),
+            encode_command(command),  # type: ignore[arg-type]
+            maxlen=CONTROL_STREAM_MAXLEN,
+            approximate=True,
+        )
+        if lifecycle is not Lifecycle.ACTIVE:
+            # Routing reflects the operator's intent at once, even if the worker is hung.
+            for agent_type in agent_types:
+                pipe.srem(self.keys.type_workers(agent_type), worker_id)
+        if lifecycle is Lifecycle.EVICTED:
+            pipe.delete(self.keys.worker_online(worker_id))
+        details = "force" if force else ""
+        add_audit(pipe, self.keys, audit_fields(self.operator, action, worker_id, reason, details))
+        res = await pipe.execute()
+        return ActionResult(worker_id, action, ts, bool(res[0]))
+
+    # -- per-type denylists ----------------------------------------------------------
+
+    async def deny_worker_for_type(
+        self, agent_type: str, worker_id: str, reason: str | None = None
+    ) -> ActionResult:
+        """Stop ``worker_id`` consuming ``agent_type``; its other types are unaffected."""
+        return await self._deny_allow(agent_type, worker_id, CommandAction.DENY, reason)
+
+    async def allow_worker_for_type(
+        self, agent_type: str, worker_id: str, reason: str | None = None
+    ) -> ActionResult:
+        """Lift a deny."""
+        return await self._deny_allow(agent_type, worker_id, CommandAction.ALLOW, reason)
+
+    async def _deny_allow(
+        self, agent_type: str, worker_id: str, action: CommandAction, reason: str | None
+    ) -> ActionResult:
+        ts = now_ms()
+        command = Command(
+            action=action,
+            agent_type=agent_type,
+            reason=reason,
+            updated_at=ts,
+            updated_by=self.operator,
+        )
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.exists(self.keys.worker_online(worker_id))
+        if action is CommandAction.DENY:
+            pipe.sadd(self.keys.type_denied(agent_type), worker_id)
+            pipe.srem(self.keys.type_workers(agent_type), worker_id)
+        else:
+            pipe.srem(self.keys.type_denied(agent_type), worker_id)
+        pipe.sadd(self.keys.agent_types, agent_type)
+        pipe.xadd(
+            self.keys.worker_stream(worker_id),
+            encode_command(command),  # type: ignore[arg-type]
+            maxlen=CONTROL_STREAM_MAXLEN,
+            approximate=True,
+        )
+        add_audit(
+            pipe,
+            self.keys,
+            audit_fields(self.operator, action.value, worker_id, reason, f"type={agent_type}"),
+        )
+        res = await pipe.execute()
+        return ActionResult(worker_id, action.value, ts, bool(res[0]))
+
+    async def get_type_denylist(self, agent_type: str) -> list[str]:
+        """Worker ids denied for ``agent_type``, sorted."""
+        members = await self.redis.smembers(self.keys.type_denied(agent_type))
+        return sorted(str(m) for m in members)
+
+    # -- reads -----------------------------------------------------------------------
+
+    async def get_worker_admin_state(self, worker_id: str) -> AdminState:
+        """The admin hash of one worker (empty fields when never set)."""
+        raw = await self.redis.hgetall(self.keys.worker_admin(worker_id))
+        return AdminState.parse(raw)
+
+    async def get_lease(self, worker_id: str) -> Lease | None:
+        """The worker's current lease, or ``None`` when it has none."""
+        raw = await self.redis.get(self.keys.worker_online(worker_id))
+        return None if raw is None else Lease.parse(raw)
+
+    async def worker_exists(self, worker_id: str) -> bool:
+        """Whether the worker is in the registry or holds a lease."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.sismember(self.keys.workers, worker_id)
+        pipe.exists(self.keys.worker_online(worker_id))
+        known, online = await pipe.execute()
+        return bool(known) or bool(online)
+
+    async def wait_applied(
+        self, result: ActionResult, timeout: float = 10.0, poll: float = 0.05
+    ) -> float | None:
+        """Wait until the worker confirms ``result``.
+
+        Returns:
+            Seconds from the write to the confirmation, or ``None`` on timeout. An
+            eviction is confirmed when the lease is gone.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            lease = await self.get_lease(result.worker_id)
+            if result.action in ("evict", "force-evict"):
+                if lease is None:
+                    return max(0.0, (now_ms() - result.updated_at) / 1000)
+            elif lease is not None and (lease.admin_applied_at or 0) >= result.updated_at:
+                return max(0.0, (now_ms() - result.updated_at) / 1000)
+            if time.monotonic() >= deadline:
+                return None
+            await asyncio.sleep(poll)
+
+    # -- registry housekeeping -------------------------------------------------------
+
+    async def forget_worker(
+        self, worker_id: str, reason: str | None = None, force: bool = False
+    ) -> bool:
+        """Remove every trace of an offline worker.
+
+        Returns:
+            False when the worker was unknown.
+
+        Raises:
+            WorkerOnlineError: the worker still holds a lease and ``force`` is False.
+        """
+        if not await self.worker_exists(worker_id):
+            return False
+        if not force and await self.redis.exists(self.keys.worker_online(worker_id)):
+            raise WorkerOnlineError(f"worker {worker_id} is online; evict it first")
+        types = [str(t) for t in await self.redis.smembers(self.keys.agent_types)]
+        pipe = self.redis.pipeline(transaction=False)
+        for key in self.keys.all_worker_keys(worker_id):
+            pipe.delete(key)
+        pipe.srem(self.keys.workers, worker_id)
+        for agent_type in types:
+            pipe.srem(self.keys.type_workers(agent_type), worker_id)
+            pipe.srem(self.keys.type_denied(agent_type), worker_id)
+        add_audit(pipe, self.keys, audit_fields(self.operator, "forget", worker_id, reason))
+        await pipe.execute()
+        return True
+
+    async def _require_known(self, worker_id: str) -> set[str]:
+        """The worker's declared agent types; raises when the worker is unknown."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.sismember(self.keys.workers, worker_id)
+        pipe.exists(self.keys.worker_online(worker_id))
+        pipe.smembers(self.keys.worker_agent_types(worker_id))
+        known, online, types = await pipe.execute()
+        if not known and not online:
+            raise UnknownWorkerError(f"unknown worker: {worker_id}")
+        return {str(t) for t in types}
+
+    async def audit(self, action: str, target: str, reason: str | None, details: str = "") -> None:
+        """Append an audit entry for an action performed outside this class."""
+        pipe = self.redis.pipeline(transaction=False)
+        add_audit(pipe, self.keys, audit_fields(self.operator, action, target, reason, details))
+        await pipe.execute()

@@ -1,0 +1,51 @@
+"""The audit stream: who did what to whom, when and why."""
+
+from __future__ import annotations
+
+import getpass
+import socket
+from typing import Any
+
+from worker_runtime.keys import Keys
+from worker_runtime.models import AuditEvent, now_ms
+
+AUDIT_MAXLEN = 10_000
+
+
+def default_operator() -> str:
+    """``user@host`` of the person (or job) running this process."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def audit_fields(
+    operator: str, action: str, target: str, reason: str | None = None, details: str = ""
+) -> dict[str, Any]:
+    """The flat field map of one audit entry."""
+    return {
+        "ts": now_ms(),
+        "operator": operator,
+        "action": action,
+        "target": target,
+        "reason": reason or "",
+        "details": details,
+    }
+
+
+def add_audit(pipe: Any, keys: Keys, fields: dict[str, Any]) -> None:
+    """Queue one audit entry on a pipeline (capped with ``MAXLEN ~``)."""
+    pipe.xadd(keys.audit_stream, fields, maxlen=AUDIT_MAXLEN, approximate=True)
+
+
+def parse_audit(entries: Any) -> list[AuditEvent]:
+    """Audit events from an ``XREVRANGE`` reply, skipping anything malformed."""
+    events: list[AuditEvent] = []
+    if not isinstance(entries, list):
+        return events
+    for entry in entries:
+        if isinstance(entry, list | tuple) and len(entry) == 2:
+            events.append(AuditEvent.parse(str(entry[0]), entry[1]))
+    return events

@@ -1,0 +1,84 @@
+"""Creating Redis clients (single node or cluster) from :class:`RedisSettings`.
+
+Responses are decoded as UTF-8 with ``errors="replace"``: data written by other
+runtimes may hold invalid bytes, and a reader must show it rather than fail.
+"""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any, TypeAlias
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.retry import Retry
+
+from worker_runtime.settings import RedisSettings
+
+AnyRedis: TypeAlias = "Redis | RedisCluster"
+
+# A BLOCK must stay well below the socket timeout (redis-py raises TimeoutError when a
+# blocking read outlives it); settings cap block_ms at 4 s.
+SOCKET_TIMEOUT = 10.0
+
+
+def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisCluster:
+    """A client for the configured deployment.
+
+    Args:
+        settings: endpoint, TLS and timeouts.
+        retries: how often a command is retried on connection errors. Workers keep the
+            default; one-shot CLI commands pass 0 so an outage is reported at once.
+    """
+    retry = (
+        Retry(ExponentialBackoff(cap=1.0, base=0.05), retries) if retries else Retry(NoBackoff(), 0)
+    )
+    common: dict[str, Any] = {
+        "decode_responses": True,
+        "encoding_errors": "replace",
+        "socket_connect_timeout": settings.connect_timeout,
+        "socket_timeout": SOCKET_TIMEOUT,
+        "retry": retry,
+    }
+    tls = _tls_options(settings)
+    if settings.cluster_host:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(settings.url)
+        if parts.username:
+            common["username"] = parts.username
+        if parts.password:
+            common["password"] = parts.password
+        return RedisCluster(
+            host=settings.cluster_host,
+            port=settings.cluster_port,
+            **common,
+            **tls,
+        )
+    if settings.url.startswith("rediss://"):
+        common.update(tls)
+    return Redis.from_url(settings.url, **common)
+
+
+def _tls_options(settings: RedisSettings) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    if settings.cluster_host and not settings.url.startswith("rediss://"):
+        return opts
+    if settings.cluster_host:
+        opts["ssl"] = True
+    if settings.tls_ca_certs:
+        opts["ssl_ca_certs"] = settings.tls_ca_certs
+    if settings.tls_certfile:
+        opts["ssl_certfile"] = settings.tls_certfile
+    if settings.tls_keyfile:
+        opts["ssl_keyfile"] = settings.tls_keyfile
+    if settings.tls_insecure:
+        opts["ssl_cert_reqs"] = ssl.CERT_NONE
+        opts["ssl_check_hostname"] = False
+    return opts
+
+
+def is_cluster(client: Redis | RedisCluster) -> bool:
+    """True for a cluster client."""
+    return isinstance(client, RedisCluster)

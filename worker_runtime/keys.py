@@ -1,0 +1,221 @@
+"""The one place Redis keys are spelled.
+
+Two schemas share one factory:
+
+* ``v1`` (default, single Redis) matches the keys the other by-framework runtimes
+  write, byte for byte.
+* ``v2`` (Redis Cluster) adds the ``byai_gateway:v2:`` prefix and wraps the entity id
+  of same-entity keys in a hash tag (``{worker-07}``), so every multi-key pipeline
+  about one worker, instance or session stays in one slot. Single-key families get
+  only the prefix.
+
+Nothing outside this module may contain a key literal; a unit test enforces it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+SchemaVersion = Literal["v1", "v2"]
+
+CONSUMER_GROUP = "byai_gateway:consumer_group:agent_engines"
+"""The consumer group every worker joins on every task stream (a group name, not a key)."""
+
+_GATEWAY = "byai_gateway"
+_OBS = "by_framework:obs"
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """Renders every key of the product for one schema version.
+
+    Attributes:
+        schema: ``"v1"`` for a single Redis, ``"v2"`` for Redis Cluster.
+    """
+
+    schema: SchemaVersion = "v1"
+
+    # -- helpers -----------------------------------------------------------------
+
+    @property
+    def _root(self) -> str:
+        return f"{_GATEWAY}:v2" if self.schema == "v2" else _GATEWAY
+
+    @property
+    def _obs(self) -> str:
+        return "by_framework:v2:obs" if self.schema == "v2" else _OBS
+
+    def _worker(self, suffix: str, worker_id: str) -> str:
+        # v1: byai_gateway:registry:worker:<suffix>:<id>
+        # v2: byai_gateway:v2:registry:worker:{<id>}:<suffix>
+        if self.schema == "v2":
+            return f"{self._root}:registry:worker:{{{worker_id}}}:{suffix}"
+        return f"{self._root}:registry:worker:{suffix}:{worker_id}"
+
+    def _instance(self, suffix: str, instance_id: str) -> str:
+        if self.schema == "v2":
+            return f"{self._root}:registry:instance:{{{instance_id}}}:{suffix}"
+        return f"{self._root}:registry:instance:{suffix}:{instance_id}"
+
+    def _session(self, suffix: str, session_id: str) -> str:
+        if self.schema == "v2":
+            return f"{self._root}:session:{{{session_id}}}:{suffix}"
+        return f"{self._root}:session:{session_id}:{suffix}"
+
+    # -- registry (SPEC section 3) -----------------------------------------------
+
+    @property
+    def workers(self) -> str:
+        """Set of every known worker id."""
+        return f"{self._root}:registry:workers"
+
+    def worker_online(self, worker_id: str) -> str:
+        """String: the worker's lease JSON, with a TTL."""
+        return self._worker("online", worker_id)
+
+    def worker_lock(self, worker_id: str) -> str:
+        """String: start-up mutex so two processes never run one worker id."""
+        return self._worker("lock", worker_id)
+
+    def worker_agent_types(self, worker_id: str) -> str:
+        """Set: agent types the worker declares."""
+        return self._worker("agent_types", worker_id)
+
+    def worker_status(self, worker_id: str) -> str:
+        """String: runtime status (idle/busy/suspended/draining)."""
+        return self._worker("status", worker_id)
+
+    def worker_admin(self, worker_id: str) -> str:
+        """Hash: operator-set lifecycle, reason, updated_at, updated_by (no TTL)."""
+        return self._worker("admin", worker_id)
+
+    def worker_executions(self, worker_id: str) -> str:
+        """ZSet: execution ids the worker handled, score = updated ms."""
+        return self._worker("executions", worker_id)
+
+    def worker_active_executions(self, worker_id: str) -> str:
+        """ZSet: running execution ids."""
+        return self._worker("active_execution_index", worker_id)
+
+    def worker_active_snapshots(self, worker_id: str) -> str:
+        """Hash: running execution id -> small JSON snapshot."""
+        return self._worker("active_snapshots", worker_id)
+
+    def worker_history_snapshots(self, worker_id: str) -> str:
+        """Hash: finished execution id -> small JSON snapshot (capped)."""
+        return self._worker("history_snapshots", worker_id)
+
+    def type_workers(self, agent_type: str) -> str:
+        """Set: routable workers of an agent type."""
+        return f"{self._root}:registry:agent_type:workers:{agent_type}"
+
+    def type_denied(self, agent_type: str) -> str:
+        """Set: worker ids denied for an agent type."""
+        return f"{self._root}:registry:agent_type:denied:{agent_type}"
+
+    # -- streams -------------------------------------------------------------------
+
+    def type_stream(self, agent_type: str) -> str:
+        """Stream of tasks for an agent type, consumed by :data:`CONSUMER_GROUP`."""
+        return f"{self._root}:ctrl:agent_type:{agent_type}"
+
+    def dead_letter_stream(self, agent_type: str) -> str:
+        """Stream of entries that exhausted their deliveries (poison tasks)."""
+        return f"{self._root}:ctrl:agent_type:{agent_type}:dead"
+
+    def worker_stream(self, worker_id: str) -> str:
+        """Stream of direct tasks and control commands for one worker."""
+        if self.schema == "v2":
+            return f"{self._root}:ctrl:worker:{{{worker_id}}}"
+        return f"{self._root}:ctrl:worker:{worker_id}"
+
+    def session_data_stream(self, session_id: str) -> str:
+        """Stream of task output for a session."""
+        return self._session("data_stream", session_id)
+
+    def session_registry(self, session_id: str) -> str:
+        """Hash: ``exec:{eid}`` -> execution JSON, ``msg_map:{mid}`` -> eid."""
+        return self._session("registry", session_id)
+
+    # -- observability (by_framework namespace, as the seeds) ------------------------
+
+    @property
+    def collector_lock(self) -> str:
+        """String: metrics collector lock (SET NX PX)."""
+        return f"{self._obs}:collector_lock"
+
+    @property
+    def metrics_history(self) -> str:
+        """ZSet: metrics history points, score = ts ms, member = JSON."""
+        return f"{self._obs}:history"
+
+    # -- keys this project adds ----------------------------------------------------
+
+    @property
+    def agent_types(self) -> str:
+        """Set: index of every agent type ever declared by a worker."""
+        return f"{self._root}:registry:agent_types"
+
+    @property
+    def instances(self) -> str:
+        """ZSet: instance ids scored by their last beat (ms)."""
+        return f"{self._root}:registry:instances"
+
+    def instance_online(self, instance_id: str) -> str:
+        """String: the instance lease JSON, with a TTL."""
+        return self._instance("online", instance_id)
+
+    @property
+    def leader_lock(self) -> str:
+        """String: the elected leader's token (SET NX PX)."""
+        return f"{self._root}:leader:lock"
+
+    @property
+    def leader_epoch(self) -> str:
+        """String counter: incremented by every election win (fencing token)."""
+        return f"{self._root}:leader:epoch"
+
+    @property
+    def scale_targets(self) -> str:
+        """Hash: agent type -> global replica target."""
+        return f"{self._root}:scale:targets"
+
+    def scale_overrides(self, agent_type: str) -> str:
+        """Hash: instance id -> absolute replica count for one agent type."""
+        return f"{self._root}:scale:overrides:{agent_type}"
+
+    @property
+    def fleet_stream(self) -> str:
+        """Stream of fleet-wide notifications (scale changes) every instance follows."""
+        return f"{self._root}:ctrl:fleet"
+
+    @property
+    def audit_stream(self) -> str:
+        """Stream of operator actions (capped with MAXLEN ~)."""
+        return f"{self._root}:audit"
+
+    @property
+    def type_stats(self) -> str:
+        """Hash: ``processed:{type}`` / ``failed:{type}`` counters, for throughput."""
+        return f"{self._root}:stats:types"
+
+    @property
+    def scheduler_runs(self) -> str:
+        """Hash: periodic task name -> last period number submitted."""
+        return f"{self._root}:scheduler:runs"
+
+    def all_worker_keys(self, worker_id: str) -> list[str]:
+        """Every per-worker key, for ``forget`` (one slot in v2)."""
+        return [
+            self.worker_online(worker_id),
+            self.worker_lock(worker_id),
+            self.worker_agent_types(worker_id),
+            self.worker_status(worker_id),
+            self.worker_admin(worker_id),
+            self.worker_executions(worker_id),
+            self.worker_active_executions(worker_id),
+            self.worker_active_snapshots(worker_id),
+            self.worker_history_snapshots(worker_id),
+            self.worker_stream(worker_id),
+        ]

@@ -1,0 +1,324 @@
+"""One set of pydantic models shared by the runtime, the admin API, the CLI and the console.
+
+Everything read back from Redis may have been written by another runtime (camelCase
+field names), by an older version (fields missing), or by something hostile (wrong
+types, huge values, non-JSON). Readers use :func:`lenient` which keeps every field
+that validates and drops the ones that do not, so a refresh never fails on one bad
+worker.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds, the unit of every timestamp in Redis."""
+    return int(time.time() * 1000)
+
+
+class Lifecycle(StrEnum):
+    """Operator-set state of a worker (admin hash ``lifecycle``)."""
+
+    ACTIVE = "active"
+    SUSPENDED = "suspended"
+    DRAINING = "draining"
+    EVICTED = "evicted"
+
+
+class Status(StrEnum):
+    """Liveness derived from the lease."""
+
+    ONLINE = "online"
+    STALE = "stale"
+    OFFLINE = "offline"
+
+
+class Role(StrEnum):
+    """Which modules an instance may run."""
+
+    ALL = "all"
+    LEADER = "leader"
+    CONSUMER = "consumer"
+
+
+class RuntimeStatus(StrEnum):
+    """What a worker is doing right now (the ``worker:status`` key)."""
+
+    IDLE = "idle"
+    BUSY = "busy"
+    SUSPENDED = "suspended"
+    DRAINING = "draining"
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+_MAX_STR = 4096  # longer strings from Redis are cut for display; never a reason to fail
+
+
+def lenient(model: type[ModelT], data: Any) -> ModelT:
+    """Validate ``data`` into ``model``, dropping fields that do not validate.
+
+    Args:
+        model: the pydantic model (all its fields must have defaults).
+        data: anything: a dict, JSON text, bytes, ``None``.
+
+    Returns:
+        A model instance holding every field that validated.
+    """
+    if isinstance(data, bytes | bytearray):
+        data = data.decode("utf-8", "replace")
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except ValueError:
+            data = {}
+    if not isinstance(data, dict):
+        data = {}
+    data = {str(k): v for k, v in data.items()}
+    for _ in range(len(data) + 1):
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            bad = {str(err["loc"][0]) for err in exc.errors() if err["loc"]}
+            if not bad:
+                break
+            data = {
+                k: v for k, v in data.items() if k not in bad and _alias_of(model, k) not in bad
+            }
+    return model.model_validate({})
+
+
+def _alias_of(model: type[BaseModel], key: str) -> str:
+    for name, info in model.model_fields.items():
+        choices = info.validation_alias
+        if isinstance(choices, AliasChoices) and key in choices.choices:
+            return name
+    return key
+
+
+def _camel(name: str, *extra: str) -> Any:
+    parts = name.split("_")
+    camel = parts[0] + "".join(p.title() for p in parts[1:])
+    return AliasChoices(name, camel, *extra)
+
+
+class Lease(BaseModel):
+    """The lease JSON a worker writes to its ``online`` key every heartbeat.
+
+    Written in snake_case; read from snake_case or camelCase, with any field missing.
+    """
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", str_max_length=_MAX_STR)
+
+    worker_id: str | None = Field(default=None, validation_alias=_camel("worker_id"))
+    instance_id: str | None = Field(default=None, validation_alias=_camel("instance_id"))
+    hostname: str | None = None
+    ip_address: str | None = Field(default=None, validation_alias=_camel("ip_address", "ip"))
+    pid: int | None = None
+    role: str | None = None
+    agent_types: list[str] = Field(
+        default_factory=list, validation_alias=_camel("agent_types", "queues")
+    )
+    lifecycle: str | None = None
+    status: str | None = None
+    denied_types: list[str] = Field(default_factory=list, validation_alias=_camel("denied_types"))
+    concurrency: int | None = None
+    active_jobs: int | None = Field(
+        default=None, validation_alias=_camel("active_jobs", "activeJobCount")
+    )
+    processed: int | None = None
+    failed: int | None = None
+    started_at: int | None = Field(default=None, validation_alias=_camel("started_at"))
+    last_seen: int | None = Field(default=None, validation_alias=_camel("last_seen"))
+    app_version: str | None = Field(default=None, validation_alias=_camel("app_version"))
+    runtime_version: str | None = Field(default=None, validation_alias=_camel("runtime_version"))
+    heartbeat_interval: float | None = Field(
+        default=None, validation_alias=_camel("heartbeat_interval")
+    )
+    lease_ttl: float | None = Field(default=None, validation_alias=_camel("lease_ttl"))
+    admin_applied_at: int | None = Field(default=None, validation_alias=_camel("admin_applied_at"))
+
+    @classmethod
+    def parse(cls, raw: Any) -> Lease:
+        """Parse a lease from whatever the online key holds; never raises."""
+        return lenient(cls, raw)
+
+    def dump(self) -> str:
+        """The JSON written to Redis (snake_case, no ``None`` noise)."""
+        return self.model_dump_json(exclude_none=True)
+
+
+class AdminState(BaseModel):
+    """The admin hash: what the operator wants, not yet what the worker applied."""
+
+    model_config = ConfigDict(extra="ignore", str_max_length=_MAX_STR)
+
+    lifecycle: str | None = None
+    reason: str | None = None
+    updated_at: int | None = None
+    updated_by: str | None = None
+
+    @classmethod
+    def parse(cls, raw: Any) -> AdminState:
+        """Parse the admin hash (a dict of strings); never raises."""
+        return lenient(cls, raw)
+
+    @property
+    def known_lifecycle(self) -> Lifecycle | None:
+        """The lifecycle when it is one this runtime understands."""
+        try:
+            return Lifecycle(self.lifecycle) if self.lifecycle else None
+        except ValueError:
+            return None
+
+
+class CommandAction(StrEnum):
+    """What a control command asks of a worker."""
+
+    LIFECYCLE = "lifecycle"
+    DENY = "deny"
+    ALLOW = "allow"
+    CANCEL = "cancel"
+
+
+class Command(BaseModel):
+    """A control command, carried by the worker stream (push) and mirrored in state (pull).
+
+    Commands are state, not events: applying one twice is harmless and one older than
+    the state already applied (``updated_at``) is ignored.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    action: CommandAction
+    lifecycle: Lifecycle | None = None
+    agent_type: str | None = None
+    force: bool = False
+    reason: str | None = None
+    updated_at: int = Field(default_factory=now_ms)
+    updated_by: str | None = None
+
+
+class Task(BaseModel):
+    """One unit of work as a handler sees it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    task_id: str
+    agent_type: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+    session_id: str | None = None
+    attempt: int = 1
+    submitted_at: int = Field(default_factory=now_ms)
+
+
+class ExecutionState(StrEnum):
+    """Where an execution is in its life."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class Execution(BaseModel):
+    """The small snapshot kept per execution in the worker's indexes."""
+
+    model_config = ConfigDict(extra="ignore", str_max_length=_MAX_STR)
+
+    execution_id: str = ""
+    task_id: str = ""
+    worker_id: str = ""
+    agent_type: str = ""
+    state: str = ExecutionState.RUNNING
+    attempt: int = 1
+    session_id: str | None = None
+    started_at: int | None = None
+    finished_at: int | None = None
+    error: str | None = None
+
+    @classmethod
+    def parse(cls, raw: Any) -> Execution:
+        """Parse a snapshot; never raises."""
+        return lenient(cls, raw)
+
+
+class InstanceLease(BaseModel):
+    """What an instance process writes about itself every heartbeat."""
+
+    model_config = ConfigDict(extra="ignore", str_max_length=_MAX_STR)
+
+    instance_id: str | None = None
+    hostname: str | None = None
+    pid: int | None = None
+    role: str | None = None
+    agent_types: list[str] = Field(default_factory=list)
+    replicas: dict[str, list[str]] = Field(default_factory=dict)
+    """agent type -> worker ids of the live replicas serving it."""
+    is_leader: bool = False
+    epoch: int | None = None
+    started_at: int | None = None
+    last_seen: int | None = None
+    modules: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def parse(cls, raw: Any) -> InstanceLease:
+        """Parse an instance lease; never raises."""
+        return lenient(cls, raw)
+
+
+class AuditEvent(BaseModel):
+    """One operator action in the audit stream."""
+
+    model_config = ConfigDict(extra="ignore", str_max_length=_MAX_STR)
+
+    id: str = ""
+    ts: int = 0
+    operator: str = ""
+    action: str = ""
+    target: str = ""
+    reason: str = ""
+    details: str = ""
+
+    @classmethod
+    def parse(cls, entry_id: str, raw: Any) -> AuditEvent:
+        """Parse a stream entry's fields; never raises."""
+        event = lenient(cls, raw)
+        return event.model_copy(update={"id": entry_id})
+
+
+class TypeMetrics(BaseModel):
+    """Per-type figures in a metrics point."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    depth: int = 0
+    pending: int = 0
+    throughput: float = 0.0
+    """Tasks completed per second since the previous point."""
+
+
+class MetricsPoint(BaseModel):
+    """One point of the metrics history."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    ts: int = 0
+    workers_online: int = 0
+    agent_types: int = 0
+    active_executions: int = 0
+    queue_depth: int = 0
+    throughput: float = 0.0
+    per_type: dict[str, TypeMetrics] = Field(default_factory=dict)
+    epoch: int | None = None
+
+    @classmethod
+    def parse(cls, raw: Any) -> MetricsPoint:
+        """Parse a history member; never raises."""
+        return lenient(cls, raw)

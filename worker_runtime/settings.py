@@ -1,0 +1,196 @@
+"""Settings from flags and environment, validated before any Redis connection.
+
+Precedence: explicit keyword arguments (the CLI's flags) > environment > defaults.
+Errors become one readable line (:class:`ConfigError`), never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from worker_runtime.keys import Keys, SchemaVersion
+from worker_runtime.models import Role
+
+DEFAULT_REDIS_URL = "redis://localhost:6379/0"
+
+
+class ConfigError(Exception):
+    """A setting is wrong; the message is one line meant for the operator."""
+
+
+class RedisSettings(BaseSettings):
+    """Where Redis is and how to talk to it."""
+
+    model_config = SettingsConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+    url: str = Field(
+        default=DEFAULT_REDIS_URL, validation_alias=AliasChoices("BYAI_REDIS_URL", "REDIS_URL")
+    )
+    cluster_host: str | None = Field(default=None, validation_alias="REDIS_CLUSTER_HOST")
+    cluster_port: int = Field(default=6379, ge=1, le=65535, validation_alias="REDIS_CLUSTER_PORT")
+    schema_version: SchemaVersion | None = Field(
+        default=None, validation_alias="REDIS_KEY_SCHEMA_VERSION"
+    )
+    tls_ca_certs: str | None = Field(default=None, validation_alias="BYAI_REDIS_TLS_CA")
+    tls_certfile: str | None = Field(default=None, validation_alias="BYAI_REDIS_TLS_CERT")
+    tls_keyfile: str | None = Field(default=None, validation_alias="BYAI_REDIS_TLS_KEY")
+    tls_insecure: bool = Field(default=False, validation_alias="BYAI_REDIS_TLS_INSECURE")
+    connect_timeout: float = Field(
+        default=3.0, gt=0, le=120, validation_alias="BYAI_REDIS_CONNECT_TIMEOUT"
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("redis", "rediss", "unix"):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        if parts.scheme != "unix" and not parts.hostname:
+            raise ValueError("has no host")
+        try:
+            _ = parts.port
+        except ValueError:
+            raise ValueError("has an invalid port") from None
+        return value
+
+    @field_validator("cluster_host", "tls_ca_certs", "tls_certfile", "tls_keyfile")
+    @classmethod
+    def _blank_is_none(cls, value: str | None) -> str | None:
+        return value or None
+
+    @property
+    def cluster(self) -> bool:
+        """True when ``REDIS_CLUSTER_HOST`` (or ``--cluster-host``) is set."""
+        return self.cluster_host is not None
+
+    @property
+    def key_schema(self) -> SchemaVersion:
+        """v2 whenever cluster mode is on; otherwise the configured version (v1 default)."""
+        if self.cluster:
+            return "v2"
+        return self.schema_version or "v1"
+
+    @property
+    def keys(self) -> Keys:
+        """The key factory for this deployment."""
+        return Keys(self.key_schema)
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint as it may be shown or logged: never the password."""
+        if self.cluster_host:
+            scheme = "rediss" if urlsplit(self.url).scheme == "rediss" else "redis"
+            return f"cluster {scheme}://{self.cluster_host}:{self.cluster_port}"
+        return mask_url(self.url)
+
+
+def mask_url(url: str) -> str:
+    """Return ``url`` with any password replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        user = parts.username or ""
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+        netloc = f"{user}:***@{host}{port}" if user else f":***@{host}{port}"
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    except ValueError:
+        return "<unparseable url>"
+
+
+class WorkerSettings(BaseSettings):
+    """How a worker process behaves (SPEC section 7 environment names)."""
+
+    model_config = SettingsConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+    role: Role = Field(default=Role.ALL, validation_alias="BYAI_WORKER_ROLE")
+    instance_id: str = Field(default="", validation_alias="BYAI_WORKER_INSTANCE")
+    heartbeat_interval: float = Field(
+        default=5.0, gt=0, le=300, validation_alias="BYAI_HEARTBEAT_INTERVAL"
+    )
+    lease_ttl: float = Field(default=15.0, gt=0, le=3600, validation_alias="BYAI_LEASE_TTL")
+    claim_idle_ms: int = Field(
+        default=30_000, ge=100, le=86_400_000, validation_alias="BYAI_CLAIM_IDLE_MS"
+    )
+    stall_timeout: float = Field(default=30.0, gt=0, le=3600, validation_alias="BYAI_STALL_TIMEOUT")
+    grace_period: float = Field(default=30.0, ge=0, le=3600, validation_alias="BYAI_GRACE_PERIOD")
+    concurrency: int = Field(default=50, ge=1, le=10_000, validation_alias="BYAI_CONCURRENCY")
+    fetch_count: int = Field(default=200, ge=1, le=10_000, validation_alias="BYAI_FETCH_COUNT")
+    block_ms: int = Field(default=1000, ge=10, le=4000, validation_alias="BYAI_BLOCK_MS")
+    max_deliveries: int = Field(default=5, ge=1, le=1000, validation_alias="BYAI_MAX_DELIVERIES")
+    execution_cap: int = Field(default=200, ge=1, le=100_000, validation_alias="BYAI_EXECUTION_CAP")
+    stream_maxlen: int = Field(
+        default=100_000, ge=100, le=100_000_000, validation_alias="BYAI_STREAM_MAXLEN"
+    )
+    app_version: str = Field(default="", validation_alias="BYAI_APP_VERSION")
+    offline_retention: float = Field(
+        default=3600.0, gt=0, validation_alias="BYAI_OFFLINE_RETENTION"
+    )
+    metrics_interval: float = Field(default=10.0, gt=0, validation_alias="BYAI_METRICS_INTERVAL")
+    metrics_retention: float = Field(
+        default=86_400.0, gt=0, validation_alias="BYAI_METRICS_RETENTION"
+    )
+
+    @field_validator("instance_id")
+    @classmethod
+    def _check_instance(cls, value: str) -> str:
+        if len(value) > 200 or any(ord(c) < 32 or c in "{} " for c in value):
+            raise ValueError("must be at most 200 printable characters without spaces or braces")
+        return value
+
+    @model_validator(mode="after")
+    def _check_ttl(self) -> WorkerSettings:
+        if self.lease_ttl <= self.heartbeat_interval:
+            raise ValueError(
+                f"BYAI_LEASE_TTL ({self.lease_ttl:g}) must be longer than "
+                f"BYAI_HEARTBEAT_INTERVAL ({self.heartbeat_interval:g})"
+            )
+        return self
+
+    @property
+    def resolved_instance_id(self) -> str:
+        """``--instance`` / ``BYAI_WORKER_INSTANCE``, else ``{hostname}:{pid}``."""
+        return self.instance_id or f"{socket.gethostname()}:{os.getpid()}"
+
+
+SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+
+
+def load(cls: type[SettingsT], **overrides: Any) -> SettingsT:
+    """Build settings: flags (non-None ``overrides``) win over the environment.
+
+    Raises:
+        ConfigError: one line naming the setting, its env variable and what is wrong.
+    """
+    flags = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return cls(**flags)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(cls, exc)) from None
+
+
+def describe_validation_error(cls: type[BaseSettings], exc: ValidationError) -> str:
+    """One line for the first error, naming the env variable the user would set."""
+    err = exc.errors()[0]
+    loc = str(err["loc"][0]) if err["loc"] else ""
+    info = cls.model_fields.get(loc)
+    name = loc
+    if info is not None:
+        alias = info.validation_alias
+        if isinstance(alias, AliasChoices):
+            name = "/".join(str(c) for c in alias.choices)
+        elif isinstance(alias, str):
+            name = alias
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    value = err.get("input")
+    if name and not isinstance(value, dict):
+        shown = repr(value if not isinstance(value, str) or "@" not in value else mask_url(value))
+        return f"invalid {name} {shown[:120]}: {msg}"
+    return f"invalid settings: {msg}"

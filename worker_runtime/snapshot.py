@@ -1,0 +1,143 @@
+"""The immutable fleet snapshot: what one refresh of the fleet reader produces.
+
+The console, the headless ``--snapshot`` mode and scripts all consume this one shape;
+its JSON form (``FleetSnapshot.model_dump(mode="json")``) is the documented
+``--format json`` document.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from worker_runtime.models import AuditEvent, Lease, MetricsPoint, Status
+
+
+class CommandState(StrEnum):
+    """Whether the worker has confirmed the operator's latest admin state."""
+
+    PENDING = "pending"
+    """The admin hash is newer than what the worker's lease says it applied."""
+    APPLIED = "applied"
+    """The worker's lease confirms the latest admin state."""
+
+
+class WorkerView(Lease):
+    """One worker as the operator sees it: lease fields plus derived state.
+
+    ``lifecycle`` and ``reason`` come from the admin hash when it has them (the
+    operator's intent wins over what the lease reports).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    worker_id: str = ""
+    status: Status = Status.OFFLINE
+    reason: str | None = None
+    runtime_status: str | None = None
+    """What the worker reports it is doing (lease ``status`` field)."""
+    applied_lifecycle: str | None = None
+    """The lifecycle the worker itself reports in its lease."""
+    admin_updated_at: int | None = None
+    admin_updated_by: str | None = None
+    command_state: CommandState | None = None
+    lease_age_ms: int | None = None
+    lease_valid: bool = True
+    """False when the online key held something that was not a JSON object."""
+
+
+class InstanceView(BaseModel):
+    """One instance process and its replicas."""
+
+    model_config = ConfigDict(frozen=True)
+
+    instance_id: str
+    online: bool = False
+    hostname: str | None = None
+    pid: int | None = None
+    role: str | None = None
+    is_leader: bool = False
+    last_seen: int | None = None
+    workers: list[str] = Field(default_factory=list)
+    replicas: dict[str, int] = Field(default_factory=dict)
+    """agent type -> live replicas serving it on this instance."""
+    quota: dict[str, int] = Field(default_factory=dict)
+    """agent type -> replicas this instance should run under the current targets."""
+
+
+class TypeView(BaseModel):
+    """One agent type: routing, denylist, queue and scale target."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    workers: list[str] = Field(default_factory=list)
+    """Routable workers (online, active, not denied)."""
+    denied: list[str] = Field(default_factory=list)
+    depth: int = 0
+    """Entries not yet delivered to the group (lag), or stream length when unknown."""
+    pending: int = 0
+    """Delivered but not acknowledged."""
+    length: int = 0
+    dead: int = 0
+    target: int | None = None
+    overrides: dict[str, int] = Field(default_factory=dict)
+
+
+class LeaderView(BaseModel):
+    """Who holds the leader lock, if anyone."""
+
+    model_config = ConfigDict(frozen=True)
+
+    instance_id: str | None = None
+    epoch: int | None = None
+
+
+class RedisInfo(BaseModel):
+    """The endpoint and how the last read went."""
+
+    model_config = ConfigDict(frozen=True)
+
+    endpoint: str = ""
+    """URL with the password masked."""
+    connected: bool = False
+    schema_version: str = "v1"
+    cluster: bool = False
+    read_ms: float | None = None
+    round_trips: int = 0
+    error: str | None = None
+
+
+class MetricsView(BaseModel):
+    """Metrics history plus the figures of this snapshot."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workers_online: int = 0
+    agent_types: int = 0
+    active_executions: int = 0
+    queue_depth: int = 0
+    history: list[MetricsPoint] = Field(default_factory=list)
+
+
+class FleetSnapshot(BaseModel):
+    """Everything one refresh knows about the fleet."""
+
+    model_config = ConfigDict(frozen=True)
+
+    generated_at: int
+    redis: RedisInfo
+    workers: list[WorkerView] = Field(default_factory=list)
+    instances: list[InstanceView] = Field(default_factory=list)
+    types: list[TypeView] = Field(default_factory=list)
+    metrics: MetricsView = Field(default_factory=MetricsView)
+    leader: LeaderView = Field(default_factory=LeaderView)
+    events: list[AuditEvent] = Field(default_factory=list)
+
+    def worker(self, worker_id: str) -> WorkerView | None:
+        """The worker with this id, if the snapshot has it."""
+        for w in self.workers:
+            if w.worker_id == worker_id:
+                return w
+        return None
