@@ -34,6 +34,23 @@ MAX_SCALE = 1_000
 """Upper bound for any replica count an operator may ask for."""
 
 
+def check_scale_count(count: int) -> None:
+    """Reject replica counts outside ``0..MAX_SCALE`` with the bound named."""
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise ValueError(f"scale count must be a whole number from 0 to {MAX_SCALE}")
+    if not 0 <= count <= MAX_SCALE:
+        raise ValueError(f"scale count {count} is out of range: 0 to {MAX_SCALE}")
+
+
+def parse_count(raw: object) -> int | None:
+    """A replica count stored in Redis, or ``None`` when absent or malformed."""
+    try:
+        value = int(str(raw))
+    except (TypeError, ValueError):
+        return None
+    return value if 0 <= value <= MAX_SCALE else None
+
+
 class UnknownWorkerError(LookupError):
     """The worker id is not in the registry."""
 
@@ -226,6 +243,69 @@ class WorkerManager:
         """Worker ids denied for ``agent_type``, sorted."""
         members = await self.redis.smembers(self.keys.type_denied(agent_type))
         return sorted(str(m) for m in members)
+
+    # -- scale -----------------------------------------------------------------------
+
+    async def scale_type(
+        self, agent_type: str, count: int, reason: str | None = None
+    ) -> ActionResult:
+        """Set the global replica target of a type; clears per-instance overrides.
+
+        Every live instance serving the type computes its share of ``count`` (even
+        split over live instances sorted by id, remainder to the first ones).
+        """
+        return await self._scale(agent_type, None, count, reason)
+
+    async def scale_instance(
+        self, agent_type: str, instance_id: str, count: int, reason: str | None = None
+    ) -> ActionResult:
+        """Pin one instance to exactly ``count`` replicas of a type."""
+        return await self._scale(agent_type, instance_id, count, reason)
+
+    async def _scale(
+        self, agent_type: str, instance_id: str | None, count: int, reason: str | None
+    ) -> ActionResult:
+        check_scale_count(count)
+        ts = now_ms()
+        command = Command(
+            action=CommandAction.RESCALE,
+            agent_type=agent_type,
+            instance_id=instance_id,
+            count=count,
+            reason=reason,
+            updated_at=ts,
+            updated_by=self.operator,
+        )
+        pipe = self.redis.pipeline(transaction=False)
+        if instance_id is None:
+            pipe.hset(self.keys.scale_targets, agent_type, str(count))
+            pipe.delete(self.keys.scale_overrides(agent_type))
+            target = agent_type
+        else:
+            pipe.hset(self.keys.scale_overrides(agent_type), instance_id, str(count))
+            target = f"{agent_type}@{instance_id}"
+        pipe.sadd(self.keys.agent_types, agent_type)
+        pipe.xadd(
+            self.keys.fleet_stream,
+            encode_command(command),  # type: ignore[arg-type]
+            maxlen=CONTROL_STREAM_MAXLEN,
+            approximate=True,
+        )
+        add_audit(
+            pipe, self.keys, audit_fields(self.operator, "scale", target, reason, f"count={count}")
+        )
+        await pipe.execute()
+        return ActionResult(target, "scale", ts, True)
+
+    async def get_scale(self, agent_type: str) -> tuple[int | None, dict[str, int]]:
+        """The global target (``None`` when unset) and per-instance overrides of a type."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hget(self.keys.scale_targets, agent_type)
+        pipe.hgetall(self.keys.scale_overrides(agent_type))
+        target, overrides = await pipe.execute()
+        return parse_count(target), {
+            str(k): c for k, v in (overrides or {}).items() if (c := parse_count(v)) is not None
+        }
 
     # -- reads -----------------------------------------------------------------------
 

@@ -184,7 +184,7 @@ class CommandAction(StrEnum):
     LIFECYCLE = "lifecycle"
     DENY = "deny"
     ALLOW = "allow"
-    CANCEL = "cancel"
+    RESCALE = "rescale"
 
 
 class Command(BaseModel):
@@ -199,6 +199,8 @@ class Command(BaseModel):
     action: CommandAction
     lifecycle: Lifecycle | None = None
     agent_type: str | None = None
+    instance_id: str | None = None
+    count: int | None = None
     force: bool = False
     reason: str | None = None
     updated_at: int = Field(default_factory=now_ms)
