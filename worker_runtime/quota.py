@@ -1,0 +1,69 @@
+"""How many replicas of a type each instance should run: one pure rule for everyone.
+
+Every live instance and the console compute quotas from the same data (the global
+target, the per-instance overrides, the live instance ids), so they agree without
+talking to each other:
+
+* an instance with an override runs exactly its override;
+* the rest of the target (minus the overrides of the other *live* overridden
+  instances) is split evenly over the live instances without an override, sorted by
+  id, the remainder going to the first ones;
+* nothing is ever negative; no target and no override means no quota (``None``).
+
+Overrides of instances that are not live are ignored for the split, so the fleet
+still runs the target when an overridden instance dies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+
+def compute_quota(
+    target: int | None,
+    overrides: Mapping[str, int],
+    live_instances: Iterable[str],
+    instance_id: str,
+) -> int | None:
+    """The replica count ``instance_id`` should run for one agent type.
+
+    Args:
+        target: the global target of the type (``None`` when unset).
+        overrides: instance id -> absolute count, for this type.
+        live_instances: ids of the live instances serving the type; ``instance_id``
+            is counted as live even when missing (it is the one asking).
+        instance_id: the instance whose quota is wanted.
+
+    Returns:
+        The quota, or ``None`` when neither a target nor an override applies.
+    """
+    if instance_id in overrides:
+        return max(0, int(overrides[instance_id]))
+    if target is None:
+        return None
+    live = set(live_instances)
+    live.add(instance_id)
+    reserved = sum(max(0, int(overrides[i])) for i in live if i in overrides)
+    remaining = max(0, int(target) - reserved)
+    shared = sorted(i for i in live if i not in overrides)
+    share, extra = divmod(remaining, len(shared))
+    return share + (1 if shared.index(instance_id) < extra else 0)
+
+
+def compute_quotas(
+    target: int | None, overrides: Mapping[str, int], live_instances: Iterable[str]
+) -> dict[str, int]:
+    """The quota of every live instance (instances without a quota are left out).
+
+    Args:
+        target: the global target of the type (``None`` when unset).
+        overrides: instance id -> absolute count, for this type.
+        live_instances: ids of the live instances serving the type.
+    """
+    live = sorted(set(live_instances))
+    result: dict[str, int] = {}
+    for instance_id in live:
+        quota = compute_quota(target, overrides, live, instance_id)
+        if quota is not None:
+            result[instance_id] = quota
+    return result
