@@ -11,7 +11,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worker_runtime.models import AuditEvent, Lease, MetricsPoint, Status
+from worker_runtime.models import AdminState, AuditEvent, Execution, Lease, MetricsPoint, Status
 
 
 class CommandState(StrEnum):
@@ -141,3 +141,28 @@ class FleetSnapshot(BaseModel):
             if w.worker_id == worker_id:
                 return w
         return None
+
+
+class WorkerDetail(BaseModel):
+    """One worker in depth, for ``byconsole worker info`` and the console's detail screen."""
+
+    model_config = ConfigDict(frozen=True)
+
+    worker_id: str
+    known: bool = False
+    """In the registry set or holding a lease."""
+    worker: WorkerView
+    """The same derived view as in the fleet snapshot."""
+    lease: dict[str, object] | None = None
+    """The lease JSON object exactly as stored (every field, unknown ones included)."""
+    lease_raw: str | None = None
+    """The online key's value when it is not a JSON object (shown, never trusted)."""
+    admin: AdminState = Field(default_factory=AdminState)
+    runtime_status: str | None = None
+    """The worker's ``status`` key (idle/busy/suspended/draining)."""
+    declared_types: list[str] = Field(default_factory=list)
+    denied_types: list[str] = Field(default_factory=list)
+    """Types whose denylist names this worker (the operator's intent)."""
+    active_executions: list[Execution] = Field(default_factory=list)
+    recent_executions: list[Execution] = Field(default_factory=list)
+    """Most recent first."""

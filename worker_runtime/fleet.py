@@ -1,0 +1,654 @@
+"""``FleetReader``: one immutable :class:`FleetSnapshot` per refresh, in at most 3 round trips.
+
+The console, ``byconsole --snapshot``, the admin CLI and any script read the fleet the
+same way, so they agree on what "online", "pending" or a type's depth mean.
+
+Round trips, whatever the fleet size (each one a non-transactional pipeline):
+
+1. the indexes: workers set, agent types index, instances ZSet, leader lock and epoch,
+   scale targets, the metrics history tail and the audit tail;
+2. per worker its lease, admin hash and declared types; per type its routable set,
+   denylist, consumer group info, length, dead-letter length and scale overrides; per
+   instance its lease;
+3. only when round trip 2 revealed types no index listed (declared by a worker or only
+   in a lease): the per-type reads for those.
+
+Connection problems raise :class:`redis.exceptions.RedisError` (the caller decides what
+to show). Bad data never raises: every reply is checked for its shape, per-command
+errors (``WRONGTYPE`` …) count as empty, payloads go through the lenient models.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+
+from worker_runtime.admin import parse_count
+from worker_runtime.audit import parse_audit
+from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.models import (
+    AdminState,
+    Execution,
+    InstanceLease,
+    Lease,
+    Lifecycle,
+    MetricsPoint,
+    Status,
+    now_ms,
+)
+from worker_runtime.quota import compute_quota
+from worker_runtime.snapshot import (
+    CommandState,
+    FleetSnapshot,
+    InstanceView,
+    LeaderView,
+    MetricsView,
+    RedisInfo,
+    TypeView,
+    WorkerDetail,
+    WorkerView,
+)
+
+DEFAULT_HEARTBEAT_INTERVAL = 5.0
+"""Seconds; used when a lease does not say how often its worker beats."""
+
+_MAX_ID = 1024  # ids longer than this are not ours to track (and would bloat every view)
+
+
+# -- reply shape helpers: anything unexpected is "empty" ------------------------------
+
+
+def _strs(reply: Any) -> set[str]:
+    if isinstance(reply, set | list | tuple | frozenset):
+        return {str(m) for m in reply if isinstance(m, str | bytes) and len(m) <= _MAX_ID}
+    return set()
+
+
+def _str(reply: Any) -> str | None:
+    if isinstance(reply, bytes):
+        return reply.decode("utf-8", "replace")
+    return reply if isinstance(reply, str) else None
+
+
+def _dict(reply: Any) -> dict[str, Any]:
+    if isinstance(reply, dict):
+        return {str(k): v for k, v in reply.items()}
+    return {}
+
+
+def _int(reply: Any) -> int:
+    if isinstance(reply, int) and not isinstance(reply, bool):
+        return max(0, reply)
+    return 0
+
+
+def _json(raw: str | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def _lease_obj(raw: str | None) -> Any:
+    """``None`` when there is no lease, the decoded JSON, or the raw text when not JSON."""
+    if raw is None:
+        return None
+    try:
+        decoded = json.loads(raw)
+    except ValueError:
+        return raw
+    # A lease of JSON ``null`` is malformed, not absent.
+    return raw if decoded is None else decoded
+
+
+def _counts(reply: Any) -> dict[str, int]:
+    return {
+        k: c
+        for k, v in _dict(reply).items()
+        if len(k) <= _MAX_ID and (c := parse_count(v)) is not None
+    }
+
+
+@dataclass
+class _GroupInfo:
+    depth: int | None = None
+    pending: int = 0
+    exists: bool = False
+
+
+def _group_info(reply: Any) -> _GroupInfo:
+    """Lag and pending of :data:`CONSUMER_GROUP` from an ``XINFO GROUPS`` reply."""
+    if not isinstance(reply, list):
+        return _GroupInfo()
+    for group in reply:
+        if not isinstance(group, dict) or str(group.get("name")) != CONSUMER_GROUP:
+            continue
+        lag = group.get("lag")
+        return _GroupInfo(
+            depth=_int(lag) if isinstance(lag, int) else None,
+            pending=_int(group.get("pending")),
+            exists=True,
+        )
+    return _GroupInfo()
+
+
+# -- derivations shared by the snapshot and the detail read ---------------------------
+
+
+def derive_status(lease: Lease | None, now: int) -> Status:
+    """SPEC section 2: online, stale (lease but old or unknown last beat) or offline."""
+    if lease is None:
+        return Status.OFFLINE
+    if lease.last_seen is None:
+        return Status.STALE
+    interval = lease.heartbeat_interval
+    if interval is None or not interval > 0:
+        interval = DEFAULT_HEARTBEAT_INTERVAL
+    # A clock a little ahead of ours (negative age) is still a fresh beat.
+    return Status.ONLINE if now - lease.last_seen <= 2 * interval * 1000 else Status.STALE
+
+
+def derive_command_state(
+    admin: AdminState, lease: Lease | None, status: Status
+) -> CommandState | None:
+    """Whether the worker has confirmed the operator's latest admin state.
+
+    ``None`` when there is no admin state. An eviction is pending while a lease still
+    exists (the worker deletes it when it complies). Anything else is pending while the
+    worker holds a lease whose ``admin_applied_at`` is older than the admin
+    ``updated_at``; an offline worker applies the state when it starts, so there is
+    nothing to wait for.
+    """
+    if admin.updated_at is None and admin.lifecycle is None:
+        return None
+    if lease is None or status is Status.OFFLINE:
+        return CommandState.APPLIED
+    if admin.known_lifecycle is Lifecycle.EVICTED:
+        return CommandState.PENDING
+    if admin.updated_at is not None and (lease.admin_applied_at or 0) < admin.updated_at:
+        return CommandState.PENDING
+    return CommandState.APPLIED
+
+
+def build_worker_view(
+    worker_id: str,
+    lease_obj: Any,
+    admin: AdminState,
+    declared: Iterable[str],
+    denied: Iterable[str],
+    now: int,
+) -> WorkerView:
+    """The operator's view of one worker from its raw parts.
+
+    Args:
+        worker_id: the registry id (the lease's own ``worker_id`` is not trusted).
+        lease_obj: the decoded online key: ``None`` when absent, a dict when valid,
+            anything else when malformed (the worker is then listed as ``stale``).
+        admin: the parsed admin hash.
+        declared: the worker's declared agent types (its ``agent_types`` set).
+        denied: the types whose denylist names this worker.
+        now: the reference time (ms) for ages.
+    """
+    lease: Lease | None = None
+    valid = True
+    if lease_obj is not None:
+        valid = isinstance(lease_obj, dict)
+        lease = Lease.parse(lease_obj if valid else {})
+    status = derive_status(lease, now)
+    data: dict[str, Any] = lease.model_dump() if lease is not None else {}
+    applied = data.pop("lifecycle", None)
+    runtime_status = data.pop("status", None)
+    types = list(dict.fromkeys(data.get("agent_types") or []))
+    types += sorted(set(declared) - set(types))
+    data.update(
+        worker_id=worker_id,
+        agent_types=types,
+        denied_types=sorted(set(denied)),
+        status=status,
+        lifecycle=admin.lifecycle or applied or Lifecycle.ACTIVE.value,
+        applied_lifecycle=applied,
+        reason=admin.reason or None,
+        runtime_status=runtime_status,
+        admin_updated_at=admin.updated_at,
+        admin_updated_by=admin.updated_by,
+        command_state=derive_command_state(admin, lease, status),
+        lease_age_ms=(now - lease.last_seen) if lease and lease.last_seen is not None else None,
+        lease_valid=valid,
+    )
+    return WorkerView.model_validate(data)
+
+
+def _leader(lock_raw: Any, epoch_raw: Any) -> LeaderView:
+    lock = _json(_str(lock_raw))
+    instance_id: str | None = None
+    epoch = parse_count_any(epoch_raw)
+    if isinstance(lock, dict):
+        value = lock.get("instance_id", lock.get("instanceId"))
+        if isinstance(value, str) and len(value) <= _MAX_ID:
+            instance_id = value
+        lock_epoch = parse_count_any(lock.get("epoch"))
+        epoch = lock_epoch if lock_epoch is not None else epoch
+    return LeaderView(instance_id=instance_id, epoch=epoch)
+
+
+def parse_count_any(raw: Any) -> int | None:
+    """A non-negative integer from a Redis reply or JSON value, else ``None``."""
+    if isinstance(raw, bool) or raw is None:
+        return None
+    try:
+        value = int(str(raw))
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+# -- the reader ----------------------------------------------------------------------
+
+
+@dataclass
+class _TypeReplies:
+    routable: set[str] = field(default_factory=set)
+    denied: set[str] = field(default_factory=set)
+    group: _GroupInfo = field(default_factory=_GroupInfo)
+    length: int = 0
+    dead: int = 0
+    overrides: dict[str, int] = field(default_factory=dict)
+
+
+_TYPE_COMMANDS = 6
+
+_Cmd = tuple[str, tuple[Any, ...], dict[str, Any]]
+
+
+def _c(name: str, *args: Any, **kwargs: Any) -> _Cmd:
+    """One queued pipeline command: method name, arguments, keyword arguments."""
+    return (name, args, kwargs)
+
+
+class FleetReader:
+    """Reads the whole fleet into one :class:`FleetSnapshot` per call.
+
+    Args:
+        redis: a client from :func:`worker_runtime.connection.create_redis`.
+        keys: the key factory of the deployment.
+        endpoint: the endpoint as it may be shown (password masked).
+        history_limit: how many metrics history points (the most recent) to read.
+        events_limit: how many audit events (the most recent) to read.
+
+    Attributes:
+        round_trips: pipelined round trips of the last :meth:`read` (for benchmarks).
+    """
+
+    def __init__(
+        self,
+        redis: Redis | RedisCluster,
+        keys: Keys,
+        *,
+        endpoint: str = "",
+        history_limit: int = 120,
+        events_limit: int = 100,
+    ) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.endpoint = endpoint
+        self.history_limit = max(1, history_limit)
+        self.events_limit = max(1, events_limit)
+        self.round_trips = 0
+
+    async def _run(self, queue: Sequence[_Cmd]) -> list[Any]:
+        """One pipelined round trip; per-command errors come back as exception objects."""
+        if not queue:
+            return []
+        pipe = self.redis.pipeline(transaction=False)
+        for name, args, kwargs in queue:
+            getattr(pipe, name)(*args, **kwargs)
+        self.round_trips += 1
+        replies: list[Any] = await pipe.execute(raise_on_error=False)
+        return [None if isinstance(r, Exception) else r for r in replies]
+
+    def _type_queue(self, types: Iterable[str]) -> list[_Cmd]:
+        k = self.keys
+        queue: list[_Cmd] = []
+        for t in types:
+            queue += [
+                _c("smembers", k.type_workers(t)),
+                _c("smembers", k.type_denied(t)),
+                _c("xinfo_groups", k.type_stream(t)),
+                _c("xlen", k.type_stream(t)),
+                _c("xlen", k.dead_letter_stream(t)),
+                _c("hgetall", k.scale_overrides(t)),
+            ]
+        return queue
+
+    @staticmethod
+    def _type_replies(types: Sequence[str], replies: Sequence[Any]) -> dict[str, _TypeReplies]:
+        out: dict[str, _TypeReplies] = {}
+        for i, t in enumerate(types):
+            r = replies[i * _TYPE_COMMANDS : (i + 1) * _TYPE_COMMANDS]
+            out[t] = _TypeReplies(
+                routable=_strs(r[0]),
+                denied=_strs(r[1]),
+                group=_group_info(r[2]),
+                length=_int(r[3]),
+                dead=_int(r[4]),
+                overrides=_counts(r[5]),
+            )
+        return out
+
+    async def read(self) -> FleetSnapshot:
+        """Read the fleet.
+
+        Raises:
+            redis.exceptions.RedisError: Redis is unreachable or refused the connection.
+        """
+        started = time.perf_counter()
+        self.round_trips = 0
+        now = now_ms()
+        k = self.keys
+
+        # -- round trip 1: the indexes ---------------------------------------------
+        r1 = await self._run(
+            [
+                _c("smembers", k.workers),
+                _c("smembers", k.agent_types),
+                _c("zrange", k.instances, 0, -1, withscores=True),
+                _c("get", k.leader_lock),
+                _c("get", k.leader_epoch),
+                _c("hgetall", k.scale_targets),
+                _c("zrange", k.metrics_history, -self.history_limit, -1),
+                _c("xrevrange", k.audit_stream, "+", "-", self.events_limit),
+            ]
+        )
+        worker_ids = sorted(_strs(r1[0]))
+        indexed_types = _strs(r1[1])
+        instance_scores = self._instance_scores(r1[2])
+        leader = _leader(r1[3], r1[4])
+        targets = _counts(r1[5])
+        history = [MetricsPoint.parse(m) for m in (r1[6] or []) if isinstance(m, str)]
+        events = parse_audit(r1[7])
+
+        # -- round trip 2: per worker, per known type, per instance --------------------
+        known_types = sorted(indexed_types | set(targets))
+        queue: list[_Cmd] = []
+        for wid in worker_ids:
+            queue += [
+                _c("get", k.worker_online(wid)),
+                _c("hgetall", k.worker_admin(wid)),
+                _c("smembers", k.worker_agent_types(wid)),
+            ]
+        queue += self._type_queue(known_types)
+        instance_ids = sorted(instance_scores)
+        queue += [_c("get", k.instance_online(i)) for i in instance_ids]
+        r2 = await self._run(queue)
+
+        n_w = 3 * len(worker_ids)
+        n_t = _TYPE_COMMANDS * len(known_types)
+        leases: dict[str, Any] = {}
+        admins: dict[str, AdminState] = {}
+        declared: dict[str, set[str]] = {}
+        discovered: set[str] = set()
+        for i, wid in enumerate(worker_ids):
+            raw = _str(r2[3 * i])
+            leases[wid] = _lease_obj(raw)
+            admins[wid] = AdminState.parse(_dict(r2[3 * i + 1]))
+            declared[wid] = _strs(r2[3 * i + 2])
+            discovered |= declared[wid]
+            lease_obj = leases[wid]
+            if isinstance(lease_obj, dict):
+                discovered |= set(Lease.parse(lease_obj).agent_types)
+        type_data = self._type_replies(known_types, r2[n_w : n_w + n_t])
+        instance_leases: dict[str, InstanceLease | None] = {}
+        for i, iid in enumerate(instance_ids):
+            raw = _str(r2[n_w + n_t + i])
+            instance_leases[iid] = None if raw is None else InstanceLease.parse(raw)
+
+        # -- round trip 3: types only a worker knew about -------------------------------
+        extra_types = sorted(t for t in discovered - set(type_data) if len(t) <= _MAX_ID)
+        if extra_types:
+            r3 = await self._run(self._type_queue(extra_types))
+            type_data.update(self._type_replies(extra_types, r3))
+
+        # -- derive ---------------------------------------------------------------------
+        denied_by_worker: dict[str, set[str]] = {}
+        for t, td in type_data.items():
+            for wid in td.denied:
+                denied_by_worker.setdefault(wid, set()).add(t)
+        workers = [
+            build_worker_view(
+                wid,
+                leases[wid],
+                admins[wid],
+                declared[wid],
+                denied_by_worker.get(wid, ()),
+                now,
+            )
+            for wid in worker_ids
+        ]
+        types = [
+            TypeView(
+                name=t,
+                workers=sorted(td.routable),
+                denied=sorted(td.denied),
+                depth=td.group.depth if td.group.depth is not None else td.length,
+                pending=td.group.pending,
+                length=td.length,
+                dead=td.dead,
+                target=targets.get(t),
+                overrides=td.overrides,
+            )
+            for t, td in sorted(type_data.items())
+        ]
+        instances = self._instances(instance_scores, instance_leases, workers, types, leader)
+        online = [w for w in workers if w.status is Status.ONLINE]
+        metrics = MetricsView(
+            workers_online=len(online),
+            agent_types=len(types),
+            active_executions=sum(max(0, w.active_jobs or 0) for w in online),
+            queue_depth=sum(t.depth for t in types),
+            history=history,
+        )
+        redis_info = RedisInfo(
+            endpoint=self.endpoint,
+            connected=True,
+            schema_version=k.schema,
+            cluster=isinstance(self.redis, RedisCluster),
+            read_ms=round((time.perf_counter() - started) * 1000, 2),
+            round_trips=self.round_trips,
+        )
+        return FleetSnapshot(
+            generated_at=now,
+            redis=redis_info,
+            workers=workers,
+            instances=instances,
+            types=types,
+            metrics=metrics,
+            leader=leader,
+            events=events,
+        )
+
+    @staticmethod
+    def _instance_scores(reply: Any) -> dict[str, int | None]:
+        scores: dict[str, int | None] = {}
+        if not isinstance(reply, list):
+            return scores
+        for item in reply:
+            if isinstance(item, list | tuple) and len(item) == 2 and isinstance(item[0], str):
+                if len(item[0]) > _MAX_ID:
+                    continue
+                score = item[1]
+                scores[item[0]] = int(score) if isinstance(score, int | float) else None
+        return scores
+
+    @staticmethod
+    def _instances(
+        scores: Mapping[str, int | None],
+        leases: Mapping[str, InstanceLease | None],
+        workers: Sequence[WorkerView],
+        types: Sequence[TypeView],
+        leader: LeaderView,
+    ) -> list[InstanceView]:
+        """Instances from the registry plus any instance named only by worker leases."""
+        members: dict[str, list[WorkerView]] = {}
+        for w in workers:
+            if w.instance_id and len(w.instance_id) <= _MAX_ID:
+                members.setdefault(w.instance_id, []).append(w)
+        ids = sorted(set(scores) | set(members))
+
+        # Live replicas per (instance, type): the instance's own report when it has
+        # one, else counted from its online workers' leases.
+        replicas: dict[str, dict[str, int]] = {}
+        online: dict[str, bool] = {}
+        for iid in ids:
+            lease = leases.get(iid)
+            live_workers = [w for w in members.get(iid, []) if w.status is Status.ONLINE]
+            if lease is not None and lease.replicas:
+                replicas[iid] = {t: len(ws) for t, ws in lease.replicas.items()}
+            else:
+                counts: dict[str, int] = {}
+                for w in live_workers:
+                    for t in w.agent_types:
+                        counts[t] = counts.get(t, 0) + 1
+                replicas[iid] = counts
+            online[iid] = lease is not None if iid in scores else bool(live_workers)
+
+        serving: dict[str, list[str]] = {}
+        for iid in ids:
+            if not online[iid]:
+                continue
+            lease = leases.get(iid)
+            served = set(replicas[iid]) | set(lease.agent_types if lease else ())
+            for t in served:
+                serving.setdefault(t, []).append(iid)
+
+        by_type = {t.name: t for t in types}
+        views: list[InstanceView] = []
+        for iid in ids:
+            lease = leases.get(iid)
+            quota: dict[str, int] = {}
+            for t, tv in by_type.items():
+                if not online[iid] and iid not in tv.overrides:
+                    continue
+                if iid not in serving.get(t, []) and iid not in tv.overrides:
+                    continue
+                q = compute_quota(tv.target, tv.overrides, serving.get(t, []), iid)
+                if q is not None:
+                    quota[t] = q
+            is_leader = (
+                leader.instance_id == iid
+                if leader.instance_id is not None
+                else bool(lease and lease.is_leader)
+            )
+            worker_ids = {w.worker_id for w in members.get(iid, [])}
+            if lease is not None:
+                for ws in lease.replicas.values():
+                    worker_ids.update(w for w in ws if len(w) <= _MAX_ID)
+            views.append(
+                InstanceView(
+                    instance_id=iid,
+                    online=online[iid],
+                    hostname=lease.hostname if lease else None,
+                    pid=lease.pid if lease else None,
+                    role=lease.role if lease else None,
+                    is_leader=is_leader,
+                    last_seen=(lease.last_seen if lease and lease.last_seen else scores.get(iid)),
+                    workers=sorted(worker_ids),
+                    replicas=dict(sorted(replicas[iid].items())),
+                    quota=quota,
+                )
+            )
+        return views
+
+    async def read_worker_detail(self, worker_id: str, limit: int = 20) -> WorkerDetail:
+        """One worker in depth: full lease, admin state, running and recent executions.
+
+        Two round trips: the worker's own keys, then the denylists of its types.
+
+        Args:
+            worker_id: the worker.
+            limit: how many recent executions to return.
+
+        Raises:
+            redis.exceptions.RedisError: Redis is unreachable.
+        """
+        self.round_trips = 0
+        now = now_ms()
+        k = self.keys
+        limit = max(1, limit)
+        r1 = await self._run(
+            [
+                _c("sismember", k.workers, worker_id),
+                _c("get", k.worker_online(worker_id)),
+                _c("hgetall", k.worker_admin(worker_id)),
+                _c("smembers", k.worker_agent_types(worker_id)),
+                _c("get", k.worker_status(worker_id)),
+                _c("zrevrange", k.worker_executions(worker_id), 0, limit - 1),
+                _c("zrevrange", k.worker_active_executions(worker_id), 0, limit - 1),
+                _c("hgetall", k.worker_active_snapshots(worker_id)),
+                _c("hgetall", k.worker_history_snapshots(worker_id)),
+                _c("smembers", k.agent_types),
+            ]
+        )
+        raw_lease = _str(r1[1])
+        lease_obj = _lease_obj(raw_lease)
+        admin = AdminState.parse(_dict(r1[2]))
+        declared = _strs(r1[3])
+        lease_types: set[str] = set()
+        if isinstance(lease_obj, dict):
+            lease_types = set(Lease.parse(lease_obj).agent_types)
+        types = sorted(t for t in declared | lease_types | _strs(r1[9]) if len(t) <= _MAX_ID)
+        r2 = await self._run([_c("sismember", k.type_denied(t), worker_id) for t in types])
+        denied = [t for t, hit in zip(types, r2, strict=True) if hit]
+
+        view = build_worker_view(worker_id, lease_obj, admin, declared, denied, now)
+        active_snaps = _dict(r1[7])
+        history_snaps = _dict(r1[8])
+        active = _executions(_order(r1[6], active_snaps), active_snaps, limit)
+        recent = _executions(_order(r1[5], history_snaps), history_snaps, limit)
+        return WorkerDetail(
+            worker_id=worker_id,
+            known=bool(r1[0]) or raw_lease is not None,
+            worker=view,
+            lease=lease_obj if isinstance(lease_obj, dict) else None,
+            lease_raw=raw_lease
+            if raw_lease is not None and not isinstance(lease_obj, dict)
+            else None,
+            admin=admin,
+            runtime_status=_str(r1[4]),
+            declared_types=sorted(declared),
+            denied_types=denied,
+            active_executions=active,
+            recent_executions=recent,
+        )
+
+
+def _order(index_reply: Any, snapshots: Mapping[str, Any]) -> list[str]:
+    """Execution ids most recent first: the index order, then snapshots it misses."""
+    ordered = [str(e) for e in index_reply] if isinstance(index_reply, list) else []
+    seen = set(ordered)
+    rest = [e for e in snapshots if e not in seen]
+
+    def started(eid: str) -> int:
+        return Execution.parse(snapshots[eid]).started_at or 0
+
+    return ordered + sorted(rest, key=started, reverse=True)
+
+
+def _executions(order: Sequence[str], snapshots: Mapping[str, Any], limit: int) -> list[Execution]:
+    out: list[Execution] = []
+    for eid in order:
+        if len(out) >= limit:
+            break
+        raw = snapshots.get(eid)
+        execution = Execution.parse(raw) if raw is not None else Execution()
+        if not execution.execution_id:
+            execution = execution.model_copy(update={"execution_id": eid})
+        out.append(execution)
+    return out
