@@ -1,4 +1,9 @@
-"""Shared fixtures: a real redis-server per test session, flushed before every test."""
+"""Shared fixtures: a real redis-server per test session, flushed before every test.
+
+Cluster tests get a real Redis Cluster (``redis_cluster``: 3 primaries for the session;
+``redis_cluster_replicas``: 3 primaries + 3 replicas per module, for failover), emptied
+before every test that uses one.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from redis.asyncio import Redis
 
+from tests.cluster import RedisCluster
 from tests.redis_server import RedisServer
 
 
@@ -39,3 +45,52 @@ async def redis(redis_url: str) -> AsyncIterator[Redis]:
     client: Redis = Redis.from_url(redis_url, decode_responses=True)
     yield client
     await client.aclose()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisCluster]:
+    """A 3-primary Redis Cluster shared by the whole session."""
+    cluster = RedisCluster(primaries=3).start()
+    yield cluster
+    cluster.cleanup()
+
+
+@pytest.fixture(scope="module")
+def redis_cluster_replicas() -> Iterator[RedisCluster]:
+    """3 primaries + 3 replicas, fresh per module: failover tests stop and restart nodes."""
+    cluster = RedisCluster(primaries=3, replicas=1).start()
+    yield cluster
+    cluster.cleanup()
+
+
+_FRESH = pytest.StashKey[set[str]]()
+
+
+def _fresh_cluster(request: pytest.FixtureRequest, name: str) -> RedisCluster:
+    """The named cluster fixture, healed and emptied once per test."""
+    cluster: RedisCluster = request.getfixturevalue(name)
+    done = request.node.stash.setdefault(_FRESH, set())
+    if name not in done:
+        # Each test starts on an empty, healthy cluster even when the previous one
+        # stopped nodes.
+        cluster.heal()
+        cluster.flushall()
+        done.add(name)
+    return cluster
+
+
+@pytest.fixture(autouse=True)
+def _flush_clusters(request: pytest.FixtureRequest) -> None:
+    # Only tests that use a cluster pay for it.
+    for name in ("redis_cluster", "redis_cluster_replicas"):
+        if name in request.fixturenames:
+            _fresh_cluster(request, name)
+
+
+@pytest.fixture
+def cluster_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    """``REDIS_CLUSTER_HOST`` / ``REDIS_CLUSTER_PORT`` of ``redis_cluster``, for subprocesses.
+
+    Also flushes the cluster when a parametrized fixture pulls this in dynamically.
+    """
+    return _fresh_cluster(request, "redis_cluster").env
