@@ -1,0 +1,218 @@
+"""``worker-runtime``: run a handler as a managed worker, or submit tasks.
+
+    worker-runtime run MODULE:CALLABLE --type T [--type T2] [--replicas N] [--instance ID]
+                   [--role all|leader|consumer] [--concurrency N] [--redis-url URL]
+    worker-runtime submit TYPE JSON [--count N] [--worker ID] [--redis-url URL]
+
+Exit codes: 0 success, 1 the target does not exist / nobody can take the task,
+2 usage error or Redis unreachable — always one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import inspect
+import json
+import logging
+import sys
+from typing import Any, NoReturn
+
+from redis.exceptions import RedisError
+
+from worker_runtime.connection import create_redis
+from worker_runtime.context import Handler
+from worker_runtime.instance import WorkerInstance
+from worker_runtime.producer import NoOnlineWorkerError, Producer
+from worker_runtime.registry import WorkerIdInUseError
+from worker_runtime.settings import ConfigError, RedisSettings, WorkerSettings, load
+
+PROG = "worker-runtime"
+
+
+class UsageError(Exception):
+    """Bad command-line input (exit 2)."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: error: {message} (see --help)")
+
+
+def _positive(name: str, upper: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number") from None
+        if not 1 <= value <= upper:
+            raise argparse.ArgumentTypeError(f"{name} must be between 1 and {upper}, not {value}")
+        return value
+
+    return parse
+
+
+def build_parser() -> OneLineParser:
+    """The argument parser for ``worker-runtime``."""
+    parser = OneLineParser(
+        prog=PROG,
+        description="Run managed workers on Redis Streams, or submit tasks to them.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+
+    run = sub.add_parser(
+        "run",
+        help="run a handler as a managed worker process",
+        epilog="example: worker-runtime run myapp.handlers:chat --type chat --replicas 2",
+    )
+    run.add_argument("target", metavar="MODULE:CALLABLE", help="async def handler(task)")
+    run.add_argument(
+        "--type", dest="types", action="append", required=True, help="agent type (repeatable)"
+    )
+    run.add_argument("--replicas", type=_positive("--replicas", 1000), default=1)
+    run.add_argument("--instance", help="instance id (default hostname:pid)")
+    run.add_argument("--role", help="all (default), leader or consumer")
+    run.add_argument("--concurrency", type=_positive("--concurrency", 10_000))
+    run.add_argument("--redis-url", help="default: BYAI_REDIS_URL, REDIS_URL, localhost")
+    run.add_argument("--app-version", help="shown in the console")
+
+    submit = sub.add_parser(
+        "submit",
+        help="submit tasks to an agent type or one worker",
+        epilog='example: worker-runtime submit chat \'{"text": "hi"}\' --count 10',
+    )
+    submit.add_argument("agent_type", metavar="TYPE")
+    submit.add_argument("payload", metavar="JSON", help="a JSON object")
+    submit.add_argument("--count", type=_positive("--count", 10_000_000), default=1)
+    submit.add_argument("--worker", help="send to this worker's own stream")
+    submit.add_argument("--session", help="session id (results go to its data stream)")
+    submit.add_argument(
+        "--require-online", action="store_true", help="fail unless an online worker serves it"
+    )
+    submit.add_argument("--redis-url", help="default: BYAI_REDIS_URL, REDIS_URL, localhost")
+    return parser
+
+
+def load_handler(target: str) -> Handler:
+    """Import ``module:callable`` and check it is an async function."""
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"handler must look like module:callable, not {target!r}")
+    sys.path.insert(0, ".")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise UsageError(f"cannot import {module_name!r}: {exc}") from None
+    handler: Any = module
+    for part in attr.split("."):
+        handler = getattr(handler, part, None)
+        if handler is None:
+            raise UsageError(f"{module_name!r} has no attribute {attr!r}")
+    if not inspect.iscoroutinefunction(handler):
+        raise UsageError(f"{target} must be an async function: async def handler(task)")
+    return handler  # type: ignore[no-any-return]
+
+
+async def _submit(args: argparse.Namespace, redis_settings: RedisSettings) -> int:
+    try:
+        payload = json.loads(args.payload)
+    except ValueError as exc:
+        raise UsageError(f"JSON is not valid: {exc}") from None
+    if not isinstance(payload, dict):
+        raise UsageError('JSON must be an object, e.g. \'{"text": "hi"}\'')
+    redis = create_redis(redis_settings, retries=0)
+    try:
+        producer = Producer(redis, redis_settings.keys)
+        if args.count == 1 or args.require_online:
+            ids = [
+                await producer.submit(
+                    args.agent_type,
+                    payload,
+                    session_id=args.session,
+                    worker_id=args.worker,
+                    require_online_worker=args.require_online,
+                )
+            ]
+            for _ in range(args.count - 1):
+                ids.append(
+                    await producer.submit(
+                        args.agent_type, payload, session_id=args.session, worker_id=args.worker
+                    )
+                )
+        else:
+            ids = []
+            remaining = args.count
+            while remaining:
+                batch = min(remaining, 1000)
+                ids += await producer.submit_many(
+                    args.agent_type, [payload] * batch, worker_id=args.worker
+                )
+                remaining -= batch
+    finally:
+        await redis.aclose()
+    if args.count == 1:
+        print(ids[0])
+    else:
+        print(f"submitted {len(ids)} task(s) to {args.worker or args.agent_type}")
+    return 0
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # Every setting is validated before any connection is attempted.
+    redis_settings = load(RedisSettings, url=args.redis_url)
+    if args.command == "submit":
+        return asyncio.run(_submit(args, redis_settings))
+    settings = load(
+        WorkerSettings,
+        role=args.role,
+        instance_id=args.instance,
+        concurrency=args.concurrency,
+        app_version=args.app_version,
+    )
+    handler = load_handler(args.target)
+    instance = WorkerInstance(
+        handler,
+        args.types,
+        replicas=args.replicas,
+        settings=settings,
+        redis_settings=redis_settings,
+    )
+    asyncio.run(instance.run())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    sys.exit(run_safely(argv))
+
+
+def run_safely(argv: list[str] | None = None) -> int:
+    """:func:`run` with every expected failure turned into one line and an exit code."""
+    try:
+        return run(argv)
+    except (UsageError, ConfigError) as exc:
+        print(f"{PROG}: {exc}" if not str(exc).startswith(PROG) else str(exc), file=sys.stderr)
+        return 2
+    except (RedisError, OSError) as exc:
+        endpoint = "Redis"
+        print(f"{PROG}: cannot reach {endpoint}: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except (NoOnlineWorkerError, WorkerIdInUseError) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__

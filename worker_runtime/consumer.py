@@ -1,0 +1,222 @@
+"""Reading tasks from the streams into a replica.
+
+One reader per group of streams a single XREADGROUP may name (all of a replica's
+streams on one Redis; one stream each on a cluster, where multi-key reads must stay
+in one slot). Each reader:
+
+* first re-reads the replica's own pending entries (a restart with the same id, or
+  acks lost while Redis was away);
+* then blocks on new entries, never asking for more than the free concurrency;
+* hands back entries that arrive after the replica stopped accepting (suspended,
+  draining, denied) instead of running them;
+* periodically reclaims entries that are idle longer than the claim timeout *and*
+  whose consumer has no lease (a long task on a live worker is never stolen).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from worker_runtime.keys import CONSUMER_GROUP
+from worker_runtime.messages import KIND_COMMAND, decode_task
+from worker_runtime.replica import Replica
+
+log = logging.getLogger(__name__)
+
+_RECLAIM_PAGE = 100
+_PEL_PAGE = 100
+
+
+async def ensure_group(redis: Any, stream: str) -> None:
+    """Create the consumer group (and the stream) if missing; only BUSYGROUP is tolerated."""
+    try:
+        await redis.xgroup_create(stream, CONSUMER_GROUP, id="0", mkstream=True)
+    except ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
+
+
+class Reader:
+    """Feeds one replica from a subset of its streams.
+
+    Args:
+        replica: the replica to feed.
+        select: returns the streams this reader should read right now.
+    """
+
+    def __init__(self, replica: Replica, select: Callable[[], list[str]]) -> None:
+        self.replica = replica
+        self.select = select
+        self.ctx = replica.ctx
+        self._recover = True
+        self._next_reclaim = time.monotonic() + self._reclaim_every()
+        self._type_of_stream = {self.ctx.keys.type_stream(t): t for t in replica.agent_types}
+
+    def _reclaim_every(self) -> float:
+        return max(0.2, min(self.ctx.settings.claim_idle_ms / 2000, 5.0))
+
+    async def run(self) -> None:
+        """Read until the replica ends or the process stops."""
+        replica = self.replica
+        block_s = self.ctx.settings.block_ms / 1000
+        backoff = 0.1
+        while not replica.ended.is_set() and not replica.stopping:
+            replica.tick()
+            streams = self.select()
+            if not streams:
+                await replica.wait_change(block_s)
+                continue
+            if replica.free_slots() <= 0:
+                await replica.wait_capacity(block_s)
+                continue
+            try:
+                if self._recover:
+                    await self._recover_own_pending(streams)
+                    self._recover = False
+                if time.monotonic() >= self._next_reclaim:
+                    self._next_reclaim = time.monotonic() + self._reclaim_every()
+                    await self._reclaim(streams)
+                await self._read_new(streams)
+                backoff = 0.1
+            except ResponseError as exc:
+                if "NOGROUP" in str(exc):
+                    # Redis restarted or the stream was deleted: recreate and go on.
+                    for stream in streams:
+                        await ensure_group(self.ctx.redis, stream)
+                    continue
+                log.error("%s: read failed: %s", replica.worker_id, exc)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+                log.warning("%s: Redis unavailable (%s); retrying", replica.worker_id, exc)
+                self._recover = True
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+    async def _read_new(self, streams: list[str]) -> None:
+        replica = self.replica
+        count = min(self.ctx.settings.fetch_count, replica.free_slots())
+        reply = await self.ctx.redis.xreadgroup(
+            CONSUMER_GROUP,
+            replica.worker_id,
+            dict.fromkeys(streams, ">"),
+            count=count,
+            block=self.ctx.settings.block_ms,
+        )
+        for stream, entries in iter_reply(reply):
+            for entry_id, fields in entries:
+                self.dispatch(stream, entry_id, fields, deliveries=1)
+
+    async def _recover_own_pending(self, streams: list[str]) -> None:
+        """Run again what this consumer was delivered but never acknowledged."""
+        replica = self.replica
+        for stream in streams:
+            cursor = "0"
+            while not replica.ended.is_set():
+                reply = await self.ctx.redis.xreadgroup(
+                    CONSUMER_GROUP, replica.worker_id, {stream: cursor}, count=_PEL_PAGE
+                )
+                got = 0
+                for _, entries in iter_reply(reply):
+                    for entry_id, fields in entries:
+                        got += 1
+                        cursor = entry_id
+                        self.dispatch(stream, entry_id, fields, deliveries=2)
+                if got < _PEL_PAGE:
+                    break
+
+    async def _reclaim(self, streams: list[str]) -> None:
+        """Claim idle entries of consumers whose lease is gone."""
+        ctx = self.ctx
+        replica = self.replica
+        idle = ctx.settings.claim_idle_ms
+        for stream in streams:
+            if stream not in self._type_of_stream:
+                continue  # a worker's own stream is never reclaimed by others
+            start = "-"
+            while replica.free_slots() > 0 and replica.accepting:
+                rows = await ctx.redis.xpending_range(
+                    stream, CONSUMER_GROUP, min=start, max="+", count=_RECLAIM_PAGE, idle=idle
+                )
+                if not rows:
+                    break
+                foreign = sorted({str(r["consumer"]) for r in rows} - {replica.worker_id})
+                dead = await self._consumers_without_lease(foreign)
+                claimable = [r for r in rows if str(r["consumer"]) in dead]
+                claimable = claimable[: replica.free_slots()]
+                if claimable:
+                    deliveries = {
+                        str(r["message_id"]): int(r["times_delivered"]) for r in claimable
+                    }
+                    claimed = await ctx.redis.xclaim(
+                        stream, CONSUMER_GROUP, replica.worker_id, idle, list(deliveries)
+                    )
+                    for entry in claimed or []:
+                        entry_id, fields = str(entry[0]), entry[1]
+                        prior = deliveries.get(entry_id, 1)
+                        log.info("%s: reclaimed %s %s", replica.worker_id, stream, entry_id)
+                        self.dispatch(stream, entry_id, fields, deliveries=prior + 1)
+                if len(rows) < _RECLAIM_PAGE:
+                    break
+                start = _next_id(str(rows[-1]["message_id"]))
+
+    async def _consumers_without_lease(self, consumers: list[str]) -> set[str]:
+        if not consumers:
+            return set()
+        pipe = self.ctx.redis.pipeline(transaction=False)
+        for consumer in consumers:
+            pipe.exists(self.ctx.keys.worker_online(consumer))
+        alive = await pipe.execute()
+        return {c for c, a in zip(consumers, alive, strict=True) if not a}
+
+    def dispatch(self, stream: str, entry_id: str, fields: Any, deliveries: int) -> None:
+        """Start, hand back, dead-letter or skip one delivered entry."""
+        replica = self.replica
+        batcher = self.ctx.batcher
+        if not fields:
+            batcher.ack(stream, entry_id)  # the entry was deleted (XDEL / trimmed)
+            return
+        if fields.get("kind") == KIND_COMMAND:
+            batcher.ack(stream, entry_id)  # commands are applied by the control loop
+            return
+        agent_type = self._type_of_stream.get(stream)
+        task = decode_task(fields)
+        if task is None:
+            replica.bury(agent_type or "unknown", dict(fields), "malformed task entry")
+            batcher.ack(stream, entry_id)
+            return
+        if not replica.accepting or (agent_type is not None and agent_type in replica.denied):
+            # Delivered after we stopped accepting: give it back to the fleet.
+            batcher.readd(stream, dict(fields))
+            batcher.ack(stream, entry_id)
+            return
+        try:
+            base = max(1, int(fields.get("attempt") or 1))
+        except ValueError:
+            base = 1
+        if deliveries - 1 >= self.ctx.settings.max_deliveries:
+            replica.bury(task.agent_type, dict(fields), f"delivered {deliveries - 1} times")
+            batcher.ack(stream, entry_id)
+            return
+        task.attempt = base + deliveries - 1
+        replica.start_task(stream, entry_id, task)
+
+
+def iter_reply(reply: Any) -> list[tuple[str, list[tuple[str, Any]]]]:
+    """Normalise an XREAD/XREADGROUP reply (RESP2: ``[[stream, [[id, fields], ...]], ...]``)."""
+    if not reply:
+        return []
+    return [(str(stream), [(str(e[0]), e[1]) for e in entries]) for stream, entries in reply]
+
+
+def _next_id(entry_id: str) -> str:
+    ms, _, seq = entry_id.partition("-")
+    return f"{ms}-{int(seq or 0) + 1}"

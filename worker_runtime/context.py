@@ -1,0 +1,44 @@
+"""What every part of a running instance shares: connection, keys, settings, identity."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+
+from worker_runtime.batcher import Batcher
+from worker_runtime.keys import Keys
+from worker_runtime.models import Role, Task
+from worker_runtime.settings import WorkerSettings
+
+Handler = Callable[[Task], Awaitable[Any]]
+"""``async def handler(task) -> result``."""
+
+RUNTIME_VERSION = "0.1.0"
+
+
+@dataclass(slots=True)
+class RuntimeContext:
+    """Shared by the replicas, loops and modules of one instance process."""
+
+    redis: Redis | RedisCluster
+    keys: Keys
+    settings: WorkerSettings
+    handler: Handler
+    batcher: Batcher
+    instance_id: str
+    cluster: bool
+    ip_address: str
+    role: Role
+    hostname: str = field(default_factory=socket.gethostname)
+    pid: int = field(default_factory=os.getpid)
+
+    @property
+    def lease_ttl_ms(self) -> int:
+        """The lease TTL in milliseconds (PX), so sub-second test settings work."""
+        return max(1, int(self.settings.lease_ttl * 1000))

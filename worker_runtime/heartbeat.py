@@ -1,0 +1,140 @@
+"""The heartbeat: one pipelined round trip per beat for every replica of an instance.
+
+Each beat renews the leases of healthy replicas (a replica whose consumer loop has
+stalled is deliberately *not* renewed, so its lease expires and it leaves routing by
+itself), re-asserts registration (so a restarted Redis is repopulated), pulls the
+admin hashes and denylists (the pull channel), and reports the instance itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from worker_runtime.context import RuntimeContext
+from worker_runtime.keys import CONSUMER_GROUP
+from worker_runtime.models import AdminState, InstanceLease, Lifecycle, now_ms
+from worker_runtime.registry import LOCK_TTL_S, queue_presence
+from worker_runtime.replica import Replica
+
+log = logging.getLogger(__name__)
+
+
+async def beat(
+    ctx: RuntimeContext, replicas: Iterable[Replica], instance: InstanceLease
+) -> list[Replica]:
+    """Run one heartbeat.
+
+    Returns:
+        The replicas whose state changed through the pull channel (their lease must be
+        rewritten now, so the console sees the change confirmed).
+    """
+    keys = ctx.keys
+    live = [r for r in replicas if not r.ended.is_set()]
+    types = sorted({t for r in live for t in r.agent_types})
+    pipe = ctx.redis.pipeline(transaction=False)
+    for replica in live:
+        wid = replica.worker_id
+        if replica.lifecycle is not Lifecycle.EVICTED:
+            if replica.healthy():
+                queue_presence(pipe, replica)
+                pipe.expire(keys.worker_lock(wid), LOCK_TTL_S)
+                pipe.sadd(keys.workers, wid)
+                pipe.sadd(keys.worker_agent_types(wid), *replica.agent_types)
+            else:
+                log.error(
+                    "%s: consumer loop stalled for over %.0fs; letting the lease expire",
+                    wid,
+                    ctx.settings.stall_timeout,
+                )
+    if types:
+        pipe.sadd(keys.agent_types, *types)
+    iid = instance.instance_id or ctx.instance_id
+    pipe.set(keys.instance_online(iid), instance.model_dump_json(), px=ctx.lease_ttl_ms)
+    pipe.zadd(keys.instances, {iid: now_ms()})
+    # Reads come last so their positions are easy to find.
+    first_read = len(pipe)
+    for replica in live:
+        pipe.hgetall(keys.worker_admin(replica.worker_id))
+    for agent_type in types:
+        pipe.smembers(keys.type_denied(agent_type))
+    res = await pipe.execute(raise_on_error=False)
+    reads = res[first_read:]
+    admins, denied_sets = reads[: len(live)], reads[len(live) :]
+    denied_by_type = {
+        t: {str(m) for m in d} if isinstance(d, set | list) else set()
+        for t, d in zip(types, denied_sets, strict=True)
+    }
+    changed: list[Replica] = []
+    for replica, raw in zip(live, admins, strict=True):
+        admin = AdminState.parse(raw if isinstance(raw, dict) else {})
+        denied = {t for t in replica.agent_types if replica.worker_id in denied_by_type.get(t, ())}
+        updated = replica.apply_admin(admin)
+        updated = replica.set_denied(denied) or updated
+        if updated:
+            changed.append(replica)
+    return changed
+
+
+async def trim_executions(ctx: RuntimeContext, replicas: Iterable[Replica]) -> None:
+    """Cap each replica's execution history at ``execution_cap`` entries."""
+    keys = ctx.keys
+    cap = ctx.settings.execution_cap
+    live = list(replicas)
+    pipe = ctx.redis.pipeline(transaction=False)
+    for replica in live:
+        pipe.zrange(keys.worker_executions(replica.worker_id), 0, -(cap + 1))
+    olds = await pipe.execute(raise_on_error=False)
+    pipe = ctx.redis.pipeline(transaction=False)
+    for replica, old in zip(live, olds, strict=True):
+        if isinstance(old, list) and old:
+            wid = replica.worker_id
+            pipe.zrem(keys.worker_executions(wid), *old)
+            pipe.hdel(keys.worker_history_snapshots(wid), *old)
+    if len(pipe):
+        await pipe.execute(raise_on_error=False)
+
+
+async def trim_acknowledged(ctx: RuntimeContext, streams: list[str]) -> None:
+    """Drop stream entries every consumer has acknowledged (never pending or unread ones).
+
+    ``XTRIM MINID`` up to the older of the group's first pending entry and its next
+    undelivered entry, so the stream stays bounded without losing a task.
+    """
+    if not streams:
+        return
+    pipe = ctx.redis.pipeline(transaction=False)
+    for stream in streams:
+        pipe.xinfo_groups(stream)
+        pipe.xpending(stream, CONSUMER_GROUP)
+    res = await pipe.execute(raise_on_error=False)
+    pipe = ctx.redis.pipeline(transaction=False)
+    for i, stream in enumerate(streams):
+        minid = _safe_minid(res[2 * i], res[2 * i + 1])
+        if minid:
+            pipe.xtrim(stream, minid=minid, approximate=True)
+    if len(pipe):
+        await pipe.execute(raise_on_error=False)
+
+
+def _safe_minid(groups: Any, pending: Any) -> str | None:
+    if not isinstance(groups, list) or len(groups) != 1 or not isinstance(pending, dict):
+        return None  # unknown groups (another consumer group?): trim nothing
+    group = groups[0]
+    if not isinstance(group, dict) or group.get("name") != CONSUMER_GROUP:
+        return None
+    last = str(group.get("last-delivered-id") or "0-0")
+    ms, _, seq = last.partition("-")
+    try:
+        candidates = [(int(ms), int(seq or 0) + 1)]
+    except ValueError:
+        return None
+    if int(pending.get("pending") or 0) > 0 and pending.get("min"):
+        pms, _, pseq = str(pending["min"]).partition("-")
+        try:
+            candidates.append((int(pms), int(pseq or 0)))
+        except ValueError:
+            return None
+    lo = min(candidates)
+    return f"{lo[0]}-{lo[1]}"

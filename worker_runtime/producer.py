@@ -1,0 +1,126 @@
+"""Submitting tasks to an agent type (competing consumers) or to one worker."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+
+from worker_runtime.keys import Keys
+from worker_runtime.messages import encode_task
+from worker_runtime.models import Lease, Lifecycle, Status, Task, now_ms
+
+
+class NoOnlineWorkerError(LookupError):
+    """``require_online_worker`` was set and nobody can take the task."""
+
+
+class Producer:
+    """Appends tasks to the streams workers consume.
+
+    Args:
+        redis: the client.
+        keys: the key factory of the deployment.
+    """
+
+    def __init__(self, redis: Redis | RedisCluster, keys: Keys | None = None) -> None:
+        self.redis = redis
+        self.keys = keys or Keys()
+
+    async def submit(
+        self,
+        agent_type: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        session_id: str | None = None,
+        worker_id: str | None = None,
+        require_online_worker: bool = False,
+        task_id: str | None = None,
+    ) -> str:
+        """Submit one task; returns its task id.
+
+        Raises:
+            NoOnlineWorkerError: ``require_online_worker`` and no online, active,
+                non-denied worker serves the type (or the named worker is not one).
+        """
+        task = Task(
+            task_id=task_id or uuid.uuid4().hex,
+            agent_type=agent_type,
+            payload=payload or {},
+            session_id=session_id,
+        )
+        if require_online_worker:
+            await self._require_worker(agent_type, worker_id)
+        stream = (
+            self.keys.worker_stream(worker_id) if worker_id else self.keys.type_stream(agent_type)
+        )
+        await self.redis.xadd(stream, encode_task(task))  # type: ignore[arg-type]
+        return task.task_id
+
+    async def submit_many(
+        self, agent_type: str, payloads: list[dict[str, Any]], *, worker_id: str | None = None
+    ) -> list[str]:
+        """Submit many tasks in one pipelined round trip."""
+        stream = (
+            self.keys.worker_stream(worker_id) if worker_id else self.keys.type_stream(agent_type)
+        )
+        pipe = self.redis.pipeline(transaction=False)
+        ids: list[str] = []
+        for payload in payloads:
+            task = Task(task_id=uuid.uuid4().hex, agent_type=agent_type, payload=payload)
+            ids.append(task.task_id)
+            pipe.xadd(stream, encode_task(task))  # type: ignore[arg-type]
+        await pipe.execute()
+        return ids
+
+    async def online_workers(self, agent_type: str) -> list[str]:
+        """Routable workers of a type that hold a fresh, active lease."""
+        members = sorted(
+            str(m) for m in await self.redis.smembers(self.keys.type_workers(agent_type))
+        )
+        return [w for w in await self._usable(members, agent_type)]
+
+    async def _require_worker(self, agent_type: str, worker_id: str | None) -> None:
+        if worker_id is not None:
+            usable = await self._usable([worker_id], agent_type)
+            if not usable:
+                raise NoOnlineWorkerError(f"worker {worker_id} is not online and active")
+            return
+        if not await self.online_workers(agent_type):
+            raise NoOnlineWorkerError(f"no online worker serves agent type {agent_type!r}")
+
+    async def _usable(self, worker_ids: list[str], agent_type: str) -> list[str]:
+        if not worker_ids:
+            return []
+        pipe = self.redis.pipeline(transaction=False)
+        for wid in worker_ids:
+            pipe.get(self.keys.worker_online(wid))
+            pipe.hget(self.keys.worker_admin(wid), "lifecycle")
+        pipe.smembers(self.keys.type_denied(agent_type))
+        res = await pipe.execute()
+        denied = {str(m) for m in res[-1]}
+        usable = []
+        now = now_ms()
+        for i, wid in enumerate(worker_ids):
+            raw, admin_lifecycle = res[2 * i], res[2 * i + 1]
+            if raw is None or wid in denied:
+                continue
+            lease = Lease.parse(raw)
+            lifecycle = admin_lifecycle or lease.lifecycle or Lifecycle.ACTIVE
+            if lifecycle != Lifecycle.ACTIVE:
+                continue
+            if lease_status(lease, now) is Status.ONLINE:
+                usable.append(wid)
+        return usable
+
+
+def lease_status(lease: Lease | None, now: int, default_interval: float = 5.0) -> Status:
+    """online / stale / offline for a lease read at ``now`` (SPEC section 2)."""
+    if lease is None:
+        return Status.OFFLINE
+    if lease.last_seen is None:
+        return Status.STALE
+    interval = lease.heartbeat_interval or default_interval
+    return Status.ONLINE if now - lease.last_seen <= 2 * interval * 1000 else Status.STALE

@@ -1,0 +1,161 @@
+"""The Redis side of a replica's presence: start-up lock, registration, lease, routing.
+
+Every function here talks to Redis in one pipelined round trip (plus the lock, which
+must be taken before anything else is written).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from worker_runtime.audit import add_audit, audit_fields
+from worker_runtime.models import AdminState, Lifecycle, now_ms
+from worker_runtime.replica import Replica
+
+log = logging.getLogger(__name__)
+
+LOCK_TTL_S = 60
+
+# Take over a start-up lock only if it still holds the value we saw (its holder died).
+_TAKEOVER = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+  return 1
+end
+return 0
+"""
+
+
+class WorkerIdInUseError(RuntimeError):
+    """Another live process runs this worker id."""
+
+
+async def acquire_lock(replica: Replica) -> None:
+    """Take the start-up mutex so two processes never run one worker id.
+
+    A lock left by a crashed process (its lease is gone) is taken over.
+
+    Raises:
+        WorkerIdInUseError: a live process holds the lock and a lease.
+    """
+    ctx = replica.ctx
+    key = ctx.keys.worker_lock(replica.worker_id)
+    value = json.dumps({"token": replica.lock_token, "pid": ctx.pid, "host": ctx.hostname})
+    if await ctx.redis.set(key, value, nx=True, ex=LOCK_TTL_S):
+        return
+    pipe = ctx.redis.pipeline(transaction=False)
+    pipe.get(key)
+    pipe.exists(ctx.keys.worker_online(replica.worker_id))
+    current, online = await pipe.execute()
+    if online:
+        raise WorkerIdInUseError(f"worker id {replica.worker_id} is already running elsewhere")
+    if current is None:
+        if await ctx.redis.set(key, value, nx=True, ex=LOCK_TTL_S):
+            return
+    elif await ctx.redis.eval(_TAKEOVER, 1, key, current, value, LOCK_TTL_S):
+        log.info("%s: took over the start-up lock of a dead process", replica.worker_id)
+        return
+    raise WorkerIdInUseError(f"worker id {replica.worker_id} is being started by another process")
+
+
+async def register(replica: Replica) -> bool:
+    """Announce the replica and load its admin state and denylists.
+
+    Returns:
+        False when the admin state says the worker is evicted: it must not start.
+    """
+    ctx = replica.ctx
+    keys = ctx.keys
+    wid = replica.worker_id
+    pipe = ctx.redis.pipeline(transaction=False)
+    pipe.sadd(keys.workers, wid)
+    pipe.delete(keys.worker_agent_types(wid))
+    pipe.sadd(keys.worker_agent_types(wid), *replica.agent_types)
+    pipe.sadd(keys.agent_types, *replica.agent_types)
+    pipe.hgetall(keys.worker_admin(wid))
+    pipe.xrevrange(keys.worker_stream(wid), count=1)
+    for agent_type in replica.agent_types:
+        pipe.sismember(keys.type_denied(agent_type), wid)
+    res = await pipe.execute()
+    admin = AdminState.parse(res[4])
+    last = res[5]
+    replica.ctrl_last_id = str(last[0][0]) if last else "0-0"
+    replica.set_denied({t for t, d in zip(replica.agent_types, res[6:], strict=True) if d})
+    if admin.known_lifecycle is Lifecycle.DRAINING:
+        # A drain ends with the replica's exit; a new start of the id is a new replica.
+        await ctx.redis.delete(keys.worker_admin(wid))
+        admin = AdminState()
+    replica.apply_admin(admin)
+    if replica.lifecycle is Lifecycle.EVICTED:
+        log.warning(
+            "%s is evicted (%s); not starting it. Resume it or clear its admin state first.",
+            wid,
+            admin.reason or "no reason given",
+        )
+        await release(replica)
+        return False
+    await publish(replica)
+    return True
+
+
+def queue_presence(pipe: Any, replica: Replica) -> None:
+    """Queue the lease, status and routing writes of a live replica."""
+    keys = replica.ctx.keys
+    wid = replica.worker_id
+    ttl = replica.ctx.lease_ttl_ms
+    pipe.set(keys.worker_online(wid), replica.lease().dump(), px=ttl)
+    pipe.set(keys.worker_status(wid), replica.runtime_status.value, px=ttl)
+    routable = set(replica.routable_types())
+    for agent_type in replica.agent_types:
+        if agent_type in routable:
+            pipe.sadd(keys.type_workers(agent_type), wid)
+        else:
+            pipe.srem(keys.type_workers(agent_type), wid)
+
+
+def queue_absence(pipe: Any, replica: Replica) -> None:
+    """Queue the writes that take a replica out of routing and drop its lease."""
+    keys = replica.ctx.keys
+    wid = replica.worker_id
+    pipe.delete(keys.worker_online(wid))
+    pipe.delete(keys.worker_status(wid))
+    for agent_type in replica.agent_types:
+        pipe.srem(keys.type_workers(agent_type), wid)
+
+
+async def publish(replica: Replica) -> None:
+    """Write the replica's state now (after a command), or its absence once it ended."""
+    pipe = replica.ctx.redis.pipeline(transaction=False)
+    if replica.lifecycle is Lifecycle.EVICTED or replica.ended.is_set():
+        queue_absence(pipe, replica)
+    else:
+        queue_presence(pipe, replica)
+    await pipe.execute()
+
+
+async def release(replica: Replica) -> None:
+    """Drop the lease, leave routing and free the start-up lock (graceful stop)."""
+    pipe = replica.ctx.redis.pipeline(transaction=False)
+    queue_absence(pipe, replica)
+    pipe.delete(replica.ctx.keys.worker_lock(replica.worker_id))
+    await pipe.execute()
+
+
+async def finish_drain(replica: Replica) -> None:
+    """A drained replica leaves for good: lease, routing and drain request removed."""
+    ctx = replica.ctx
+    pipe = ctx.redis.pipeline(transaction=False)
+    queue_absence(pipe, replica)
+    pipe.delete(ctx.keys.worker_lock(replica.worker_id))
+    pipe.hset(
+        ctx.keys.worker_admin(replica.worker_id),
+        mapping={"drained_at": str(now_ms())},
+    )
+    add_audit(
+        pipe,
+        ctx.keys,
+        audit_fields(f"runtime@{ctx.hostname}", "drained", replica.worker_id, replica.reason),
+    )
+    await pipe.execute()

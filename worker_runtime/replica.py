@@ -1,0 +1,323 @@
+"""One worker replica: its lifecycle state machine and the tasks it runs.
+
+The replica holds state only; the loops that feed it (``consumer``, ``control``,
+``heartbeat``) and the Redis side of its presence (``registry``) live in their own
+modules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+from typing import Any
+
+from worker_runtime.context import RUNTIME_VERSION, RuntimeContext
+from worker_runtime.models import (
+    AdminState,
+    Command,
+    CommandAction,
+    Execution,
+    ExecutionState,
+    Lease,
+    Lifecycle,
+    RuntimeStatus,
+    Task,
+    now_ms,
+)
+
+log = logging.getLogger(__name__)
+
+
+class Replica:
+    """A consumer with its own ``worker_id`` serving one or more agent types.
+
+    Args:
+        ctx: the instance's shared context.
+        worker_id: stable id (``{instance}-r{n}``), so admin state survives restarts.
+        agent_types: the types this replica declares.
+    """
+
+    def __init__(self, ctx: RuntimeContext, worker_id: str, agent_types: tuple[str, ...]) -> None:
+        self.ctx = ctx
+        self.worker_id = worker_id
+        self.agent_types = agent_types
+        self.lifecycle = Lifecycle.ACTIVE
+        self.reason: str | None = None
+        self.admin_applied_at = 0
+        self.force_evicted = False
+        self.denied: set[str] = set()
+        self.inflight: dict[str, asyncio.Task[None]] = {}
+        self.processed = 0
+        self.failed = 0
+        self.started_at = now_ms()
+        self.last_tick = time.monotonic()
+        self.stopping = False
+        """The process is shutting down: no new reads."""
+        self.ended = asyncio.Event()
+        """Set once the replica is gone (evicted, drained or stopped)."""
+        self.lock_token = os.urandom(8).hex()
+        self.ctrl_last_id = "0-0"
+        self._changed = asyncio.Event()
+        self._freed = asyncio.Event()
+
+    # -- derived state ---------------------------------------------------------------
+
+    @property
+    def accepting(self) -> bool:
+        """Whether the replica may read new tasks."""
+        return self.lifecycle is Lifecycle.ACTIVE and not self.stopping and not self.ended.is_set()
+
+    def allowed_types(self) -> list[str]:
+        """Declared types that are not denied."""
+        return [t for t in self.agent_types if t not in self.denied]
+
+    def readable_streams(self) -> list[str]:
+        """Streams the consumer may read right now (empty when not accepting)."""
+        if not self.accepting:
+            return []
+        keys = self.ctx.keys
+        return [keys.type_stream(t) for t in self.allowed_types()] + [
+            keys.worker_stream(self.worker_id)
+        ]
+
+    def routable_types(self) -> list[str]:
+        """Types whose routing set should hold this replica."""
+        return self.allowed_types() if self.accepting else []
+
+    def free_slots(self) -> int:
+        """How many more tasks may start now."""
+        return self.ctx.settings.concurrency - len(self.inflight)
+
+    @property
+    def runtime_status(self) -> RuntimeStatus:
+        """idle / busy / suspended / draining, for the status key and the lease."""
+        if self.lifecycle is Lifecycle.SUSPENDED:
+            return RuntimeStatus.SUSPENDED
+        if self.lifecycle is Lifecycle.DRAINING:
+            return RuntimeStatus.DRAINING
+        return RuntimeStatus.BUSY if self.inflight else RuntimeStatus.IDLE
+
+    def lease(self) -> Lease:
+        """The lease as of now."""
+        ctx = self.ctx
+        return Lease(
+            worker_id=self.worker_id,
+            instance_id=ctx.instance_id,
+            hostname=ctx.hostname,
+            ip_address=ctx.ip_address,
+            pid=ctx.pid,
+            role=ctx.role.value,
+            agent_types=list(self.agent_types),
+            lifecycle=self.lifecycle.value,
+            status=self.runtime_status.value,
+            denied_types=sorted(self.denied & set(self.agent_types)),
+            concurrency=ctx.settings.concurrency,
+            active_jobs=len(self.inflight),
+            processed=self.processed,
+            failed=self.failed,
+            started_at=self.started_at,
+            last_seen=now_ms(),
+            app_version=ctx.settings.app_version or None,
+            runtime_version=RUNTIME_VERSION,
+            heartbeat_interval=ctx.settings.heartbeat_interval,
+            lease_ttl=ctx.settings.lease_ttl,
+            admin_applied_at=self.admin_applied_at or None,
+        )
+
+    # -- health ----------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """The consumer loop is alive (read by the health check)."""
+        self.last_tick = time.monotonic()
+
+    def healthy(self) -> bool:
+        """False when the consumer loop has not ticked within the stall timeout."""
+        return time.monotonic() - self.last_tick < self.ctx.settings.stall_timeout
+
+    # -- waiting -----------------------------------------------------------------------
+
+    async def wait_change(self, timeout: float) -> None:
+        """Sleep until the lifecycle/denylist changes, or ``timeout``."""
+        self._changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout)
+
+    async def wait_capacity(self, timeout: float) -> None:
+        """Sleep until a running task ends, or ``timeout``."""
+        self._freed.clear()
+        if self.free_slots() > 0:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._freed.wait(), timeout)
+
+    def notify(self) -> None:
+        """Wake loops waiting on a state change."""
+        self._changed.set()
+
+    # -- applying operator state -------------------------------------------------------
+
+    def apply_admin(self, state: AdminState) -> bool:
+        """Apply the admin hash (pull channel). Returns True when anything changed."""
+        if not state.lifecycle:
+            # Cleared admin state means the default, active.
+            if self.lifecycle is Lifecycle.ACTIVE or self.lifecycle is Lifecycle.EVICTED:
+                return False
+            return self._transition(Lifecycle.ACTIVE, self.admin_applied_at, None, False)
+        wanted = state.known_lifecycle
+        if wanted is None:
+            log.warning("%s: ignoring unknown lifecycle %r", self.worker_id, state.lifecycle)
+            return False
+        ts = state.updated_at or 0
+        if ts and ts <= self.admin_applied_at:
+            return False  # already applied, or older than what we applied
+        return self._transition(wanted, ts, state.reason, False)
+
+    def apply_command(self, command: Command) -> bool:
+        """Apply a pushed command. Returns True when the lease should be rewritten."""
+        if command.action is CommandAction.LIFECYCLE and command.lifecycle is not None:
+            if command.updated_at <= self.admin_applied_at:
+                return False
+            return self._transition(
+                command.lifecycle, command.updated_at, command.reason, command.force
+            )
+        if command.action in (CommandAction.DENY, CommandAction.ALLOW) and command.agent_type:
+            if command.agent_type not in self.agent_types:
+                return False
+            return self.set_denied(
+                self.denied | {command.agent_type}
+                if command.action is CommandAction.DENY
+                else self.denied - {command.agent_type}
+            )
+        return False
+
+    def set_denied(self, denied: set[str]) -> bool:
+        """Replace the denylist (pull channel truth). Returns True when it changed."""
+        denied = denied & set(self.agent_types)
+        if denied == self.denied:
+            return False
+        self.denied = denied
+        self.notify()
+        return True
+
+    def _transition(self, new: Lifecycle, ts: int, reason: str | None, force: bool) -> bool:
+        if self.lifecycle is Lifecycle.EVICTED:
+            return False  # an evicted replica is gone; a restart picks up later state
+        self.admin_applied_at = max(self.admin_applied_at, ts)
+        self.reason = reason or None
+        old = self.lifecycle
+        self.lifecycle = new
+        if new is Lifecycle.EVICTED and force:
+            self.force_evicted = True
+            for task in list(self.inflight.values()):
+                task.cancel()
+        if old is not new:
+            log.info(
+                "%s: %s -> %s%s",
+                self.worker_id,
+                old.value,
+                new.value,
+                f" ({reason})" if reason else "",
+            )
+        self.notify()
+        return True
+
+    # -- running tasks -----------------------------------------------------------------
+
+    def start_task(self, stream: str, entry_id: str, task: Task) -> None:
+        """Run the handler for one delivered entry."""
+        key = f"{stream} {entry_id}"
+        if key in self.inflight:
+            return  # already running (e.g. seen again while recovering our own PEL)
+        self.inflight[key] = asyncio.create_task(self._execute(key, stream, entry_id, task))
+
+    async def _execute(self, key: str, stream: str, entry_id: str, task: Task) -> None:
+        ctx = self.ctx
+        execution = Execution(
+            execution_id=os.urandom(8).hex(),
+            task_id=task.task_id,
+            worker_id=self.worker_id,
+            agent_type=task.agent_type,
+            attempt=task.attempt,
+            session_id=task.session_id,
+            started_at=now_ms(),
+        )
+        ctx.batcher.started(execution)
+        ack = True
+        output: Any = None
+        try:
+            output = await ctx.handler(task)
+            execution.state = ExecutionState.SUCCEEDED
+            self.processed += 1
+        except asyncio.CancelledError:
+            # Force evict or the shutdown grace ran out: leave the entry un-acked so
+            # another worker reclaims it once this lease is gone.
+            execution.state = ExecutionState.CANCELLED
+            ack = False
+        except Exception as exc:
+            execution.state = ExecutionState.FAILED
+            execution.error = f"{type(exc).__name__}: {exc}"[:500]
+            self.failed += 1
+            self._retry_or_bury(stream, task, execution.error)
+        finally:
+            execution.finished_at = now_ms()
+            ctx.batcher.finished(stream, entry_id, execution, ack)
+            if task.session_id and execution.state is not ExecutionState.CANCELLED:
+                ctx.batcher.output(task.session_id, _output_fields(execution, output))
+            self.inflight.pop(key, None)
+            self._freed.set()
+
+    def _retry_or_bury(self, stream: str, task: Task, error: str) -> None:
+        from worker_runtime.messages import encode_task
+
+        fields = encode_task(task)
+        if task.attempt < self.ctx.settings.max_deliveries:
+            fields["attempt"] = str(task.attempt + 1)
+            self.ctx.batcher.readd(stream, fields)
+        else:
+            self.bury(task.agent_type, fields, error)
+
+    def bury(self, agent_type: str, fields: dict[str, str], error: str) -> None:
+        """Move an entry to its type's dead-letter stream."""
+        from worker_runtime.batcher import DEAD_LETTER_MAXLEN
+
+        dead = dict(fields)
+        dead["error"] = error
+        dead["worker_id"] = self.worker_id
+        dead["buried_at"] = str(now_ms())
+        log.warning("%s: dead-lettering a %s entry: %s", self.worker_id, agent_type, error)
+        self.ctx.batcher.readd(
+            self.ctx.keys.dead_letter_stream(agent_type), dead, maxlen=DEAD_LETTER_MAXLEN
+        )
+
+    async def wait_idle(self, timeout: float | None) -> bool:
+        """Wait for running tasks to finish. Returns False on timeout."""
+        if not self.inflight:
+            return True
+        _done, pending = await asyncio.wait(list(self.inflight.values()), timeout=timeout)
+        return not pending and not self.inflight
+
+    def cancel_all(self) -> None:
+        """Cancel every running task (their entries stay pending for reclaim)."""
+        for task in list(self.inflight.values()):
+            task.cancel()
+
+
+def _output_fields(execution: Execution, output: Any) -> dict[str, str]:
+    fields = {
+        "task_id": execution.task_id,
+        "execution_id": execution.execution_id,
+        "worker_id": execution.worker_id,
+        "state": str(execution.state),
+    }
+    if execution.error:
+        fields["error"] = execution.error
+    else:
+        try:
+            fields["result"] = json.dumps(output, default=str)
+        except (TypeError, ValueError):
+            fields["result"] = json.dumps(repr(output))
+    return fields
