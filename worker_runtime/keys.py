@@ -26,6 +26,20 @@ _GATEWAY = "byai_gateway"
 _OBS = "by_framework:obs"
 
 
+def _tagged(head: str, entity_id: str, tail: str) -> str:
+    """``head:{entity_id}tail``: a v2 key whose slot depends on the entity id only.
+
+    Redis hashes the text between the first ``{`` and the next ``}``. An id that is
+    empty or starts with ``}`` would leave an empty tag, so each key of the entity would
+    hash on its own and land in a different slot. Such ids get the fixed tag ``~``
+    instead; the ``~`` in front of the brace (every other key has ``:`` there) keeps
+    them from ever colliding with a regular key.
+    """
+    if entity_id and not entity_id.startswith("}"):
+        return f"{head}:{{{entity_id}}}{tail}"
+    return f"{head}:~{{~{entity_id}}}{tail}"
+
+
 @dataclass(frozen=True, slots=True)
 class Keys:
     """Renders every key of the product for one schema version.
@@ -50,17 +64,17 @@ class Keys:
         # v1: byai_gateway:registry:worker:<suffix>:<id>
         # v2: byai_gateway:v2:registry:worker:{<id>}:<suffix>
         if self.schema == "v2":
-            return f"{self._root}:registry:worker:{{{worker_id}}}:{suffix}"
+            return _tagged(f"{self._root}:registry:worker", worker_id, f":{suffix}")
         return f"{self._root}:registry:worker:{suffix}:{worker_id}"
 
     def _instance(self, suffix: str, instance_id: str) -> str:
         if self.schema == "v2":
-            return f"{self._root}:registry:instance:{{{instance_id}}}:{suffix}"
+            return _tagged(f"{self._root}:registry:instance", instance_id, f":{suffix}")
         return f"{self._root}:registry:instance:{suffix}:{instance_id}"
 
     def _session(self, suffix: str, session_id: str) -> str:
         if self.schema == "v2":
-            return f"{self._root}:session:{{{session_id}}}:{suffix}"
+            return _tagged(f"{self._root}:session", session_id, f":{suffix}")
         return f"{self._root}:session:{session_id}:{suffix}"
 
     # -- registry (SPEC section 3) -----------------------------------------------
@@ -127,7 +141,7 @@ class Keys:
     def worker_stream(self, worker_id: str) -> str:
         """Stream of direct tasks and control commands for one worker."""
         if self.schema == "v2":
-            return f"{self._root}:ctrl:worker:{{{worker_id}}}"
+            return _tagged(f"{self._root}:ctrl:worker", worker_id, "")
         return f"{self._root}:ctrl:worker:{worker_id}"
 
     def session_data_stream(self, session_id: str) -> str:

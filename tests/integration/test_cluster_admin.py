@@ -221,7 +221,7 @@ async def test_forget_removes_every_key_of_the_worker(
     assert ("forget", "w1") in await audit_actions(cluster_client)
 
 
-@pytest.mark.parametrize("worker_id", ["worker-07", "w{x}", "wörker 7:\u00e9", "a}b"])
+@pytest.mark.parametrize("worker_id", ["worker-07", "w{x}", "wörker 7:\u00e9", "a}b", "}x", ""])
 async def test_server_agrees_same_worker_keys_share_a_slot(
     redis_cluster: RedisCluster, cluster_client: ClusterClient, worker_id: str
 ) -> None:
