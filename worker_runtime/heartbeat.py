@@ -9,6 +9,7 @@ admin hashes and denylists (the pull channel), and reports the instance itself.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -59,6 +60,7 @@ async def beat(
         pipe.hgetall(keys.worker_admin(replica.worker_id))
     for agent_type in types:
         pipe.smembers(keys.type_denied(agent_type))
+    read_at = time.monotonic()
     res = await pipe.execute(raise_on_error=False)
     reads = res[first_read:]
     admins, denied_sets = reads[: len(live)], reads[len(live) :]
@@ -70,9 +72,7 @@ async def beat(
     for replica, raw in zip(live, admins, strict=True):
         admin = AdminState.parse(raw if isinstance(raw, dict) else {})
         denied = {t for t in replica.agent_types if replica.worker_id in denied_by_type.get(t, ())}
-        updated = replica.apply_admin(admin)
-        updated = replica.set_denied(denied) or updated
-        if updated:
+        if replica.apply_pull(admin, denied, read_at):
             changed.append(replica)
     return changed
 

@@ -61,6 +61,8 @@ class Replica:
         """Set once the replica is gone (evicted, drained or stopped)."""
         self.lock_token = os.urandom(8).hex()
         self.ctrl_last_id = "0-0"
+        self.last_push_at = 0.0
+        """Monotonic time a pushed command last changed state (orders pull reads)."""
         self._changed = asyncio.Event()
         self._freed = asyncio.Event()
 
@@ -176,8 +178,33 @@ class Replica:
             return False  # already applied, or older than what we applied
         return self._transition(wanted, ts, state.reason, False)
 
+    def apply_pull(self, admin: AdminState, denied: set[str], read_at: float) -> bool:
+        """Apply what a heartbeat read (admin hash and denylists).
+
+        An empty admin hash and the denylist carry no timestamp, so a read sent before
+        the last pushed command was applied may be older than it; it is skipped rather
+        than allowed to undo the newer command.
+
+        Args:
+            admin: the admin hash.
+            denied: the types this worker is denied for.
+            read_at: monotonic time the read was sent.
+        """
+        if read_at < self.last_push_at:
+            if admin.lifecycle and (admin.updated_at or 0) > self.admin_applied_at:
+                return self.apply_admin(admin)
+            return False
+        changed = self.apply_admin(admin)
+        return self.set_denied(denied) or changed
+
     def apply_command(self, command: Command) -> bool:
         """Apply a pushed command. Returns True when the lease should be rewritten."""
+        changed = self._apply_command(command)
+        if changed:
+            self.last_push_at = time.monotonic()
+        return changed
+
+    def _apply_command(self, command: Command) -> bool:
         if command.action is CommandAction.LIFECYCLE and command.lifecycle is not None:
             if command.updated_at <= self.admin_applied_at:
                 return False
