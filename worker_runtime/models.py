@@ -76,11 +76,13 @@ def lenient(model: type[ModelT], data: Any) -> ModelT:
     if isinstance(data, str):
         try:
             data = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
+            # RecursionError: hostile, deeply nested JSON ("[[[[...").
             data = {}
     if not isinstance(data, dict):
         data = {}
-    data = {str(k): v for k, v in data.items()}
+    # A client without decode_responses hands over bytes keys (HGETALL).
+    data = {_text(k): v for k, v in data.items()}
     for _ in range(len(data) + 1):
         try:
             return model.model_validate(data)
@@ -88,10 +90,22 @@ def lenient(model: type[ModelT], data: Any) -> ModelT:
             bad = {str(err["loc"][0]) for err in exc.errors() if err["loc"]}
             if not bad:
                 break
-            data = {
-                k: v for k, v in data.items() if k not in bad and _alias_of(model, k) not in bad
-            }
+            # Drop only the offending key, so a good second spelling (``workerId`` next
+            # to a bad ``worker_id``) still counts; when the error names no key we hold,
+            # drop every spelling of that field.
+            kept = {k: v for k, v in data.items() if k not in bad}
+            if len(kept) == len(data):
+                kept = {k: v for k, v in data.items() if _alias_of(model, k) not in bad}
+                if len(kept) == len(data):
+                    break
+            data = kept
     return model.model_validate({})
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes | bytearray):
+        return value.decode("utf-8", "replace")
+    return str(value)
 
 
 def _alias_of(model: type[BaseModel], key: str) -> str:
