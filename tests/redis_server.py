@@ -1,95 +1,12 @@
-"""Throwaway ``redis-server`` processes for tests: free port, no persistence, own dir."""
+"""Test access to throwaway redis-servers, plus environment helpers for subprocesses."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import tempfile
-import time
-from collections.abc import Sequence
-from pathlib import Path
 
+from worker_runtime.embedded import RedisServer, free_port
 
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class RedisServer:
-    """A ``redis-server`` on a free loopback port, started and stopped by the test."""
-
-    def __init__(self, port: int | None = None, extra_args: Sequence[str] = ()) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise RuntimeError("redis-server is not installed; `make test` installs it")
-        self.binary = binary
-        self.port = port or free_port()
-        self.extra_args = list(extra_args)
-        self.dir = Path(tempfile.mkdtemp(prefix="redis-test-"))
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> RedisServer:
-        args = [
-            self.binary,
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--save", "",
-            "--appendonly", "no",
-            "--dir", str(self.dir),
-            "--daemonize", "no",
-            "--loglevel", "warning",
-            *self.extra_args,
-        ]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.wait_ready()
-        return self
-
-    def wait_ready(self, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(64).startswith((b"+PONG", b"-NOAUTH", b"-ERR")):
-                        return
-            except OSError:
-                pass
-            if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"redis-server exited with {self.proc.returncode}")
-            time.sleep(0.05)
-        raise RuntimeError(f"redis-server on port {self.port} did not start")
-
-    def cli(self, *args: str) -> str:
-        out = subprocess.run(
-            ["redis-cli", "-p", str(self.port), *args], capture_output=True, text=True, timeout=10
-        )
-        return out.stdout.strip()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self.proc = None
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
+__all__ = ["RedisServer", "env_with", "free_port"]
 
 
 def env_with(url: str, **extra: str) -> dict[str, str]:
