@@ -180,16 +180,21 @@ def describe_validation_error(cls: type[BaseSettings], exc: ValidationError) -> 
     """One line for the first error, naming the env variable the user would set."""
     err = exc.errors()[0]
     loc = str(err["loc"][0]) if err["loc"] else ""
-    info = cls.model_fields.get(loc)
-    name = loc
-    if info is not None:
-        alias = info.validation_alias
-        if isinstance(alias, AliasChoices):
-            name = "/".join(str(c) for c in alias.choices)
-        elif isinstance(alias, str):
-            name = alias
-    msg = str(err["msg"]).removeprefix("Value error, ")
     value = err.get("input")
+    name = loc
+    for field, info in cls.model_fields.items():
+        alias = info.validation_alias
+        choices = [str(c) for c in alias.choices] if isinstance(alias, AliasChoices) else []
+        if isinstance(alias, str):
+            choices = [alias]
+        if loc != field and loc not in choices:
+            continue
+        # pydantic-settings reports the first alias even when the value came from
+        # another one (REDIS_URL): name the variable that actually holds the value.
+        env = [c for c in choices if os.environ.get(c) == value]
+        name = env[0] if env else "/".join(choices) or field
+        break
+    msg = str(err["msg"]).removeprefix("Value error, ")
     if name and not isinstance(value, dict):
         shown = repr(value if not isinstance(value, str) or "@" not in value else mask_url(value))
         return f"invalid {name} {shown[:120]}: {msg}"
