@@ -1,0 +1,525 @@
+"""``byconsole``: the live console, ``--snapshot`` for CI and the admin subcommands.
+
+Exit codes everywhere: 0 success, 1 a check failed or the target does not exist,
+2 usage error or Redis unreachable — always one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
+from typing import NoReturn
+from urllib.parse import urlsplit
+
+from redis.exceptions import (
+    AuthenticationError,
+    RedisClusterException,
+    RedisError,
+)
+from redis.exceptions import (
+    ConnectionError as RedisConnectionError,
+)
+from redis.exceptions import (
+    TimeoutError as RedisTimeoutError,
+)
+
+from byconsole import checks as chk
+from byconsole import commands
+from byconsole.config import Context, default_config_path, load_config, resolve_settings
+from byconsole.config import select_context as pick_context
+from byconsole.render_prom import render_prom_down
+from byconsole.render_table import make_console
+from byconsole.text import safe_text
+from worker_runtime.admin import MAX_SCALE, UnknownWorkerError
+from worker_runtime.connection import create_redis
+from worker_runtime.settings import ConfigError, RedisSettings
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_ERROR = 2
+
+Handler = Callable[[commands.Session, argparse.Namespace], Awaitable[int]]
+
+
+class UsageError(Exception):
+    """Bad flags or arguments: one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line (``byconsole: error: ...``), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 and at most 3600")
+    return value
+
+
+def _refresh(text: str) -> float:
+    value = _positive_float(text)
+    if value < 0.1:
+        raise argparse.ArgumentTypeError(f"{text!r} is too fast: at least 0.1 s")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def _non_negative(text: str) -> int:
+    value = _count(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return value
+
+
+def _limit(text: str) -> int:
+    value = _count(text)
+    if not 1 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"{text!r} must be from 1 to 100000")
+    return value
+
+
+_FORMATTER = argparse.RawDescriptionHelpFormatter
+
+_MAIN_EPILOG = """\
+examples:
+  byconsole                                   live console (Redis from BYAI_REDIS_URL / REDIS_URL)
+  byconsole --redis-url rediss://ops:PASS@redis:6380/0 --read-only
+  byconsole --context prod                    an endpoint from the config file
+  byconsole --demo                            a small live fleet on an embedded Redis
+  byconsole --snapshot --min-online chat=2 --fail-on stale,evicted --max-depth 1000
+  byconsole --snapshot --format json | jq '.workers[] | select(.status != "online")'
+  byconsole --snapshot --format prom > /var/lib/node_exporter/byconsole.prom
+  byconsole worker list --type chat
+  byconsole worker suspend worker-01 --reason "maintenance window" --wait
+
+Redis URL precedence: --redis-url > BYAI_REDIS_URL > REDIS_URL > --context > redis://localhost:6379/0
+(REDIS_CLUSTER_HOST / REDIS_CLUSTER_PORT select Redis Cluster and key schema v2).
+exit codes: 0 ok, 1 a check failed or the target does not exist, 2 usage error or Redis unreachable.
+"""
+
+
+def _common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """Connection options, accepted before or after a subcommand."""
+    default: object = argparse.SUPPRESS if suppress else None
+    parser.add_argument(
+        "--redis-url", metavar="URL", default=default, help="Redis URL (password never shown)"
+    )
+    parser.add_argument(
+        "--context", metavar="NAME", default=default, help="a named endpoint of the config file"
+    )
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        default=default,
+        help=f"config file (default {default_config_path()})",
+    )
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="refuse every write (console actions and write subcommands)",
+    )
+
+
+def _sub(
+    group: argparse._SubParsersAction[_Parser],
+    name: str,
+    help_text: str,
+    example: str,
+    parents: Sequence[_Parser],
+) -> _Parser:
+    return group.add_parser(
+        name,
+        help=help_text,
+        description=help_text,
+        epilog=f"example:\n  {example}",
+        formatter_class=_FORMATTER,
+        parents=list(parents),
+    )
+
+
+def _json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def _write_flags(parser: argparse.ArgumentParser, wait: bool = True) -> None:
+    parser.add_argument("--reason", metavar="R", help="why (written to the admin state and audit)")
+    _json_flag(parser)
+    if wait:
+        parser.add_argument(
+            "--wait", action="store_true", help="wait until the worker confirms it applied"
+        )
+        parser.add_argument(
+            "--timeout",
+            metavar="S",
+            type=_positive_float,
+            default=10.0,
+            help="seconds --wait waits (default 10); a timeout exits 1",
+        )
+
+
+def build_parser() -> _Parser:
+    """The whole command line (SPEC section 7 names)."""
+    parser = _Parser(
+        prog="byconsole",
+        description="Operations console for worker_runtime fleets on Redis.",
+        epilog=_MAIN_EPILOG,
+        formatter_class=_FORMATTER,
+    )
+    _common(parser, suppress=False)
+    common = _Parser(add_help=False)
+    _common(common, suppress=True)
+    parents = [common]
+
+    parser.add_argument(
+        "--refresh",
+        metavar="SECONDS",
+        type=_refresh,
+        default=2.0,
+        help="console refresh interval (default 2)",
+    )
+    parser.add_argument(
+        "--demo", action="store_true", help="run a small live fleet on an embedded Redis"
+    )
+    snap = parser.add_argument_group("headless snapshot (for CI and scripts)")
+    snap.add_argument("--snapshot", action="store_true", help="print the fleet once and exit")
+    snap.add_argument(
+        "--format",
+        choices=("table", "json", "prom"),
+        default=None,
+        help="table (default), json (one document) or prom (Prometheus text format)",
+    )
+    snap.add_argument(
+        "--type", dest="snapshot_type", metavar="T", help="only workers serving T; scopes checks"
+    )
+    snap.add_argument(
+        "--min-online",
+        metavar="N|T=N",
+        action="append",
+        default=[],
+        help="fail unless at least N workers are online (T=N: serving type T; repeatable)",
+    )
+    snap.add_argument(
+        "--fail-on",
+        metavar="S1,S2",
+        action="append",
+        default=[],
+        help=f"fail when any worker is in one of these states: {','.join(chk.FAIL_ON_NAMES)}",
+    )
+    snap.add_argument(
+        "--max-depth",
+        metavar="N",
+        type=_non_negative,
+        help="fail when any type's queue depth exceeds N",
+    )
+
+    group = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    # -- worker ---------------------------------------------------------------------
+    worker = _sub(group, "worker", "list, inspect and control workers", "byconsole worker list", [])
+    wsub = worker.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = _sub(wsub, "list", "list workers", "byconsole worker list --type chat --json", parents)
+    p.add_argument("--type", dest="worker_type", metavar="T", help="only workers serving T")
+    _json_flag(p)
+    p.set_defaults(handler=commands.worker_list, write=False)
+    p = _sub(
+        wsub,
+        "info",
+        "one worker: full lease, admin state, recent executions",
+        "byconsole worker info worker-01",
+        parents,
+    )
+    p.add_argument("worker_id", metavar="ID")
+    _json_flag(p)
+    p.set_defaults(handler=commands.worker_info, write=False)
+    for name, help_text in (
+        ("suspend", "stop taking new tasks; the heartbeat continues"),
+        ("resume", "return to active"),
+        ("evict", "leave routing and drop the lease (--force: cancel running tasks too)"),
+        ("drain", "leave routing, finish in-flight tasks, then exit"),
+        ("forget", "remove every key of an offline worker"),
+    ):
+        example = f'byconsole worker {name} worker-01 --reason "maintenance window"'
+        p = _sub(wsub, name, help_text, example, parents)
+        p.add_argument("worker_id", metavar="ID")
+        _write_flags(p, wait=name != "forget")
+        if name in ("evict", "forget"):
+            force_help = (
+                "also cancel running tasks (they are reclaimed by other workers)"
+                if name == "evict"
+                else "forget even while the worker holds a lease"
+            )
+            p.add_argument("--force", action="store_true", help=force_help)
+        p.set_defaults(handler=commands.worker_action, write=True)
+
+    # -- type -----------------------------------------------------------------------
+    type_ = _sub(group, "type", "per-type denylists", "byconsole type denylist chat", [])
+    tsub = type_.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = _sub(tsub, "denylist", "workers denied for a type", "byconsole type denylist chat", parents)
+    p.add_argument("agent_type", metavar="T")
+    _json_flag(p)
+    p.set_defaults(handler=commands.type_denylist, write=False)
+    for name, help_text in (
+        ("deny", "stop a worker consuming one type (its other types are unaffected)"),
+        ("allow", "lift a deny"),
+    ):
+        p = _sub(tsub, name, help_text, f"byconsole type {name} chat worker-01", parents)
+        p.add_argument("agent_type", metavar="T")
+        p.add_argument("worker_id", metavar="ID")
+        _write_flags(p, wait=False)
+        p.set_defaults(handler=commands.type_deny_allow, write=True)
+
+    # -- scale ----------------------------------------------------------------------
+    p = _sub(
+        group,
+        "scale",
+        "set a type's replica target (global, or for one instance)",
+        "byconsole scale chat 6   |   byconsole scale chat 2 --instance host-a:4242",
+        parents,
+    )
+    p.add_argument("agent_type", metavar="T")
+    p.add_argument("count", metavar="N", type=_count, help=f"replicas, 0 to {MAX_SCALE}")
+    p.add_argument("--instance", metavar="ID", help="pin this instance to exactly N replicas")
+    p.add_argument(
+        "--force", action="store_true", help="set it even for a type or instance not seen yet"
+    )
+    _write_flags(p, wait=False)
+    p.set_defaults(handler=commands.scale, write=True)
+
+    # -- metrics --------------------------------------------------------------------
+    metrics = _sub(group, "metrics", "cluster figures", "byconsole metrics snapshot", [])
+    msub = metrics.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = _sub(
+        msub, "snapshot", "live figures of the fleet", "byconsole metrics snapshot --json", parents
+    )
+    _json_flag(p)
+    p.set_defaults(handler=commands.metrics_snapshot, write=False)
+    p = _sub(
+        msub,
+        "history",
+        "the metrics collector's history points",
+        "byconsole metrics history --limit 50",
+        parents,
+    )
+    p.add_argument(
+        "--limit", metavar="N", type=_limit, default=20, help="most recent N points (default 20)"
+    )
+    _json_flag(p)
+    p.set_defaults(handler=commands.metrics_history, write=False)
+
+    # -- contexts -------------------------------------------------------------------
+    p = _sub(group, "contexts", "list the named contexts", "byconsole contexts", parents)
+    _json_flag(p)
+    p.set_defaults(handler=None, write=False)
+    return parser
+
+
+def _check_modes(args: argparse.Namespace) -> chk.Checks:
+    """Reject flag combinations that make no sense; parse the snapshot checks."""
+    snapshot_only = {
+        "--format": args.format is not None,
+        "--type": args.snapshot_type is not None,
+        "--min-online": bool(args.min_online),
+        "--fail-on": bool(args.fail_on),
+        "--max-depth": args.max_depth is not None,
+    }
+    given = [flag for flag, present in snapshot_only.items() if present]
+    if args.command is not None and (args.snapshot or args.demo):
+        raise UsageError(
+            f"{'--snapshot' if args.snapshot else '--demo'} cannot be combined with "
+            f"the '{args.command}' command"
+        )
+    if args.demo and args.snapshot:
+        raise UsageError("--demo and --snapshot cannot be combined")
+    if given and not args.snapshot:
+        where = f" (put it before '{args.command}')" if args.command else ""
+        raise UsageError(f"{given[0]} needs --snapshot{where}")
+    try:
+        min_online, by_type = chk.parse_min_online(args.min_online)
+        fail_on = chk.parse_fail_on(args.fail_on)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return chk.Checks(
+        min_online=min_online,
+        min_online_by_type=by_type,
+        fail_on=fail_on,
+        max_depth=args.max_depth,
+    )
+
+
+def _say(message: str, prefix: str = "byconsole: error: ") -> None:
+    line = " ".join(safe_text(message, 1000).split())
+    sys.stderr.write(f"{prefix}{line}\n")
+    sys.stderr.flush()
+
+
+def _scrub(message: str, settings: RedisSettings | None) -> str:
+    """Remove the password from a message, whatever the library put in it."""
+    if settings is None:
+        return message
+    try:
+        password = urlsplit(settings.url).password
+    except ValueError:
+        password = None
+    message = message.replace(settings.url, settings.endpoint)
+    if password:
+        message = message.replace(password, "***")
+    return message
+
+
+def _redis_error(exc: BaseException, settings: RedisSettings) -> str:
+    detail = _scrub(" ".join(str(exc).split()) or type(exc).__name__, settings)
+    where = settings.endpoint
+    if isinstance(exc, AuthenticationError):
+        return f"Redis at {where} refused the credentials: {detail}"
+    if isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
+        return f"cannot reach Redis at {where}: {detail}"
+    return f"Redis at {where}: {detail}"
+
+
+async def _with_client(
+    settings: RedisSettings, run: Callable[[commands.Session], Awaitable[int]]
+) -> int:
+    client = create_redis(settings, retries=0)
+    session = commands.Session(
+        redis=client,
+        keys=settings.keys,
+        settings=settings,
+        out=make_console(),
+        err=make_console(stderr=True),
+    )
+    try:
+        return await run(session)
+    finally:
+        # Closing a client whose connection failed must not mask the real error.
+        with contextlib.suppress(Exception):
+            await client.aclose()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``byconsole``; returns the exit code (the console script passes it to exit).
+
+    Args:
+        argv: arguments without the program name (``sys.argv[1:]`` by default).
+    """
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _main(argv: list[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        checks = _check_modes(args)
+    except UsageError as exc:
+        _say(str(exc))
+        return EXIT_ERROR
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+
+    settings: RedisSettings | None = None
+    try:
+        config = load_config(args.config)
+        if args.command == "contexts":
+            path = args.config or str(default_config_path())
+            return commands.list_contexts(
+                dict(config.contexts), config.default_context, path, args.json
+            )
+        selected = pick_context(config, args.context)
+        context_name, context = selected if selected else (None, None)
+        settings = resolve_settings(args.redis_url, context)
+        read_only = bool(args.read_only or (context and context.read_only))
+
+        if args.demo:
+            # Imported here: the console stack (Textual) is only loaded when needed.
+            from byconsole.demo import run_demo  # type: ignore[import-not-found, unused-ignore]
+
+            return int(run_demo())
+        if args.command is None and not args.snapshot:
+            return _run_tui(settings, args, read_only, context_name)
+        if args.snapshot:
+            return asyncio.run(
+                _with_client(settings, lambda s: commands.run_snapshot(s, args, checks))
+            )
+        if args.write and read_only:
+            _say(_read_only_message(args, context_name, context))
+            return EXIT_ERROR
+        handler: Handler = args.handler
+        return asyncio.run(_with_client(settings, lambda s: handler(s, args)))
+    except ConfigError as exc:
+        message = str(exc)
+        if args.redis_url is not None:
+            message = message.replace("BYAI_REDIS_URL/REDIS_URL", "--redis-url")
+        _say(_scrub(message, settings))
+        return EXIT_ERROR
+    except (commands.NotFoundError, commands.RefusedError, UnknownWorkerError) as exc:
+        _say(str(exc.args[0] if exc.args else exc), prefix="byconsole: ")
+        return EXIT_FAILED
+    except ValueError as exc:  # e.g. a scale count out of bounds
+        _say(str(exc))
+        return EXIT_ERROR
+    except (RedisError, RedisClusterException, OSError) as exc:
+        assert settings is not None  # no Redis call happens before settings exist
+        if getattr(args, "format", None) == "prom":
+            sys.stdout.write(render_prom_down())
+        _say(_redis_error(exc, settings))
+        return EXIT_ERROR
+    except Exception as exc:  # a bug must still not dump a traceback on an operator
+        if os.environ.get("BYCONSOLE_DEBUG"):
+            traceback.print_exc()
+        _say(_scrub(f"internal error: {type(exc).__name__}: {exc}", settings))
+        return EXIT_ERROR
+
+
+def _read_only_message(
+    args: argparse.Namespace, context_name: str | None, context: Context | None
+) -> str:
+    why = (
+        f"context {context_name!r} is read-only"
+        if context is not None and context.read_only and not args.read_only
+        else "--read-only is set"
+    )
+    what = " ".join(p for p in (args.command, getattr(args, "action", None)) if p)
+    return f"'{what}' changes the fleet and {why}"
+
+
+def _run_tui(
+    settings: RedisSettings, args: argparse.Namespace, read_only: bool, context: str | None
+) -> int:
+    try:
+        from byconsole.app import run_tui  # type: ignore[import-not-found, unused-ignore]
+    except ImportError as exc:
+        _say(f"the console UI is unavailable: {exc}")
+        return EXIT_ERROR
+    return int(
+        run_tui(
+            settings,
+            refresh=args.refresh,
+            read_only=read_only,
+            context=context,
+            config_path=args.config,
+        )
+    )
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
