@@ -277,7 +277,8 @@ class FleetReader:
     """Reads the whole fleet into one :class:`FleetSnapshot` per call.
 
     Args:
-        redis: a client from :func:`worker_runtime.connection.create_redis`.
+        redis: a client from :func:`worker_runtime.connection.create_redis` (it decodes
+            with ``errors="replace"``; a strict client would fail on invalid UTF-8).
         keys: the key factory of the deployment.
         endpoint: the endpoint as it may be shown (password masked).
         history_limit: how many metrics history points (the most recent) to read.

@@ -1,0 +1,334 @@
+"""FleetReader against a real redis-server: foreign payloads, bad data, constant round trips."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from tests.cluster import RedisCluster
+from tests.redis_server import free_port
+from worker_runtime.admin import WorkerManager
+from worker_runtime.connection import create_redis
+from worker_runtime.fleet import FleetReader
+from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.models import Lease, MetricsPoint, Status, now_ms
+from worker_runtime.settings import RedisSettings, load
+from worker_runtime.snapshot import CommandState
+
+K = Keys()
+
+# Spelled by hand on purpose (SPEC section 3): this is what another runtime writes.
+V1 = {
+    "workers": "byai_gateway:registry:workers",
+    "online": "byai_gateway:registry:worker:online:{}",
+    "admin": "byai_gateway:registry:worker:admin:{}",
+    "agent_types": "byai_gateway:registry:worker:agent_types:{}",
+    "routable": "byai_gateway:registry:agent_type:workers:{}",
+    "denied": "byai_gateway:registry:agent_type:denied:{}",
+    "stream": "byai_gateway:ctrl:agent_type:{}",
+    "history": "by_framework:obs:history",
+}
+
+
+class CountingRedis:
+    """Counts pipeline executions: an independent check of the reader's round trips."""
+
+    def __init__(self, client: Redis) -> None:
+        self.client = client
+        self.executes = 0
+
+    def pipeline(self, transaction: bool = True) -> Any:
+        pipe = self.client.pipeline(transaction=transaction)
+        original = pipe.execute
+
+        async def execute(raise_on_error: bool = True) -> Any:
+            self.executes += 1
+            return await original(raise_on_error=raise_on_error)
+
+        pipe.execute = execute  # type: ignore[method-assign]
+        return pipe
+
+
+async def test_foreign_v1_workers_snake_camel_offline_malformed(redis: Redis) -> None:
+    now = now_ms()
+    await redis.sadd(V1["workers"], "w-snake", "w-camel", "w-gone", "w-bad")
+    snake = {
+        "worker_id": "w-snake",
+        "instance_id": "host-a:100",
+        "hostname": "host-a",
+        "ip_address": "10.0.0.7",
+        "pid": 100,
+        "role": "all",
+        "agent_types": ["chat", "embed"],
+        "lifecycle": "active",
+        "status": "busy",
+        "concurrency": 8,
+        "active_jobs": 3,
+        "processed": 42,
+        "failed": 1,
+        "started_at": now - 60_000,
+        "last_seen": now - 1_000,
+        "app_version": "2.4.1",
+        "runtime_version": "0.1.0",
+        "heartbeat_interval": 5,
+        "lease_ttl": 15,
+    }
+    camel = {
+        "workerId": "w-camel",
+        "instanceId": "host-b:7",
+        "ipAddress": "10.0.0.8",
+        "lastSeen": now - 2_000,
+        "startedAt": now - 5_000,
+        "appVersion": "ts-1.0",
+        "activeJobCount": 5,
+        "queues": ["chat"],
+        "somethingElse": {"nested": True},
+    }
+    await redis.set(V1["online"].format("w-snake"), json.dumps(snake), px=15_000)
+    await redis.set(V1["online"].format("w-camel"), json.dumps(camel), px=15_000)
+    await redis.set(V1["online"].format("w-bad"), "{not json", px=15_000)
+    await redis.sadd(V1["agent_types"].format("w-snake"), "chat", "embed")
+    await redis.sadd(V1["agent_types"].format("w-gone"), "chat")
+    await redis.sadd(V1["routable"].format("chat"), "w-snake", "w-camel")
+    await redis.sadd(V1["denied"].format("embed"), "w-snake")
+    await redis.hset(
+        V1["admin"].format("w-camel"),
+        mapping={"lifecycle": "suspended", "reason": "maintenance", "updated_at": str(now)},
+    )
+    await redis.xgroup_create(V1["stream"].format("chat"), CONSUMER_GROUP, id="0", mkstream=True)
+    for _ in range(3):
+        await redis.xadd(V1["stream"].format("chat"), {"kind": "task", "data": "{}"})
+
+    reader = FleetReader(redis, K, endpoint="test")
+    snap = await reader.read()
+    by_id = {w.worker_id: w for w in snap.workers}
+    assert list(by_id) == ["w-bad", "w-camel", "w-gone", "w-snake"]
+
+    s = by_id["w-snake"]
+    assert (s.status, s.lifecycle, s.runtime_status) == (Status.ONLINE, "active", "busy")
+    assert (s.instance_id, s.hostname, s.ip_address, s.pid) == (
+        "host-a:100",
+        "host-a",
+        "10.0.0.7",
+        100,
+    )
+    assert (s.active_jobs, s.processed, s.failed, s.concurrency) == (3, 42, 1, 8)
+    assert s.agent_types == ["chat", "embed"] and s.denied_types == ["embed"]
+    assert (s.app_version, s.runtime_version, s.role) == ("2.4.1", "0.1.0", "all")
+    assert s.command_state is None
+
+    c = by_id["w-camel"]
+    assert (c.status, c.instance_id, c.ip_address) == (Status.ONLINE, "host-b:7", "10.0.0.8")
+    assert (c.active_jobs, c.app_version, c.agent_types) == (5, "ts-1.0", ["chat"])
+    assert (c.lifecycle, c.reason, c.applied_lifecycle) == ("suspended", "maintenance", None)
+    assert c.command_state is CommandState.PENDING  # lease has no admin_applied_at
+
+    g = by_id["w-gone"]
+    assert (g.status, g.agent_types, g.last_seen) == (Status.OFFLINE, ["chat"], None)
+
+    b = by_id["w-bad"]
+    assert (b.status, b.lease_valid) == (Status.STALE, False)
+
+    chat = next(t for t in snap.types if t.name == "chat")
+    assert (chat.workers, chat.depth, chat.pending, chat.length) == (
+        ["w-camel", "w-snake"],
+        3,
+        0,
+        3,
+    )
+    embed = next(t for t in snap.types if t.name == "embed")
+    assert embed.denied == ["w-snake"]
+    assert {i.instance_id for i in snap.instances} == {"host-a:100", "host-b:7"}
+    assert snap.metrics.workers_online == 2 and snap.metrics.active_executions == 8
+    assert snap.redis.round_trips == reader.round_trips <= 3
+    json.dumps(snap.model_dump(mode="json"))  # the --format json document serialises
+
+
+async def test_wrong_key_types_never_break_a_read(redis: Redis) -> None:
+    now = now_ms()
+    await redis.sadd(K.workers, "w1", "w2", "w3")
+    await redis.set(K.worker_online("w1"), json.dumps({"last_seen": now, "agent_types": ["t"]}))
+    await redis.set(K.worker_admin("w1"), "admin as a string")
+    await redis.hset(K.worker_online("w2"), mapping={"a": "1"})  # lease as a hash
+    await redis.rpush(K.worker_agent_types("w2"), "t")  # a list where a set belongs
+    await redis.set(K.worker_online("w3"), json.dumps(["a", "list"]))
+    await redis.sadd(K.agent_types, "t", "u")
+    await redis.set(K.type_workers("t"), "x")
+    await redis.hset(K.type_denied("t"), mapping={"a": "b"})
+    await redis.sadd(K.type_stream("t"), "not a stream")
+    await redis.set(K.type_stream("u"), "not a stream")
+    await redis.sadd(K.scale_overrides("t"), "x")
+    await redis.sadd(K.scale_targets, "x")
+    await redis.hset(K.leader_lock, mapping={"x": "y"})
+    await redis.sadd(K.instances, "i1")
+    await redis.sadd(K.metrics_history, "x")
+    await redis.set(K.audit_stream, "x")
+
+    reader = FleetReader(redis, K)
+    snap = await reader.read()
+    statuses = {w.worker_id: w.status for w in snap.workers}
+    assert statuses == {"w1": Status.ONLINE, "w2": Status.OFFLINE, "w3": Status.STALE}
+    assert [t.name for t in snap.types] == ["t", "u"]
+    assert all(t.depth == 0 and t.workers == [] for t in snap.types)
+    assert snap.instances == [] and snap.events == [] and snap.metrics.history == []
+    assert snap.leader.instance_id is None
+    detail = await reader.read_worker_detail("w2")
+    assert detail.known and detail.lease is None
+
+
+async def test_hostile_strings_are_kept_as_data(redis: Redis, redis_url: str) -> None:
+    now = now_ms()
+    hostile = "[bold red]boom[/] [@click=app.quit]x[/] \x1b]0;pwned\x07 \x1b[2J"
+    await redis.sadd(K.workers, hostile, "big")
+    lease = {"last_seen": now, "hostname": hostile, "agent_types": [hostile], "reason": "x"}
+    await redis.set(K.worker_online(hostile), json.dumps(lease))
+    await redis.set(
+        K.worker_online("big"),
+        json.dumps({"last_seen": now, "hostname": "h" * 1_000_000, "app_version": "1"}),
+    )
+    await redis.hset(K.worker_admin(hostile), mapping={"lifecycle": hostile, "reason": hostile})
+    await redis.set(K.worker_online("bytes"), b"\xff\xfe{")
+    await redis.sadd(K.workers, "bytes")
+    # Readers use create_redis's client: invalid UTF-8 decodes with replacement characters.
+    client = create_redis(load(RedisSettings, url=redis_url), retries=0)
+    try:
+        snap = await FleetReader(client, K).read()
+    finally:
+        await client.aclose()
+    by_id = {w.worker_id: w for w in snap.workers}
+    w = by_id[hostile]
+    # The reader keeps the data verbatim; renderers sanitise (byconsole.text.safe_text).
+    assert (w.hostname, w.lifecycle, w.reason, w.agent_types) == (
+        hostile,
+        hostile,
+        hostile,
+        [hostile],
+    )
+    assert by_id["big"].hostname is None and by_id["big"].app_version == "1"  # oversize dropped
+    assert by_id["bytes"].lease_valid is False
+    assert hostile in [t.name for t in snap.types]
+    json.dumps(snap.model_dump(mode="json"))
+
+
+@pytest.mark.parametrize("n_workers", [1, 500])
+async def test_round_trips_do_not_grow_with_the_fleet(redis: Redis, n_workers: int) -> None:
+    now = now_ms()
+    types = ["chat", "embed", "rank"]
+    pipe = redis.pipeline(transaction=False)
+    for i in range(n_workers):
+        wid = f"w-{i:04d}"
+        t = types[i % 3]
+        iid = f"inst-{i % 5}"
+        pipe.sadd(K.workers, wid)
+        pipe.sadd(K.worker_agent_types(wid), t)
+        pipe.set(
+            K.worker_online(wid),
+            json.dumps({"instance_id": iid, "agent_types": [t], "last_seen": now}),
+        )
+        pipe.sadd(K.type_workers(t), wid)
+        if i % 7 == 0:
+            pipe.hset(K.worker_admin(wid), mapping={"lifecycle": "suspended", "updated_at": now})
+    for i in range(5):
+        pipe.zadd(K.instances, {f"inst-{i}": now})
+        pipe.set(K.instance_online(f"inst-{i}"), json.dumps({"agent_types": types}))
+    pipe.sadd(K.agent_types, *types)
+    pipe.hset(K.scale_targets, mapping={"chat": 7})
+    await pipe.execute()
+
+    counting = CountingRedis(redis)
+    reader = FleetReader(counting, K)  # type: ignore[arg-type]
+    snap = await reader.read()
+    assert len(snap.workers) == n_workers
+    assert reader.round_trips == counting.executes
+    assert counting.executes <= 3
+    suspended = sum(1 for w in snap.workers if w.lifecycle == "suspended")
+    assert suspended == len(range(0, n_workers, 7))
+    quotas = {i.instance_id: i.quota.get("chat") for i in snap.instances}
+    assert quotas == {"inst-0": 2, "inst-1": 2, "inst-2": 1, "inst-3": 1, "inst-4": 1}
+
+
+async def test_pending_until_the_worker_confirms(redis: Redis) -> None:
+    now = now_ms()
+    await redis.sadd(K.workers, "w1")
+    lease = Lease(worker_id="w1", last_seen=now, agent_types=["chat"], heartbeat_interval=5)
+    await redis.set(K.worker_online("w1"), lease.dump())
+    manager = WorkerManager(redis, K, operator="ops@test")
+    result = await manager.suspend_worker("w1", reason="maint")
+    reader = FleetReader(redis, K)
+    w = (await reader.read()).workers[0]
+    assert (w.lifecycle, w.command_state, w.admin_updated_by) == (
+        "suspended",
+        CommandState.PENDING,
+        "ops@test",
+    )
+    confirmed = lease.model_copy(
+        update={"lifecycle": "suspended", "admin_applied_at": result.updated_at}
+    )
+    await redis.set(K.worker_online("w1"), confirmed.dump())
+    snap = await reader.read()
+    w = snap.workers[0]
+    assert (w.command_state, w.applied_lifecycle) == (CommandState.APPLIED, "suspended")
+    assert [(e.action, e.target, e.reason) for e in snap.events] == [("suspend", "w1", "maint")]
+    await manager.evict_worker("w1")
+    w = (await reader.read()).workers[0]
+    assert (w.status, w.lifecycle, w.command_state) == (
+        Status.OFFLINE,
+        "evicted",
+        CommandState.APPLIED,
+    )
+
+
+async def test_metrics_history_tail_and_leader(redis: Redis) -> None:
+    for i in range(10):
+        point = MetricsPoint(ts=1000 + i, workers_online=i, queue_depth=2 * i)
+        await redis.zadd(K.metrics_history, {point.model_dump_json(): 1000 + i})
+    await redis.zadd(K.metrics_history, {"{broken": 2000})
+    await redis.set(K.leader_lock, json.dumps({"instance_id": "i-9", "token": "t", "epoch": 3}))
+    snap = await FleetReader(redis, K, history_limit=4).read()
+    assert [p.workers_online for p in snap.metrics.history] == [7, 8, 9, 0]
+    assert snap.metrics.history[-1].ts == 0  # the malformed member parses to an empty point
+    assert (snap.leader.instance_id, snap.leader.epoch) == ("i-9", 3)
+
+
+async def test_unreachable_redis_raises_connection_error() -> None:
+    settings = load(RedisSettings, url=f"redis://127.0.0.1:{free_port()}/0")
+    client = create_redis(settings, retries=0)
+    try:
+        with pytest.raises(RedisConnectionError):
+            await FleetReader(client, settings.keys).read()
+    finally:
+        await client.aclose()
+
+
+async def test_cluster_v2_read_has_no_crossslot(redis_cluster: RedisCluster) -> None:
+    settings = load(RedisSettings, cluster_host=redis_cluster.host, cluster_port=redis_cluster.port)
+    client = create_redis(settings)
+    keys = settings.keys
+    try:
+        now = now_ms()
+        for i in range(20):
+            wid = f"cw-{i}"
+            await client.sadd(keys.workers, wid)
+            await client.set(
+                keys.worker_online(wid), json.dumps({"last_seen": now, "agent_types": ["chat"]})
+            )
+            await client.hset(
+                keys.worker_admin(wid), mapping={"lifecycle": "active", "updated_at": now}
+            )
+        await client.sadd(keys.agent_types, "chat", "embed")
+        await client.xgroup_create(keys.type_stream("chat"), CONSUMER_GROUP, id="0", mkstream=True)
+        await client.xadd(keys.type_stream("chat"), {"kind": "task", "data": "{}"})
+        reader = FleetReader(client, keys)
+        snap = await reader.read()
+        assert len(snap.workers) == 20 and all(w.status is Status.ONLINE for w in snap.workers)
+        assert {t.name: t.depth for t in snap.types} == {"chat": 1, "embed": 0}
+        assert snap.redis.cluster and snap.redis.schema_version == "v2"
+        assert reader.round_trips <= 3
+        detail = await reader.read_worker_detail("cw-3")
+        assert detail.known and detail.worker.status is Status.ONLINE
+    finally:
+        await client.aclose()
