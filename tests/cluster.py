@@ -173,18 +173,50 @@ class RedisCluster:
             if self.running(p) and self.info(p, "replication").get("role") == "slave"
         ]
 
+    def slot_ranges(self, port: int) -> list[tuple[int, int]]:
+        """The slot ranges the node on ``port`` says it serves (empty for a replica)."""
+        ranges: list[tuple[int, int]] = []
+        for line in self.cli(port, "CLUSTER", "NODES").splitlines():
+            parts = line.split()
+            if len(parts) < 8 or "myself" not in parts[2]:
+                continue
+            for spec in parts[8:]:
+                low, _, high = spec.partition("-")
+                if low.isdigit() and (high or low).isdigit():
+                    ranges.append((int(low), int(high or low)))
+        return ranges
+
     def port_for_slot(self, slot: int) -> int:
-        """The port of the primary serving ``slot``, as the running nodes see it."""
+        """The port of the running primary serving ``slot``."""
         for port in self.primary_ports():
-            for line in self.cli(port, "CLUSTER", "NODES").splitlines():
-                parts = line.split()
-                if len(parts) < 8 or "myself" not in parts[2]:
-                    continue
-                for spec in parts[8:]:
-                    low, _, high = spec.partition("-")
-                    if low.isdigit() and int(low) <= slot <= int(high or low):
-                        return port
+            if any(low <= slot <= high for low, high in self.slot_ranges(port)):
+                return port
         raise LookupError(f"no running primary serves slot {slot}")
+
+    def fail_over(self, port: int, timeout: float = 30.0) -> int:
+        """Stop the primary on ``port`` and wait until a replica has taken over its slots.
+
+        Returns:
+            The port of the promoted replica.
+
+        Raises:
+            RuntimeError: no replica took over within ``timeout`` seconds.
+        """
+        ranges = self.slot_ranges(port)
+        if not ranges:
+            raise ValueError(f"node {port} serves no slots (is it a replica?)")
+        self.stop_node(port)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                promoted = self.port_for_slot(ranges[0][0])
+            except LookupError:
+                promoted = None
+            if promoted is not None and self.is_ok():
+                return promoted
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"no replica took over the slots of node {port}")
+            time.sleep(0.05)
 
     def is_ok(self) -> bool:
         """Whether every running node reports ``cluster_state:ok`` and sees all slots."""

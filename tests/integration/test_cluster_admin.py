@@ -264,3 +264,37 @@ async def test_lease_written_by_camelcase_runtime_is_read(
     lease = await manager.get_lease("java-1")
     assert lease is not None
     assert (lease.worker_id, lease.instance_id, lease.agent_types) == ("java-1", "jvm:9", ["chat"])
+
+
+async def test_admin_state_survives_a_primary_failover(
+    redis_cluster_replicas: RedisCluster,
+) -> None:
+    cluster = redis_cluster_replicas
+    settings = load(RedisSettings, cluster_host=cluster.host, cluster_port=cluster.port)
+    client = create_redis(settings)
+    assert isinstance(client, ClusterClient)
+    manager = WorkerManager(client, settings.keys, operator=OPERATOR)
+    try:
+        await register(client, "w1", ["chat"])
+        await manager.suspend_worker("w1", reason="before failover")
+        primary = cluster.port_for_slot(key_slot(f"{V2}:registry:worker:{{w1}}:admin".encode()))
+        # Acknowledged by a replica before the primary goes away.
+        assert cluster.cli(primary, "WAIT", "1", "5000") == "1"
+
+        promoted = cluster.fail_over(primary)
+        assert promoted != primary
+        assert promoted == cluster.port_for_slot(
+            key_slot(f"{V2}:registry:worker:{{w1}}:admin".encode())
+        )
+
+        state = await manager.get_worker_admin_state("w1")
+        assert (state.lifecycle, state.reason) == ("suspended", "before failover")
+        await manager.resume_worker("w1")
+        assert (await manager.get_worker_admin_state("w1")).lifecycle == "active"
+
+        # The old primary comes back as a replica of the promoted one.
+        cluster.start_node(primary)
+        cluster.wait_ok(timeout=30)
+        assert primary in cluster.replica_ports()
+    finally:
+        await client.aclose()
