@@ -1,0 +1,143 @@
+"""The operator actions: one table that the key bindings, the help screen and the
+command palette are all built from, plus the request a confirmed action becomes.
+
+Pure data; no Textual, no Redis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Action(StrEnum):
+    """What the operator can do; the value is also the Textual action name."""
+
+    SUSPEND = "suspend"
+    RESUME = "resume"
+    EVICT = "evict"
+    FORCE_EVICT = "force_evict"
+    DRAIN = "drain"
+    SCALE = "scale"
+    DENY = "deny"
+    ALLOW = "allow"
+
+
+@dataclass(frozen=True, slots=True)
+class ActionSpec:
+    """How one action is offered.
+
+    Attributes:
+        action: the action.
+        key: the Textual key name bound to it.
+        key_display: how the key is shown.
+        label: a verb for buttons and toasts (``Suspend``).
+        help: one line for the help screen and the command palette.
+        destructive: asks for confirmation and a reason, default Cancel.
+        per_worker: targets the selected (or marked) workers.
+        footer: shown in the footer (the rest are in help and the palette).
+    """
+
+    action: Action
+    key: str
+    key_display: str
+    label: str
+    help: str
+    destructive: bool = False
+    per_worker: bool = True
+    footer: bool = True
+
+
+ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec(Action.SUSPEND, "s", "s", "Suspend", "Suspend: stop taking new tasks"),
+    ActionSpec(Action.RESUME, "r", "r", "Resume", "Resume: back to active"),
+    ActionSpec(
+        Action.EVICT, "e", "e", "Evict", "Evict: leave routing, drop the lease", destructive=True
+    ),
+    ActionSpec(
+        Action.FORCE_EVICT,
+        "E",
+        "E",
+        "Force evict",
+        "Force evict: also cancel running tasks (they are reclaimed)",
+        destructive=True,
+        footer=False,
+    ),
+    ActionSpec(
+        Action.DRAIN,
+        "d",
+        "d",
+        "Drain",
+        "Drain: finish in-flight tasks, then exit",
+        destructive=True,
+    ),
+    ActionSpec(
+        Action.SCALE,
+        "S",
+        "S",
+        "Scale",
+        "Scale a type (on Instances: that instance) to N replicas",
+        per_worker=False,
+    ),
+    ActionSpec(Action.DENY, "x", "x", "Deny", "Deny the worker for one of its types"),
+    ActionSpec(
+        Action.ALLOW, "a", "a", "Allow", "Allow the worker again for a denied type", footer=False
+    ),
+)
+"""Every action, in the order the help screen lists them."""
+
+SPECS: dict[Action, ActionSpec] = {spec.action: spec for spec in ACTIONS}
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRequest:
+    """A confirmed action, with its targets frozen at the moment the operator chose it.
+
+    Attributes:
+        action: what to do.
+        worker_ids: the target workers (ids, never row positions).
+        agent_type: for deny / allow / scale.
+        instance_id: for a per-instance scale.
+        count: for scale.
+        reason: written to the admin hash and the audit stream.
+    """
+
+    action: Action
+    worker_ids: tuple[str, ...] = ()
+    agent_type: str | None = None
+    instance_id: str | None = None
+    count: int | None = None
+    reason: str | None = None
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """What the action acts on, as shown to the operator."""
+        if self.action is Action.SCALE:
+            where = f"@{self.instance_id}" if self.instance_id else ""
+            return (f"{self.agent_type}{where}",)
+        return self.worker_ids
+
+
+@dataclass(frozen=True, slots=True)
+class ActionOutcome:
+    """What happened to one target.
+
+    Attributes:
+        target: the worker id (or ``type@instance`` for scale).
+        sent: the write reached Redis.
+        online: the worker held a lease when the command was written.
+        latency: seconds until the worker confirmed, ``None`` when it did not (yet).
+        error: why the write failed, for the operator.
+        updated_at: the admin ``updated_at`` the write carried (what the worker confirms).
+        command: the admin API's name for the write (``force-evict``, ``deny`` …).
+        agent_type: the type of a deny / allow / scale.
+    """
+
+    target: str
+    sent: bool
+    online: bool = False
+    latency: float | None = None
+    error: str | None = None
+    updated_at: int | None = None
+    command: str = ""
+    agent_type: str | None = None

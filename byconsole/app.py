@@ -1,0 +1,337 @@
+"""The console app: the poll loop, the action runner, and ``run_tui``.
+
+Data flows one way: an exclusive poll worker reads a :class:`FleetSnapshot` and posts
+it as a message; the main screen hands it to the views, which diff their rows. The next
+poll is scheduled only once the previous one has been applied (never an interval), and
+not at all while a modal screen is open. A failed read keeps the last snapshot on
+screen, marked stale, and retries with exponential backoff.
+
+Actions flow the other way: the main screen posts an ``ActionRequested``; the app sends
+it through the backend in a worker and reports the outcome (and the worker's
+confirmation latency) in toasts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from textual import on, work
+from textual.app import App
+from textual.message import Message
+from textual.screen import ModalScreen, Screen
+from textual.timer import Timer
+
+from byconsole.actions import SPECS, ActionOutcome, ActionRequest
+from byconsole.backend import Backend, RedisBackend
+from byconsole.config import Context, load_contexts, resolve_settings
+from byconsole.palette import ConsoleCommands
+from byconsole.screens.main import MonitorScreen, OperatorScreen
+from byconsole.text import safe_text
+from worker_runtime.admin import MAX_SCALE
+from worker_runtime.settings import ConfigError, RedisSettings
+from worker_runtime.snapshot import FleetSnapshot, WorkerDetail
+
+BACKOFF_CAP = 10.0
+"""Longest wait between two attempts while Redis is down (seconds)."""
+
+CONFIRM_TIMEOUT = 10.0
+"""How long a toast waits for a worker to confirm an action."""
+
+BackendFactory = Callable[[RedisSettings], Backend]
+
+
+class ConsoleApp(App[int]):
+    """The live operations console.
+
+    Args:
+        backend: where snapshots come from and actions go.
+        refresh: seconds between the end of one refresh and the start of the next.
+        read_only: bind no action keys at all.
+        contexts: named contexts the palette can switch to.
+        context_name: the context in use, if any.
+        backend_factory: builds a backend for another context's settings.
+        clock: monotonic seconds (tests freeze it for stable screenshots).
+    """
+
+    CSS_PATH = ["app.tcss", "views/views.tcss"]
+    TITLE = "byconsole"
+    COMMANDS = App.COMMANDS | {ConsoleCommands}
+
+    class FleetUpdated(Message):
+        """A refresh succeeded."""
+
+        def __init__(self, snapshot: FleetSnapshot) -> None:
+            super().__init__()
+            self.snapshot = snapshot
+
+    class PollFailed(Message):
+        """A refresh failed; ``error`` is display-safe."""
+
+        def __init__(self, error: str) -> None:
+            super().__init__()
+            self.error = error
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        refresh: float = 2.0,
+        read_only: bool = False,
+        contexts: Mapping[str, Context] | None = None,
+        context_name: str | None = None,
+        backend_factory: BackendFactory = RedisBackend,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self.backend = backend
+        self.refresh_interval = max(0.1, refresh)
+        self.read_only_flag = read_only
+        self.contexts = dict(contexts or {})
+        self.context_name = context_name
+        self.backend_factory = backend_factory
+        self.clock = clock
+        self.snapshot: FleetSnapshot | None = None
+        self.failures = 0
+        self.polls = 0
+        self._timer: Timer | None = None
+        self._polling = False
+        self._poll_again = False
+        self._paused = True  # until the main screen is up (it calls resume_polling)
+        self.main_screen = self._make_main_screen()
+
+    # -- screens ---------------------------------------------------------------------------
+
+    @property
+    def read_only(self) -> bool:
+        """The flag, or a context marked read-only."""
+        context = self.contexts.get(self.context_name or "")
+        return self.read_only_flag or bool(context and context.read_only)
+
+    def _make_main_screen(self) -> MonitorScreen:
+        common = {
+            "context": self.context_name,
+            "detail_loader": self.read_detail,
+            "refresh": self.refresh_interval,
+            "describe": self.backend.describe,
+            "clock": self.clock,
+        }
+        if self.read_only:
+            return MonitorScreen(self.backend.endpoint, **common)  # type: ignore[arg-type]
+        return OperatorScreen(self.backend.endpoint, max_scale=MAX_SCALE, **common)
+
+    def get_default_screen(self) -> Screen[None]:
+        """The main screen (read-only or operator)."""
+        return self.main_screen
+
+    async def read_detail(self, worker_id: str) -> WorkerDetail:
+        """The detail screen's loader."""
+        return await self.backend.read_detail(worker_id)
+
+    # -- the poll loop -----------------------------------------------------------------------
+
+    def request_poll(self, delay: float = 0.0) -> None:
+        """Refresh after ``delay`` seconds; while a refresh runs, right after it."""
+        if self._polling:
+            self._poll_again = True
+            return
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        if delay > 0:
+            self._timer = self.set_timer(delay, self._start_poll)
+        else:
+            self.call_later(self._start_poll)  # a zero-delay Timer divides by zero
+
+    def resume_polling(self) -> None:
+        """The main screen is showing: refresh now if polling waits for it."""
+        if self._paused:
+            self._paused = False
+            self.request_poll()
+
+    def _modal_open(self) -> bool:
+        return isinstance(self.screen, ModalScreen)
+
+    def _start_poll(self) -> None:
+        self._timer = None
+        if self._polling:
+            return
+        if self._modal_open():
+            self._paused = True  # resumed by the main screen's ScreenResume
+            return
+        self._polling = True
+        self.poll()
+
+    @work(exclusive=True, group="poll", exit_on_error=False)
+    async def poll(self) -> None:
+        """Read one snapshot and post it (or the failure) to the app."""
+        self.polls += 1
+        try:
+            snapshot = await self.backend.read()
+        except asyncio.CancelledError:
+            self._polling = False
+            raise
+        except Exception as exc:  # outage, timeout, or a reader bug: shown, never fatal
+            self.post_message(self.PollFailed(self.backend.describe(exc)))
+        else:
+            self.post_message(self.FleetUpdated(snapshot))
+
+    def _schedule_next(self, delay: float) -> None:
+        self._polling = False
+        if self._poll_again:
+            self._poll_again = False
+            delay = 0.0
+        self.request_poll(delay)
+
+    @on(FleetUpdated)
+    def _fleet_updated(self, message: FleetUpdated) -> None:
+        self.failures = 0
+        self.snapshot = message.snapshot
+        self.main_screen.show_snapshot(message.snapshot)
+        self._schedule_next(self.refresh_interval)
+
+    @on(PollFailed)
+    def _poll_failed(self, message: PollFailed) -> None:
+        self.failures += 1
+        delay = min(BACKOFF_CAP, self.refresh_interval * 2 ** (self.failures - 1))
+        self.main_screen.show_failure(message.error, delay)
+        self._schedule_next(delay)
+
+    # -- actions -----------------------------------------------------------------------------
+
+    @on(OperatorScreen.ActionRequested)
+    def _action_requested(self, message: OperatorScreen.ActionRequested) -> None:
+        if self.read_only:  # a request can only come from an operator screen; belt and braces
+            return
+        self.perform(message.request)
+
+    @work(group="actions", exit_on_error=False)
+    async def perform(self, request: ActionRequest) -> list[ActionOutcome]:
+        """Send an action, report it, then report the workers' confirmations."""
+        label = SPECS[request.action].label
+        outcomes = await self.backend.send(request)
+        failed = [o for o in outcomes if not o.sent]
+        sent = [o for o in outcomes if o.sent]
+        if failed:
+            lines = "\n".join(f"{safe_text(o.target, 40)}: {o.error}" for o in failed[:5])
+            self.notify(f"{label} failed:\n{lines}", severity="error", markup=False, timeout=8)
+        if sent:
+            self.notify(f"{label} sent to {_names(sent)}", markup=False, timeout=3)
+            self.request_poll()
+            confirmed = await asyncio.gather(
+                *(self.backend.confirm(o, CONFIRM_TIMEOUT) for o in sent)
+            )
+            self._report_confirmations(label, list(confirmed))
+            self.request_poll()
+            return list(confirmed) + failed
+        return outcomes
+
+    def _report_confirmations(self, label: str, outcomes: list[ActionOutcome]) -> None:
+        applied = [o for o in outcomes if o.latency is not None]
+        offline = [o for o in outcomes if not o.online and o.error is None]
+        waiting = [o for o in outcomes if o.online and o.latency is None and o.command != "scale"]
+        if applied:
+            worst = max(o.latency or 0.0 for o in applied)
+            self.notify(
+                f"{label} applied by {_names(applied)} in {worst * 1000:.0f} ms",
+                markup=False,
+                timeout=5,
+            )
+        if offline:
+            self.notify(
+                f"{_names(offline)} offline: the {label.lower()} applies when it starts",
+                severity="warning",
+                markup=False,
+                timeout=6,
+            )
+        if waiting:
+            errors = {o.error for o in waiting if o.error}
+            why = f" ({'; '.join(sorted(errors))})" if errors else ""
+            self.notify(
+                f"{label} not confirmed by {_names(waiting)} within "
+                f"{CONFIRM_TIMEOUT:.0f} s: still pending{why}",
+                severity="warning",
+                markup=False,
+                timeout=8,
+            )
+
+    # -- contexts ----------------------------------------------------------------------------
+
+    async def switch_context(self, name: str) -> None:
+        """Point the console at another named context (from the palette)."""
+        context = self.contexts.get(name)
+        if context is None:
+            return
+        try:
+            # An explicit switch means this context's endpoint, whatever the environment.
+            settings = resolve_settings(None, context, env={})
+        except ConfigError as exc:
+            self.notify(safe_text(exc), severity="error", markup=False)
+            return
+        old = self.backend
+        self.workers.cancel_group(self, "poll")
+        self.backend = self.backend_factory(settings)
+        self.context_name = name
+        self.snapshot = None
+        self.failures = 0
+        self._polling = self._poll_again = self._paused = False
+        new_main = self._make_main_screen()
+        if type(new_main) is type(self.main_screen):
+            self.main_screen.reset(self.backend.endpoint, name)
+        else:
+            self.main_screen = new_main
+            await self.switch_screen(new_main)
+        await old.aclose()
+        self.notify(f"context {safe_text(name, 40)}: {self.backend.endpoint}", markup=False)
+        self.request_poll()
+
+    async def on_unmount(self) -> None:
+        """Close the connection pool."""
+        await self.backend.aclose()
+
+
+def _names(outcomes: list[ActionOutcome], limit: int = 3) -> str:
+    names = ", ".join(safe_text(o.target, 32) for o in outcomes[:limit])
+    return names + (f" +{len(outcomes) - limit}" if len(outcomes) > limit else "")
+
+
+def run_tui(
+    redis_settings: RedisSettings,
+    *,
+    refresh: float,
+    read_only: bool,
+    context: str | None,
+    config_path: str | None,
+) -> int:
+    """Run the console until the operator quits.
+
+    Args:
+        redis_settings: the endpoint to open (already resolved by the CLI).
+        refresh: seconds between refreshes.
+        read_only: no action keys.
+        context: the named context in use, if any.
+        config_path: the config file holding the contexts (default path when None).
+
+    Returns:
+        The exit code: 0, or 2 when the config file cannot be read.
+    """
+    try:
+        contexts = load_contexts(Path(config_path) if config_path else None)
+    except ConfigError as exc:
+        print(f"byconsole: {exc}", file=sys.stderr)
+        return 2
+    if not refresh > 0:
+        print("byconsole: --refresh must be a positive number of seconds", file=sys.stderr)
+        return 2
+    app = ConsoleApp(
+        RedisBackend(redis_settings),
+        refresh=refresh,
+        read_only=read_only,
+        contexts=contexts,
+        context_name=context,
+    )
+    app.run()
+    return app.return_code or 0

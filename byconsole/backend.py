@@ -1,0 +1,270 @@
+"""Everything the console does with Redis, behind one small interface.
+
+The app's poll worker calls :meth:`Backend.read`; the action worker calls
+:meth:`Backend.send` and :meth:`Backend.confirm`. Views, widgets and screens never see a
+Redis client: they get :class:`~worker_runtime.snapshot.FleetSnapshot` objects.
+
+:class:`StaticBackend` serves a fixed snapshot (snapshot tests, screenshots of a frozen
+fleet); it has no Redis and refuses actions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+from typing import Protocol
+from urllib.parse import urlsplit
+
+from redis.exceptions import RedisError
+
+from byconsole.actions import Action, ActionOutcome, ActionRequest
+from byconsole.text import safe_text
+from worker_runtime.admin import ActionResult, UnknownWorkerError, WorkerManager
+from worker_runtime.connection import create_redis
+from worker_runtime.fleet import FleetReader
+from worker_runtime.settings import RedisSettings
+from worker_runtime.snapshot import FleetSnapshot, WorkerDetail, WorkerView
+
+READ_TIMEOUT = 8.0
+"""Seconds a refresh may take before the console calls Redis slow and shows it."""
+
+
+class Backend(Protocol):
+    """What the console needs from a fleet."""
+
+    endpoint: str
+    """Where the data comes from, safe to show (password masked)."""
+
+    async def read(self) -> FleetSnapshot:
+        """One snapshot of the fleet; raises on outage."""
+        ...
+
+    async def read_detail(self, worker_id: str) -> WorkerDetail:
+        """One worker in depth; raises on outage."""
+        ...
+
+    async def send(self, request: ActionRequest) -> list[ActionOutcome]:
+        """Write an action for every target; never raises (errors are outcomes)."""
+        ...
+
+    async def confirm(self, outcome: ActionOutcome, timeout: float) -> ActionOutcome:
+        """Wait until the worker confirms a sent action (``latency`` set) or time out."""
+        ...
+
+    def describe(self, exc: BaseException) -> str:
+        """One display-safe line for an error, never containing a password."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+def _describe(exc: BaseException, secret: str | None) -> str:
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, TimeoutError) and not str(exc):
+        text = "timed out"
+    if secret:
+        text = text.replace(secret, "***")
+    return safe_text(f"{type(exc).__name__}: {text}", limit=160)
+
+
+class RedisBackend:
+    """A live fleet behind one Redis (or cluster) connection.
+
+    Args:
+        settings: the endpoint; the client does not retry internally (``retries=0``)
+            so an outage surfaces at once and the app's backoff decides when to retry.
+        read_timeout: seconds before a slow refresh is abandoned and reported.
+    """
+
+    def __init__(self, settings: RedisSettings, *, read_timeout: float = READ_TIMEOUT) -> None:
+        self.settings = settings
+        self.endpoint = settings.endpoint
+        self.read_timeout = read_timeout
+        self.redis = create_redis(settings, retries=0)
+        self.reader = FleetReader(self.redis, settings.keys, endpoint=settings.endpoint)
+        self.manager = WorkerManager(self.redis, settings.keys)
+        self._secret = _password(settings.url)
+
+    async def read(self) -> FleetSnapshot:
+        """One snapshot; raises ``RedisError`` / ``OSError`` / ``TimeoutError``."""
+        async with asyncio.timeout(self.read_timeout):
+            return await self.reader.read()
+
+    async def read_detail(self, worker_id: str) -> WorkerDetail:
+        """One worker in depth."""
+        async with asyncio.timeout(self.read_timeout):
+            return await self.reader.read_worker_detail(worker_id)
+
+    async def send(self, request: ActionRequest) -> list[ActionOutcome]:
+        """Write the action for each target through :class:`WorkerManager`."""
+        if request.action is Action.SCALE:
+            return [await self._send_scale(request)]
+        return [await self._send_one(request, worker_id) for worker_id in request.worker_ids]
+
+    async def _send_scale(self, request: ActionRequest) -> ActionOutcome:
+        target = request.targets[0]
+        if request.agent_type is None or request.count is None:
+            return ActionOutcome(target, sent=False, error="scale needs a type and a count")
+        try:
+            if request.instance_id is not None:
+                result = await self.manager.scale_instance(
+                    request.agent_type, request.instance_id, request.count, request.reason
+                )
+            else:
+                result = await self.manager.scale_type(
+                    request.agent_type, request.count, request.reason
+                )
+        except (RedisError, OSError, TimeoutError, ValueError) as exc:
+            return ActionOutcome(target, sent=False, error=self.describe(exc))
+        return ActionOutcome(
+            target,
+            sent=True,
+            online=True,
+            updated_at=result.updated_at,
+            command=result.action,
+            agent_type=request.agent_type,
+        )
+
+    async def _send_one(self, request: ActionRequest, worker_id: str) -> ActionOutcome:
+        m = self.manager
+        reason = request.reason
+        try:
+            match request.action:
+                case Action.SUSPEND:
+                    result = await m.suspend_worker(worker_id, reason)
+                case Action.RESUME:
+                    result = await m.resume_worker(worker_id, reason)
+                case Action.EVICT:
+                    result = await m.evict_worker(worker_id, force=False, reason=reason)
+                case Action.FORCE_EVICT:
+                    result = await m.evict_worker(worker_id, force=True, reason=reason)
+                case Action.DRAIN:
+                    result = await m.drain_worker(worker_id, reason)
+                case Action.DENY | Action.ALLOW if request.agent_type:
+                    call = (
+                        m.deny_worker_for_type
+                        if request.action is Action.DENY
+                        else m.allow_worker_for_type
+                    )
+                    result = await call(request.agent_type, worker_id, reason)
+                case _:
+                    return ActionOutcome(worker_id, sent=False, error="incomplete request")
+        except UnknownWorkerError:
+            return ActionOutcome(worker_id, sent=False, error="unknown worker")
+        except (RedisError, OSError, TimeoutError, ValueError) as exc:
+            return ActionOutcome(worker_id, sent=False, error=self.describe(exc))
+        return ActionOutcome(
+            worker_id,
+            sent=True,
+            online=result.online,
+            updated_at=result.updated_at,
+            command=result.action,
+            agent_type=request.agent_type,
+        )
+
+    async def confirm(self, outcome: ActionOutcome, timeout: float) -> ActionOutcome:
+        """Wait for the worker's confirmation in its lease.
+
+        Lifecycle changes are confirmed by ``admin_applied_at`` (evictions by the lease
+        disappearing); deny / allow by the lease's applied ``denied_types``. Scale is a
+        fleet-wide target and has no single worker to confirm it.
+        """
+        if not outcome.sent or not outcome.online or outcome.updated_at is None:
+            return outcome
+        if outcome.command == "scale":
+            return outcome
+        try:
+            if outcome.command in ("deny", "allow"):
+                latency = await self._wait_denied(outcome, timeout)
+            else:
+                result = ActionResult(
+                    outcome.target, outcome.command, outcome.updated_at, outcome.online
+                )
+                latency = await self.manager.wait_applied(result, timeout=timeout)
+        except (RedisError, OSError, TimeoutError) as exc:
+            return replace(outcome, error=self.describe(exc))
+        return replace(outcome, latency=latency)
+
+    async def _wait_denied(self, outcome: ActionOutcome, timeout: float) -> float | None:
+        # A deny is not an admin-hash write, so there is no admin_applied_at to compare:
+        # the confirmation is the worker's lease listing (or no longer listing) the type.
+        deadline = time.monotonic() + timeout
+        assert outcome.updated_at is not None
+        agent_type = outcome.agent_type
+        while True:
+            lease = await self.manager.get_lease(outcome.target)
+            if lease is None:
+                return None
+            denied = agent_type in lease.denied_types
+            if denied == (outcome.command == "deny"):
+                return max(0.0, (time.time() * 1000 - outcome.updated_at) / 1000)
+            if time.monotonic() >= deadline:
+                return None
+            await asyncio.sleep(0.05)
+
+    def describe(self, exc: BaseException) -> str:
+        """One display-safe line for an error (password replaced)."""
+        return _describe(exc, self._secret)
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self.redis.aclose()
+
+
+def _password(url: str) -> str | None:
+    try:
+        return urlsplit(url).password or None
+    except ValueError:
+        return None
+
+
+class StaticBackend:
+    """A fixed fleet: every read returns the same snapshot; actions are refused.
+
+    Args:
+        snapshot: what :meth:`read` returns.
+        details: what :meth:`read_detail` returns per worker id; a worker without an
+            entry gets a detail built from its row in ``snapshot``.
+    """
+
+    def __init__(
+        self, snapshot: FleetSnapshot, details: dict[str, WorkerDetail] | None = None
+    ) -> None:
+        self.snapshot = snapshot
+        self.details = details or {}
+        self.endpoint = snapshot.redis.endpoint or "static snapshot"
+
+    async def read(self) -> FleetSnapshot:
+        """The fixed snapshot."""
+        return self.snapshot
+
+    async def read_detail(self, worker_id: str) -> WorkerDetail:
+        """The fixed detail, or one made from the snapshot row."""
+        if worker_id in self.details:
+            return self.details[worker_id]
+        view = self.snapshot.worker(worker_id)
+        return WorkerDetail(
+            worker_id=worker_id,
+            known=view is not None,
+            worker=view or WorkerView(worker_id=worker_id),
+            declared_types=list(view.agent_types) if view else [],
+            denied_types=list(view.denied_types) if view else [],
+        )
+
+    async def send(self, request: ActionRequest) -> list[ActionOutcome]:
+        """Refuse: a static snapshot has nothing to act on."""
+        return [ActionOutcome(t, sent=False, error="static snapshot") for t in request.targets]
+
+    async def confirm(self, outcome: ActionOutcome, timeout: float) -> ActionOutcome:
+        """Nothing to wait for."""
+        return outcome
+
+    def describe(self, exc: BaseException) -> str:
+        """One display-safe line for an error."""
+        return _describe(exc, None)
+
+    async def aclose(self) -> None:
+        """Nothing to close."""

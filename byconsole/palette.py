@@ -1,0 +1,90 @@
+"""Command palette (``ctrl+p``): every action, every view, and the named contexts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+
+from byconsole.actions import ACTIONS
+from byconsole.screens.main import VIEWS, MonitorScreen, OperatorScreen
+from byconsole.text import safe_text
+
+
+@dataclass(frozen=True, slots=True)
+class PaletteCommand:
+    """One palette entry."""
+
+    title: str
+    run: Callable[[], object]
+    help: str
+
+
+class ConsoleCommands(Provider):
+    """The console's commands; action entries exist only when actions are bound."""
+
+    def _main(self) -> MonitorScreen | None:
+        main = getattr(self.app, "main_screen", None)
+        return main if isinstance(main, MonitorScreen) else None
+
+    def commands(self) -> list[PaletteCommand]:
+        """The entries for the app's current mode and contexts."""
+        main = self._main()
+        out: list[PaletteCommand] = []
+        if main is None:
+            return out
+        if isinstance(main, OperatorScreen):
+            for spec in ACTIONS:
+                out.append(
+                    PaletteCommand(
+                        f"{spec.label} ({spec.key_display})",
+                        partial(main.request_action, spec.action),
+                        spec.help,
+                    )
+                )
+            out.append(
+                PaletteCommand("Mark worker (space)", main.action_mark, "Mark for a bulk action")
+            )
+        for i, (view, title) in enumerate(VIEWS, start=1):
+            out.append(
+                PaletteCommand(
+                    f"Show {title.lower()} ({i})",
+                    partial(main.action_show_view, view),
+                    f"Switch to the {title} view",
+                )
+            )
+        out.append(PaletteCommand("Filter workers (/)", main.action_filter, "Filter the table"))
+        out.append(PaletteCommand("Keys (?)", main.action_help, "Every key binding"))
+        switch = getattr(self.app, "switch_context", None)
+        contexts = getattr(self.app, "contexts", {}) or {}
+        current = getattr(self.app, "context_name", None)
+        if callable(switch):
+            for name, context in sorted(contexts.items()):
+                if name == current:
+                    continue
+                out.append(
+                    PaletteCommand(
+                        f"Switch context: {safe_text(name, 40)}",
+                        partial(switch, name),
+                        safe_text(getattr(context, "endpoint", ""), 80),
+                    )
+                )
+        return out
+
+    async def discover(self) -> Hits:
+        """Everything, before the operator types."""
+        for command in self.commands():
+            yield DiscoveryHit(Content(command.title), command.run, help=command.help)
+
+    async def search(self, query: str) -> Hits:
+        """Fuzzy-matched entries, best first."""
+        matcher = self.matcher(query)
+        for command in self.commands():
+            score = matcher.match(command.title)
+            if score > 0:
+                # Content(title), not matcher.highlight(): that parses the title as
+                # markup, and context names come from a file.
+                yield Hit(score, Content(command.title), command.run, help=command.help)

@@ -1,0 +1,1 @@
+"""Screens: the main screen and the modal dialogs."""

@@ -1,0 +1,83 @@
+"""The confirmation dialog for destructive and bulk actions: a reason, default Cancel."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Static
+
+from byconsole.text import safe_text
+
+MAX_LISTED = 6
+
+
+class ConfirmScreen(ModalScreen[str | None]):
+    """Ask before acting; dismisses with the reason (``""`` when none) or ``None``.
+
+    Focus starts on *Cancel*, so a stray Enter never confirms. Enter in the reason
+    field moves to the confirm button rather than confirming.
+
+    Args:
+        verb: the action (``Evict``), used for the title and the button.
+        targets: what it acts on (worker ids, ``type@instance``), shown literally.
+        warning: one more line about the consequences.
+        destructive: style the confirm button as an error.
+    """
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(
+        self,
+        verb: str,
+        targets: Sequence[str],
+        *,
+        warning: str = "",
+        destructive: bool = True,
+    ) -> None:
+        super().__init__()
+        self.verb = verb
+        self.targets = list(targets)
+        self.warning = warning
+        self.destructive = destructive
+
+    def compose(self) -> ComposeResult:
+        """Title, targets, consequence, reason input, buttons."""
+        count = len(self.targets)
+        noun = "target" if count == 1 else f"{count} targets"
+        listed = "\n".join(f"  {safe_text(t, 60)}" for t in self.targets[:MAX_LISTED])
+        if count > MAX_LISTED:
+            listed += f"\n  … and {count - MAX_LISTED} more"
+        with Vertical(id="dialog", classes="-destructive" if self.destructive else ""):
+            yield Static(Text(f"{self.verb} {noun}?", style="bold"), id="dialog-title")
+            yield Static(Text(listed), id="dialog-targets")
+            if self.warning:
+                yield Static(Text(self.warning), id="dialog-warning")
+            yield Input(placeholder="reason (recorded in the audit log)", id="reason")
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Cancel", id="cancel", variant="primary")
+                yield Button(
+                    self.verb, id="confirm", variant="error" if self.destructive else "warning"
+                )
+
+    def on_mount(self) -> None:
+        """Default to Cancel."""
+        self.query_one("#cancel", Button).focus()
+
+    @on(Input.Submitted, "#reason")
+    def _reason_entered(self) -> None:
+        self.query_one("#confirm", Button).focus()
+
+    @on(Button.Pressed, "#confirm")
+    def _confirmed(self) -> None:
+        self.dismiss(self.query_one("#reason", Input).value.strip())
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        """Close without acting."""
+        self.dismiss(None)

@@ -1,0 +1,425 @@
+"""The main screen: header, the five views as tabs, footer.
+
+:class:`MonitorScreen` only looks (``--read-only``); :class:`OperatorScreen` adds the
+action keys. Read-only mode uses the first class, so the action bindings do not exist
+at all rather than being disabled.
+
+Action keys run as: key -> prompts/confirmation (modal screens, awaited in a worker) ->
+:class:`OperatorScreen.ActionRequested` message up to the app, which owns Redis.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, TabbedContent, TabPane
+
+from byconsole.actions import ACTIONS, SPECS, Action, ActionRequest
+from byconsole.screens.confirm import ConfirmScreen
+from byconsole.screens.detail import DetailLoader, DetailScreen
+from byconsole.screens.help import HelpScreen
+from byconsole.screens.prompt import ChoiceScreen, CountScreen
+from byconsole.text import safe_text
+from byconsole.views.events import EventsView
+from byconsole.views.instances import InstancesView
+from byconsole.views.metrics import MetricsView
+from byconsole.views.types import TypesView
+from byconsole.views.workers import WorkersView
+from byconsole.widgets.header import FleetHeader
+from byconsole.widgets.keyed_table import KeyedTable
+from worker_runtime.snapshot import FleetSnapshot
+
+VIEWS: tuple[tuple[str, str], ...] = (
+    ("workers", "Workers"),
+    ("instances", "Instances"),
+    ("types", "Types"),
+    ("metrics", "Metrics"),
+    ("events", "Events"),
+)
+"""Tab ids and titles, in key order (``1``-``5``)."""
+
+WARNINGS: dict[Action, str] = {
+    Action.EVICT: "Leaves routing and drops its lease; it takes no new tasks.",
+    Action.FORCE_EVICT: "Also cancels running tasks: their entries stay un-acked and "
+    "another worker reclaims them.",
+    Action.DRAIN: "Leaves routing, finishes in-flight tasks, then exits (not restarted).",
+}
+
+
+class MonitorScreen(Screen[None]):
+    """Look at the fleet; no action keys.
+
+    Args:
+        endpoint: the Redis endpoint, password masked.
+        context: the named context, if any.
+        detail_loader: reads one worker's detail for the detail screen.
+        refresh: seconds between refreshes (the detail screen reuses it).
+        describe: turns an error into one display-safe line.
+        clock: monotonic seconds (tests freeze it).
+    """
+
+    read_only = True
+
+    BINDINGS = [
+        *(
+            Binding(str(i), f"show_view('{view}')", title, show=False)
+            for i, (view, title) in enumerate(VIEWS, start=1)
+        ),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        context: str | None,
+        detail_loader: DetailLoader,
+        refresh: float,
+        describe: Callable[[BaseException], str],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self.endpoint = endpoint
+        self.context = context
+        self.detail_loader = detail_loader
+        self.refresh_interval = refresh
+        self.describe = describe
+        self.clock = clock
+        self.snapshot: FleetSnapshot | None = None
+
+    def compose(self) -> ComposeResult:
+        """Header, tabs, footer."""
+        yield FleetHeader(
+            self.endpoint, context=self.context, read_only=self.read_only, clock=self.clock
+        )
+        with TabbedContent(id="views"):
+            with TabPane(f"1 {VIEWS[0][1]}", id="workers"):
+                yield WorkersView(id="workers-view")
+            with TabPane(f"2 {VIEWS[1][1]}", id="instances"):
+                yield InstancesView(id="instances-view")
+            with TabPane(f"3 {VIEWS[2][1]}", id="types"):
+                yield TypesView(id="types-view")
+            with TabPane(f"4 {VIEWS[3][1]}", id="metrics"):
+                yield MetricsView(id="metrics-view")
+            with TabPane(f"5 {VIEWS[4][1]}", id="events"):
+                yield EventsView(id="events-view")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        """Start on the workers table; the first refresh starts once the views exist."""
+        self.workers_view.table.focus()
+        self.on_screen_resume()
+
+    # -- parts ---------------------------------------------------------------------------
+
+    @property
+    def header(self) -> FleetHeader:
+        """The header."""
+        return self.query_one(FleetHeader)
+
+    @property
+    def tabs(self) -> TabbedContent:
+        """The view switcher."""
+        return self.query_one("#views", TabbedContent)
+
+    @property
+    def workers_view(self) -> WorkersView:
+        """View 1."""
+        return self.query_one(WorkersView)
+
+    @property
+    def active_view(self) -> str:
+        """The id of the visible view."""
+        return self.tabs.active or VIEWS[0][0]
+
+    # -- data in (attributes down) ---------------------------------------------------------
+
+    def show_snapshot(self, snapshot: FleetSnapshot) -> None:
+        """A fresh snapshot: every view diffs itself against it."""
+        self.snapshot = snapshot
+        header = self.header
+        header.snapshot = snapshot
+        header.received_at = self.clock()
+        header.connected = True
+        header.error = ""
+        self.tabs.remove_class("-stale")
+        self.workers_view.stale = False
+        self.workers_view.show_snapshot(snapshot)
+        self.query_one(InstancesView).show_snapshot(snapshot)
+        self.query_one(TypesView).show_snapshot(snapshot)
+        self.query_one(MetricsView).show_snapshot(snapshot)
+        self.query_one(EventsView).show_snapshot(snapshot)
+
+    def show_failure(self, error: str, retry_in: float) -> None:
+        """A failed refresh: say so, keep the last data and mark it stale."""
+        header = self.header
+        header.connected = False
+        header.error = error
+        header.retry_in = retry_in
+        if self.snapshot is not None:
+            self.tabs.add_class("-stale")
+            self.workers_view.stale = True
+
+    def reset(self, endpoint: str, context: str | None) -> None:
+        """Another fleet was selected: forget everything shown."""
+        self.snapshot = None
+        header = self.header
+        header.endpoint = endpoint
+        header.context = context
+        header.snapshot = None
+        header.received_at = None
+        header.connected = None
+        for table in self.query(KeyedTable):
+            table.reset()
+        self.workers_view.marks.clear()
+
+    def on_screen_resume(self) -> None:
+        """Shown, or back from a modal: polling (re)starts (it pauses while one is open)."""
+        resume = getattr(self.app, "resume_polling", None)
+        if callable(resume):
+            resume()
+
+    # -- navigation --------------------------------------------------------------------------
+
+    def action_show_view(self, view: str) -> None:
+        """Switch to a view and focus its table."""
+        if view not in dict(VIEWS):
+            return
+        self.tabs.active = view
+        tables = self.query_one(f"#{view}-view").query(KeyedTable)
+        if tables:
+            tables.first().focus()
+        self.refresh_bindings()
+
+    @on(TabbedContent.TabActivated)
+    def _tab_changed(self) -> None:
+        self.refresh_bindings()
+
+    def action_filter(self) -> None:
+        """Open the workers filter."""
+        self.action_show_view("workers")
+        self.workers_view.open_filter()
+
+    def action_help(self) -> None:
+        """Show the keys."""
+        self.app.push_screen(HelpScreen(self.read_only))
+
+    @on(WorkersView.DetailRequested)
+    def _open_detail(self, event: WorkersView.DetailRequested) -> None:
+        self.app.push_screen(
+            DetailScreen(
+                event.worker_id,
+                self.detail_loader,
+                refresh=self.refresh_interval,
+                describe=self.describe,
+            )
+        )
+
+
+class OperatorScreen(MonitorScreen):
+    """The main screen with the action keys bound.
+
+    Args:
+        max_scale: the largest replica count the scale prompt accepts.
+        **kwargs: as :class:`MonitorScreen`.
+    """
+
+    read_only = False
+
+    BINDINGS = [
+        *(Binding(spec.key, spec.action.value, spec.label, show=spec.footer) for spec in ACTIONS),
+        Binding("space", "mark", "Mark", show=False),
+    ]
+
+    class ActionRequested(Message):
+        """The operator chose and confirmed an action; the app carries it out."""
+
+        def __init__(self, request: ActionRequest) -> None:
+            super().__init__()
+            self.request = request
+
+    def __init__(self, endpoint: str, *, max_scale: int, **kwargs: object) -> None:
+        super().__init__(endpoint, **kwargs)  # type: ignore[arg-type]
+        self.max_scale = max_scale
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Worker actions are greyed out away from the Workers view."""
+        try:
+            spec = SPECS[Action(action)]
+        except ValueError:
+            return True
+        if spec.per_worker and self.is_mounted and self.active_view != "workers":
+            return None
+        return True
+
+    # -- the action keys ------------------------------------------------------------------------
+
+    def action_mark(self) -> None:
+        """Mark the worker under the cursor for a bulk action."""
+        if self.active_view == "workers":
+            self.workers_view.toggle_mark()
+
+    def action_suspend(self) -> None:
+        """``s``."""
+        self.request_action(Action.SUSPEND)
+
+    def action_resume(self) -> None:
+        """``r``."""
+        self.request_action(Action.RESUME)
+
+    def action_evict(self) -> None:
+        """``e``."""
+        self.request_action(Action.EVICT)
+
+    def action_force_evict(self) -> None:
+        """``E``."""
+        self.request_action(Action.FORCE_EVICT)
+
+    def action_drain(self) -> None:
+        """``d``."""
+        self.request_action(Action.DRAIN)
+
+    def action_deny(self) -> None:
+        """``x``."""
+        self.request_action(Action.DENY)
+
+    def action_allow(self) -> None:
+        """``a``."""
+        self.request_action(Action.ALLOW)
+
+    def action_scale(self) -> None:
+        """``S``."""
+        self.request_action(Action.SCALE)
+
+    @work(exclusive=True, group="operator")
+    async def request_action(self, action: Action) -> None:
+        """Ask what is needed (type, count, confirmation), then hand the request up."""
+        if action is Action.SCALE:
+            request = await self._scale_request()
+        else:
+            request = await self._worker_request(action)
+        if request is not None:
+            self.post_message(self.ActionRequested(request))
+            if request.action is not Action.SCALE and len(request.worker_ids) > 1:
+                self.workers_view.clear_marks()
+
+    async def _worker_request(self, action: Action) -> ActionRequest | None:
+        spec = SPECS[action]
+        if self.active_view != "workers":
+            self.notify("Pick workers in the Workers view (1).", severity="warning")
+            return None
+        ids = self.workers_view.target_ids()
+        if not ids:
+            self.notify("No worker selected.", severity="warning")
+            return None
+        agent_type: str | None = None
+        if action in (Action.DENY, Action.ALLOW):
+            views = self.workers_view.workers_by_id(ids)
+            if action is Action.DENY:
+                choices = {t for w in views for t in w.agent_types if t not in w.denied_types}
+            else:
+                choices = {t for w in views for t in w.denied_types}
+            agent_type = await self._choose(f"{spec.label} for which type?", sorted(choices))
+            if agent_type is None:
+                return None
+        reason: str | None = None
+        if spec.destructive or len(ids) > 1:
+            verb = spec.label if agent_type is None else f"{spec.label} {agent_type} for"
+            reason = await self.app.push_screen_wait(
+                ConfirmScreen(
+                    safe_text(verb, 60),
+                    ids,
+                    warning=WARNINGS.get(action, ""),
+                    destructive=spec.destructive,
+                )
+            )
+            if reason is None:
+                return None
+        return ActionRequest(action, ids, agent_type=agent_type, reason=reason or None)
+
+    async def _choose(self, title: str, choices: Sequence[str]) -> str | None:
+        if not choices:
+            self.notify("No type to choose from.", severity="warning")
+            return None
+        if len(choices) == 1:
+            return choices[0]
+        return await self.app.push_screen_wait(ChoiceScreen(title, choices))
+
+    async def _scale_request(self) -> ActionRequest | None:
+        snapshot = self.snapshot
+        if snapshot is None:
+            self.notify("No data yet.", severity="warning")
+            return None
+        all_types = [t.name for t in snapshot.types]
+        instance_id: str | None = None
+        agent_type: str | None = None
+        view = self.active_view
+        if view == "instances":
+            selected = self.query_one(InstancesView).selected()
+            if selected is None:
+                self.notify("No instance selected.", severity="warning")
+                return None
+            instance_id, agent_type = selected
+        elif view == "types":
+            type_view = self.query_one(TypesView).selected()
+            agent_type = type_view.name if type_view else None
+        elif view == "workers":
+            worker = self.workers_view.cursor_worker
+            if worker is not None:
+                agent_type = await self._choose("Scale which type?", worker.agent_types)
+                if agent_type is None:
+                    return None
+        if agent_type is None:
+            agent_type = await self._choose("Scale which type?", all_types)
+            if agent_type is None:
+                return None
+        current = _current_count(snapshot, agent_type, instance_id)
+        where = f" on {safe_text(instance_id, 40)}" if instance_id else " (all instances)"
+        count = await self.app.push_screen_wait(
+            CountScreen(f"Scale {safe_text(agent_type, 30)}{where}", current, self.max_scale)
+        )
+        if count is None:
+            return None
+        reason: str | None = None
+        if current is not None and count < current:
+            target = f"{agent_type}@{instance_id}" if instance_id else agent_type
+            reason = await self.app.push_screen_wait(
+                ConfirmScreen(
+                    "Scale down",
+                    [target],
+                    warning=f"{current} -> {count} replicas: the extra replicas drain.",
+                )
+            )
+            if reason is None:
+                return None
+        return ActionRequest(
+            Action.SCALE,
+            agent_type=agent_type,
+            instance_id=instance_id,
+            count=count,
+            reason=reason or None,
+        )
+
+
+def _current_count(snapshot: FleetSnapshot, agent_type: str, instance_id: str | None) -> int | None:
+    """What a scale replaces: the instance's quota (or replicas), else the type's target
+    (or its live replicas when no target is set)."""
+    if instance_id is not None:
+        for instance in snapshot.instances:
+            if instance.instance_id == instance_id:
+                quota = instance.quota.get(agent_type)
+                return quota if quota is not None else instance.replicas.get(agent_type)
+        return None
+    for type_view in snapshot.types:
+        if type_view.name == agent_type and type_view.target is not None:
+            return type_view.target
+    live = sum(i.replicas.get(agent_type, 0) for i in snapshot.instances if i.online)
+    return live or None

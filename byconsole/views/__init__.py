@@ -1,0 +1,1 @@
+"""The five views of the console (tabs 1-5)."""

@@ -1,0 +1,58 @@
+"""View 5: the audit stream — who did what to whom, when and why (newest first)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from byconsole.styles import CellStyles
+from byconsole.views.cells import cell, clock
+from byconsole.widgets.keyed_table import Column, KeyedTable
+from worker_runtime.models import AuditEvent
+from worker_runtime.snapshot import FleetSnapshot
+
+COLUMNS: tuple[Column, ...] = (
+    Column("time", "time"),
+    Column("operator", "operator"),
+    Column("action", "action"),
+    Column("target", "target"),
+    Column("reason", "reason"),
+    Column("details", "details"),
+)
+
+_DESTRUCTIVE = {"evict", "force-evict", "drain", "forget", "deny"}
+
+
+def event_cells(event: AuditEvent, styles: CellStyles) -> list[Text]:
+    """The cells of one audit entry."""
+    style = styles.marker("denied") if event.action in _DESTRUCTIVE else ""
+    return [
+        Text(clock(event.ts), end=""),
+        cell(event.operator, limit=32),
+        cell(event.action, style, limit=16),
+        cell(event.target, limit=40),
+        cell(event.reason, limit=60),
+        cell(event.details, limit=40),
+    ]
+
+
+class EventsView(Vertical):
+    """The audit tail as a table."""
+
+    def compose(self) -> ComposeResult:
+        """The table and a one-line summary."""
+        yield KeyedTable(COLUMNS, id="events-table")
+        yield Static(id="events-status", classes="view-status")
+
+    def show_snapshot(self, snapshot: FleetSnapshot) -> None:
+        """Diff the table against a new snapshot (events arrive newest first)."""
+        styles = CellStyles.from_variables(self.app.theme_variables)
+        cells: dict[str, list[Text]] = {}
+        for i, event in enumerate(snapshot.events):
+            cells.setdefault(event.id or f"#{i}", event_cells(event, styles))
+        self.query_one(KeyedTable).sync(list(cells), cells)
+        self.query_one("#events-status", Static).update(
+            Text(f"{len(cells)} most recent operator actions")
+        )

@@ -1,0 +1,90 @@
+"""View 3: agent types — routing, denylist, queue depth, pending and scale targets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from byconsole.styles import CellStyles
+from byconsole.text import safe_text
+from byconsole.views.cells import DASH, cell, number
+from byconsole.widgets.keyed_table import Column, KeyedTable
+from worker_runtime.snapshot import FleetSnapshot, TypeView
+
+COLUMNS: tuple[Column, ...] = (
+    Column("type", "type"),
+    Column("routable", "routable"),
+    Column("denied", "denied"),
+    Column("depth", "depth"),
+    Column("pending", "pending"),
+    Column("dead", "dead"),
+    Column("target", "target"),
+    Column("overrides", "overrides"),
+)
+
+
+def _ids(ids: list[str], limit: int = 3) -> str:
+    shown = ", ".join(safe_text(i, 24) for i in ids[:limit])
+    more = f" +{len(ids) - limit}" if len(ids) > limit else ""
+    return f"{len(ids)}: {shown}{more}" if ids else "0"
+
+
+def type_cells(view: TypeView, styles: CellStyles) -> list[Text]:
+    """The cells of one type row."""
+    overrides = ", ".join(
+        f"{safe_text(i, 24)}={n}" for i, n in sorted(view.overrides.items())[:4]
+    ) + (" …" if len(view.overrides) > 4 else "")
+    return [
+        cell(view.name, limit=32),
+        cell(
+            _ids(view.workers),
+            styles.status("online") if view.workers else styles.status("offline"),
+        ),
+        cell(_ids(view.denied), styles.marker("denied") if view.denied else "", limit=80),
+        number(view.depth),
+        number(view.pending),
+        number(view.dead, styles.marker("denied") if view.dead else ""),
+        number(view.target) if view.target is not None else Text(DASH, justify="right"),
+        cell(overrides or DASH, limit=120),
+    ]
+
+
+class TypesView(Vertical):
+    """One row per agent type."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.snapshot: FleetSnapshot | None = None
+
+    def compose(self) -> ComposeResult:
+        """The table and a one-line summary."""
+        yield KeyedTable(COLUMNS, id="types-table")
+        yield Static(id="types-status", classes="view-status")
+
+    @property
+    def table(self) -> KeyedTable:
+        """The types table."""
+        return self.query_one(KeyedTable)
+
+    def show_snapshot(self, snapshot: FleetSnapshot) -> None:
+        """Diff the table against a new snapshot."""
+        self.snapshot = snapshot
+        styles = CellStyles.from_variables(self.app.theme_variables)
+        cells = {t.name: type_cells(t, styles) for t in snapshot.types}
+        self.table.sync(list(cells), cells)
+        depth = sum(t.depth for t in snapshot.types)
+        pending = sum(t.pending for t in snapshot.types)
+        self.query_one("#types-status", Static).update(
+            Text(f"{len(snapshot.types)} types  ·  depth {depth:,}  ·  pending {pending:,}")
+        )
+
+    def selected(self) -> TypeView | None:
+        """The type under the cursor."""
+        key = self.table.cursor_key
+        if key is None or self.snapshot is None:
+            return None
+        return next((t for t in self.snapshot.types if t.name == key), None)

@@ -1,0 +1,388 @@
+"""View 1: the workers table, with filter, sort, marks and the pending marker.
+
+Rows are keyed by worker id. Each refresh computes every worker's *display values*
+(short strings); only rows whose values changed are rebuilt as cells, and the table
+then updates only the cells that differ. Sorting and filtering work on worker ids, so
+the cursor and every action follow a worker, never a row position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import JustifyMethod
+from rich.style import Style
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import DataTable, Input, Static
+
+from byconsole.styles import LIFECYCLE_ORDER, STATUS_ORDER, CellStyles
+from byconsole.text import safe_text
+from byconsole.views.cells import DASH, age
+from byconsole.widgets.keyed_table import Column, KeyedTable
+from worker_runtime.snapshot import FleetSnapshot, WorkerView
+
+MARK = "●"
+
+COLUMNS: tuple[Column, ...] = (
+    Column("mark", " ", 1),
+    Column("id", "worker"),
+    Column("lifecycle", "lifecycle"),
+    Column("status", "status"),
+    Column("cmd", "cmd"),
+    Column("jobs", "jobs"),
+    Column("seen", "seen"),
+    Column("instance", "instance"),
+    Column("role", "role"),
+    Column("types", "types"),
+    Column("ip", "ip"),
+    Column("version", "version"),
+    Column("reason", "reason"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RowValues:
+    """What one worker row shows; equal values mean the row needs no update."""
+
+    marked: bool
+    worker_id: str
+    lifecycle: str
+    status: str
+    command: str
+    jobs: str
+    seen: str
+    seen_rank: int
+    instance: str
+    role: str
+    types: tuple[tuple[str, bool], ...]
+    """(type, denied) pairs."""
+    ip: str
+    version: str
+    reason: str
+
+    def search_text(self) -> str:
+        """Everything the filter matches against, folded."""
+        parts = [
+            self.worker_id,
+            self.lifecycle,
+            self.status,
+            self.command,
+            self.instance,
+            self.role,
+            self.ip,
+            self.version,
+            self.reason,
+            *(t for t, _ in self.types),
+        ]
+        return " ".join(parts).casefold()
+
+
+def row_values(worker: WorkerView, marked: bool) -> RowValues:
+    """The display values of one worker (every string made safe)."""
+    denied = set(worker.denied_types)
+    if worker.active_jobs is None:
+        jobs = DASH
+    elif worker.concurrency:
+        jobs = f"{worker.active_jobs}/{worker.concurrency}"
+    else:
+        jobs = str(worker.active_jobs)
+    seen, seen_rank = age(worker.lease_age_ms)
+    command = worker.command_state.value if worker.command_state is not None else ""
+    return RowValues(
+        marked=marked,
+        worker_id=safe_text(worker.worker_id, 32),
+        lifecycle=safe_text(worker.lifecycle, 16),
+        status=str(worker.status.value),
+        command=command,
+        jobs=jobs,
+        seen=seen,
+        seen_rank=seen_rank,
+        instance=safe_text(worker.instance_id, 28),
+        role=safe_text(worker.role, 10),
+        types=tuple((safe_text(t, 20), t in denied) for t in worker.agent_types[:12]),
+        ip=safe_text(worker.ip_address, 40),
+        version=safe_text(worker.app_version, 16),
+        reason=safe_text(worker.reason, 40),
+    )
+
+
+def row_cells(values: RowValues, styles: CellStyles) -> list[Text]:
+    """The cells of one row, in :data:`COLUMNS` order (values are already safe)."""
+
+    def t(value: str, style: Style | str = "", justify: JustifyMethod | None = None) -> Text:
+        return Text(value or DASH, style=style, justify=justify, no_wrap=True, end="")
+
+    types = Text(no_wrap=True, end="")
+    for i, (name, denied) in enumerate(values.types):
+        if i:
+            types.append(",")
+        types.append(f"!{name}" if denied else name, styles.marker("denied") if denied else "")
+    marked = styles.marker("marked")
+    return [
+        Text(MARK if values.marked else " ", style=marked, end=""),
+        t(values.worker_id, marked if values.marked else ""),
+        t(values.lifecycle, styles.lifecycle(values.lifecycle)),
+        t(values.status, styles.status(values.status)),
+        Text(values.command, style=styles.marker(values.command), end=""),
+        t(values.jobs, justify="right"),
+        t(values.seen, justify="right"),
+        t(values.instance),
+        t(values.role),
+        types if values.types else t(""),
+        t(values.ip),
+        t(values.version),
+        Text(values.reason, end=""),
+    ]
+
+
+SortKey = Callable[[RowValues, WorkerView], Any]
+
+SORTS: tuple[tuple[str, str, SortKey], ...] = (
+    ("id", "worker", lambda v, w: w.worker_id),
+    ("lifecycle", "lifecycle", lambda v, w: (LIFECYCLE_ORDER.get(v.lifecycle, -1), w.worker_id)),
+    ("status", "status", lambda v, w: (STATUS_ORDER.get(v.status, -1), w.worker_id)),
+    (
+        "jobs",
+        "jobs",
+        lambda v, w: (w.active_jobs if w.active_jobs is not None else -1, w.worker_id),
+    ),
+    ("seen", "last seen", lambda v, w: (v.seen_rank, w.worker_id)),
+    ("instance", "instance", lambda v, w: (w.instance_id or "", w.worker_id)),
+    ("version", "version", lambda v, w: (w.app_version or "", w.worker_id)),
+)
+"""Sortable columns in the order ``o`` cycles through them: key, label, sort key."""
+
+
+class WorkersView(Vertical):
+    """The workers table, its filter input and a one-line status."""
+
+    BINDINGS = [
+        Binding("o", "cycle_sort", "Sort", show=False),
+        Binding("O", "reverse_sort", "Reverse sort", show=False),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    class DetailRequested(Message):
+        """The operator asked for one worker's detail screen."""
+
+        def __init__(self, worker_id: str) -> None:
+            super().__init__()
+            self.worker_id = worker_id
+
+    filter_text: reactive[str] = reactive("", init=False)
+    """The applied filter: whitespace-separated words, every one must match."""
+    sort_index: reactive[int] = reactive(0, init=False)
+    """Index into :data:`SORTS`."""
+    sort_reverse: reactive[bool] = reactive(False, init=False)
+    """Descending order."""
+    stale: reactive[bool] = reactive(False)
+    """The data is from before an outage."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.snapshot: FleetSnapshot | None = None
+        self.marks: set[str] = set()
+        self._shown: dict[str, RowValues] = {}
+        self._workers: dict[str, WorkerView] = {}
+        self._order: list[str] = []
+        self._styles: CellStyles | None = None
+
+    def compose(self) -> ComposeResult:
+        """Filter input (hidden until ``/``), table, status line."""
+        yield Input(placeholder="filter: words to match (Enter apply, Esc clear)", id="filter")
+        yield KeyedTable(COLUMNS, id="workers-table", fixed_columns=2)
+        yield Static(id="workers-status")
+
+    def on_mount(self) -> None:
+        """Follow theme changes (cell colours come from the theme)."""
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    @property
+    def table(self) -> KeyedTable:
+        """The worker table."""
+        return self.query_one("#workers-table", KeyedTable)
+
+    # -- data in -------------------------------------------------------------------------
+
+    def show_snapshot(self, snapshot: FleetSnapshot) -> None:
+        """Diff the table against a new snapshot."""
+        self.snapshot = snapshot
+        self._refresh_rows()
+
+    def _cell_styles(self) -> CellStyles:
+        if self._styles is None:
+            self._styles = CellStyles.from_variables(self.app.theme_variables)
+        return self._styles
+
+    def _theme_changed(self, _theme: object) -> None:
+        self._styles = None
+        self._shown.clear()
+        self.table.reset()
+        self._refresh_rows()
+
+    def _refresh_rows(self) -> None:
+        snapshot = self.snapshot
+        if snapshot is None:
+            return
+        styles = self._cell_styles()
+        words = self.filter_text.casefold().split()
+        _, _, sort_key = SORTS[self.sort_index]
+        keyed: list[tuple[Any, str]] = []
+        changed: dict[str, list[Text]] = {}
+        workers: dict[str, WorkerView] = {}
+        shown = self._shown
+        for worker in snapshot.workers:
+            wid = worker.worker_id
+            if wid in workers:  # a duplicate id cannot be shown twice in a keyed table
+                continue
+            workers[wid] = worker
+            values = row_values(worker, wid in self.marks)
+            if words:
+                text = values.search_text()
+                if not all(word in text for word in words):
+                    continue
+            keyed.append((sort_key(values, worker), wid))
+            if shown.get(wid) != values:
+                shown[wid] = values
+                changed[wid] = row_cells(values, styles)
+        keyed.sort(reverse=self.sort_reverse)
+        order = [wid for _, wid in keyed]
+        self.table.sync(order, changed)
+        kept = set(order)
+        for wid in [w for w in shown if w not in kept]:
+            del shown[wid]
+        self._workers = workers
+        self._order = order
+        self.marks &= set(workers)
+        self._update_status()
+
+    def _update_status(self) -> None:
+        total = len(self._workers)
+        parts = [f"{len(self._order):,} of {total:,} workers"]
+        _, label, _ = SORTS[self.sort_index]
+        parts.append(f"sort {label} {'▼' if self.sort_reverse else '▲'} (o)")
+        if self.filter_text:
+            parts.append(f"filter “{safe_text(self.filter_text, 40)}”")
+        if self.marks:
+            parts.append(f"{len(self.marks)} marked")
+        if self.stale:
+            parts.append("STALE")
+        self.query_one("#workers-status", Static).update(Text("  ·  ".join(parts)))
+
+    def watch_stale(self, stale: bool) -> None:
+        """Mark the table as showing old data."""
+        self.set_class(stale, "-stale")
+        if self.is_mounted and self.snapshot is not None:
+            self._update_status()
+
+    # -- selection -----------------------------------------------------------------------
+
+    @property
+    def cursor_worker(self) -> WorkerView | None:
+        """The worker under the cursor."""
+        key = self.table.cursor_key
+        return self._workers.get(key) if key is not None else None
+
+    def target_ids(self) -> tuple[str, ...]:
+        """What an action acts on: the marked workers, else the one under the cursor."""
+        if self.marks:
+            return tuple(sorted(self.marks))
+        worker = self.cursor_worker
+        return (worker.worker_id,) if worker is not None else ()
+
+    def workers_by_id(self, ids: Sequence[str]) -> list[WorkerView]:
+        """The current views of ``ids`` (the ones still in the snapshot)."""
+        return [self._workers[i] for i in ids if i in self._workers]
+
+    def toggle_mark(self) -> None:
+        """Mark or unmark the worker under the cursor, then move down."""
+        worker = self.cursor_worker
+        if worker is None:
+            return
+        wid = worker.worker_id
+        self.marks.symmetric_difference_update({wid})
+        values = row_values(worker, wid in self.marks)
+        self._shown[wid] = values
+        self.table.sync(self._order, {wid: row_cells(values, self._cell_styles())})
+        self.table.action_cursor_down()
+        self._update_status()
+
+    def clear_marks(self) -> None:
+        """Forget every mark (after a bulk action)."""
+        if self.marks:
+            self.marks.clear()
+            self._refresh_rows()
+
+    # -- filter and sort -------------------------------------------------------------------
+
+    def open_filter(self) -> None:
+        """Show the filter input and focus it."""
+        filter_input = self.query_one("#filter", Input)
+        filter_input.add_class("-open")
+        filter_input.value = self.filter_text
+        filter_input.focus()
+
+    @on(Input.Submitted, "#filter")
+    def _apply_filter(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.filter_text = event.value.strip()
+        event.input.set_class(bool(self.filter_text), "-open")
+        self.table.focus()
+
+    def action_clear_filter(self) -> None:
+        """Escape: drop the filter and go back to the table."""
+        filter_input = self.query_one("#filter", Input)
+        filter_input.value = ""
+        filter_input.remove_class("-open")
+        self.filter_text = ""
+        self.table.focus()
+
+    def watch_filter_text(self) -> None:
+        """Re-filter the last snapshot."""
+        self._refresh_rows()
+
+    def action_cycle_sort(self) -> None:
+        """Sort by the next column."""
+        self.sort_index = (self.sort_index + 1) % len(SORTS)
+
+    def action_reverse_sort(self) -> None:
+        """Flip the sort order."""
+        self.sort_reverse = not self.sort_reverse
+
+    def sort_by(self, column_key: str) -> bool:
+        """Sort by a column (header click); False when it is not sortable."""
+        for i, (key, _, _) in enumerate(SORTS):
+            if key == column_key:
+                if i == self.sort_index:
+                    self.sort_reverse = not self.sort_reverse
+                else:
+                    self.sort_index = i
+                return True
+        return False
+
+    def watch_sort_index(self) -> None:
+        """Re-sort."""
+        self._refresh_rows()
+
+    def watch_sort_reverse(self) -> None:
+        """Re-sort."""
+        self._refresh_rows()
+
+    @on(DataTable.HeaderSelected)
+    def _header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        self.sort_by(str(event.column_key.value))
+
+    @on(DataTable.RowSelected, "#workers-table")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.post_message(self.DetailRequested(event.row_key.value))

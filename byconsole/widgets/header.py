@@ -1,0 +1,121 @@
+"""The console header: endpoint, connection state, refresh age and fleet counts."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+
+from rich.console import Group
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from byconsole.text import safe_text
+from worker_runtime.snapshot import CommandState, FleetSnapshot
+
+_STATUSES = ("online", "stale", "offline")
+_LIFECYCLES = ("active", "suspended", "draining", "evicted")
+
+
+class FleetHeader(Widget):
+    """Two lines: where and how fresh; then what the fleet looks like.
+
+    Args:
+        endpoint: the Redis endpoint, password already masked.
+        context: the named context, if any.
+        clock: monotonic seconds (tests freeze it).
+    """
+
+    DEFAULT_CSS = """
+    FleetHeader {
+        height: 2;
+        background: $panel;
+        color: $foreground;
+        padding: 0 1;
+    }
+    FleetHeader.-disconnected {
+        background: $error 40%;
+    }
+    """
+
+    connected: reactive[bool | None] = reactive[bool | None](None)
+    """None before the first read; then whether the last read succeeded."""
+    error: reactive[str] = reactive("")
+    """The last read error, display-safe."""
+    retry_in: reactive[float] = reactive(0.0)
+    """Seconds until the next attempt after a failure."""
+    snapshot: reactive[FleetSnapshot | None] = reactive[FleetSnapshot | None](None)
+    """The last good snapshot."""
+    received_at: reactive[float | None] = reactive[float | None](None)
+    """Clock value when the last good snapshot arrived."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        context: str | None = None,
+        read_only: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.endpoint = endpoint
+        self.context = context
+        self.read_only = read_only
+        self.clock = clock
+
+    def on_mount(self) -> None:
+        """Tick the refresh age."""
+        self.set_interval(1.0, self.refresh)
+
+    def watch_connected(self, connected: bool | None) -> None:
+        """Colour the header on outage."""
+        self.set_class(connected is False, "-disconnected")
+
+    def render(self) -> Group:
+        """Both lines, each cut (never wrapped) to the width."""
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append("byconsole", style="bold")
+        if self.context:
+            line.append(f" [{safe_text(self.context, 24)}]")
+        if self.read_only:
+            line.append(" READ-ONLY", style="bold reverse")
+        line.append(f"  {safe_text(self.endpoint, 60)}  ")
+        if self.connected is None:
+            line.append("CONNECTING…", style="bold")
+        elif self.connected:
+            line.append("CONNECTED", style="bold")
+        else:
+            line.append("DISCONNECTED", style="bold reverse")
+            if self.retry_in:
+                line.append(f" retry in {self.retry_in:.0f}s")
+        if self.received_at is not None:
+            ago = max(0.0, self.clock() - self.received_at)
+            line.append(f"  {ago:.0f}s ago")
+            if self.connected is False:
+                line.append(" (STALE)", style="bold")
+        snapshot = self.snapshot
+        if snapshot is not None and snapshot.redis.read_ms is not None and self.connected:
+            line.append(f"  read {snapshot.redis.read_ms:.0f} ms")
+        second = Text(no_wrap=True, overflow="ellipsis", end="")
+        if self.connected is False and self.error:
+            second.append(self.error)
+        elif snapshot is not None:
+            second = self._counts(snapshot)
+        return Group(line, second)
+
+    @staticmethod
+    def _counts(snapshot: FleetSnapshot) -> Text:
+        statuses = Counter(w.status.value for w in snapshot.workers)
+        lifecycles = Counter(w.lifecycle for w in snapshot.workers)
+        pending = sum(1 for w in snapshot.workers if w.command_state is CommandState.PENDING)
+        text = Text(
+            f"{len(snapshot.workers):,} workers: ", no_wrap=True, overflow="ellipsis", end=""
+        )
+        text.append("  ".join(f"{s} {statuses[s]:,}" for s in _STATUSES))
+        text.append("  │  ")
+        text.append("  ".join(f"{lc} {lifecycles[lc]:,}" for lc in _LIFECYCLES if lifecycles[lc]))
+        if pending:
+            text.append(f"  │  pending {pending:,}")
+        return text

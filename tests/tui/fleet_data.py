@@ -1,0 +1,233 @@
+"""A fixed, hand-written fleet for snapshot tests: every state the console must show."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from worker_runtime.fleet import build_worker_view
+from worker_runtime.models import AdminState, AuditEvent, MetricsPoint, TypeMetrics
+from worker_runtime.snapshot import (
+    FleetSnapshot,
+    InstanceView,
+    LeaderView,
+    MetricsView,
+    RedisInfo,
+    TypeView,
+    WorkerView,
+)
+
+NOW = 1_767_000_000_000
+"""The fixed 'now' of the sample fleet (ms)."""
+
+HOSTILE_ID = "[bold red]pwn[/] [@click=app.quit]x\x1b]0;title\x07"
+
+
+def lease(worker_id: str, instance: str, types: list[str], **extra: Any) -> dict[str, Any]:
+    """A lease as the runtime writes it, beating one second ago."""
+    data: dict[str, Any] = {
+        "worker_id": worker_id,
+        "instance_id": instance,
+        "hostname": instance.split(":")[0],
+        "ip_address": "10.0.0.5" if instance.startswith("host-a") else "10.0.0.6",
+        "pid": 4242 if instance.startswith("host-a") else 5151,
+        "role": "all",
+        "agent_types": types,
+        "lifecycle": "active",
+        "status": "idle",
+        "concurrency": 8,
+        "active_jobs": 1,
+        "processed": 1200,
+        "failed": 3,
+        "started_at": NOW - 3_600_000,
+        "last_seen": NOW - 1_000,
+        "app_version": "1.4.2",
+        "runtime_version": "0.1.0",
+        "heartbeat_interval": 5.0,
+        "lease_ttl": 15.0,
+        "admin_applied_at": None,
+    }
+    data.update(extra)
+    return data
+
+
+def admin(lifecycle: str, reason: str, updated_at: int) -> AdminState:
+    """An admin hash."""
+    return AdminState(
+        lifecycle=lifecycle, reason=reason, updated_at=updated_at, updated_by="ops@bastion"
+    )
+
+
+def sample_workers() -> list[WorkerView]:
+    """Twelve workers covering every lifecycle, status and marker."""
+    a, b = "host-a:4242", "host-b:5151"
+    t0 = NOW - 60_000
+    none = AdminState()
+    specs: list[tuple[str, Any, AdminState, list[str], list[str]]] = [
+        ("chat-01", lease("chat-01", a, ["chat"]), none, ["chat"], []),
+        ("chat-02", lease("chat-02", b, ["chat"], active_jobs=7), none, ["chat"], []),
+        (
+            "chat-03",
+            lease("chat-03", a, ["chat"], lifecycle="suspended", admin_applied_at=t0),
+            admin("suspended", "noisy neighbour", t0),
+            ["chat"],
+            [],
+        ),
+        (
+            "embed-01",
+            lease("embed-01", a, ["embed", "chat"]),
+            none,
+            ["embed", "chat"],
+            ["chat"],
+        ),
+        ("embed-02", lease("embed-02", b, ["embed"], last_seen=NOW - 25_000), none, ["embed"], []),
+        (
+            "embed-03",
+            lease("embed-03", b, ["embed"], lifecycle="draining", admin_applied_at=t0),
+            admin("draining", "host-b maintenance", t0),
+            ["embed"],
+            [],
+        ),
+        (
+            "report-01",
+            lease("report-01", a, ["report"], admin_applied_at=t0 - 1),
+            admin("suspended", "deploy freeze", NOW - 500),
+            ["report"],
+            [],
+        ),
+        (
+            "report-02",
+            lease("report-02", b, ["report"], app_version="1.5.0-rc1"),
+            none,
+            ["report"],
+            [],
+        ),
+        ("report-03", None, admin("evicted", "bad host", t0), ["report"], []),
+        (
+            "legacy-01",
+            {
+                "workerId": "legacy-01",
+                "instanceId": b,
+                "lastSeen": NOW - 2_000,
+                "agentTypes": ["chat"],
+                "activeJobCount": 2,
+                "appVersion": "0.9",
+            },
+            none,
+            ["chat"],
+            [],
+        ),
+        ("old-01", None, none, ["embed"], []),
+        (
+            HOSTILE_ID,
+            lease(HOSTILE_ID, a, ["chat"], app_version="[blink]v[/]"),
+            admin("active", "[red]reason[/] \x1b[2J", t0),
+            ["chat"],
+            [],
+        ),
+    ]
+    return [
+        build_worker_view(wid, lease_obj, adm, declared, denied, NOW)
+        for wid, lease_obj, adm, declared, denied in specs
+    ]
+
+
+def sample_snapshot() -> FleetSnapshot:
+    """The whole sample fleet."""
+    workers = sample_workers()
+    history = [
+        MetricsPoint(
+            ts=NOW - (30 - i) * 10_000,
+            workers_online=8 + (i % 3),
+            agent_types=3,
+            active_executions=5 + (i * 7) % 11,
+            queue_depth=(i * 13) % 40,
+            throughput=20.0 + (i * 5) % 17,
+            per_type={
+                "chat": TypeMetrics(depth=(i * 7) % 20, pending=2, throughput=12.5),
+                "embed": TypeMetrics(depth=(i * 3) % 10, pending=1, throughput=6.0),
+                "report": TypeMetrics(depth=i % 5, pending=0, throughput=1.5),
+            },
+        )
+        for i in range(30)
+    ]
+    types = [
+        TypeView(
+            name="chat",
+            workers=["chat-01", "chat-02", "legacy-01"],
+            denied=["embed-01"],
+            depth=14,
+            pending=2,
+            length=120,
+            target=4,
+            overrides={"host-b:5151": 1},
+        ),
+        TypeView(name="embed", workers=["embed-01"], depth=6, pending=1, length=40, target=3),
+        TypeView(name="report", workers=["report-02"], depth=3, length=9, dead=1),
+    ]
+    instances = [
+        InstanceView(
+            instance_id="host-a:4242",
+            online=True,
+            hostname="host-a",
+            pid=4242,
+            role="all",
+            is_leader=True,
+            last_seen=NOW - 1_000,
+            workers=["chat-01", "chat-03", "embed-01", "report-01"],
+            replicas={"chat": 2, "embed": 1, "report": 1},
+            quota={"chat": 3, "embed": 2},
+        ),
+        InstanceView(
+            instance_id="host-b:5151",
+            online=True,
+            hostname="host-b",
+            pid=5151,
+            role="consumer",
+            last_seen=NOW - 1_000,
+            workers=["chat-02", "embed-02", "embed-03", "report-02"],
+            replicas={"chat": 1, "embed": 2, "report": 1},
+            quota={"chat": 1, "embed": 1},
+        ),
+        InstanceView(instance_id="host-c:777", online=False, role="all"),
+    ]
+    events = [
+        AuditEvent(
+            id=f"{NOW - i * 60_000}-0",
+            ts=NOW - i * 60_000,
+            operator="ops@bastion",
+            action=action,
+            target=target,
+            reason=reason,
+            details=details,
+        )
+        for i, (action, target, reason, details) in enumerate(
+            [
+                ("suspend", "report-01", "deploy freeze", ""),
+                ("drain", "embed-03", "host-b maintenance", ""),
+                ("deny", "embed-01", "", "type=chat"),
+                ("evict", "report-03", "bad host", ""),
+                ("scale", "chat", "", "count=4"),
+            ]
+        )
+    ]
+    return FleetSnapshot(
+        generated_at=NOW,
+        redis=RedisInfo(
+            endpoint="redis://ops:***@redis.internal:6379/0",
+            connected=True,
+            read_ms=3.2,
+            round_trips=2,
+        ),
+        workers=workers,
+        instances=instances,
+        types=types,
+        metrics=MetricsView(
+            workers_online=sum(1 for w in workers if w.status.value == "online"),
+            agent_types=3,
+            active_executions=14,
+            queue_depth=23,
+            history=history,
+        ),
+        leader=LeaderView(instance_id="host-a:4242", epoch=7),
+        events=events,
+    )
