@@ -35,7 +35,13 @@ from byconsole.render_table import (
     workers_table,
 )
 from byconsole.text import safe_text
-from worker_runtime.admin import ActionResult, UnknownWorkerError, WorkerManager, WorkerOnlineError
+from worker_runtime.admin import (
+    ActionResult,
+    UnknownWorkerError,
+    WorkerManager,
+    WorkerOnlineError,
+    check_scale_count,
+)
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
 from worker_runtime.models import MetricsPoint, now_ms
@@ -309,6 +315,7 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
     """``scale T N [--instance ID]``."""
     agent_type: str = args.agent_type
     instance: str | None = args.instance
+    check_scale_count(args.count)  # before any Redis call: a bad count is a usage error
     before = await session.reader(history_limit=1, events_limit=1).read()
     if not args.force:
         if agent_type not in {t.name for t in before.types}:

@@ -1,0 +1,90 @@
+"""Running the real ``byconsole`` executable as a subprocess, and seeding leases by hand."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from redis.asyncio import Redis
+
+from tests.redis_server import env_with
+from worker_runtime.keys import Keys
+from worker_runtime.models import now_ms
+
+BYCONSOLE = Path(sys.executable).parent / "byconsole"
+K = Keys()
+
+
+@dataclass
+class Result:
+    """What one ``byconsole`` run did."""
+
+    code: int
+    out: str
+    err: str
+    elapsed: float
+
+    def json(self) -> Any:
+        """stdout parsed as exactly one JSON document."""
+        return json.loads(self.out)
+
+
+def cli_env(url: str, home: Path, **extra: str) -> dict[str, str]:
+    """The environment for a run: Redis at ``url``, a private config dir, no colour hints."""
+    env = env_with(url, **extra)
+    env["XDG_CONFIG_HOME"] = str(home)
+    env.pop("NO_COLOR", None)
+    env.pop("COLUMNS", None)
+    return env
+
+
+def run(args: list[str], env: dict[str, str], timeout: float = 30.0) -> Result:
+    """Run ``byconsole ARGS`` and collect its exit code and output."""
+    started = time.monotonic()
+    proc = subprocess.run(
+        [str(BYCONSOLE), *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
+
+
+def assert_one_line_error(result: Result, code: int = 2) -> None:
+    """Exit ``code`` with exactly one line on stderr and no traceback."""
+    assert result.code == code, (result.code, result.out, result.err)
+    assert "Traceback" not in result.err + result.out
+    assert len(result.err.strip().splitlines()) == 1, result.err
+
+
+async def add_worker(
+    redis: Redis,
+    worker_id: str,
+    types: list[str],
+    *,
+    instance: str = "host-a:1",
+    online: bool = True,
+    age_ms: int = 0,
+    **lease: Any,
+) -> None:
+    """A worker as a runtime would register it: registry, declared types, routing, lease."""
+    await redis.sadd(K.workers, worker_id)
+    if types:
+        await redis.sadd(K.worker_agent_types(worker_id), *types)
+        await redis.sadd(K.agent_types, *types)
+    if not online:
+        return
+    for t in types:
+        await redis.sadd(K.type_workers(t), worker_id)
+    payload = {
+        "worker_id": worker_id,
+        "instance_id": instance,
+        "agent_types": types,
+        "last_seen": now_ms() - age_ms,
+        "heartbeat_interval": 5,
+        "lease_ttl": 15,
+        **lease,
+    }
+    await redis.set(K.worker_online(worker_id), json.dumps(payload), px=60_000)

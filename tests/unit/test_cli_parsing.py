@@ -1,0 +1,104 @@
+"""The command line in-process: every usage error is one line + exit 2; help everywhere.
+
+(The real executable is driven as a subprocess in tests/integration/test_cli_*.py.)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from byconsole.checks import Checks, parse_fail_on, parse_min_online
+from byconsole.cli import main
+
+COMMANDS = [
+    [],
+    ["worker"],
+    ["worker", "list"],
+    ["worker", "info"],
+    ["worker", "suspend"],
+    ["worker", "resume"],
+    ["worker", "evict"],
+    ["worker", "drain"],
+    ["worker", "forget"],
+    ["type"],
+    ["type", "denylist"],
+    ["type", "deny"],
+    ["type", "allow"],
+    ["scale"],
+    ["metrics"],
+    ["metrics", "snapshot"],
+    ["metrics", "history"],
+    ["contexts"],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: byconsole")
+    assert "example" in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--snapshot", "--fail-on", "stale,bogus"],
+        ["--snapshot", "--min-online", "x"],
+        ["--snapshot", "--min-online", "chat=-1"],
+        ["--snapshot", "--min-online", "=3"],
+        ["--snapshot", "--max-depth", "-3"],
+        ["--snapshot", "--format", "xml"],
+        ["--format", "json"],
+        ["--fail-on", "stale"],
+        ["worker", "list", "--max-depth", "3"],
+        ["--demo", "--snapshot"],
+        ["--demo", "worker", "list"],
+        ["--snapshot", "worker", "list"],
+        ["--refresh", "0"],
+        ["--refresh", "soon"],
+        ["worker"],
+        ["worker", "frob", "x"],
+        ["worker", "suspend"],
+        ["worker", "evict", "w1", "--timeout", "-1"],
+        ["nonsense"],
+        ["scale", "chat", "many"],
+        ["metrics", "history", "--limit", "0"],
+        ["--snapshot", "--redis-url", "http://example.com"],
+        ["--snapshot", "--redis-url", "redis://:pw@host:99999/0"],
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(
+    args: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: object,
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("byconsole: error: "), captured.err
+    assert "pw@" not in captured.err and captured.out == ""
+
+
+def test_scale_bounds_are_a_usage_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: object
+) -> None:
+    # Rejected before any connection: the URL points nowhere.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("BYAI_REDIS_URL", "redis://127.0.0.1:1/0")
+    for count in ("-1", "1001"):
+        assert main(["scale", "chat", count, "--force"]) == 2
+        err = capsys.readouterr().err
+        assert err == f"byconsole: error: scale count {count} is out of range: 0 to 1000\n"
+
+
+def test_min_online_and_fail_on_parsing() -> None:
+    assert parse_min_online(["3", "chat=2", "a=b=1"]) == (3, {"chat": 2, "a=b": 1})
+    assert parse_fail_on(["Stale, offline", "draining"]) == {"stale", "offline", "draining"}
+    with pytest.raises(ValueError, match="unknown state frozen"):
+        parse_fail_on(["stale,frozen"])
+    assert not Checks().any and Checks(max_depth=0).any
