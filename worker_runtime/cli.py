@@ -26,6 +26,7 @@ from worker_runtime.context import Handler
 from worker_runtime.instance import WorkerInstance
 from worker_runtime.producer import NoOnlineWorkerError, Producer
 from worker_runtime.registry import WorkerIdInUseError
+from worker_runtime.scheduler import parse_periodic
 from worker_runtime.settings import ConfigError, RedisSettings, WorkerSettings, load
 
 PROG = "worker-runtime"
@@ -79,6 +80,13 @@ def build_parser() -> OneLineParser:
     run.add_argument("--concurrency", type=_positive("--concurrency", 10_000))
     run.add_argument("--redis-url", help="default: BYAI_REDIS_URL, REDIS_URL, localhost")
     run.add_argument("--app-version", help="shown in the console")
+    run.add_argument(
+        "--periodic",
+        action="append",
+        default=[],
+        metavar="TYPE:SECONDS",
+        help="submit an empty task to TYPE every SECONDS (leader only; repeatable)",
+    )
 
     submit = sub.add_parser(
         "submit",
@@ -180,12 +188,17 @@ def run(argv: list[str] | None = None) -> int:
         app_version=args.app_version,
     )
     handler = load_handler(args.target)
+    try:
+        periodic = [parse_periodic(spec) for spec in args.periodic]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     instance = WorkerInstance(
         handler,
         args.types,
         replicas=args.replicas,
         settings=settings,
         redis_settings=redis_settings,
+        periodic=periodic,
     )
     asyncio.run(instance.run())
     return 0

@@ -20,13 +20,15 @@ from redis.exceptions import RedisError
 
 from worker_runtime.batcher import Batcher
 from worker_runtime.connection import create_redis, is_cluster
-from worker_runtime.consumer import Reader, ensure_group
+from worker_runtime.consumer import Reader, ensure_group, iter_reply
 from worker_runtime.context import Handler, RuntimeContext
 from worker_runtime.control import control_loop
 from worker_runtime.heartbeat import beat, trim_acknowledged, trim_executions
 from worker_runtime.ipaddr import detect_ip
-from worker_runtime.models import InstanceLease, Lifecycle, now_ms
+from worker_runtime.messages import decode_command
+from worker_runtime.models import CommandAction, InstanceLease, Lifecycle, now_ms
 from worker_runtime.registry import (
+    WorkerIdInUseError,
     acquire_lock,
     finish_drain,
     publish,
@@ -34,8 +36,12 @@ from worker_runtime.registry import (
     release,
 )
 from worker_runtime.replica import Replica
+from worker_runtime.scale import read_scale_inputs
+from worker_runtime.scheduler import Periodic, declared
 from worker_runtime.settings import RedisSettings, WorkerSettings
+from worker_runtime.singletons import SINGLETON_MODULES, Singletons
 from worker_runtime.slots import group_by_slot
+from worker_runtime.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +58,7 @@ class WorkerInstance:
         settings: worker settings (environment when omitted).
         redis_settings: where Redis is (environment when omitted).
         redis: an existing client to use instead of creating one (not closed on stop).
+        periodic: periodic tasks for the scheduler (plus every ``@periodic`` declared).
     """
 
     def __init__(
@@ -63,6 +70,7 @@ class WorkerInstance:
         settings: WorkerSettings | None = None,
         redis_settings: RedisSettings | None = None,
         redis: Redis | RedisCluster | None = None,
+        periodic: Sequence[Periodic] = (),
     ) -> None:
         if not agent_types:
             raise ValueError("at least one agent type is required")
@@ -82,6 +90,12 @@ class WorkerInstance:
         self.started_at = now_ms()
         self.ctx: RuntimeContext | None = None
         self._stop_task: asyncio.Task[None] | None = None
+        self.periodic = [*declared(), *periodic]
+        self.singletons: Singletons | None = None
+        self._fleet: asyncio.Task[None] | None = None
+        self._scale_lock = asyncio.Lock()
+        self.scaled = False
+        """Whether a scale target or override applies to this instance."""
 
     @property
     def worker_ids(self) -> list[str]:
@@ -110,24 +124,46 @@ class WorkerInstance:
         batcher.start()
         for agent_type in self.agent_types:
             await ensure_group(redis, keys.type_stream(agent_type))
-        for _ in range(self.initial_replicas):
+        fleet_last = await redis.xrevrange(keys.fleet_stream, count=1)
+        # A target set before this instance existed is honoured from the start.
+        await self._announce()
+        inputs = await read_scale_inputs(redis, keys, self.agent_types)
+        wanted = inputs.desired(self.instance_id, self.agent_types) if inputs else None
+        self.scaled = wanted is not None
+        for _ in range(self.initial_replicas if wanted is None else wanted):
             await self.add_replica()
         self._heartbeat = asyncio.create_task(self._heartbeat_loop(), name="heartbeat")
+        self._fleet = asyncio.create_task(
+            self._fleet_loop(str(fleet_last[0][0]) if fleet_last else "0-0"), name="fleet"
+        )
+        self.singletons = Singletons(self.ctx, self.periodic)
+        self.singletons.start()
+        enabled = ["consumer", "heartbeat", "control", "scale"]
+        disabled: list[str] = []
+        (enabled if self.singletons.eligible else disabled).extend(
+            ["leader_election", *SINGLETON_MODULES]
+        )
         log.info(
-            "instance %s started: role=%s types=%s replicas=%d redis=%s schema=%s",
+            "instance %s started: role=%s types=%s replicas=%d redis=%s schema=%s "
+            "enabled=[%s] disabled=[%s]%s",
             self.instance_id,
             self.settings.role.value,
             ",".join(self.agent_types),
             len(self.worker_ids),
             self.redis_settings.endpoint,
             keys.schema,
+            ", ".join(enabled),
+            ", ".join(disabled),
+            " (singleton modules run only while elected leader)"
+            if self.singletons.eligible
+            else "",
         )
 
     async def add_replica(self) -> Replica | None:
         """Start one more replica with the lowest free index; None if it may not start."""
         ctx = self._require_ctx()
         index = 0
-        while f"{self.instance_id}-r{index}" in self.worker_ids:
+        while f"{self.instance_id}-r{index}" in self.replicas:
             index += 1
         worker_id = f"{self.instance_id}-r{index}"
         replica = Replica(ctx, worker_id, self.agent_types)
@@ -188,11 +224,9 @@ class WorkerInstance:
                 log.warning("%s: could not leave cleanly (%s); retrying", replica.worker_id, exc)
                 await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
         log.info("%s: %s", replica.worker_id, "drained" if draining else "evicted")
-        for task in self._loops.pop(replica.worker_id, []):
-            if task is not asyncio.current_task():
-                task.cancel()
+        await cancel_and_wait(self._loops.pop(replica.worker_id, []))
         self.replicas.pop(replica.worker_id, None)
-        if not self.replicas and not self._stopping:
+        if not self.replicas and not self._stopping and not self.scaled:
             log.info("instance %s has no replicas left; stopping", self.instance_id)
             self._stop_task = asyncio.create_task(self.stop())
 
@@ -213,7 +247,82 @@ class WorkerInstance:
             },
             started_at=self.started_at,
             last_seen=now_ms(),
+            is_leader=bool(self.singletons and self.singletons.is_leader),
+            epoch=self.singletons.epoch if self.singletons else None,
+            modules=self.singletons.running if self.singletons else [],
         )
+
+    async def _announce(self) -> None:
+        """Write the instance lease now (start-up), so quotas count this instance."""
+        ctx = self._require_ctx()
+        pipe = ctx.redis.pipeline(transaction=False)
+        pipe.set(
+            ctx.keys.instance_online(self.instance_id),
+            self.instance_lease().model_dump_json(),
+            px=ctx.lease_ttl_ms,
+        )
+        pipe.zadd(ctx.keys.instances, {self.instance_id: now_ms()})
+        await pipe.execute()
+
+    # -- scale -------------------------------------------------------------------------
+
+    async def reconcile(self) -> None:
+        """Start or drain replicas to match this instance's quota (never kills)."""
+        ctx = self._require_ctx()
+        async with self._scale_lock:
+            if self._stopping:
+                return
+            inputs = await read_scale_inputs(ctx.redis, ctx.keys, self.agent_types)
+            wanted = inputs.desired(self.instance_id, self.agent_types) if inputs else None
+            self.scaled = wanted is not None
+            if wanted is None:
+                return
+            serving = [
+                r
+                for r in self.replicas.values()
+                if not r.ended.is_set()
+                and r.lifecycle not in (Lifecycle.DRAINING, Lifecycle.EVICTED)
+            ]
+            if len(serving) < wanted:
+                log.info("scaling up: %d -> %d replicas", len(serving), wanted)
+                for _ in range(wanted - len(serving)):
+                    try:
+                        if await self.add_replica() is None:
+                            break
+                    except WorkerIdInUseError as exc:
+                        log.warning("cannot scale up: %s", exc)
+                        break
+            elif len(serving) > wanted:
+                log.info("scaling down: %d -> %d replicas (draining)", len(serving), wanted)
+                newest_first = sorted(serving, key=lambda r: _index(r.worker_id), reverse=True)
+                for replica in newest_first[: len(serving) - wanted]:
+                    replica.drain_for_scale_down()
+                    await publish(replica)
+
+    async def _fleet_loop(self, last_id: str) -> None:
+        """Follow fleet notifications; a rescale of one of our types reconciles at once."""
+        ctx = self._require_ctx()
+        while not self._stopping:
+            try:
+                reply = await ctx.redis.xread(
+                    {ctx.keys.fleet_stream: last_id}, count=100, block=ctx.settings.block_ms
+                )
+                rescale = False
+                for _, entries in iter_reply(reply):
+                    for entry_id, fields in entries:
+                        last_id = entry_id
+                        command = decode_command(fields)
+                        if (
+                            command is not None
+                            and command.action is CommandAction.RESCALE
+                            and command.agent_type in self.agent_types
+                        ):
+                            rescale = True
+                if rescale:
+                    await self.reconcile()
+            except RedisError as exc:
+                log.warning("fleet stream unavailable (%s)", exc)
+                await asyncio.sleep(1.0)
 
     async def _heartbeat_loop(self) -> None:
         ctx = self._require_ctx()
@@ -223,6 +332,7 @@ class WorkerInstance:
                 changed = await beat(ctx, list(self.replicas.values()), self.instance_lease())
                 for replica in changed:
                     await publish(replica)
+                await self.reconcile()
                 beats += 1
                 if beats % _TRIM_EVERY_BEATS == 1:
                     live = [r for r in self.replicas.values() if not r.ended.is_set()]
@@ -244,6 +354,8 @@ class WorkerInstance:
             await self._stopped.wait()
             return
         self._stopping = True
+        if self.singletons is not None:
+            await self.singletons.stop()
         grace = self.settings.grace_period if grace is None else grace
         replicas = list(self.replicas.values())
         for replica in replicas:
@@ -253,20 +365,10 @@ class WorkerInstance:
         if running:
             log.info("waiting up to %.0fs for %d running task(s)", grace, len(running))
             _, pending = await asyncio.wait(running, timeout=grace)
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.wait(pending, timeout=5)
+            await cancel_and_wait(pending)
         loops = [t for ts in self._loops.values() for t in ts]
-        if self._heartbeat is not None:
-            loops.append(self._heartbeat)
-        for task in loops:
-            if task is not asyncio.current_task():
-                task.cancel()
-        for task in loops:
-            if task is not asyncio.current_task():
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        loops += [t for t in (self._heartbeat, self._fleet) if t is not None]
+        await cancel_and_wait(loops)
         if self.ctx is not None:
             await self.ctx.batcher.close()
             await self._leave([r for r in replicas if not r.ended.is_set()])
@@ -313,3 +415,9 @@ class WorkerInstance:
         if self.ctx is None:
             raise RuntimeError("the instance is not started")
         return self.ctx
+
+
+def _index(worker_id: str) -> int:
+    """The replica number in ``{instance}-r{n}`` (newest replicas have the highest)."""
+    _, _, tail = worker_id.rpartition("-r")
+    return int(tail) if tail.isdigit() else -1

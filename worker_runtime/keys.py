@@ -58,7 +58,12 @@ class Keys:
 
     @property
     def _obs(self) -> str:
-        return "by_framework:v2:obs" if self.schema == "v2" else _OBS
+        # v2: one hash tag for the collector's keys so its fenced Lua write is slot-safe.
+        return "by_framework:v2:{obs}" if self.schema == "v2" else _OBS
+
+    def _group(self, group: str) -> str:
+        # Singleton state checked and written together in one script shares a slot in v2.
+        return f"{self._root}:{{{group}}}" if self.schema == "v2" else f"{self._root}:{group}"
 
     def _worker(self, suffix: str, worker_id: str) -> str:
         # v1: byai_gateway:registry:worker:<suffix>:<id>
@@ -164,6 +169,11 @@ class Keys:
         """ZSet: metrics history points, score = ts ms, member = JSON."""
         return f"{self._obs}:history"
 
+    @property
+    def metrics_fence(self) -> str:
+        """String: highest leader epoch that wrote the history (rejects stale leaders)."""
+        return f"{self._obs}:fence"
+
     # -- keys this project adds ----------------------------------------------------
 
     @property
@@ -182,13 +192,13 @@ class Keys:
 
     @property
     def leader_lock(self) -> str:
-        """String: the elected leader's token (SET NX PX)."""
-        return f"{self._root}:leader:lock"
+        """String: the elected leader's JSON ``{instance_id, token, epoch}`` (SET NX PX)."""
+        return f"{self._group('leader')}:lock"
 
     @property
     def leader_epoch(self) -> str:
         """String counter: incremented by every election win (fencing token)."""
-        return f"{self._root}:leader:epoch"
+        return f"{self._group('leader')}:epoch"
 
     @property
     def scale_targets(self) -> str:
@@ -217,7 +227,17 @@ class Keys:
     @property
     def scheduler_runs(self) -> str:
         """Hash: periodic task name -> last period number submitted."""
-        return f"{self._root}:scheduler:runs"
+        return f"{self._group('scheduler')}:runs"
+
+    @property
+    def scheduler_fence(self) -> str:
+        """String: highest leader epoch that submitted periodic tasks."""
+        return f"{self._group('scheduler')}:fence"
+
+    @property
+    def offline_since(self) -> str:
+        """Hash: worker id -> ms the janitor first saw it without a lease."""
+        return f"{self._root}:registry:offline_since"
 
     def all_worker_keys(self, worker_id: str) -> list[str]:
         """Every per-worker key, for ``forget`` (one slot in v2)."""

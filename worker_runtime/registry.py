@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from worker_runtime.audit import add_audit, audit_fields
-from worker_runtime.models import AdminState, Lifecycle, now_ms
+from worker_runtime.models import AdminState, Lifecycle
 from worker_runtime.replica import Replica
 
 log = logging.getLogger(__name__)
@@ -144,15 +144,18 @@ async def release(replica: Replica) -> None:
 
 
 async def finish_drain(replica: Replica) -> None:
-    """A drained replica leaves for good: lease, routing and drain request removed."""
+    """A drained replica leaves for good: it is removed from the registry, not offline.
+
+    Its execution history stays until the janitor or ``forget`` removes it; its own
+    stream is kept so direct tasks sent to it are not lost if the id is used again.
+    """
     ctx = replica.ctx
+    keys = ctx.keys
+    wid = replica.worker_id
     pipe = ctx.redis.pipeline(transaction=False)
     queue_absence(pipe, replica)
-    pipe.delete(ctx.keys.worker_lock(replica.worker_id))
-    pipe.hset(
-        ctx.keys.worker_admin(replica.worker_id),
-        mapping={"drained_at": str(now_ms())},
-    )
+    pipe.delete(keys.worker_lock(wid), keys.worker_admin(wid), keys.worker_agent_types(wid))
+    pipe.srem(keys.workers, wid)
     add_audit(
         pipe,
         ctx.keys,

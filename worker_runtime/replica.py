@@ -49,6 +49,8 @@ class Replica:
         self.reason: str | None = None
         self.admin_applied_at = 0
         self.force_evicted = False
+        self.scaled_down = False
+        """Draining because the instance scaled down (not an operator's command)."""
         self.denied: set[str] = set()
         self.inflight: dict[str, asyncio.Task[None]] = {}
         self.processed = 0
@@ -230,9 +232,19 @@ class Replica:
         self.notify()
         return True
 
+    def drain_for_scale_down(self) -> None:
+        """Leave routing, finish in-flight tasks, then exit (never killed)."""
+        self.scaled_down = True
+        self.lifecycle = Lifecycle.DRAINING
+        self.reason = "scale down"
+        log.info("%s: draining (scale down)", self.worker_id)
+        self.notify()
+
     def _transition(self, new: Lifecycle, ts: int, reason: str | None, force: bool) -> bool:
         if self.lifecycle is Lifecycle.EVICTED:
             return False  # an evicted replica is gone; a restart picks up later state
+        if self.scaled_down and new is not Lifecycle.EVICTED:
+            return False  # leaving by scale-down; only an eviction may cut it short
         self.admin_applied_at = max(self.admin_applied_at, ts)
         self.reason = reason or None
         old = self.lifecycle

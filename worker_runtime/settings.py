@@ -134,6 +134,7 @@ class WorkerSettings(BaseSettings):
         default=3600.0, gt=0, validation_alias="BYAI_OFFLINE_RETENTION"
     )
     metrics_interval: float = Field(default=10.0, gt=0, validation_alias="BYAI_METRICS_INTERVAL")
+    janitor_interval: float = Field(default=30.0, gt=0, validation_alias="BYAI_JANITOR_INTERVAL")
     metrics_retention: float = Field(
         default=86_400.0, gt=0, validation_alias="BYAI_METRICS_RETENTION"
     )

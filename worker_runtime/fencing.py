@@ -1,0 +1,66 @@
+"""Writes that only the current leader may make.
+
+Each singleton's state has a *fence* key beside it (same hash tag in v2) holding the
+highest leader epoch that wrote it. A write carrying a lower epoch is rejected, so a
+former leader that was paused (GC, SIGSTOP, a network stall) past its lease cannot
+write after a newer leader has. A newly elected leader raises every fence at once
+(:func:`raise_fences`), closing the window before its first write.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from worker_runtime.keys import Keys
+
+_CHECK = """
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+local mine = tonumber(ARGV[1])
+if mine < cur then return 0 end
+if mine > cur then redis.call('SET', KEYS[1], ARGV[1]) end
+"""
+
+_RAISE = _CHECK + "return 1"
+
+_HISTORY_POINT = (
+    _CHECK
+    + """
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[4])
+return 1
+"""
+)
+
+_CLAIM_PERIOD = (
+    _CHECK
+    + """
+local last = tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '-1')
+if last >= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+return 1
+"""
+)
+
+
+async def raise_fences(redis: Any, keys: Keys, epoch: int) -> None:
+    """Mark every singleton's state as owned by ``epoch`` (one script per slot)."""
+    for fence in (keys.metrics_fence, keys.scheduler_fence):
+        await redis.eval(_RAISE, 1, fence, epoch)
+
+
+async def add_history_point(
+    redis: Any, keys: Keys, epoch: int, ts: int, member: str, keep_after: int
+) -> bool:
+    """Add a metrics point and trim older than ``keep_after`` ms; False if fenced off."""
+    done = await redis.eval(
+        _HISTORY_POINT, 2, keys.metrics_fence, keys.metrics_history, epoch, ts, member, keep_after
+    )
+    return bool(done)
+
+
+async def claim_period(redis: Any, keys: Keys, epoch: int, name: str, period: int) -> bool:
+    """Claim ``period`` of a periodic task; True exactly once fleet-wide per period."""
+    done = await redis.eval(
+        _CLAIM_PERIOD, 2, keys.scheduler_fence, keys.scheduler_runs, epoch, name, period
+    )
+    return bool(done)

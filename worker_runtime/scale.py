@@ -1,0 +1,86 @@
+"""What replica count an instance should run, from the fleet-wide scale targets.
+
+Every instance reads the same data (global target per type, per-instance overrides,
+the live instances serving the type) and applies :func:`compute_quota`, so they all
+agree without talking to each other. An instance serving several types runs the
+largest quota among the types that have a target (its replicas serve all of its types).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+
+from worker_runtime.admin import parse_count
+from worker_runtime.keys import Keys
+from worker_runtime.models import InstanceLease
+from worker_runtime.quota import compute_quota
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleInputs:
+    """Targets, overrides and live serving instances of some types."""
+
+    targets: dict[str, int | None]
+    overrides: dict[str, dict[str, int]]
+    serving: dict[str, list[str]]
+    """type -> ids of live instances whose lease says they serve it."""
+
+    def desired(self, instance_id: str, types: Sequence[str]) -> int | None:
+        """The replica count for ``instance_id``, or None when no target applies."""
+        quotas = [
+            q
+            for t in types
+            if (
+                q := compute_quota(
+                    self.targets.get(t),
+                    self.overrides.get(t, {}),
+                    self.serving.get(t, []),
+                    instance_id,
+                )
+            )
+            is not None
+        ]
+        return max(quotas) if quotas else None
+
+
+async def read_scale_inputs(
+    redis: Redis | RedisCluster, keys: Keys, types: Sequence[str]
+) -> ScaleInputs | None:
+    """Read what quotas depend on; None when none of ``types`` has a target or override.
+
+    One round trip when nothing is scaled (the usual case), two otherwise.
+    """
+    pipe = redis.pipeline(transaction=False)
+    pipe.hmget(keys.scale_targets, list(types))
+    for agent_type in types:
+        pipe.hgetall(keys.scale_overrides(agent_type))
+    pipe.zrange(keys.instances, 0, -1)
+    res = await pipe.execute(raise_on_error=False)
+    raw_targets = res[0] if isinstance(res[0], list) else [None] * len(types)
+    targets = {t: parse_count(v) for t, v in zip(types, raw_targets, strict=True)}
+    overrides: dict[str, dict[str, int]] = {}
+    for agent_type, raw in zip(types, res[1 : 1 + len(types)], strict=True):
+        table = raw if isinstance(raw, dict) else {}
+        overrides[agent_type] = {
+            str(k): c for k, v in table.items() if (c := parse_count(v)) is not None
+        }
+    if all(targets[t] is None and not overrides[t] for t in types):
+        return None
+    instance_ids = [str(i) for i in res[-1]] if isinstance(res[-1], list) else []
+    pipe = redis.pipeline(transaction=False)
+    for iid in instance_ids:
+        pipe.get(keys.instance_online(iid))
+    leases = await pipe.execute(raise_on_error=False)
+    serving: dict[str, list[str]] = {t: [] for t in types}
+    for iid, raw in zip(instance_ids, leases, strict=True):
+        if not isinstance(raw, str):
+            continue  # no lease: not live
+        served = set(InstanceLease.parse(raw).agent_types)
+        for agent_type in types:
+            if agent_type in served:
+                serving[agent_type].append(iid)
+    return ScaleInputs(targets, overrides, serving)
