@@ -1,0 +1,222 @@
+"""Filter, sort, view switching, detail, help, palette, polling pauses, hostile text."""
+
+from __future__ import annotations
+
+from redis.asyncio import Redis
+from textual.command import CommandPalette
+from textual.widgets import Input, Static
+
+from byconsole.app import ConsoleApp
+from byconsole.backend import StaticBackend
+from byconsole.config import Context
+from byconsole.palette import ConsoleCommands
+from byconsole.screens.confirm import ConfirmScreen
+from byconsole.screens.detail import DetailScreen
+from byconsole.screens.help import HelpScreen
+from tests.tui.conftest import KEYS, AppFactory, until, write_worker
+from tests.tui.fleet_data import HOSTILE_ID, sample_snapshot
+
+
+async def test_filter_applies_on_enter_and_escape_clears(
+    fleet: dict[str, list[str]], make_app: AppFactory
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.main_screen.workers_view
+        await until(pilot, lambda: view.table.row_count == 3)
+        await pilot.press("slash")
+        filter_input = view.query_one("#filter", Input)
+        assert app.focused is filter_input
+        await pilot.press(*"embed")
+        assert view.table.row_count == 3  # typing alone does not filter
+        await pilot.press("enter")
+        assert view.table.keys() == ["w-2", "w-3"]
+        assert app.focused is view.table
+        await pilot.pause(0.5)  # refreshes keep the filter
+        assert view.table.keys() == ["w-2", "w-3"]
+        await pilot.press("escape")
+        assert view.table.keys() == ["w-1", "w-2", "w-3"]
+        assert filter_input.value == ""
+
+
+async def test_sort_keeps_the_cursor_on_the_same_worker(
+    redis: Redis, fleet: dict[str, list[str]], make_app: AppFactory
+) -> None:
+    await write_worker(redis, "w-0", ["chat"], active_jobs=3)
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        view = app.main_screen.workers_view
+        table = view.table
+        await until(pilot, lambda: table.row_count == 4)
+        table.move_to("w-2")
+        assert table.cursor_row == 2
+        await pilot.press("o", "o", "o")  # id -> lifecycle -> status -> jobs
+        assert view.sort_index == 3
+        await pilot.press("O")  # busiest first
+        assert table.keys()[0] == "w-0"
+        assert table.cursor_key == "w-2"
+        # A refresh that adds a row above it does not move the cursor off w-2.
+        await write_worker(redis, "w-00", ["chat"], active_jobs=9)
+        await until(pilot, lambda: table.row_count == 5)
+        assert table.keys()[0] == "w-00"
+        assert table.cursor_key == "w-2"
+
+
+async def test_number_keys_switch_views(make_app: AppFactory, fleet: dict[str, list[str]]) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        main = app.main_screen
+        for key, view in (("2", "instances"), ("3", "types"), ("4", "metrics"), ("5", "events")):
+            await pilot.press(key)
+            assert main.active_view == view
+        await pilot.press("1")
+        assert main.active_view == "workers"
+        assert app.focused is main.workers_view.table
+
+
+async def test_enter_opens_the_detail_screen(
+    fleet: dict[str, list[str]], make_app: AppFactory
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = app.main_screen.workers_view.table
+        await until(pilot, lambda: table.row_count == 3)
+        table.move_to("w-2")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        screen = app.screen
+        assert isinstance(screen, DetailScreen) and screen.worker_id == "w-2"
+        content = screen.query_one("#detail-content", Static)
+        await until(pilot, lambda: "lease (as stored)" in _plain(content.content))
+        shown = _plain(content.content)
+        assert "w-2" in shown and "chat, embed" in shown and "heartbeat_interval" in shown
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, DetailScreen))
+
+
+async def test_polling_pauses_while_a_modal_is_open(
+    fleet: dict[str, list[str]], make_app: AppFactory
+) -> None:
+    app = make_app(refresh=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.polls >= 2)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.pause(0.3)
+        paused_at = app.polls
+        await pilot.pause(0.6)
+        assert app.polls == paused_at
+        await pilot.press("escape")
+        await until(pilot, lambda: app.polls > paused_at + 1)
+
+
+async def test_confirm_dialog_survives_a_refresh(
+    fleet: dict[str, list[str]], make_app: AppFactory
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = app.main_screen.workers_view.table
+        await until(pilot, lambda: table.row_count == 3)
+        table.move_to("w-3")
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        dialog = app.screen
+        snapshot = app.snapshot
+        assert snapshot is not None
+        app.post_message(ConsoleApp.FleetUpdated(snapshot))  # a refresh arriving late
+        await pilot.pause(0.2)
+        assert app.screen is dialog
+        assert app.focused is not None and app.focused.id == "cancel"
+        assert dialog.targets == ["w-3"]
+
+
+async def test_hostile_strings_are_shown_literally(redis: Redis, make_app: AppFactory) -> None:
+    await write_worker(
+        redis,
+        HOSTILE_ID,
+        ["chat"],
+        app_version="[blink]v[/]",
+        hostname="\x1b[2J\x1b]52;c;cGF5bG9hZA==\x07",
+    )
+    await redis.hset(
+        KEYS.worker_admin(HOSTILE_ID),
+        mapping={"lifecycle": "suspended", "reason": "[@click=app.quit]why", "updated_at": "1"},
+    )
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = app.main_screen.workers_view.table
+        await until(pilot, lambda: table.row_count == 1)
+        key = table.cursor_key
+        assert key == HOSTILE_ID
+        shown = table.get_cell(key, "id").plain
+        assert shown == "[bold red]pwn[/] [@click=app.qu…"  # cut at 32, never parsed
+        assert "\x1b" not in shown
+        assert table.get_cell(key, "version").plain == "[blink]v[/]"
+        assert table.get_cell(key, "reason").plain == "[@click=app.quit]why"
+        # Nothing was interpreted: no spans (no markup styles, no @click meta).
+        assert table.get_cell(key, "reason").spans == []
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        content = app.screen.query_one("#detail-content", Static)
+        await until(pilot, lambda: "\\x1b[2J" in _plain(content.content))
+        assert "\x1b" not in _plain(content.content)
+        title = app.screen.query_one("#detail-title", Static)
+        assert (
+            _plain(title.content)
+            == "worker [bold red]pwn[/] [@click=app.quit]x\\x1b]0;title\\x07\n"
+        )
+        await pilot.press("escape")
+        assert app.is_running
+
+
+def _plain(renderable: object) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(renderable)
+    return console.export_text()
+
+
+async def test_palette_lists_actions_only_when_bound() -> None:
+    operator = ConsoleApp(StaticBackend(sample_snapshot()), clock=lambda: 0.0)
+    monitor = ConsoleApp(StaticBackend(sample_snapshot()), read_only=True, clock=lambda: 0.0)
+    for app, expect_actions in ((operator, True), (monitor, False)):
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.press("ctrl+p")
+            await until(pilot, lambda a=app: isinstance(a.screen, CommandPalette))
+            titles = [c.title for c in ConsoleCommands(app.screen).commands()]
+            assert ("Suspend (s)" in titles) is expect_actions
+            assert ("Force evict (E)" in titles) is expect_actions
+            assert "Show metrics (4)" in titles
+
+
+async def test_palette_switches_context(redis: Redis, redis_url: str) -> None:
+    other_url = redis_url.rsplit("/", 1)[0] + "/1"
+    other = Redis.from_url(other_url, decode_responses=True)
+    await other.flushdb()
+    await write_worker(other, "far-1", ["chat"])
+    await write_worker(redis, "near-1", ["chat"])
+    contexts = {"near": Context(url=redis_url), "far": Context(url=other_url)}
+    from byconsole.backend import RedisBackend
+    from worker_runtime.settings import RedisSettings
+
+    app = ConsoleApp(
+        RedisBackend(RedisSettings(url=redis_url)),
+        refresh=0.2,
+        contexts=contexts,
+        context_name="near",
+    )
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            table = app.main_screen.workers_view.table
+            await until(pilot, lambda: table.keys() == ["near-1"])
+            titles = [c.title for c in ConsoleCommands(app.screen).commands()]
+            assert "Switch context: far" in titles
+            assert "Switch context: near" not in titles
+            await app.switch_context("far")
+            await until(pilot, lambda: app.main_screen.workers_view.table.keys() == ["far-1"])
+            assert app.context_name == "far"
+            assert app.backend.endpoint == other_url
+    finally:
+        await other.flushdb()
+        await other.aclose()
