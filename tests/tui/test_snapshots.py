@@ -1,0 +1,71 @@
+"""SVG snapshots of every view (120x36) and of the workers view at 80x24.
+
+The app reads a fixed fleet (``StaticBackend``) and a frozen clock, and ages are
+computed from the snapshot's own ``generated_at``, so the pictures never drift.
+Update them with ``pytest tests/tui/test_snapshots.py --snapshot-update`` after
+checking the diff report.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from byconsole.app import ConsoleApp
+from byconsole.backend import StaticBackend
+from tests.tui.conftest import until
+from tests.tui.fleet_data import sample_snapshot
+
+SnapCompare = Callable[..., bool]
+
+
+@pytest.fixture(autouse=True)
+def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # The events view prints local times.
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def _app(read_only: bool = False) -> ConsoleApp:
+    return ConsoleApp(
+        StaticBackend(sample_snapshot()), refresh=3600, read_only=read_only, clock=lambda: 1000.0
+    )
+
+
+def _after_load(*keys: str) -> Callable[[Pilot[Any]], Any]:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        assert isinstance(app, ConsoleApp)
+        await until(pilot, lambda: app.main_screen.snapshot is not None)
+        for key in keys:
+            await pilot.press(key)
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize(
+    ("key", "view"),
+    [("1", "workers"), ("2", "instances"), ("3", "types"), ("4", "metrics"), ("5", "events")],
+)
+def test_view_120x36(snap_compare: SnapCompare, key: str, view: str) -> None:
+    assert snap_compare(_app(), terminal_size=(120, 36), run_before=_after_load(key))
+
+
+def test_workers_80x24(snap_compare: SnapCompare) -> None:
+    assert snap_compare(_app(), terminal_size=(80, 24), run_before=_after_load())
+
+
+def test_workers_read_only_80x24(snap_compare: SnapCompare) -> None:
+    assert snap_compare(_app(read_only=True), terminal_size=(80, 24), run_before=_after_load())
+
+
+def test_confirm_dialog_80x24(snap_compare: SnapCompare) -> None:
+    assert snap_compare(_app(), terminal_size=(80, 24), run_before=_after_load("down", "down", "e"))
