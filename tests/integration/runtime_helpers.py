@@ -77,13 +77,14 @@ def spawn_worker(
     replicas: int = 1,
     extra_env: dict[str, str] | None = None,
     log_path: Path | None = None,
+    extra_args: list[str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """``worker-runtime run`` as a real subprocess."""
     args = [str(BIN / "worker-runtime"), "run", handler, "--instance", instance]
-    args += ["--replicas", str(replicas)]
+    args += ["--replicas", str(replicas), *(extra_args or [])]
     for t in types:
         args += ["--type", t]
-    env = env_with(url, **FAST_ENV, **(extra_env or {}))
+    env = env_with(url, **{**FAST_ENV, **(extra_env or {})})
     out = open(log_path, "wb") if log_path else subprocess.DEVNULL  # noqa: SIM115
     return subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
 
