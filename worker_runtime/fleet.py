@@ -7,9 +7,9 @@ Round trips, whatever the fleet size (each one a non-transactional pipeline):
 
 1. the indexes: workers set, agent types index, instances ZSet, leader lock and epoch,
    scale targets, the metrics history tail and the audit tail;
-2. per worker its lease, admin hash and declared types; per type its routable set,
-   denylist, consumer group info, length, dead-letter length and scale overrides; per
-   instance its lease;
+2. every lease (one MGET on a single Redis), per worker its admin hash and declared
+   types; per type its routable set, denylist, consumer group info, length,
+   dead-letter length and scale overrides; per instance its lease;
 3. only when round trip 2 revealed types no index listed (declared by a worker or only
    in a lease): the per-type reads for those.
 
@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
@@ -190,24 +191,32 @@ def build_worker_view(
 
     Args:
         worker_id: the registry id (the lease's own ``worker_id`` is not trusted).
-        lease_obj: the decoded online key: ``None`` when absent, a dict when valid,
-            anything else when malformed (the worker is then listed as ``stale``).
+        lease_obj: the online key: ``None`` when absent, a :class:`Lease` or a dict
+            when valid, anything else when malformed (the worker is then ``stale``).
         admin: the parsed admin hash.
         declared: the worker's declared agent types (its ``agent_types`` set).
         denied: the types whose denylist names this worker.
         now: the reference time (ms) for ages.
     """
-    lease: Lease | None = None
+    lease: Lease | None
     valid = True
-    if lease_obj is not None:
+    if lease_obj is None or isinstance(lease_obj, Lease):
+        lease = lease_obj
+    else:
         valid = isinstance(lease_obj, dict)
         lease = Lease.parse(lease_obj if valid else {})
     status = derive_status(lease, now)
-    data: dict[str, Any] = lease.model_dump() if lease is not None else {}
+    # Every value below is already validated (lease, admin) or derived here, so the
+    # view is built without a second validation pass: this runs 10,000 times a refresh.
+    data: dict[str, Any] = (
+        {name: getattr(lease, name) for name in Lease.model_fields} if lease is not None else {}
+    )
     applied = data.pop("lifecycle", None)
     runtime_status = data.pop("status", None)
     types = list(dict.fromkeys(data.get("agent_types") or []))
-    types += sorted(set(declared) - set(types))
+    extra = set(declared).difference(types)
+    if extra:
+        types += sorted(extra)
     data.update(
         worker_id=worker_id,
         agent_types=types,
@@ -223,7 +232,30 @@ def build_worker_view(
         lease_age_ms=(now - lease.last_seen) if lease and lease.last_seen is not None else None,
         lease_valid=valid,
     )
-    return WorkerView.model_validate(data)
+    return WorkerView.model_construct(**data)
+
+
+def parse_lease(raw: str | None) -> Lease | str | list[Any] | Any:
+    """The online key's value: ``None``, a :class:`Lease`, or the malformed value itself.
+
+    The well-formed case is validated straight from JSON (fast); anything else falls
+    back to the lenient per-field parse.
+    """
+    if raw is None:
+        return None
+    try:
+        return Lease.model_validate_json(raw)
+    except ValidationError:
+        obj = _lease_obj(raw)
+        return Lease.parse(obj) if isinstance(obj, dict) else obj
+
+
+_NO_ADMIN = AdminState()
+
+
+def _admin(reply: Any) -> AdminState:
+    # Most workers have no admin hash: skip the parse for the empty reply.
+    return AdminState.parse(_dict(reply)) if reply else _NO_ADMIN
 
 
 def _leader(lock_raw: Any, epoch_raw: Any) -> LeaderView:
@@ -378,10 +410,16 @@ class FleetReader:
 
         # -- round trip 2: per worker, per known type, per instance --------------------
         known_types = sorted(indexed_types | set(targets))
+        # A single Redis returns every lease in one MGET reply; in a cluster the leases
+        # live in different slots, so they are read one GET each.
+        cluster = isinstance(self.redis, RedisCluster)
         queue: list[_Cmd] = []
+        if worker_ids and not cluster:
+            queue.append(_c("mget", [k.worker_online(w) for w in worker_ids]))
         for wid in worker_ids:
+            if cluster:
+                queue.append(_c("get", k.worker_online(wid)))
             queue += [
-                _c("get", k.worker_online(wid)),
                 _c("hgetall", k.worker_admin(wid)),
                 _c("smembers", k.worker_agent_types(wid)),
             ]
@@ -390,21 +428,32 @@ class FleetReader:
         queue += [_c("get", k.instance_online(i)) for i in instance_ids]
         r2 = await self._run(queue)
 
-        n_w = 3 * len(worker_ids)
+        per_worker = 3 if cluster else 2
+        if cluster:
+            raw_leases = [r2[3 * i] for i in range(len(worker_ids))]
+            offset = 1
+        else:
+            mget = r2[0] if worker_ids else None
+            raw_leases = list(mget) if isinstance(mget, list) else [None] * len(worker_ids)
+            if len(raw_leases) != len(worker_ids):
+                raw_leases = [None] * len(worker_ids)
+            offset = 0
+        base = 0 if cluster or not worker_ids else 1
+        n_w = base + per_worker * len(worker_ids)
         n_t = _TYPE_COMMANDS * len(known_types)
         leases: dict[str, Any] = {}
         admins: dict[str, AdminState] = {}
         declared: dict[str, set[str]] = {}
         discovered: set[str] = set()
         for i, wid in enumerate(worker_ids):
-            raw = _str(r2[3 * i])
-            leases[wid] = _lease_obj(raw)
-            admins[wid] = AdminState.parse(_dict(r2[3 * i + 1]))
-            declared[wid] = _strs(r2[3 * i + 2])
+            at = base + per_worker * i + offset
+            lease = parse_lease(_str(raw_leases[i]))
+            leases[wid] = lease
+            admins[wid] = _admin(r2[at])
+            declared[wid] = _strs(r2[at + 1])
             discovered |= declared[wid]
-            lease_obj = leases[wid]
-            if isinstance(lease_obj, dict):
-                discovered |= set(Lease.parse(lease_obj).agent_types)
+            if isinstance(lease, Lease):
+                discovered.update(lease.agent_types)
         type_data = self._type_replies(known_types, r2[n_w : n_w + n_t])
         instance_leases: dict[str, InstanceLease | None] = {}
         for i, iid in enumerate(instance_ids):
