@@ -16,6 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from redis.asyncio import Redis
 
+from tests.cluster import RedisCluster
 from tests.integration.cli_helpers import (
     BYCONSOLE,
     K,
@@ -26,8 +27,10 @@ from tests.integration.cli_helpers import (
     run,
 )
 from tests.redis_server import RedisServer, free_port
+from worker_runtime.connection import create_redis
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.models import now_ms
+from worker_runtime.settings import RedisSettings, load
 
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -395,3 +398,33 @@ def test_python_dash_m_runs_the_same_cli(env: dict[str, str]) -> None:
 def test_result_helper_rejects_two_documents() -> None:
     with pytest.raises(json.JSONDecodeError):
         Result(0, "{}\n{}\n", "", 0.0).json()
+
+
+async def test_cluster_mode_from_the_environment(
+    redis_cluster: RedisCluster, tmp_path: Path
+) -> None:
+    settings = load(RedisSettings, cluster_host=redis_cluster.host, cluster_port=redis_cluster.port)
+    client = create_redis(settings)
+    keys = settings.keys
+    try:
+        for wid in ("c1", "c2"):
+            await client.sadd(keys.workers, wid)
+            lease = {"last_seen": now_ms(), "agent_types": ["chat"], "instance_id": "i-c"}
+            await client.set(keys.worker_online(wid), json.dumps(lease))
+        await client.sadd(keys.agent_types, "chat")
+    finally:
+        await client.aclose()
+    env = cli_env(
+        "redis://127.0.0.1:1/0",  # ignored for the endpoint in cluster mode
+        tmp_path,
+        REDIS_CLUSTER_HOST=redis_cluster.host,
+        REDIS_CLUSTER_PORT=str(redis_cluster.port),
+    )
+    result = run(["--snapshot", "--format", "json", "--min-online", "chat=2"], env)
+    assert result.code == 0, result.err
+    doc = result.json()
+    assert doc["redis"]["cluster"] and doc["redis"]["schema_version"] == "v2"
+    assert [w["worker_id"] for w in doc["workers"]] == ["c1", "c2"]
+    suspended = run(["worker", "suspend", "c1", "--json"], env)
+    assert suspended.code == 0, suspended.err
+    assert run(["worker", "list", "--json"], env).json()[0]["lifecycle"] == "suspended"
