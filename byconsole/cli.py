@@ -451,7 +451,7 @@ def _main(argv: list[str]) -> int:
 
         if args.demo:
             # Imported here: the console stack (Textual) is only loaded when needed.
-            from byconsole.demo import run_demo  # type: ignore[import-not-found, unused-ignore]
+            from byconsole.demo import run_demo
 
             return int(run_demo())
         if args.command is None and not args.snapshot:
@@ -506,7 +506,7 @@ def _run_tui(
     settings: RedisSettings, args: argparse.Namespace, read_only: bool, context: str | None
 ) -> int:
     try:
-        from byconsole.app import run_tui  # type: ignore[import-not-found, unused-ignore]
+        from byconsole.app import run_tui
     except ImportError as exc:
         _say(f"the console UI is unavailable: {exc}")
         return EXIT_ERROR

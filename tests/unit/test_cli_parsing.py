@@ -5,10 +5,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from byconsole.checks import Checks, parse_fail_on, parse_min_online
 from byconsole.cli import main
+from worker_runtime.settings import RedisSettings
 
 COMMANDS = [
     [],
@@ -74,7 +78,7 @@ def test_usage_errors_are_one_line_and_exit_2(
     args: list[str],
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-    tmp_path: object,
+    tmp_path: Path,
 ) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     assert main(args) == 2
@@ -85,7 +89,7 @@ def test_usage_errors_are_one_line_and_exit_2(
 
 
 def test_scale_bounds_are_a_usage_error(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: object
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # Rejected before any connection: the URL points nowhere.
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
@@ -102,3 +106,48 @@ def test_min_online_and_fail_on_parsing() -> None:
     with pytest.raises(ValueError, match="unknown state frozen"):
         parse_fail_on(["stale,frozen"])
     assert not Checks().any and Checks(max_depth=0).any
+
+
+def test_tui_branch_gets_the_resolved_settings(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import byconsole.app
+
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[contexts.prod]\nurl = "redis://:pw@prod:6380/0"\nread_only = true\n', encoding="utf-8"
+    )
+    calls: list[dict[str, Any]] = []
+
+    def fake_run_tui(settings: RedisSettings, **kwargs: Any) -> int:
+        calls.append({"endpoint": settings.endpoint, **kwargs})
+        return 0
+
+    monkeypatch.setattr(byconsole.app, "run_tui", fake_run_tui)
+    assert main(["--context", "prod", "--config", str(config), "--refresh", "0.5"]) == 0
+    assert calls == [
+        {
+            "endpoint": "redis://:***@prod:6380/0",
+            "refresh": 0.5,
+            "read_only": True,
+            "context": "prod",
+            "config_path": str(config),
+        }
+    ]
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert main(["--redis-url", "redis://h:1/0", "--read-only"]) == 0
+    assert calls[-1] == {
+        "endpoint": "redis://h:1/0",
+        "refresh": 2.0,
+        "read_only": True,
+        "context": None,
+        "config_path": None,
+    }
+
+
+def test_demo_branch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import byconsole.demo
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setattr(byconsole.demo, "run_demo", lambda: 7)
+    assert main(["--demo"]) == 7
