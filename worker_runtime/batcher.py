@@ -19,8 +19,8 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import RedisError
 
+from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.models import Execution, ExecutionState
 
@@ -168,7 +168,7 @@ class Batcher:
             pipe.hincrby(self.keys.type_stats, name, count)
         try:
             await pipe.execute(raise_on_error=False)
-        except RedisError as exc:
+        except LOOP_ERRORS as exc:
             # Keep the batch and try again: dropping it would strand hand-backs and acks.
             log.warning("batch write failed (%s); retrying", exc)
             self._failures += 1

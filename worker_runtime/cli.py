@@ -19,9 +19,7 @@ import logging
 import sys
 from typing import Any, NoReturn
 
-from redis.exceptions import RedisError
-
-from worker_runtime.connection import create_redis
+from worker_runtime.connection import REDIS_ERRORS, create_redis
 from worker_runtime.context import Handler
 from worker_runtime.instance import WorkerInstance
 from worker_runtime.producer import NoOnlineWorkerError, Producer
@@ -216,7 +214,7 @@ def run_safely(argv: list[str] | None = None) -> int:
     except (UsageError, ConfigError) as exc:
         print(f"{PROG}: {exc}" if not str(exc).startswith(PROG) else str(exc), file=sys.stderr)
         return 2
-    except (RedisError, OSError) as exc:
+    except REDIS_ERRORS as exc:
         endpoint = "Redis"
         print(f"{PROG}: cannot reach {endpoint}: {_one_line(exc)}", file=sys.stderr)
         return 2

@@ -12,11 +12,30 @@ from typing import Any, TypeAlias
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.exceptions import RedisClusterException, RedisError
 from redis.retry import Retry
 
 from worker_runtime.settings import RedisSettings
 
 AnyRedis: TypeAlias = "Redis | RedisCluster"
+
+REDIS_ERRORS: tuple[type[Exception], ...] = (RedisError, RedisClusterException, OSError)
+"""What a call raises while Redis, or a cluster node, is unreachable or failing over.
+
+``RedisClusterException`` is not a ``RedisError``: the cluster client raises it when no
+seed node answers, and (as ``SlotNotCoveredError``) while a failed primary's slots have
+no owner yet.
+"""
+
+LOOP_ERRORS: tuple[type[Exception], ...] = (*REDIS_ERRORS, AttributeError, TypeError)
+"""What a loop that must outlive an outage catches around its Redis calls.
+
+redis-py 8.1 may leak ``AttributeError``/``TypeError`` instead of ``ConnectionError``
+when a connection is closed under a command in flight (redis-py #4287). On a cluster
+that happens on every failover: an error in one coroutine makes the client drop the
+connections of every node, including those other coroutines are using. A leader
+election task died of it in a failover test; such errors must mean "retry", not "stop".
+"""
 
 # A BLOCK must stay well below the socket timeout (redis-py raises TimeoutError when a
 # blocking read outlives it); settings cap block_ms at 4 s.

@@ -21,10 +21,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.messages import KIND_COMMAND, decode_task
 from worker_runtime.replica import Replica
@@ -95,7 +94,7 @@ class Reader:
                 log.error("%s: read failed: %s", replica.worker_id, exc)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
-            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            except LOOP_ERRORS as exc:
                 log.warning("%s: Redis unavailable (%s); retrying", replica.worker_id, exc)
                 self._recover = True
                 await asyncio.sleep(backoff)

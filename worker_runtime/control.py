@@ -13,8 +13,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from redis.exceptions import RedisError
-
+from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.consumer import iter_reply
 from worker_runtime.messages import decode_command
 from worker_runtime.replica import Replica
@@ -38,7 +37,7 @@ async def control_loop(replica: Replica, publish: Callable[[Replica], Awaitable[
                 {stream: replica.ctrl_last_id}, count=100, block=ctx.settings.block_ms
             )
             backoff = 0.1
-        except RedisError as exc:
+        except LOOP_ERRORS as exc:
             log.warning("%s: control stream unavailable (%s)", replica.worker_id, exc)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 5.0)
@@ -53,5 +52,5 @@ async def control_loop(replica: Replica, publish: Callable[[Replica], Awaitable[
         if changed:
             try:
                 await publish(replica)
-            except RedisError as exc:
+            except LOOP_ERRORS as exc:
                 log.warning("%s: could not confirm command (%s)", replica.worker_id, exc)

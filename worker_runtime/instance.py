@@ -16,10 +16,9 @@ from collections.abc import Sequence
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import RedisError
 
 from worker_runtime.batcher import Batcher
-from worker_runtime.connection import create_redis, is_cluster
+from worker_runtime.connection import LOOP_ERRORS, create_redis, is_cluster
 from worker_runtime.consumer import Reader, ensure_group, iter_reply
 from worker_runtime.context import Handler, RuntimeContext
 from worker_runtime.control import control_loop
@@ -220,7 +219,7 @@ class WorkerInstance:
                 else:
                     await release(replica)
                 break
-            except RedisError as exc:
+            except LOOP_ERRORS as exc:
                 log.warning("%s: could not leave cleanly (%s); retrying", replica.worker_id, exc)
                 await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
         log.info("%s: %s", replica.worker_id, "drained" if draining else "evicted")
@@ -320,7 +319,7 @@ class WorkerInstance:
                             rescale = True
                 if rescale:
                     await self.reconcile()
-            except RedisError as exc:
+            except LOOP_ERRORS as exc:
                 log.warning("fleet stream unavailable (%s)", exc)
                 await asyncio.sleep(1.0)
 
@@ -340,7 +339,7 @@ class WorkerInstance:
                     streams = [ctx.keys.type_stream(t) for t in self.agent_types]
                     streams += [ctx.keys.worker_stream(r.worker_id) for r in live]
                     await trim_acknowledged(ctx, streams)
-            except RedisError as exc:
+            except LOOP_ERRORS as exc:
                 log.warning("heartbeat failed (%s); retrying", exc)
             except Exception:
                 log.exception("heartbeat error")
@@ -387,7 +386,7 @@ class WorkerInstance:
             pipe.zrem(ctx.keys.instances, self.instance_id)
             pipe.delete(ctx.keys.instance_online(self.instance_id))
             await pipe.execute()
-        except RedisError as exc:
+        except LOOP_ERRORS as exc:
             log.warning("could not deregister cleanly (%s); leases expire by themselves", exc)
 
     async def wait_stopped(self) -> None:

@@ -15,9 +15,8 @@ import asyncio
 import logging
 from typing import Any
 
-from redis.exceptions import RedisError
-
 from worker_runtime.audit import add_audit, audit_fields
+from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.context import RuntimeContext
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.models import now_ms
@@ -126,7 +125,7 @@ async def sweep_forever(ctx: RuntimeContext, interval: float) -> None:
             counts = await sweep(ctx)
             if any(counts.values()):
                 log.info("janitor removed %s", counts)
-        except RedisError as exc:
+        except LOOP_ERRORS as exc:
             log.warning("janitor: %s", exc)
         await asyncio.sleep(interval)
 

@@ -18,8 +18,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 
-from redis.exceptions import RedisError
-
+from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.context import RuntimeContext
 
 log = logging.getLogger(__name__)
@@ -116,7 +115,7 @@ class LeaderElection:
                 self._valid_until = sent + self.lease_ms / 1000 * 0.9
             else:
                 await self._depose("the lease was taken over")
-        except RedisError as exc:
+        except LOOP_ERRORS as exc:
             log.warning("leader election: Redis unavailable (%s)", exc)
         if self._value is not None and time.monotonic() >= self._valid_until:
             await self._depose("could not renew the lease in time")
@@ -126,5 +125,5 @@ class LeaderElection:
         log.warning("instance %s is no longer leader: %s", self.ctx.instance_id, why)
         await self.on_deposed()
         if value is not None and why == "stopping":
-            with contextlib.suppress(RedisError):
+            with contextlib.suppress(*LOOP_ERRORS):
                 await self.ctx.redis.eval(_RESIGN, 1, self.ctx.keys.leader_lock, value)

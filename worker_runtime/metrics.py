@@ -13,8 +13,7 @@ import asyncio
 import logging
 import time
 
-from redis.exceptions import RedisError
-
+from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.context import RuntimeContext
 from worker_runtime.fencing import add_history_point
 from worker_runtime.fleet import FleetReader
@@ -78,6 +77,6 @@ async def collect_forever(ctx: RuntimeContext, epoch: int) -> None:
                 )
                 if not written:
                     log.warning("metrics point rejected: epoch %d is no longer current", epoch)
-        except RedisError as exc:
+        except LOOP_ERRORS as exc:
             log.warning("metrics collector: %s", exc)
         await asyncio.sleep(max(0.0, interval - (time.monotonic() - started)))

@@ -20,8 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from redis.exceptions import RedisError
-
+from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.context import RuntimeContext
 from worker_runtime.fencing import claim_period
 from worker_runtime.producer import Producer
@@ -94,7 +93,7 @@ async def schedule_forever(ctx: RuntimeContext, epoch: int, tasks: list[Periodic
                     payload = {**task.payload(), "period": period, "scheduled": task.name}
                     await producer.submit(task.agent_type, payload)
                     log.info("scheduled %s (period %d)", task.name, period)
-            except RedisError as exc:
+            except LOOP_ERRORS as exc:
                 log.warning("scheduler: %s", exc)
             except Exception:
                 log.exception("scheduler: payload of %s failed", task.name)

@@ -12,8 +12,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
-from redis.exceptions import RedisError
-
+from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.context import RuntimeContext
 from worker_runtime.fencing import raise_fences
 from worker_runtime.janitor import sweep_forever
@@ -73,7 +72,7 @@ class Singletons:
     async def _elected(self, epoch: int) -> None:
         try:
             await raise_fences(self.ctx.redis, self.ctx.keys, epoch)
-        except RedisError as exc:
+        except LOOP_ERRORS as exc:
             log.warning("could not raise fences (%s); writes will raise them", exc)
         settings = self.ctx.settings
         modules: dict[str, Coroutine[Any, Any, None]] = {
