@@ -35,6 +35,8 @@ from worker_runtime.admin import MAX_SCALE
 from worker_runtime.settings import ConfigError, RedisSettings
 from worker_runtime.snapshot import FleetSnapshot, WorkerDetail
 
+_HERE = Path(__file__).parent
+
 BACKOFF_CAP = 10.0
 """Longest wait between two attempts while Redis is down (seconds)."""
 
@@ -57,7 +59,8 @@ class ConsoleApp(App[int]):
         clock: monotonic seconds (tests freeze it for stable screenshots).
     """
 
-    CSS_PATH = ["app.tcss", "views/views.tcss"]
+    # Absolute, so subclasses defined elsewhere (tests, embedding tools) keep the styles.
+    CSS_PATH = [_HERE / "app.tcss", _HERE / "views" / "views.tcss"]
     TITLE = "byconsole"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
 

@@ -195,8 +195,9 @@ class MonitorScreen(Screen[None]):
             return
         self.tabs.active = view
         tables = self.query_one(f"#{view}-view").query(KeyedTable)
-        if tables:
-            tables.first().focus()
+        # set_focus, not focus(): focus() is deferred, and would land after whatever
+        # the next key (already queued) focuses, e.g. the filter input.
+        self.set_focus(tables.first() if tables else None)
         self.refresh_bindings()
 
     @on(TabbedContent.TabActivated)
@@ -205,7 +206,7 @@ class MonitorScreen(Screen[None]):
 
     def action_filter(self) -> None:
         """Open the workers filter."""
-        self.action_show_view("workers")
+        self.tabs.active = "workers"
         self.workers_view.open_filter()
 
     def action_help(self) -> None:

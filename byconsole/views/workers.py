@@ -34,9 +34,9 @@ MARK = "●"
 COLUMNS: tuple[Column, ...] = (
     Column("mark", " ", 1),
     Column("id", "worker"),
-    Column("lifecycle", "lifecycle"),
-    Column("status", "status"),
-    Column("cmd", "cmd"),
+    Column("lifecycle", "lifecycle", 9),
+    Column("status", "status", 7),
+    Column("cmd", "cmd", 7),
     Column("jobs", "jobs"),
     Column("seen", "seen"),
     Column("instance", "instance"),
@@ -328,14 +328,16 @@ class WorkersView(Vertical):
         filter_input = self.query_one("#filter", Input)
         filter_input.add_class("-open")
         filter_input.value = self.filter_text
-        filter_input.focus()
+        # Synchronously, not focus(): keys typed right after '/' (already queued) must
+        # land in the input, never on the table, where 'r' or 's' are actions.
+        self.screen.set_focus(filter_input)
 
     @on(Input.Submitted, "#filter")
     def _apply_filter(self, event: Input.Submitted) -> None:
         event.stop()
         self.filter_text = event.value.strip()
         event.input.set_class(bool(self.filter_text), "-open")
-        self.table.focus()
+        self.screen.set_focus(self.table)
 
     def action_clear_filter(self) -> None:
         """Escape: drop the filter and go back to the table."""
@@ -343,7 +345,7 @@ class WorkersView(Vertical):
         filter_input.value = ""
         filter_input.remove_class("-open")
         self.filter_text = ""
-        self.table.focus()
+        self.screen.set_focus(self.table)
 
     def watch_filter_text(self) -> None:
         """Re-filter the last snapshot."""

@@ -165,7 +165,9 @@ class KeyedTable(DataTable[Text]):
                 for i, (column, cell) in enumerate(zip(self._columns, row, strict=False)):
                     sig = signature(cell)
                     if sig != shadow[i]:
-                        self.update_cell(key, column.key, KeyText.of(key, cell) if i == 0 else cell)
+                        value = KeyText.of(key, cell) if i == 0 else cell
+                        # update_width: a column sized for "-" must grow for "applied".
+                        self.update_cell(key, column.key, value, update_width=True)
                         shadow[i] = sig
                         updated += 1
             missing = [key for key in rank if key not in self._shadow]

@@ -1,0 +1,209 @@
+"""``byconsole --demo``: a small live fleet on a throwaway Redis, and the console on it.
+
+What it starts, all in this process except the Redis server:
+
+* a temporary ``redis-server`` on a free port (fakeredis's TCP server when no
+  ``redis-server`` is installed);
+* two instances of real ``worker_runtime`` workers: ``demo-a`` (chat + embed, role
+  ``all``) and ``demo-b`` (chat + report, role ``consumer``), two replicas each;
+* a producer submitting chat, embed and report tasks at an uneven rate;
+* one worker suspended and one denied for a type, so every colour shows up.
+
+Quitting the console (``q``) stops the producer, the workers (gracefully) and the
+server; nothing is left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from worker_runtime.admin import WorkerManager
+from worker_runtime.connection import create_redis
+from worker_runtime.embedded import RedisServer, free_port
+from worker_runtime.instance import WorkerInstance
+from worker_runtime.models import Task
+from worker_runtime.producer import Producer
+from worker_runtime.settings import RedisSettings, WorkerSettings
+
+TYPES = ("chat", "embed", "report")
+
+
+async def demo_handler(task: Task) -> dict[str, Any]:
+    """Pretend to work for a while; fail now and then."""
+    await asyncio.sleep(random.uniform(0.05, 0.6))
+    if random.random() < 0.03:
+        raise RuntimeError("demo failure")
+    return {"ok": True, "type": task.agent_type}
+
+
+class _FakeServer:
+    """fakeredis's TCP server in a thread, for machines without ``redis-server``."""
+
+    def __init__(self) -> None:
+        from fakeredis import TcpFakeServer
+
+        self.port = free_port()
+        self.server = TcpFakeServer(("127.0.0.1", self.port))
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> _FakeServer:
+        self.thread.start()
+        return self
+
+    def cleanup(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@dataclass
+class DemoFleet:
+    """The demo's Redis, workers and producer; an async context manager.
+
+    Attributes:
+        heartbeat: seconds between worker heartbeats (short, so changes show fast).
+        log_path: where the workers' log goes (never the terminal the console owns).
+    """
+
+    heartbeat: float = 1.0
+    log_path: Path = field(
+        default_factory=lambda: Path(tempfile.gettempdir()) / "byconsole-demo.log"
+    )
+    settings: RedisSettings | None = None
+    instances: list[WorkerInstance] = field(default_factory=list)
+    suspended: str | None = None
+    denied: tuple[str, str] | None = None
+    _server: RedisServer | _FakeServer | None = None
+    _producer: asyncio.Task[None] | None = None
+    _log_handler: logging.Handler | None = None
+
+    async def __aenter__(self) -> DemoFleet:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Start Redis, the two instances, the producer, then set the demo states."""
+        self._quiet_logs()
+        server: RedisServer | _FakeServer
+        server = RedisServer().start() if shutil.which("redis-server") else _FakeServer().start()
+        self._server = server
+        self.settings = RedisSettings(url=server.url)
+        common = {
+            "heartbeat_interval": self.heartbeat,
+            "lease_ttl": self.heartbeat * 4,
+            "metrics_interval": 2.0,
+            "block_ms": 500,
+            "grace_period": 2.0,
+            "app_version": "demo-1.0",
+        }
+        layout = (("demo-a", ("chat", "embed"), "all"), ("demo-b", ("chat", "report"), "consumer"))
+        for instance_id, types, role in layout:
+            instance = WorkerInstance(
+                demo_handler,
+                types,
+                replicas=2,
+                settings=WorkerSettings(instance_id=instance_id, role=role, **common),  # type: ignore[arg-type]
+                redis_settings=self.settings,
+            )
+            await instance.start()
+            self.instances.append(instance)
+        client = create_redis(self.settings)
+        manager = WorkerManager(client, self.settings.keys, operator="demo@byconsole")
+        a_workers, b_workers = (sorted(i.worker_ids) for i in self.instances)
+        if b_workers:
+            self.suspended = b_workers[-1]
+            await manager.suspend_worker(self.suspended, reason="demo: suspended for a look")
+        if a_workers:
+            self.denied = ("embed", a_workers[-1])
+            await manager.deny_worker_for_type("embed", a_workers[-1], reason="demo: denied")
+        self._producer = asyncio.create_task(self._produce(Producer(client, self.settings.keys)))
+
+    async def _produce(self, producer: Producer) -> None:
+        """Uneven traffic: bursts of chat, steady embed, occasional reports."""
+        tick = 0
+        try:
+            while True:
+                tick += 1
+                burst = 6 if tick % 20 < 5 else 2
+                for _ in range(random.randint(1, burst)):
+                    await producer.submit("chat", {"n": tick})
+                await producer.submit("embed", {"n": tick})
+                if tick % 4 == 0:
+                    await producer.submit("report", {"n": tick})
+                await asyncio.sleep(0.25)
+        finally:
+            with contextlib.suppress(Exception):
+                await producer.redis.aclose()
+
+    async def stop(self) -> None:
+        """Stop the producer, the workers (gracefully) and Redis."""
+        if self._producer is not None:
+            self._producer.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._producer
+            self._producer = None
+        for instance in self.instances:
+            with contextlib.suppress(Exception):
+                await instance.stop(grace=2.0)
+        self.instances.clear()
+        if self._server is not None:
+            self._server.cleanup()
+            self._server = None
+        if self._log_handler is not None:
+            logging.getLogger("worker_runtime").removeHandler(self._log_handler)
+            self._log_handler.close()
+            self._log_handler = None
+
+    def _quiet_logs(self) -> None:
+        # The console owns the terminal: worker logs go to a file.
+        handler = logging.FileHandler(self.log_path)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        runtime_log = logging.getLogger("worker_runtime")
+        runtime_log.addHandler(handler)
+        runtime_log.setLevel(logging.INFO)
+        runtime_log.propagate = False
+        self._log_handler = handler
+
+
+async def _run() -> int:
+    from byconsole.app import ConsoleApp
+    from byconsole.backend import RedisBackend
+
+    async with DemoFleet() as fleet:
+        assert fleet.settings is not None
+        app = ConsoleApp(RedisBackend(fleet.settings), refresh=1.0)
+        await app.run_async()
+    print(f"demo stopped; worker log: {fleet.log_path}")
+    return app.return_code or 0
+
+
+def run_demo() -> int:
+    """Run the demo until the operator quits; returns the exit code."""
+    try:
+        return asyncio.run(_run())
+    except KeyboardInterrupt:
+        return 130
+    except RuntimeError as exc:  # e.g. no redis-server and no fakeredis
+        print(f"byconsole --demo: {exc}")
+        return 2

@@ -1,0 +1,1 @@
+"""End-to-end tests: the real CLI in a real terminal."""
