@@ -19,6 +19,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from worker_runtime.audit import add_audit, audit_fields, default_operator
+from worker_runtime.connection import default_keys
 from worker_runtime.keys import Keys
 from worker_runtime.messages import CONTROL_STREAM_MAXLEN, encode_command
 from worker_runtime.models import (
@@ -83,7 +84,8 @@ class WorkerManager:
     Args:
         redis: a client created by :func:`worker_runtime.connection.create_redis`
             (``decode_responses=True``).
-        keys: the key factory of the deployment.
+        keys: the key factory of the deployment (default: v2 for a cluster client,
+            else v1).
         operator: who is acting (``user@host`` by default); written to the audit stream.
     """
 
@@ -91,7 +93,7 @@ class WorkerManager:
         self, redis: Redis | RedisCluster, keys: Keys | None = None, operator: str | None = None
     ) -> None:
         self.redis = redis
-        self.keys = keys or Keys()
+        self.keys = keys or default_keys(redis)
         self.operator = operator or default_operator()
 
     # -- lifecycle -------------------------------------------------------------------

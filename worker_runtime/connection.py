@@ -15,6 +15,7 @@ from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import RedisClusterException, RedisError
 from redis.retry import Retry
 
+from worker_runtime.keys import Keys
 from worker_runtime.settings import RedisSettings
 
 AnyRedis: TypeAlias = "Redis | RedisCluster"
@@ -101,3 +102,12 @@ def _tls_options(settings: RedisSettings) -> dict[str, Any]:
 def is_cluster(client: Redis | RedisCluster) -> bool:
     """True for a cluster client."""
     return isinstance(client, RedisCluster)
+
+
+def default_keys(client: Redis | RedisCluster) -> Keys:
+    """The key factory to use when a caller passes none: v2 on a cluster, else v1.
+
+    v1 keys of one worker span slots, so a cluster client always means v2 (as
+    ``REDIS_CLUSTER_HOST`` does); v2 on a single Redis must be asked for explicitly.
+    """
+    return Keys("v2") if is_cluster(client) else Keys()

@@ -8,6 +8,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
+from worker_runtime.connection import default_keys
 from worker_runtime.keys import Keys
 from worker_runtime.messages import encode_task
 from worker_runtime.models import Lease, Lifecycle, Status, Task, now_ms
@@ -22,12 +23,13 @@ class Producer:
 
     Args:
         redis: the client.
-        keys: the key factory of the deployment.
+        keys: the key factory of the deployment (default: v2 for a cluster client,
+            else v1).
     """
 
     def __init__(self, redis: Redis | RedisCluster, keys: Keys | None = None) -> None:
         self.redis = redis
-        self.keys = keys or Keys()
+        self.keys = keys or default_keys(redis)
 
     async def submit(
         self,
