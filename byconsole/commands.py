@@ -124,7 +124,7 @@ async def run_snapshot(session: Session, args: argparse.Namespace, checks: chk.C
     elif args.format == "prom":
         sys.stdout.write(render_prom(scoped, list(scoped.workers), list(scoped.types)))
     else:
-        emit(session.out, snapshot_view(scoped, list(scoped.workers), list(scoped.types)))
+        emit(session.out, snapshot_view(scoped))
     code = 0
     if agent_type is not None and not scoped.types and not scoped.workers:
         fail(session, f"unknown agent type: {safe_text(agent_type)}")

@@ -231,18 +231,9 @@ def counts_line(workers: Iterable[WorkerView]) -> Text:
     return line
 
 
-def snapshot_view(
-    snapshot: FleetSnapshot, workers: list[WorkerView], types: list[TypeView]
-) -> RenderableType:
-    """The whole ``--snapshot`` table output."""
+def snapshot_view(snapshot: FleetSnapshot) -> RenderableType:
+    """The whole ``--snapshot`` table output (already scoped to ``--type``)."""
     now = snapshot.generated_at
-    instance_ids = {w.instance_id for w in workers}
-    scoped_types = {t.name for t in types}
-    instances = [
-        i
-        for i in snapshot.instances
-        if i.instance_id in instance_ids or set(i.replicas) & scoped_types or not workers
-    ]
     header = Text("Redis ")
     header.append(safe_text(snapshot.redis.endpoint), style="bold")
     header.append(f" · schema {snapshot.redis.schema_version} · read {timestamp(now)} UTC")
@@ -254,9 +245,10 @@ def snapshot_view(
     else:
         leader.append("none", style="yellow")
     parts: list[RenderableType] = [header, leader, Text("")]
+    workers = snapshot.workers
     parts += [workers_table(workers, now, "Workers"), counts_line(workers), Text("")]
-    parts += [types_table(types), Text("")]
-    parts += [instances_table(instances, now)]
+    parts += [types_table(snapshot.types), Text("")]
+    parts += [instances_table(snapshot.instances, now)]
     return Group(*parts)
 
 
