@@ -141,7 +141,8 @@ class Keys:
 
     def dead_letter_stream(self, agent_type: str) -> str:
         """Stream of entries that exhausted their deliveries (poison tasks)."""
-        return f"{self._root}:ctrl:agent_type:{agent_type}:dead"
+        # Not under ctrl:agent_type: a type named "chat:dead" must not collide with it.
+        return f"{self._root}:dead_letter:agent_type:{agent_type}"
 
     def worker_stream(self, worker_id: str) -> str:
         """Stream of direct tasks and control commands for one worker."""

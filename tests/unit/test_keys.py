@@ -86,7 +86,7 @@ def test_project_keys_stay_in_the_namespace() -> None:
     assert len(set(added)) == len(added)
     assert V1.instance_online("host:1") == "byai_gateway:registry:instance:online:host:1"
     assert V1.scale_overrides("chat") == "byai_gateway:scale:overrides:chat"
-    assert V1.dead_letter_stream("chat") == "byai_gateway:ctrl:agent_type:chat:dead"
+    assert V1.dead_letter_stream("chat") == "byai_gateway:dead_letter:agent_type:chat"
 
 
 # -- v2: prefix + hash tag around the entity id ------------------------------------------
