@@ -12,9 +12,13 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster as ClusterClient
 
+from tests.backends import BACKENDS, Backend
 from tests.cluster import RedisCluster
 from tests.redis_server import RedisServer
+from worker_runtime.connection import create_redis
+from worker_runtime.settings import RedisSettings
 
 
 @pytest.fixture(autouse=True)
@@ -94,3 +98,28 @@ def cluster_env(request: pytest.FixtureRequest) -> dict[str, str]:
     Also flushes the cluster when a parametrized fixture pulls this in dynamically.
     """
     return _fresh_cluster(request, "redis_cluster").env
+
+
+@pytest.fixture(params=BACKENDS)
+async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
+    """The same test on a single redis-server (v1 keys) and on ``redis_cluster`` (v2).
+
+    Either one is empty when the test starts.
+    """
+    if request.param == "single":
+        url = request.getfixturevalue("redis_url")
+        settings = RedisSettings(url=url)
+        env: dict[str, str] = {}
+    else:
+        cluster = _fresh_cluster(request, "redis_cluster")
+        url = f"redis://{cluster.host}:{cluster.port}/0"
+        settings = RedisSettings(url=url, cluster_host=cluster.host, cluster_port=cluster.port)
+        env = cluster.env
+    client = create_redis(settings)
+    if isinstance(client, ClusterClient):
+        # redis-py 8.1 queues MULTI commands through asyncio.run() in a thread: on a client
+        # that has not yet connected, that thread's loop would own the connections. The
+        # product never uses MULTI on a cluster; a test that does must find it connected.
+        await client.initialize()
+    yield Backend(request.param, client, settings, url, env)
+    await client.aclose()

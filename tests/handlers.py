@@ -7,19 +7,23 @@ import os
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 
+from worker_runtime.connection import create_redis
 from worker_runtime.models import Task
+from worker_runtime.settings import RedisSettings
 
 DONE_LIST = "test:done"
 STARTED_LIST = "test:started"
 
-_client: Redis | None = None
+_client: Redis | RedisCluster | None = None
 
 
-def _redis() -> Redis:
+def _redis() -> Redis | RedisCluster:
     global _client
     if _client is None:
-        _client = Redis.from_url(os.environ["BYAI_REDIS_URL"], decode_responses=True)
+        # The worker's own settings: REDIS_CLUSTER_HOST makes this a cluster client.
+        _client = create_redis(RedisSettings())
     return _client
 
 
@@ -42,3 +46,27 @@ async def record(task: Task) -> dict[str, Any]:
         raise RuntimeError("asked to fail")
     await r.rpush(DONE_LIST, task.task_id)
     return {"ok": True, "task_id": task.task_id}
+
+
+async def journal(task: Task) -> dict[str, Any]:
+    """Like :func:`record`, but appends ``started ID`` / ``done ID`` lines to a local file.
+
+    The file (``$TEST_JOURNAL``) lives outside Redis, so a failover test counts
+    executions even when the node that would hold ``test:done`` is the one it stops.
+    """
+    path = os.environ["TEST_JOURNAL"]
+    _append(path, f"started {task.task_id}\n")
+    delay = float(task.payload.get("sleep", 0))
+    if delay:
+        await asyncio.sleep(delay)
+    _append(path, f"done {task.task_id}\n")
+    return {"ok": True, "task_id": task.task_id}
+
+
+def _append(path: str, line: str) -> None:
+    # One write() of one short line with O_APPEND: lines never interleave.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)

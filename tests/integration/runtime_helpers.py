@@ -51,21 +51,21 @@ async def eventually(
 
 
 def make_instance(
-    url: str,
+    url: str | RedisSettings,
     handler: Handler,
     types: list[str],
     instance_id: str,
     replicas: int = 1,
     **overrides: Any,
 ) -> WorkerInstance:
-    """An in-process instance with fast test timings."""
+    """An in-process instance with fast test timings (``url``: a single Redis, or settings)."""
     settings = WorkerSettings(instance_id=instance_id, **{**FAST, **overrides})
     return WorkerInstance(
         handler,
         types,
         replicas=replicas,
         settings=settings,
-        redis_settings=RedisSettings(url=url),
+        redis_settings=url if isinstance(url, RedisSettings) else RedisSettings(url=url),
     )
 
 

@@ -1,4 +1,4 @@
-"""Lifecycle commands on live in-process workers, against a real redis-server."""
+"""Lifecycle commands on live in-process workers, on a real redis-server and a real cluster."""
 
 from __future__ import annotations
 
@@ -7,17 +7,15 @@ from collections import Counter
 from collections.abc import AsyncIterator
 
 import pytest
-from redis.asyncio import Redis
 
+from tests.backends import Backend
 from tests.integration.runtime_helpers import eventually, make_instance
 from worker_runtime.admin import WorkerManager
 from worker_runtime.instance import WorkerInstance
-from worker_runtime.keys import Keys
 from worker_runtime.messages import CONTROL_STREAM_MAXLEN, encode_command
 from worker_runtime.models import Command, CommandAction, Lease, Lifecycle, Task, now_ms
 from worker_runtime.producer import Producer
-
-KEYS = Keys()
+from worker_runtime.tasks import cancel_and_wait
 
 
 class Recorder:
@@ -51,47 +49,51 @@ async def start(instances: list[WorkerInstance], inst: WorkerInstance) -> Worker
     return inst
 
 
-async def lease_of(redis: Redis, worker_id: str) -> Lease | None:
-    raw = await redis.get(KEYS.worker_online(worker_id))
+async def lease_of(backend: Backend, worker_id: str) -> Lease | None:
+    raw = await backend.redis.get(backend.keys.worker_online(worker_id))
     return None if raw is None else Lease.parse(raw)
 
 
 async def test_suspend_applied_through_push_within_one_second(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     # A heartbeat far longer than the deadline proves the push channel did it.
     rec = Recorder()
     await start(
         instances,
-        make_instance(redis_url, rec, ["chat"], "p1", heartbeat_interval=30, lease_ttl=60),
+        make_instance(backend.settings, rec, ["chat"], "p1", heartbeat_interval=30, lease_ttl=60),
     )
     mgr = WorkerManager(redis)
     result = await mgr.suspend_worker("p1-r0", reason="maintenance")
     latency = await mgr.wait_applied(result, timeout=1.0)
     assert latency is not None and latency < 1.0
-    lease = await lease_of(redis, "p1-r0")
+    lease = await lease_of(backend, "p1-r0")
     assert lease is not None and lease.lifecycle == "suspended"
     assert lease.admin_applied_at == result.updated_at
-    assert not await redis.sismember(KEYS.type_workers("chat"), "p1-r0")
+    assert not await redis.sismember(keys.type_workers("chat"), "p1-r0")
 
 
 async def test_pull_channel_applies_when_push_entry_is_lost(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     rec = Recorder()
-    await start(instances, make_instance(redis_url, rec, ["chat"], "p2", heartbeat_interval=0.5))
+    await start(
+        instances, make_instance(backend.settings, rec, ["chat"], "p2", heartbeat_interval=0.5)
+    )
     ts = now_ms()
     command = Command(action=CommandAction.LIFECYCLE, lifecycle=Lifecycle.SUSPENDED, updated_at=ts)
     # In one MULTI: the admin hash is written and the push entry added then deleted, so the
     # blocked control loop is woken with nothing to read: only the pull channel can apply it.
     pipe = redis.pipeline(transaction=True)
-    pipe.hset(KEYS.worker_admin("p2-r0"), mapping={"lifecycle": "suspended", "updated_at": ts})
-    pipe.xadd(KEYS.worker_stream("p2-r0"), encode_command(command), maxlen=CONTROL_STREAM_MAXLEN)  # type: ignore[arg-type]
+    pipe.hset(keys.worker_admin("p2-r0"), mapping={"lifecycle": "suspended", "updated_at": ts})
+    pipe.xadd(keys.worker_stream("p2-r0"), encode_command(command), maxlen=CONTROL_STREAM_MAXLEN)  # type: ignore[arg-type]
     res = await pipe.execute()
-    await redis.xdel(KEYS.worker_stream("p2-r0"), res[1])
+    await redis.xdel(keys.worker_stream("p2-r0"), res[1])
 
     async def applied() -> bool:
-        lease = await lease_of(redis, "p2-r0")
+        lease = await lease_of(backend, "p2-r0")
         return lease is not None and lease.lifecycle == "suspended"
 
     loop = asyncio.get_running_loop()
@@ -102,10 +104,11 @@ async def test_pull_channel_applies_when_push_entry_is_lost(
 
 
 async def test_suspended_takes_nothing_and_resume_restores(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis = backend.redis
     rec = Recorder()
-    await start(instances, make_instance(redis_url, rec, ["chat"], "p3"))
+    await start(instances, make_instance(backend.settings, rec, ["chat"], "p3"))
     mgr = WorkerManager(redis)
     await mgr.wait_applied(await mgr.suspend_worker("p3-r0"), timeout=2)
     producer = Producer(redis)
@@ -118,36 +121,38 @@ async def test_suspended_takes_nothing_and_resume_restores(
 
 
 async def test_evict_removes_lease_and_routing(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     rec = Recorder()
     inst = await start(
-        instances, make_instance(redis_url, rec, ["chat", "embed"], "p4", replicas=2)
+        instances, make_instance(backend.settings, rec, ["chat", "embed"], "p4", replicas=2)
     )
-    assert await redis.sismember(KEYS.type_workers("chat"), "p4-r1")
+    assert await redis.sismember(keys.type_workers("chat"), "p4-r1")
     mgr = WorkerManager(redis)
     result = await mgr.evict_worker("p4-r1", reason="bad node")
     assert await mgr.wait_applied(result, timeout=2) is not None
     await eventually(lambda: _async("p4-r1" not in inst.worker_ids))
     await asyncio.sleep(0.8)  # heartbeats must not bring the lease back
-    assert await redis.get(KEYS.worker_online("p4-r1")) is None
+    assert await redis.get(keys.worker_online("p4-r1")) is None
     for t in ("chat", "embed"):
-        assert not await redis.sismember(KEYS.type_workers(t), "p4-r1")
-        assert await redis.sismember(KEYS.type_workers(t), "p4-r0")
+        assert not await redis.sismember(keys.type_workers(t), "p4-r1")
+        assert await redis.sismember(keys.type_workers(t), "p4-r0")
     # Still known, so the console shows it as offline/evicted.
-    assert await redis.sismember(KEYS.workers, "p4-r1")
+    assert await redis.sismember(keys.workers, "p4-r1")
 
 
 async def test_deny_stops_one_type_only_and_allow_restores(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis = backend.redis
     rec = Recorder()
-    await start(instances, make_instance(redis_url, rec, ["chat", "embed"], "p5"))
+    await start(instances, make_instance(backend.settings, rec, ["chat", "embed"], "p5"))
     mgr = WorkerManager(redis)
     await mgr.deny_worker_for_type("chat", "p5-r0", reason="canary")
 
     async def denied_in_lease() -> bool:
-        lease = await lease_of(redis, "p5-r0")
+        lease = await lease_of(backend, "p5-r0")
         return lease is not None and lease.denied_types == ["chat"]
 
     await eventually(denied_in_lease, timeout=1.0)
@@ -163,183 +168,198 @@ async def test_deny_stops_one_type_only_and_allow_restores(
 
 
 async def test_deny_through_pull_only_within_one_heartbeat(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     rec = Recorder()
     await start(
-        instances, make_instance(redis_url, rec, ["chat", "embed"], "p6", heartbeat_interval=0.5)
+        instances,
+        make_instance(backend.settings, rec, ["chat", "embed"], "p6", heartbeat_interval=0.5),
     )
-    await redis.sadd(KEYS.type_denied("embed"), "p6-r0")  # no push command at all
+    await redis.sadd(keys.type_denied("embed"), "p6-r0")  # no push command at all
     loop = asyncio.get_running_loop()
     t0 = loop.time()
 
     async def denied() -> bool:
-        lease = await lease_of(redis, "p6-r0")
+        lease = await lease_of(backend, "p6-r0")
         return lease is not None and lease.denied_types == ["embed"]
 
     await eventually(denied, timeout=3.0)
     assert loop.time() - t0 < 1.0
-    assert not await redis.sismember(KEYS.type_workers("embed"), "p6-r0")
-    assert await redis.sismember(KEYS.type_workers("chat"), "p6-r0")
+    assert not await redis.sismember(keys.type_workers("embed"), "p6-r0")
+    assert await redis.sismember(keys.type_workers("chat"), "p6-r0")
 
 
 async def test_worker_starts_suspended_when_admin_says_so(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     await redis.hset(
-        KEYS.worker_admin("p7-r0"),
+        keys.worker_admin("p7-r0"),
         mapping={"lifecycle": "suspended", "reason": "kept down", "updated_at": now_ms()},
     )
     producer = Producer(redis)
     task_id = await producer.submit("chat", {})
     rec = Recorder()
-    await start(instances, make_instance(redis_url, rec, ["chat"], "p7"))
-    lease = await lease_of(redis, "p7-r0")
+    await start(instances, make_instance(backend.settings, rec, ["chat"], "p7"))
+    lease = await lease_of(backend, "p7-r0")
     assert lease is not None and lease.lifecycle == "suspended"
-    assert not await redis.sismember(KEYS.type_workers("chat"), "p7-r0")
+    assert not await redis.sismember(keys.type_workers("chat"), "p7-r0")
     await asyncio.sleep(0.8)
     assert rec.started[task_id] == 0
 
 
 async def test_evicted_worker_does_not_start(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     await redis.hset(
-        KEYS.worker_admin("p8-r0"), mapping={"lifecycle": "evicted", "updated_at": now_ms()}
+        keys.worker_admin("p8-r0"), mapping={"lifecycle": "evicted", "updated_at": now_ms()}
     )
-    inst = await start(instances, make_instance(redis_url, Recorder(), ["chat"], "p8"))
+    inst = await start(instances, make_instance(backend.settings, Recorder(), ["chat"], "p8"))
     assert inst.worker_ids == []
-    assert await redis.get(KEYS.worker_online("p8-r0")) is None
+    assert await redis.get(keys.worker_online("p8-r0")) is None
 
 
 async def test_force_evict_cancels_and_another_worker_completes(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     rec = Recorder()
-    await start(instances, make_instance(redis_url, rec, ["chat"], "fa"))
+    await start(instances, make_instance(backend.settings, rec, ["chat"], "fa"))
     producer = Producer(redis)
     task_id = await producer.submit("chat", {"sleep": 30})
     await eventually(lambda: _async(rec.started[task_id] == 1))
-    await start(instances, make_instance(redis_url, rec, ["chat"], "fb"))
+    await start(instances, make_instance(backend.settings, rec, ["chat"], "fb"))
     mgr = WorkerManager(redis)
     await mgr.evict_worker("fa-r0", force=True, reason="stuck")
     # The cancelled entry stays pending; fb reclaims it once fa's lease is gone and it is
     # idle past the claim timeout. Make the re-run quick.
     await eventually(lambda: _async(rec.started[task_id] == 2), timeout=10)
     assert rec.done[task_id] == 0  # the reclaimed run is still sleeping 30 s
-    history = await redis.hvals(KEYS.worker_history_snapshots("fa-r0"))
+    history = await redis.hvals(keys.worker_history_snapshots("fa-r0"))
     assert any('"cancelled"' in h for h in history)
 
 
 async def test_reclaim_completes_cancelled_task(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis = backend.redis
     rec = Recorder()
-    await start(instances, make_instance(redis_url, rec, ["chat"], "ga"))
+    await start(instances, make_instance(backend.settings, rec, ["chat"], "ga"))
     producer = Producer(redis)
     # 1.2 s is long enough to be running when evicted, short enough to complete the re-run.
     task_id = await producer.submit("chat", {"sleep": 1.2})
     await eventually(lambda: _async(rec.started[task_id] == 1))
-    await start(instances, make_instance(redis_url, rec, ["chat"], "gb"))
+    await start(instances, make_instance(backend.settings, rec, ["chat"], "gb"))
     await WorkerManager(redis).evict_worker("ga-r0", force=True)
     await eventually(lambda: _async(rec.done[task_id] == 1), timeout=10)
     assert rec.started[task_id] == 2
 
 
 async def test_long_task_on_live_worker_is_not_stolen(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis = backend.redis
     rec = Recorder()
-    await start(instances, make_instance(redis_url, rec, ["chat"], "la"))
+    await start(instances, make_instance(backend.settings, rec, ["chat"], "la"))
     producer = Producer(redis)
     task_id = await producer.submit("chat", {"sleep": 2.5})
     await eventually(lambda: _async(rec.started[task_id] == 1))
     # lb polls for idle entries every 0.3 s with a 0.6 s claim timeout for 2.5 s.
-    await start(instances, make_instance(redis_url, rec, ["chat"], "lb"))
+    await start(instances, make_instance(backend.settings, rec, ["chat"], "lb"))
     await eventually(lambda: _async(rec.done[task_id] == 1), timeout=6)
     assert rec.started[task_id] == 1
 
 
 async def test_failures_retry_then_dead_letter(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     rec = Recorder()
-    await start(instances, make_instance(redis_url, rec, ["chat"], "dl", max_deliveries=3))
+    await start(instances, make_instance(backend.settings, rec, ["chat"], "dl", max_deliveries=3))
     task_id = await Producer(redis).submit("chat", {"fail": True})
-    await eventually(lambda: redis.xlen(KEYS.dead_letter_stream("chat")))
+    await eventually(lambda: redis.xlen(keys.dead_letter_stream("chat")))
     assert rec.started[task_id] == 3
-    (entry,) = await redis.xrange(KEYS.dead_letter_stream("chat"))
+    (entry,) = await redis.xrange(keys.dead_letter_stream("chat"))
     assert "asked to fail" in entry[1]["error"]
 
     async def failed_in_lease() -> bool:
-        lease = await lease_of(redis, "dl-r0")
+        lease = await lease_of(backend, "dl-r0")
         return lease is not None and lease.failed == 3
 
     await eventually(failed_in_lease, timeout=3)
 
 
 async def test_malformed_entries_are_dead_lettered_not_fatal(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     rec = Recorder()
-    await start(instances, make_instance(redis_url, rec, ["chat"], "mf"))
-    await redis.xadd(KEYS.type_stream("chat"), {"kind": "task", "data": "{not json"})
-    await redis.xadd(KEYS.type_stream("chat"), {"garbage": "\x1b[31m"})
+    await start(instances, make_instance(backend.settings, rec, ["chat"], "mf"))
+    await redis.xadd(keys.type_stream("chat"), {"kind": "task", "data": "{not json"})
+    await redis.xadd(keys.type_stream("chat"), {"garbage": "\x1b[31m"})
     good = await Producer(redis).submit("chat", {})
     await eventually(lambda: _async(rec.done[good] == 1))
-    await eventually(lambda: _async_eq(redis.xlen(KEYS.dead_letter_stream("chat")), 2))
+    await eventually(lambda: _async_eq(redis.xlen(keys.dead_letter_stream("chat")), 2))
 
 
 async def test_stalled_consumer_loop_lets_lease_expire(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     inst = await start(
         instances,
-        make_instance(redis_url, Recorder(), ["chat"], "st", stall_timeout=1.0, lease_ttl=1.0),
+        make_instance(
+            backend.settings, Recorder(), ["chat"], "st", stall_timeout=1.0, lease_ttl=1.0
+        ),
     )
-    assert await redis.exists(KEYS.worker_online("st-r0"))
-    # Freeze the consumer loop (the reader task) while the heartbeat keeps running.
-    reader = inst._loops["st-r0"][0]
-    reader.cancel()
-    await eventually(lambda: _async_not(redis.exists(KEYS.worker_online("st-r0"))), timeout=5)
+    assert await redis.exists(keys.worker_online("st-r0"))
+    # Freeze the consumer loop while the heartbeat keeps running: every reader task (one
+    # per slot on a cluster), not the control loop and supervisor that come last. Cancel
+    # as the runtime does: redis-py may swallow one cancellation of a blocking read.
+    readers = inst._loops["st-r0"][:-2]
+    await cancel_and_wait(readers)
+    assert all(r.done() for r in readers)
+    await eventually(lambda: _async_not(redis.exists(keys.worker_online("st-r0"))), timeout=5)
     await asyncio.sleep(0.7)
-    assert not await redis.exists(KEYS.worker_online("st-r0"))  # not renewed any more
+    assert not await redis.exists(keys.worker_online("st-r0"))  # not renewed any more
     assert inst._heartbeat is not None and not inst._heartbeat.done()
 
 
 async def test_executions_tracked_and_active_jobs_real(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     rec = Recorder()
-    await start(instances, make_instance(redis_url, rec, ["chat"], "ex"))
+    await start(instances, make_instance(backend.settings, rec, ["chat"], "ex"))
     producer = Producer(redis)
     slow = await producer.submit("chat", {"sleep": 1.5}, session_id="s1")
     await eventually(lambda: _async(rec.started[slow] == 1))
 
     async def running() -> bool:
-        lease = await lease_of(redis, "ex-r0")
-        active = await redis.zcard(KEYS.worker_active_executions("ex-r0"))
+        lease = await lease_of(backend, "ex-r0")
+        active = await redis.zcard(keys.worker_active_executions("ex-r0"))
         return lease is not None and lease.active_jobs == 1 and active == 1
 
     await eventually(running, timeout=3)
     await eventually(lambda: _async(rec.done[slow] == 1), timeout=5)
-    await eventually(lambda: redis.zcard(KEYS.worker_executions("ex-r0")))
-    assert await redis.zcard(KEYS.worker_active_executions("ex-r0")) == 0
-    registry = await redis.hgetall(KEYS.session_registry("s1"))
+    await eventually(lambda: redis.zcard(keys.worker_executions("ex-r0")))
+    assert await redis.zcard(keys.worker_active_executions("ex-r0")) == 0
+    registry = await redis.hgetall(keys.session_registry("s1"))
     assert registry.get(f"msg_map:{slow}")
-    outputs = await redis.xrange(KEYS.session_data_stream("s1"))
+    outputs = await redis.xrange(keys.session_data_stream("s1"))
     assert outputs and outputs[0][1]["task_id"] == slow
 
 
-async def test_require_online_worker(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
-) -> None:
+async def test_require_online_worker(backend: Backend, instances: list[WorkerInstance]) -> None:
+    redis = backend.redis
     from worker_runtime.producer import NoOnlineWorkerError
 
     producer = Producer(redis)
     with pytest.raises(NoOnlineWorkerError):
         await producer.submit("chat", {}, require_online_worker=True)
-    await start(instances, make_instance(redis_url, Recorder(), ["chat"], "ro"))
+    await start(instances, make_instance(backend.settings, Recorder(), ["chat"], "ro"))
     assert await producer.submit("chat", {}, require_online_worker=True)
     await WorkerManager(redis).suspend_worker("ro-r0")
     with pytest.raises(NoOnlineWorkerError):
