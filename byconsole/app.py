@@ -21,6 +21,7 @@ from pathlib import Path
 
 from textual import on, work
 from textual.app import App
+from textual.css.query import QueryError
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
@@ -193,14 +194,20 @@ class ConsoleApp(App[int]):
     def _fleet_updated(self, message: FleetUpdated) -> None:
         self.failures = 0
         self.snapshot = message.snapshot
-        self.main_screen.show_snapshot(message.snapshot)
+        try:
+            self.main_screen.show_snapshot(message.snapshot)
+        except QueryError:  # the app is shutting down and its widgets are gone
+            return
         self._schedule_next(self.refresh_interval)
 
     @on(PollFailed)
     def _poll_failed(self, message: PollFailed) -> None:
         self.failures += 1
         delay = min(BACKOFF_CAP, self.refresh_interval * 2 ** (self.failures - 1))
-        self.main_screen.show_failure(message.error, delay)
+        try:
+            self.main_screen.show_failure(message.error, delay)
+        except QueryError:  # shutting down
+            return
         self._schedule_next(delay)
 
     # -- actions -----------------------------------------------------------------------------

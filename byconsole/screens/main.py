@@ -177,9 +177,9 @@ class MonitorScreen(Screen[None]):
         header.snapshot = None
         header.received_at = None
         header.connected = None
+        self.workers_view.reset()
         for table in self.query(KeyedTable):
             table.reset()
-        self.workers_view.marks.clear()
 
     def on_screen_resume(self) -> None:
         """Shown, or back from a modal: polling (re)starts (it pauses while one is open)."""

@@ -57,6 +57,17 @@ def clock(ms: int | None) -> str:
         return DASH
 
 
+def clean(value: object, limit: int) -> str:
+    """:func:`safe_text`, with a fast path for the common plain-ASCII value.
+
+    A printable ASCII string holds no control, bidi or surrogate character, so it only
+    needs the length check; a 10,000-worker refresh makes ~100,000 of these calls.
+    """
+    if type(value) is str and len(value) <= limit and value.isascii() and value.isprintable():
+        return value
+    return safe_text(value, limit)
+
+
 def cell(value: object, style: Style | str = "", limit: int = 40) -> Text:
     """An untrusted value as a cell: control characters escaped, never markup."""
     shown = DASH if value is None else safe_text(value, limit=limit)

@@ -25,11 +25,15 @@ from textual.widgets import DataTable, Input, Static
 
 from byconsole.styles import LIFECYCLE_ORDER, STATUS_ORDER, CellStyles
 from byconsole.text import safe_text
-from byconsole.views.cells import DASH, age
+from byconsole.views.cells import DASH, age, clean
 from byconsole.widgets.keyed_table import Column, KeyedTable
 from worker_runtime.snapshot import FleetSnapshot, WorkerView
 
 MARK = "●"
+
+ADD_BUDGET = 1_000
+"""New rows added per pass. A 10,000-worker first load is spread over several frames
+(each add costs a measure and a paint), so keys keep working while it fills."""
 
 COLUMNS: tuple[Column, ...] = (
     Column("mark", " ", 1),
@@ -98,19 +102,19 @@ def row_values(worker: WorkerView, marked: bool) -> RowValues:
     command = worker.command_state.value if worker.command_state is not None else ""
     return RowValues(
         marked=marked,
-        worker_id=safe_text(worker.worker_id, 32),
-        lifecycle=safe_text(worker.lifecycle, 16),
+        worker_id=clean(worker.worker_id, 32),
+        lifecycle=clean(worker.lifecycle, 16),
         status=str(worker.status.value),
         command=command,
         jobs=jobs,
         seen=seen,
         seen_rank=seen_rank,
-        instance=safe_text(worker.instance_id, 28),
-        role=safe_text(worker.role, 10),
-        types=tuple((safe_text(t, 20), t in denied) for t in worker.agent_types[:12]),
-        ip=safe_text(worker.ip_address, 40),
-        version=safe_text(worker.app_version, 16),
-        reason=safe_text(worker.reason, 40),
+        instance=clean(worker.instance_id, 28),
+        role=clean(worker.role, 10),
+        types=tuple((clean(t, 20), t in denied) for t in worker.agent_types[:12]),
+        ip=clean(worker.ip_address, 40),
+        version=clean(worker.app_version, 16),
+        reason=clean(worker.reason, 40),
     )
 
 
@@ -191,6 +195,9 @@ class WorkersView(Vertical):
         self.snapshot: FleetSnapshot | None = None
         self.marks: set[str] = set()
         self._shown: dict[str, RowValues] = {}
+        """Values of the rows in the table."""
+        self._values: dict[str, tuple[WorkerView, bool, RowValues]] = {}
+        """Values computed per worker object (a multi-pass load reuses them)."""
         self._workers: dict[str, WorkerView] = {}
         self._order: list[str] = []
         self._styles: CellStyles | None = None
@@ -222,6 +229,16 @@ class WorkersView(Vertical):
             self._styles = CellStyles.from_variables(self.app.theme_variables)
         return self._styles
 
+    def reset(self) -> None:
+        """Forget every row, mark and cached value (another fleet is shown next)."""
+        self.snapshot = None
+        self.marks.clear()
+        self._shown.clear()
+        self._values.clear()
+        self._workers = {}
+        self._order = []
+        self.table.reset()
+
     def _theme_changed(self, _theme: object) -> None:
         self._styles = None
         self._shown.clear()
@@ -239,30 +256,48 @@ class WorkersView(Vertical):
         changed: dict[str, list[Text]] = {}
         workers: dict[str, WorkerView] = {}
         shown = self._shown
+        cache = self._values
+        budget, more = ADD_BUDGET, False
         for worker in snapshot.workers:
             wid = worker.worker_id
             if wid in workers:  # a duplicate id cannot be shown twice in a keyed table
                 continue
             workers[wid] = worker
-            values = row_values(worker, wid in self.marks)
+            marked = wid in self.marks
+            hit = cache.get(wid)
+            if hit is not None and hit[0] is worker and hit[1] is marked:
+                values = hit[2]  # same snapshot object (a later pass): nothing to redo
+            else:
+                values = row_values(worker, marked)
+                cache[wid] = (worker, marked, values)
             if words:
                 text = values.search_text()
                 if not all(word in text for word in words):
                     continue
-            keyed.append((sort_key(values, worker), wid))
-            if shown.get(wid) != values:
+            previous = shown.get(wid)
+            if previous != values:
+                if previous is None:
+                    if budget <= 0:
+                        more = True  # added on a later pass
+                        continue
+                    budget -= 1
                 shown[wid] = values
                 changed[wid] = row_cells(values, styles)
+            keyed.append((sort_key(values, worker), wid))
         keyed.sort(reverse=self.sort_reverse)
         order = [wid for _, wid in keyed]
         self.table.sync(order, changed)
         kept = set(order)
         for wid in [w for w in shown if w not in kept]:
             del shown[wid]
+        if len(cache) > len(workers):
+            self._values = {wid: cache[wid] for wid in workers if wid in cache}
         self._workers = workers
         self._order = order
         self.marks &= set(workers)
         self._update_status()
+        if more:
+            self.call_after_refresh(self._refresh_rows)
 
     def _update_status(self) -> None:
         total = len(self._workers)

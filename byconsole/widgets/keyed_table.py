@@ -21,7 +21,7 @@ from rich.text import Text
 from textual._two_way_dict import TwoWayDict
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellKey, RowDoesNotExist, RowKey
+from textual.widgets.data_table import CellKey, ColumnKey, RowDoesNotExist, RowKey
 
 CellSignature = tuple[str, str, tuple[Any, ...]]
 
@@ -119,7 +119,7 @@ class KeyedTable(DataTable[Text]):
             return None
         return row_key.value
 
-    def keys(self) -> list[str]:
+    def ordered_keys(self) -> list[str]:
         """Row keys in display order."""
         return [str(row.key.value) for row in self.ordered_rows]
 
@@ -151,6 +151,7 @@ class KeyedTable(DataTable[Text]):
         rank = {key: i for i, key in enumerate(dict.fromkeys(order))}
         doomed = [key for key in self._shadow if key not in rank]
         added = updated = 0
+        widen = False
         with self.app.batch_update():
             if doomed:
                 self._remove_rows(doomed)
@@ -166,13 +167,16 @@ class KeyedTable(DataTable[Text]):
                     sig = signature(cell)
                     if sig != shadow[i]:
                         value = KeyText.of(key, cell) if i == 0 else cell
-                        # update_width: a column sized for "-" must grow for "applied".
-                        self.update_cell(key, column.key, value, update_width=True)
+                        self.update_cell(key, column.key, value)
+                        widen |= self._fits(column.key, cell)
                         shadow[i] = sig
                         updated += 1
             missing = [key for key in rank if key not in self._shadow]
             if missing:
                 raise KeyError(f"no cells for new rows: {missing[:3]}")
+            if widen:
+                self._require_update_dimensions = True  # recompute the virtual width
+                self.check_idle()
             self._rank = rank
             resorted = bool(added) or not self._in_order()
             if resorted:
@@ -186,6 +190,19 @@ class KeyedTable(DataTable[Text]):
         self.clear()
         self._shadow.clear()
         self._rank = {}
+
+    def _fits(self, column_key: str, cell: Text) -> bool:
+        """Grow an auto-width column for a wider cell; True when it grew.
+
+        Not ``update_cell(update_width=True)``: for a cell narrower than its column
+        that re-measures the whole column, per cell (seconds for 1% of 10,000 rows).
+        Columns here only grow, which also keeps them from jittering between refreshes.
+        """
+        column = self.columns.get(ColumnKey(column_key))
+        if column is None or not column.auto_width or cell.cell_len <= column.content_width:
+            return False
+        column.content_width = cell.cell_len
+        return True
 
     def _add(self, key: str, row: Sequence[Text]) -> None:
         cells = list(row)

@@ -30,12 +30,12 @@ async def test_filter_applies_on_enter_and_escape_clears(
         await pilot.press(*"embed")
         assert view.table.row_count == 3  # typing alone does not filter
         await pilot.press("enter")
-        assert view.table.keys() == ["w-2", "w-3"]
+        assert view.table.ordered_keys() == ["w-2", "w-3"]
         assert app.focused is view.table
         await pilot.pause(0.5)  # refreshes keep the filter
-        assert view.table.keys() == ["w-2", "w-3"]
+        assert view.table.ordered_keys() == ["w-2", "w-3"]
         await pilot.press("escape")
-        assert view.table.keys() == ["w-1", "w-2", "w-3"]
+        assert view.table.ordered_keys() == ["w-1", "w-2", "w-3"]
         assert filter_input.value == ""
 
 
@@ -53,12 +53,12 @@ async def test_sort_keeps_the_cursor_on_the_same_worker(
         await pilot.press("o", "o", "o")  # id -> lifecycle -> status -> jobs
         assert view.sort_index == 3
         await pilot.press("O")  # busiest first
-        assert table.keys()[0] == "w-0"
+        assert table.ordered_keys()[0] == "w-0"
         assert table.cursor_key == "w-2"
         # A refresh that adds a row above it does not move the cursor off w-2.
         await write_worker(redis, "w-00", ["chat"], active_jobs=9)
         await until(pilot, lambda: table.row_count == 5)
-        assert table.keys()[0] == "w-00"
+        assert table.ordered_keys()[0] == "w-00"
         assert table.cursor_key == "w-2"
 
 
@@ -209,12 +209,14 @@ async def test_palette_switches_context(redis: Redis, redis_url: str) -> None:
     try:
         async with app.run_test(size=(120, 36)) as pilot:
             table = app.main_screen.workers_view.table
-            await until(pilot, lambda: table.keys() == ["near-1"])
+            await until(pilot, lambda: table.ordered_keys() == ["near-1"])
             titles = [c.title for c in ConsoleCommands(app.screen).commands()]
             assert "Switch context: far" in titles
             assert "Switch context: near" not in titles
             await app.switch_context("far")
-            await until(pilot, lambda: app.main_screen.workers_view.table.keys() == ["far-1"])
+            await until(
+                pilot, lambda: app.main_screen.workers_view.table.ordered_keys() == ["far-1"]
+            )
             assert app.context_name == "far"
             assert app.backend.endpoint == other_url
     finally:

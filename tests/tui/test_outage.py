@@ -41,7 +41,7 @@ async def test_outage_is_shown_and_recovers_without_restart(
         rendered = str(header.render().renderables[0])  # type: ignore[attr-defined]
         assert "DISCONNECTED" in rendered
         # The last good data stays, marked stale; input still works.
-        assert table.keys() == ["w-1"]
+        assert table.ordered_keys() == ["w-1"]
         assert main.tabs.has_class("-stale")
         await pilot.press("2")
         assert main.active_view == "instances"
@@ -54,6 +54,6 @@ async def test_outage_is_shown_and_recovers_without_restart(
         await write_worker(client, "w-2", ["chat"])
         await client.aclose()
         await until(pilot, lambda: header.connected is True, timeout=15)
-        await until(pilot, lambda: table.keys() == ["w-2"])
+        await until(pilot, lambda: table.ordered_keys() == ["w-2"])
         assert not main.tabs.has_class("-stale")
         assert app.failures == 0
