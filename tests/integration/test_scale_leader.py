@@ -1,4 +1,4 @@
-"""Instances, scale, drain, roles and the elected leader, on a real redis-server."""
+"""Instances, scale, drain, roles and the elected leader, on a real redis-server and cluster."""
 
 from __future__ import annotations
 
@@ -12,17 +12,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from redis.asyncio import Redis
 
+from tests.backends import Backend
 from tests.integration.runtime_helpers import eventually, make_instance, spawn_worker, stop_process
 from worker_runtime.admin import WorkerManager
 from worker_runtime.fencing import add_history_point
 from worker_runtime.instance import WorkerInstance
-from worker_runtime.keys import Keys
 from worker_runtime.models import Lifecycle, Role, Task, now_ms
 from worker_runtime.producer import Producer
-
-KEYS = Keys()
 
 
 class Recorder:
@@ -72,12 +69,13 @@ async def converge(
 
 
 async def test_global_scale_converges_to_symmetric_split_and_drains(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     rec = Recorder()
     beat = 1.0
-    a = make_instance(redis_url, rec, ["chat"], "ia", heartbeat_interval=beat, lease_ttl=3)
-    b = make_instance(redis_url, rec, ["chat"], "ib", heartbeat_interval=beat, lease_ttl=3)
+    a = make_instance(backend.settings, rec, ["chat"], "ia", heartbeat_interval=beat, lease_ttl=3)
+    b = make_instance(backend.settings, rec, ["chat"], "ib", heartbeat_interval=beat, lease_ttl=3)
     for inst in (a, b):
         await inst.start()
         instances.append(inst)
@@ -99,17 +97,18 @@ async def test_global_scale_converges_to_symmetric_split_and_drains(
     assert set(rec.started.values()) == {1}
     # Drained replicas are gone: out of routing and out of the registry.
     await eventually(lambda: _value(len(a.worker_ids) + len(b.worker_ids) == 1), timeout=5)
-    members = await redis.smembers(KEYS.type_workers("chat"))
+    members = await redis.smembers(keys.type_workers("chat"))
     assert members == {"ia-r0"}
-    assert await redis.smembers(KEYS.workers) == {"ia-r0"}
+    assert await redis.smembers(keys.workers) == {"ia-r0"}
 
 
 async def test_instance_override_holds_until_global_scale_clears_it(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis = backend.redis
     rec = Recorder()
-    a = make_instance(redis_url, rec, ["chat"], "oa", heartbeat_interval=0.5)
-    b = make_instance(redis_url, rec, ["chat"], "ob", heartbeat_interval=0.5)
+    a = make_instance(backend.settings, rec, ["chat"], "oa", heartbeat_interval=0.5)
+    b = make_instance(backend.settings, rec, ["chat"], "ob", heartbeat_interval=0.5)
     for inst in (a, b):
         await inst.start()
         instances.append(inst)
@@ -127,10 +126,11 @@ async def test_instance_override_holds_until_global_scale_clears_it(
 
 
 async def test_target_set_before_instances_exist_is_honoured(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis = backend.redis
     await WorkerManager(redis).scale_type("chat", 3)
-    inst = make_instance(redis_url, Recorder(), ["chat"], "early", replicas=1)
+    inst = make_instance(backend.settings, Recorder(), ["chat"], "early", replicas=1)
     await inst.start()
     instances.append(inst)
     assert serving(inst) == 3
@@ -144,15 +144,24 @@ async def test_target_set_before_instances_exist_is_honoured(
 
 
 async def test_exactly_one_leader_among_contenders_and_consumer_never_leads(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     rec = Recorder()
     contenders = [
-        make_instance(redis_url, rec, ["chat"], f"e{i}", lease_ttl=1.0, heartbeat_interval=0.3)
+        make_instance(
+            backend.settings, rec, ["chat"], f"e{i}", lease_ttl=1.0, heartbeat_interval=0.3
+        )
         for i in range(5)
     ]
     consumer = make_instance(
-        redis_url, rec, ["chat"], "c0", role=Role.CONSUMER, lease_ttl=1.0, heartbeat_interval=0.3
+        backend.settings,
+        rec,
+        ["chat"],
+        "c0",
+        role=Role.CONSUMER,
+        lease_ttl=1.0,
+        heartbeat_interval=0.3,
     )
     everyone = [*contenders, consumer]
     await asyncio.gather(*(inst.start() for inst in everyone))
@@ -171,31 +180,33 @@ async def test_exactly_one_leader_among_contenders_and_consumer_never_leads(
 
     # The leader stops: another contender takes over; still never two.
     first = leaders()[0]
-    epoch_before = int(await redis.get(KEYS.leader_epoch) or 0)
+    epoch_before = int(await redis.get(keys.leader_epoch) or 0)
     loser = next(i for i in contenders if i.instance_id == first)
     await loser.stop(grace=0)
     await eventually(lambda: _value(len(leaders()) == 1 and first not in leaders()), timeout=3)
     assert leaders()[0] != "c0"
-    assert int(await redis.get(KEYS.leader_epoch) or 0) == epoch_before + 1
+    assert int(await redis.get(keys.leader_epoch) or 0) == epoch_before + 1
 
 
-async def test_stale_epoch_write_is_rejected(redis: Redis) -> None:
+async def test_stale_epoch_write_is_rejected(backend: Backend) -> None:
+    redis, keys = backend.redis, backend.keys
     ts = now_ms()
-    assert await add_history_point(redis, KEYS, 7, ts, '{"ts": 1}', 0)
+    assert await add_history_point(redis, keys, 7, ts, '{"ts": 1}', 0)
     # A former leader (epoch 6) waking up after epoch 7 wrote: rejected, nothing written.
-    assert not await add_history_point(redis, KEYS, 6, ts + 1, '{"ts": 2}', 0)
-    assert await redis.zcard(KEYS.metrics_history) == 1
-    assert await redis.get(KEYS.metrics_fence) == "7"
+    assert not await add_history_point(redis, keys, 6, ts + 1, '{"ts": 2}', 0)
+    assert await redis.zcard(keys.metrics_history) == 1
+    assert await redis.get(keys.metrics_fence) == "7"
 
 
 async def test_sigkill_leader_process_is_replaced_within_one_lease(
-    redis_url: str, redis: Redis, tmp_path: Path
+    backend: Backend, tmp_path: Path
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     lease = 2.0
-    env = {"BYAI_LEASE_TTL": str(lease), "BYAI_HEARTBEAT_INTERVAL": "0.5"}
+    env = {**backend.env, "BYAI_LEASE_TTL": str(lease), "BYAI_HEARTBEAT_INTERVAL": "0.5"}
     procs = {
         f"L{i}": spawn_worker(
-            redis_url,
+            backend.url,
             "tests.handlers:record",
             ["chat"],
             f"L{i}",
@@ -205,7 +216,7 @@ async def test_sigkill_leader_process_is_replaced_within_one_lease(
         for i in range(3)
     }
     procs["C"] = spawn_worker(
-        redis_url,
+        backend.url,
         "tests.handlers:record",
         ["chat"],
         "C",
@@ -215,7 +226,7 @@ async def test_sigkill_leader_process_is_replaced_within_one_lease(
     try:
 
         async def holder() -> str | None:
-            raw = await redis.get(KEYS.leader_lock)
+            raw = await redis.get(keys.leader_lock)
             return json.loads(raw)["instance_id"] if raw else None
 
         first = await eventually(holder, timeout=15)
@@ -241,17 +252,19 @@ async def test_sigkill_leader_process_is_replaced_within_one_lease(
 
 
 async def test_one_scheduler_and_one_collector_for_the_whole_fleet(
-    redis_url: str, redis: Redis, tmp_path: Path
+    backend: Backend, tmp_path: Path
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     every = 1.0
     env = {
+        **backend.env,
         "BYAI_METRICS_INTERVAL": "0.5",
         "BYAI_LEASE_TTL": "2",
         "BYAI_HEARTBEAT_INTERVAL": "0.5",
     }
     procs = [
         spawn_worker(
-            redis_url,
+            backend.url,
             "tests.handlers:record",
             ["chat"],
             "lead",
@@ -262,7 +275,7 @@ async def test_one_scheduler_and_one_collector_for_the_whole_fleet(
     ]
     procs += [
         spawn_worker(
-            redis_url,
+            backend.url,
             "tests.handlers:record",
             ["chat"],
             f"cons{i}",
@@ -272,17 +285,17 @@ async def test_one_scheduler_and_one_collector_for_the_whole_fleet(
         for i in range(3)
     ]
     try:
-        await eventually(lambda: redis.xlen(KEYS.type_stream("report")), timeout=15)
+        await eventually(lambda: redis.xlen(keys.type_stream("report")), timeout=15)
         t0 = time.monotonic()
         await asyncio.sleep(5 * every + 0.2)
         window = time.monotonic() - t0
-        entries = await redis.xrange(KEYS.type_stream("report"))
+        entries = await redis.xrange(keys.type_stream("report"))
         periods = [json.loads(fields["data"])["payload"]["period"] for _, fields in entries]
         # One submission per period, consecutive, never twice.
         assert len(periods) == len(set(periods))
         assert periods == list(range(periods[0], periods[0] + len(periods)))
         assert 6 <= len(periods) <= 7  # the first one plus five (or six) periods elapsed
-        points = await redis.zrange(KEYS.metrics_history, 0, -1, withscores=True)
+        points = await redis.zrange(keys.metrics_history, 0, -1, withscores=True)
         # One point per interval from the leader only, not one per instance.
         assert len(points) <= (window + 2 * every) / 0.5 + 1
         gaps = [b[1] - a[1] for a, b in itertools.pairwise(points)]
@@ -294,29 +307,30 @@ async def test_one_scheduler_and_one_collector_for_the_whole_fleet(
 
 
 async def test_janitor_prunes_dead_entries(
-    redis_url: str, redis: Redis, instances: list[WorkerInstance]
+    backend: Backend, instances: list[WorkerInstance]
 ) -> None:
-    await redis.sadd(KEYS.workers, "ghost")
-    await redis.sadd(KEYS.worker_agent_types("ghost"), "chat")
-    await redis.sadd(KEYS.type_workers("chat"), "ghost")
-    await redis.zadd(KEYS.instances, {"dead-instance": now_ms() - 600_000})
+    redis, keys = backend.redis, backend.keys
+    await redis.sadd(keys.workers, "ghost")
+    await redis.sadd(keys.worker_agent_types("ghost"), "chat")
+    await redis.sadd(keys.type_workers("chat"), "ghost")
+    await redis.zadd(keys.instances, {"dead-instance": now_ms() - 600_000})
     inst = make_instance(
-        redis_url, Recorder(), ["chat"], "jan", offline_retention=0.5, janitor_interval=0.2
+        backend.settings, Recorder(), ["chat"], "jan", offline_retention=0.5, janitor_interval=0.2
     )
     await inst.start()
     instances.append(inst)
 
     async def pruned() -> bool:
         return (
-            not await redis.sismember(KEYS.workers, "ghost")
-            and not await redis.sismember(KEYS.type_workers("chat"), "ghost")
-            and await redis.zscore(KEYS.instances, "dead-instance") is None
-            and not await redis.exists(KEYS.worker_agent_types("ghost"))
+            not await redis.sismember(keys.workers, "ghost")
+            and not await redis.sismember(keys.type_workers("chat"), "ghost")
+            and await redis.zscore(keys.instances, "dead-instance") is None
+            and not await redis.exists(keys.worker_agent_types("ghost"))
         )
 
     await eventually(pruned, timeout=5)
-    assert await redis.sismember(KEYS.workers, "jan-r0")  # the live one stays
-    events = await redis.xrange(KEYS.audit_stream)
+    assert await redis.sismember(keys.workers, "jan-r0")  # the live one stays
+    events = await redis.xrange(keys.audit_stream)
     assert any(e[1]["action"] == "forget" and "ghost" in e[1]["target"] for e in events)
 
 
