@@ -1,0 +1,60 @@
+"""Actions against real, running workers: pending until confirmed, then applied + toast."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from redis.asyncio import Redis
+
+from byconsole.screens.confirm import ConfirmScreen
+from tests.integration.runtime_helpers import make_instance
+from tests.tui.conftest import KEYS, AppFactory, until
+from worker_runtime.models import Task
+
+
+async def _noop(task: Task) -> None:
+    return None
+
+
+def _toasts(app: Any) -> list[str]:
+    # The notifications the app raised (run_test(notifications=True) shows them).
+    return [notification.message for notification in app._notifications]
+
+
+async def test_suspend_then_drain_a_live_worker(
+    redis: Redis, redis_url: str, make_app: AppFactory
+) -> None:
+    instance = make_instance(redis_url, _noop, ["chat"], "live-a", replicas=2)
+    await instance.start()
+    try:
+        first, second = sorted(instance.worker_ids)
+        app = make_app()
+        async with app.run_test(size=(120, 36), notifications=True) as pilot:
+            table = app.main_screen.workers_view.table
+            await until(pilot, lambda: table.row_count == 2)
+            table.move_to(first)
+            await pilot.press("s")
+            # The worker applies it and rewrites its lease: the row turns applied and a
+            # toast gives the latency.
+            await until(pilot, lambda: table.get_cell(first, "cmd").plain == "applied")
+            assert table.get_cell(first, "lifecycle").plain == "suspended"
+            await until(
+                pilot, lambda: any(f"Suspend applied by {first} in" in t for t in _toasts(app))
+            )
+            lease = await redis.get(KEYS.worker_online(first))
+            assert lease is not None and '"lifecycle":"suspended"' in lease
+
+            table.move_to(second)
+            await pilot.press("d")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            app.screen.query_one("#confirm").press()  # type: ignore[attr-defined]
+            # Drained: the replica finishes, exits and leaves the registry (its row goes).
+            await until(pilot, lambda: second not in table.ordered_keys())
+            assert not await redis.exists(KEYS.worker_online(second))
+            audit = [fields for _, fields in await redis.xrange(KEYS.audit_stream)]
+            assert [(e["action"], e["target"]) for e in audit][:2] == [
+                ("suspend", first),
+                ("drain", second),
+            ]
+    finally:
+        await instance.stop()
