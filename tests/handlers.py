@@ -17,13 +17,22 @@ DONE_LIST = "test:done"
 STARTED_LIST = "test:started"
 
 _client: Redis | RedisCluster | None = None
+_connecting: asyncio.Lock | None = None
 
 
-def _redis() -> Redis | RedisCluster:
-    global _client
+async def _redis() -> Redis | RedisCluster:
+    global _client, _connecting
     if _client is None:
-        # The worker's own settings: REDIS_CLUSTER_HOST makes this a cluster client.
-        _client = create_redis(RedisSettings())
+        _connecting = _connecting or asyncio.Lock()
+        async with _connecting:
+            if _client is None:
+                # The worker's own settings: REDIS_CLUSTER_HOST makes this a cluster client.
+                client = create_redis(RedisSettings())
+                if isinstance(client, RedisCluster):
+                    # redis-py's cluster client fails many of the commands that concurrent
+                    # tasks send before it has discovered the cluster: discover it once.
+                    await client.initialize()
+                _client = client
     return _client
 
 
@@ -37,7 +46,7 @@ async def record(task: Task) -> dict[str, Any]:
     ``test:started`` gets ``task_id`` when the handler begins, ``test:done`` when it ends,
     so tests can count executions and spot duplicates.
     """
-    r = _redis()
+    r = await _redis()
     await r.rpush(STARTED_LIST, task.task_id)
     delay = float(task.payload.get("sleep", 0))
     if delay:

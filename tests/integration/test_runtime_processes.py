@@ -1,4 +1,4 @@
-"""The real ``worker-runtime`` executable as subprocesses against a real redis-server."""
+"""The real ``worker-runtime`` executable as subprocesses on a real redis-server and cluster."""
 
 from __future__ import annotations
 
@@ -11,12 +11,24 @@ from pathlib import Path
 
 from redis.asyncio import Redis
 
+from tests.backends import Backend
 from tests.handlers import DONE_LIST, STARTED_LIST
 from tests.integration.runtime_helpers import BIN, ROOT, eventually, spawn_worker, stop_process
 from tests.redis_server import env_with
-from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.keys import CONSUMER_GROUP
 
-KEYS = Keys()
+
+def submit_cli(url: str, agent_type: str, payload: str, count: int) -> str:
+    """``worker-runtime submit`` as a subprocess; returns its stdout."""
+    out = subprocess.run(
+        [str(BIN / "worker-runtime"), "submit", agent_type, payload, "--count", str(count)],
+        env=env_with(url),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
 
 
 async def _count(redis: Redis, key: str) -> Counter[str]:
@@ -24,21 +36,23 @@ async def _count(redis: Redis, key: str) -> Counter[str]:
 
 
 async def test_two_replicas_consume_100_tasks_exactly_once(
-    redis_url: str, redis: Redis, tmp_path: Path
+    backend: Backend, tmp_path: Path
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     proc = spawn_worker(
-        redis_url,
+        backend.url,
         "tests.handlers:record",
         ["chat"],
         "cli1",
         replicas=2,
+        extra_env=backend.env,
         log_path=tmp_path / "w.log",
     )
     try:
-        await eventually(lambda: redis.exists(KEYS.worker_online("cli1-r1")), timeout=15)
+        await eventually(lambda: redis.exists(keys.worker_online("cli1-r1")), timeout=15)
         submit = subprocess.run(
             [str(BIN / "worker-runtime"), "submit", "chat", '{"n": 1}', "--count", "100"],
-            env=env_with(redis_url),
+            env=env_with(backend.url, **backend.env),
             capture_output=True,
             text=True,
             timeout=30,
@@ -55,35 +69,41 @@ async def test_two_replicas_consume_100_tasks_exactly_once(
         assert len(done) == 100 and set(done.values()) == {1}
         assert set(started.values()) == {1}
         # Both replicas took part, and the stream's group has nothing pending.
-        processed = [await redis.zcard(KEYS.worker_executions(f"cli1-r{i}")) for i in range(2)]
+        processed = [await redis.zcard(keys.worker_executions(f"cli1-r{i}")) for i in range(2)]
         assert all(p > 0 for p in processed), processed
-        await eventually(lambda: _pending_zero(redis), timeout=5)
+        await eventually(lambda: _pending_zero(backend), timeout=5)
     finally:
         rc = stop_process(proc, signal.SIGTERM)
     assert rc == 0, (tmp_path / "w.log").read_text()
     # Graceful stop: offline at once (leases gone, out of routing), still known.
-    assert not await redis.exists(KEYS.worker_online("cli1-r0"), KEYS.worker_online("cli1-r1"))
-    assert await redis.scard(KEYS.type_workers("chat")) == 0
-    assert await redis.sismember(KEYS.workers, "cli1-r0")
+    assert not await redis.exists(keys.worker_online("cli1-r0"), keys.worker_online("cli1-r1"))
+    assert await redis.scard(keys.type_workers("chat")) == 0
+    assert await redis.sismember(keys.workers, "cli1-r0")
 
 
-async def _pending_zero(redis: Redis) -> bool:
-    info = await redis.xpending(KEYS.type_stream("chat"), CONSUMER_GROUP)
+async def _pending_zero(backend: Backend) -> bool:
+    info = await backend.redis.xpending(backend.keys.type_stream("chat"), CONSUMER_GROUP)
     return int(info["pending"]) == 0
 
 
 async def test_sigkill_mid_task_second_process_completes_everything(
-    redis_url: str, redis: Redis, tmp_path: Path
+    backend: Backend, tmp_path: Path
 ) -> None:
+    redis, keys = backend.redis, backend.keys
     first = spawn_worker(
-        redis_url, "tests.handlers:record", ["chat"], "k1", log_path=tmp_path / "k1.log"
+        backend.url,
+        "tests.handlers:record",
+        ["chat"],
+        "k1",
+        extra_env=backend.env,
+        log_path=tmp_path / "k1.log",
     )
     second = None
     try:
-        await eventually(lambda: redis.exists(KEYS.worker_online("k1-r0")), timeout=15)
+        await eventually(lambda: redis.exists(keys.worker_online("k1-r0")), timeout=15)
         submit = subprocess.run(
             [str(BIN / "worker-runtime"), "submit", "chat", '{"sleep": 0.5}', "--count", "20"],
-            env=env_with(redis_url),
+            env=env_with(backend.url, **backend.env),
             capture_output=True,
             text=True,
             timeout=30,
@@ -94,7 +114,12 @@ async def test_sigkill_mid_task_second_process_completes_everything(
         killed_done = await redis.llen(DONE_LIST)
         assert killed_done < 20  # it died with work in flight
         second = spawn_worker(
-            redis_url, "tests.handlers:record", ["chat"], "k2", log_path=tmp_path / "k2.log"
+            backend.url,
+            "tests.handlers:record",
+            ["chat"],
+            "k2",
+            extra_env=backend.env,
+            log_path=tmp_path / "k2.log",
         )
 
         async def all_done() -> bool:
