@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
@@ -136,12 +137,7 @@ class WorkerManager:
         )
         pipe = self.redis.pipeline(transaction=False)
         pipe.delete(self.keys.worker_admin(worker_id))
-        pipe.xadd(
-            self.keys.worker_stream(worker_id),
-            encode_command(command),  # type: ignore[arg-type]
-            maxlen=CONTROL_STREAM_MAXLEN,
-            approximate=True,
-        )
+        _push(pipe, self.keys.worker_stream(worker_id), command)
         pipe.exists(self.keys.worker_online(worker_id))
         add_audit(pipe, self.keys, audit_fields(self.operator, "clear", worker_id, reason))
         res = await pipe.execute()
@@ -177,12 +173,7 @@ class WorkerManager:
                 "updated_by": self.operator,
             },
         )
-        pipe.xadd(
-            self.keys.worker_stream(worker_id),
-            encode_command(command),  # type: ignore[arg-type]
-            maxlen=CONTROL_STREAM_MAXLEN,
-            approximate=True,
-        )
+        _push(pipe, self.keys.worker_stream(worker_id), command)
         if lifecycle is not Lifecycle.ACTIVE:
             # Routing reflects the operator's intent at once, even if the worker is hung.
             for agent_type in agent_types:
@@ -227,12 +218,7 @@ class WorkerManager:
         else:
             pipe.srem(self.keys.type_denied(agent_type), worker_id)
         pipe.sadd(self.keys.agent_types, agent_type)
-        pipe.xadd(
-            self.keys.worker_stream(worker_id),
-            encode_command(command),  # type: ignore[arg-type]
-            maxlen=CONTROL_STREAM_MAXLEN,
-            approximate=True,
-        )
+        _push(pipe, self.keys.worker_stream(worker_id), command)
         add_audit(
             pipe,
             self.keys,
@@ -287,12 +273,7 @@ class WorkerManager:
             pipe.hset(self.keys.scale_overrides(agent_type), instance_id, str(count))
             target = f"{agent_type}@{instance_id}"
         pipe.sadd(self.keys.agent_types, agent_type)
-        pipe.xadd(
-            self.keys.fleet_stream,
-            encode_command(command),  # type: ignore[arg-type]
-            maxlen=CONTROL_STREAM_MAXLEN,
-            approximate=True,
-        )
+        _push(pipe, self.keys.fleet_stream, command)
         add_audit(
             pipe, self.keys, audit_fields(self.operator, "scale", target, reason, f"count={count}")
         )
@@ -395,3 +376,8 @@ class WorkerManager:
         pipe = self.redis.pipeline(transaction=False)
         add_audit(pipe, self.keys, audit_fields(self.operator, action, target, reason, details))
         await pipe.execute()
+
+
+def _push(pipe: Any, stream: str, command: Command) -> None:
+    """Queue a command on a control stream (the push channel)."""
+    pipe.xadd(stream, encode_command(command), maxlen=CONTROL_STREAM_MAXLEN, approximate=True)

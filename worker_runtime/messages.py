@@ -7,16 +7,20 @@ dead-lettered rather than crashing a consumer.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from worker_runtime.models import Command, Task
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 KIND_TASK = "task"
 KIND_COMMAND = "command"
 
-CONTROL_STREAM_MAXLEN = 1_000
+# Worker streams also carry direct tasks: a generous cap (they are trimmed by MINID
+# as tasks are acknowledged) so commands never push out an undelivered task.
+CONTROL_STREAM_MAXLEN = 10_000
 
 
 def encode_task(task: Task) -> dict[str, str]:
@@ -30,26 +34,25 @@ def encode_command(command: Command) -> dict[str, str]:
 
 
 def decode_task(fields: Any) -> Task | None:
-    """The task in an entry, or ``None`` when the entry is not a valid task."""
-    if not isinstance(fields, dict) or fields.get("kind", KIND_TASK) != KIND_TASK:
-        return None
-    data = fields.get("data")
-    if not isinstance(data, str):
-        return None
-    try:
-        return Task.model_validate_json(data)
-    except ValidationError:
-        return None
+    """The task in an entry, or ``None`` when the entry is not a valid task.
+
+    An entry without ``kind`` is read as a task (the kind is optional for producers).
+    """
+    kind = fields.get("kind", KIND_TASK) if isinstance(fields, dict) else None
+    return _decode(fields, Task) if kind == KIND_TASK else None
 
 
 def decode_command(fields: Any) -> Command | None:
     """The command in an entry, or ``None`` when it is not a valid command."""
-    if not isinstance(fields, dict) or fields.get("kind") != KIND_COMMAND:
-        return None
+    kind = fields.get("kind") if isinstance(fields, dict) else None
+    return _decode(fields, Command) if kind == KIND_COMMAND else None
+
+
+def _decode(fields: dict[str, Any], model: type[ModelT]) -> ModelT | None:
     data = fields.get("data")
     if not isinstance(data, str):
         return None
     try:
-        return Command.model_validate_json(data)
+        return model.model_validate_json(data)
     except ValidationError:
         return None

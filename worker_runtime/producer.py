@@ -9,6 +9,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from worker_runtime.connection import default_keys
+from worker_runtime.fleet import derive_status
 from worker_runtime.keys import Keys
 from worker_runtime.messages import encode_task
 from worker_runtime.models import Lease, Lifecycle, Status, Task, now_ms
@@ -113,16 +114,6 @@ class Producer:
             lifecycle = admin_lifecycle or lease.lifecycle or Lifecycle.ACTIVE
             if lifecycle != Lifecycle.ACTIVE:
                 continue
-            if lease_status(lease, now) is Status.ONLINE:
+            if derive_status(lease, now) is Status.ONLINE:
                 usable.append(wid)
         return usable
-
-
-def lease_status(lease: Lease | None, now: int, default_interval: float = 5.0) -> Status:
-    """online / stale / offline for a lease read at ``now`` (SPEC section 2)."""
-    if lease is None:
-        return Status.OFFLINE
-    if lease.last_seen is None:
-        return Status.STALE
-    interval = lease.heartbeat_interval or default_interval
-    return Status.ONLINE if now - lease.last_seen <= 2 * interval * 1000 else Status.STALE
