@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,12 +53,21 @@ class Batcher:
         redis: the client.
         keys: the key factory.
         stream_maxlen: cap for re-added task entries (retries, hand-backs).
+        execution_cap: execution history kept per worker.
     """
 
-    def __init__(self, redis: Redis | RedisCluster, keys: Keys, stream_maxlen: int) -> None:
+    def __init__(
+        self,
+        redis: Redis | RedisCluster,
+        keys: Keys,
+        stream_maxlen: int,
+        execution_cap: int = 200,
+    ) -> None:
         self.redis = redis
         self.keys = keys
         self.stream_maxlen = stream_maxlen
+        self.execution_cap = execution_cap
+        self._history: dict[str, deque[str]] = {}
         self._pending = _Pending()
         self._written_starts: set[str] = set()
         self._wake = asyncio.Event()
@@ -193,24 +202,57 @@ class Batcher:
         self._wake.set()
 
     def _queue_executions(self, pipe: Any, batch: _Pending) -> None:
+        # One command per worker and key per flush, whatever the number of tasks: the
+        # per-command cost of packing and parsing dominates at high throughput.
+        keys = self.keys
+        starts: dict[str, dict[str, Execution]] = defaultdict(dict)
         for execution in batch.starts.values():
-            wid = execution.worker_id
-            snap = execution.model_dump_json(exclude_none=True)
+            starts[execution.worker_id][execution.execution_id] = execution
+        for wid, running in starts.items():
             pipe.zadd(
-                self.keys.worker_active_executions(wid),
-                {execution.execution_id: execution.started_at or 0},
+                keys.worker_active_executions(wid),
+                {eid: e.started_at or 0 for eid, e in running.items()},
             )
-            pipe.hset(self.keys.worker_active_snapshots(wid), execution.execution_id, snap)
+            pipe.hset(
+                keys.worker_active_snapshots(wid),
+                mapping={eid: e.model_dump_json(exclude_none=True) for eid, e in running.items()},
+            )
+        finished: dict[str, list[tuple[Execution, bool]]] = defaultdict(list)
         for execution, written in batch.finishes:
-            wid = execution.worker_id
-            eid = execution.execution_id
-            snap = execution.model_dump_json(exclude_none=True)
-            if written:
-                pipe.zrem(self.keys.worker_active_executions(wid), eid)
-                pipe.hdel(self.keys.worker_active_snapshots(wid), eid)
-            pipe.zadd(self.keys.worker_executions(wid), {eid: execution.finished_at or 0})
-            pipe.hset(self.keys.worker_history_snapshots(wid), eid, snap)
+            finished[execution.worker_id].append((execution, written))
+        for wid, items in finished.items():
+            was_running = [e.execution_id for e, written in items if written]
+            # Only the newest `cap` of a burst can survive the cap: don't write the rest.
+            items = items[-self.execution_cap :]
+            snaps = {e.execution_id: e.model_dump_json(exclude_none=True) for e, _ in items}
+            if was_running:
+                pipe.zrem(keys.worker_active_executions(wid), *was_running)
+                pipe.hdel(keys.worker_active_snapshots(wid), *was_running)
+            pipe.zadd(
+                keys.worker_executions(wid), {e.execution_id: e.finished_at or 0 for e, _ in items}
+            )
+            pipe.hset(keys.worker_history_snapshots(wid), mapping=snaps)
+            expired = self._remember(wid, list(snaps))
+            if expired:
+                pipe.zrem(keys.worker_executions(wid), *expired)
+                pipe.hdel(keys.worker_history_snapshots(wid), *expired)
+        sessions: dict[str, dict[str, str]] = defaultdict(dict)
+        for execution, _ in batch.finishes:
             if execution.session_id:
-                reg = self.keys.session_registry(execution.session_id)
-                pipe.hset(reg, mapping={f"exec:{eid}": snap, f"msg_map:{execution.task_id}": eid})
-                pipe.expire(reg, SESSION_TTL_S)
+                eid = execution.execution_id
+                fields = sessions[execution.session_id]
+                fields[f"exec:{eid}"] = execution.model_dump_json(exclude_none=True)
+                fields[f"msg_map:{execution.task_id}"] = eid
+        for session_id, fields in sessions.items():
+            reg = keys.session_registry(session_id)
+            pipe.hset(reg, mapping=fields)
+            pipe.expire(reg, SESSION_TTL_S)
+
+    def _remember(self, worker_id: str, execution_ids: list[str]) -> list[str]:
+        """Track a worker's recent executions; return the ones beyond the cap."""
+        recent = self._history.setdefault(worker_id, deque())
+        recent.extend(execution_ids)
+        expired: list[str] = []
+        while len(recent) > self.execution_cap:
+            expired.append(recent.popleft())
+        return expired

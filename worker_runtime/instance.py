@@ -108,7 +108,7 @@ class WorkerInstance:
         redis = self._redis or create_redis(self.redis_settings)
         self._redis = redis
         keys = self.redis_settings.keys
-        batcher = Batcher(redis, keys, self.settings.stream_maxlen)
+        batcher = Batcher(redis, keys, self.settings.stream_maxlen, self.settings.execution_cap)
         self.ctx = RuntimeContext(
             redis=redis,
             keys=keys,
