@@ -569,13 +569,15 @@ class FleetReader:
                 replicas[iid] = counts
             online[iid] = lease is not None if iid in scores else bool(live_workers)
 
+        # Exactly the runtime's notion (worker_runtime.scale): a registered instance
+        # with a live lease that declares the type. Instances known only from worker
+        # leases (other runtimes) run no quota.
         serving: dict[str, list[str]] = {}
         for iid in ids:
-            if not online[iid]:
-                continue
             lease = leases.get(iid)
-            served = set(replicas[iid]) | set(lease.agent_types if lease else ())
-            for t in served:
+            if lease is None:
+                continue
+            for t in set(lease.agent_types):
                 serving.setdefault(t, []).append(iid)
 
         by_type = {t.name: t for t in types}
