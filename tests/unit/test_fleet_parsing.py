@@ -153,11 +153,17 @@ async def test_instance_quota_uses_the_shared_rule(fake: fakeredis.FakeAsyncRedi
     await fake.hset(K.scale_targets, mapping={"chat": "8"})
     await fake.hset(K.scale_overrides("chat"), mapping={"i-c": "1", "i-dead": "4", "bad": "-2"})
     await fake.set(K.leader_lock, json.dumps({"instance_id": "i-b"}))
+    # A worker of another runtime names an instance that never registered: listed,
+    # but it is not part of the split (the runtime would not count it either).
+    await fake.sadd(K.workers, "foreign")
+    foreign = {"instance_id": "i-foreign", "agent_types": ["chat"], "last_seen": now}
+    await fake.set(K.worker_online("foreign"), json.dumps(foreign))
     snap = await FleetReader(fake, K).read()
     quotas = {i.instance_id: i.quota.get("chat") for i in snap.instances}
-    assert quotas == {"i-a": 4, "i-b": 3, "i-c": 1, "i-dead": 4}
+    assert quotas == {"i-a": 4, "i-b": 3, "i-c": 1, "i-dead": 4, "i-foreign": None}
     assert [i.instance_id for i in snap.instances if i.is_leader] == ["i-b"]
-    assert [i.online for i in snap.instances] == [True, True, True, False]
+    assert [i.online for i in snap.instances] == [True, True, True, False, True]
+    assert snap.instances[-1].replicas == {"chat": 1}
     chat = snap.types[0]
     assert chat.overrides == {"i-c": 1, "i-dead": 4}  # the negative count is ignored
     assert chat.target == 8
