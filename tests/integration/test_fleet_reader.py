@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster as ClusterClient
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from tests.backends import Backend
 from tests.cluster import RedisCluster
 from tests.redis_server import free_port
 from worker_runtime.admin import WorkerManager
@@ -35,22 +37,29 @@ V1 = {
 
 
 class CountingRedis:
-    """Counts pipeline executions: an independent check of the reader's round trips."""
+    """Counts pipeline executions: an independent check of the reader's round trips.
 
-    def __init__(self, client: Redis) -> None:
+    The client's ``pipeline`` is wrapped in place, so the reader still sees the real
+    client class (it reads leases differently on a cluster).
+    """
+
+    def __init__(self, client: Redis | ClusterClient) -> None:
         self.client = client
         self.executes = 0
+        make_pipeline = client.pipeline
 
-    def pipeline(self, transaction: bool = True) -> Any:
-        pipe = self.client.pipeline(transaction=transaction)
-        original = pipe.execute
+        def pipeline(transaction: bool = True) -> Any:
+            pipe = make_pipeline(transaction=transaction)
+            original = pipe.execute
 
-        async def execute(raise_on_error: bool = True) -> Any:
-            self.executes += 1
-            return await original(raise_on_error=raise_on_error)
+            async def execute(raise_on_error: bool = True) -> Any:
+                self.executes += 1
+                return await original(raise_on_error=raise_on_error)
 
-        pipe.execute = execute  # type: ignore[method-assign]
-        return pipe
+            pipe.execute = execute  # type: ignore[method-assign]
+            return pipe
+
+        client.pipeline = pipeline  # type: ignore[method-assign]
 
 
 async def test_foreign_v1_workers_snake_camel_offline_malformed(redis: Redis) -> None:
@@ -148,27 +157,28 @@ async def test_foreign_v1_workers_snake_camel_offline_malformed(redis: Redis) ->
     json.dumps(snap.model_dump(mode="json"))  # the --format json document serialises
 
 
-async def test_wrong_key_types_never_break_a_read(redis: Redis) -> None:
+async def test_wrong_key_types_never_break_a_read(backend: Backend) -> None:
+    redis, k = backend.redis, backend.keys
     now = now_ms()
-    await redis.sadd(K.workers, "w1", "w2", "w3")
-    await redis.set(K.worker_online("w1"), json.dumps({"last_seen": now, "agent_types": ["t"]}))
-    await redis.set(K.worker_admin("w1"), "admin as a string")
-    await redis.hset(K.worker_online("w2"), mapping={"a": "1"})  # lease as a hash
-    await redis.rpush(K.worker_agent_types("w2"), "t")  # a list where a set belongs
-    await redis.set(K.worker_online("w3"), json.dumps(["a", "list"]))
-    await redis.sadd(K.agent_types, "t", "u")
-    await redis.set(K.type_workers("t"), "x")
-    await redis.hset(K.type_denied("t"), mapping={"a": "b"})
-    await redis.sadd(K.type_stream("t"), "not a stream")
-    await redis.set(K.type_stream("u"), "not a stream")
-    await redis.sadd(K.scale_overrides("t"), "x")
-    await redis.sadd(K.scale_targets, "x")
-    await redis.hset(K.leader_lock, mapping={"x": "y"})
-    await redis.sadd(K.instances, "i1")
-    await redis.sadd(K.metrics_history, "x")
-    await redis.set(K.audit_stream, "x")
+    await redis.sadd(k.workers, "w1", "w2", "w3")
+    await redis.set(k.worker_online("w1"), json.dumps({"last_seen": now, "agent_types": ["t"]}))
+    await redis.set(k.worker_admin("w1"), "admin as a string")
+    await redis.hset(k.worker_online("w2"), mapping={"a": "1"})  # lease as a hash
+    await redis.rpush(k.worker_agent_types("w2"), "t")  # a list where a set belongs
+    await redis.set(k.worker_online("w3"), json.dumps(["a", "list"]))
+    await redis.sadd(k.agent_types, "t", "u")
+    await redis.set(k.type_workers("t"), "x")
+    await redis.hset(k.type_denied("t"), mapping={"a": "b"})
+    await redis.sadd(k.type_stream("t"), "not a stream")
+    await redis.set(k.type_stream("u"), "not a stream")
+    await redis.sadd(k.scale_overrides("t"), "x")
+    await redis.sadd(k.scale_targets, "x")
+    await redis.hset(k.leader_lock, mapping={"x": "y"})
+    await redis.sadd(k.instances, "i1")
+    await redis.sadd(k.metrics_history, "x")
+    await redis.set(k.audit_stream, "x")
 
-    reader = FleetReader(redis, K)
+    reader = FleetReader(redis, k)
     snap = await reader.read()
     statuses = {w.worker_id: w.status for w in snap.workers}
     assert statuses == {"w1": Status.ONLINE, "w2": Status.OFFLINE, "w3": Status.STALE}
@@ -180,23 +190,24 @@ async def test_wrong_key_types_never_break_a_read(redis: Redis) -> None:
     assert detail.known and detail.lease is None
 
 
-async def test_hostile_strings_are_kept_as_data(redis: Redis, redis_url: str) -> None:
+async def test_hostile_strings_are_kept_as_data(backend: Backend) -> None:
+    redis, k = backend.redis, backend.keys
     now = now_ms()
     hostile = "[bold red]boom[/] [@click=app.quit]x[/] \x1b]0;pwned\x07 \x1b[2J"
-    await redis.sadd(K.workers, hostile, "big")
+    await redis.sadd(k.workers, hostile, "big")
     lease = {"last_seen": now, "hostname": hostile, "agent_types": [hostile], "reason": "x"}
-    await redis.set(K.worker_online(hostile), json.dumps(lease))
+    await redis.set(k.worker_online(hostile), json.dumps(lease))
     await redis.set(
-        K.worker_online("big"),
+        k.worker_online("big"),
         json.dumps({"last_seen": now, "hostname": "h" * 1_000_000, "app_version": "1"}),
     )
-    await redis.hset(K.worker_admin(hostile), mapping={"lifecycle": hostile, "reason": hostile})
-    await redis.set(K.worker_online("bytes"), b"\xff\xfe{")
-    await redis.sadd(K.workers, "bytes")
+    await redis.hset(k.worker_admin(hostile), mapping={"lifecycle": hostile, "reason": hostile})
+    await redis.set(k.worker_online("bytes"), b"\xff\xfe{")
+    await redis.sadd(k.workers, "bytes")
     # Readers use create_redis's client: invalid UTF-8 decodes with replacement characters.
-    client = create_redis(load(RedisSettings, url=redis_url), retries=0)
+    client = create_redis(backend.settings, retries=0)
     try:
-        snap = await FleetReader(client, K).read()
+        snap = await FleetReader(client, k).read()
     finally:
         await client.aclose()
     by_id = {w.worker_id: w for w in snap.workers}
@@ -215,7 +226,8 @@ async def test_hostile_strings_are_kept_as_data(redis: Redis, redis_url: str) ->
 
 
 @pytest.mark.parametrize("n_workers", [1, 500])
-async def test_round_trips_do_not_grow_with_the_fleet(redis: Redis, n_workers: int) -> None:
+async def test_round_trips_do_not_grow_with_the_fleet(backend: Backend, n_workers: int) -> None:
+    redis, k = backend.redis, backend.keys
     now = now_ms()
     types = ["chat", "embed", "rank"]
     pipe = redis.pipeline(transaction=False)
@@ -223,24 +235,24 @@ async def test_round_trips_do_not_grow_with_the_fleet(redis: Redis, n_workers: i
         wid = f"w-{i:04d}"
         t = types[i % 3]
         iid = f"inst-{i % 5}"
-        pipe.sadd(K.workers, wid)
-        pipe.sadd(K.worker_agent_types(wid), t)
+        pipe.sadd(k.workers, wid)
+        pipe.sadd(k.worker_agent_types(wid), t)
         pipe.set(
-            K.worker_online(wid),
+            k.worker_online(wid),
             json.dumps({"instance_id": iid, "agent_types": [t], "last_seen": now}),
         )
-        pipe.sadd(K.type_workers(t), wid)
+        pipe.sadd(k.type_workers(t), wid)
         if i % 7 == 0:
-            pipe.hset(K.worker_admin(wid), mapping={"lifecycle": "suspended", "updated_at": now})
+            pipe.hset(k.worker_admin(wid), mapping={"lifecycle": "suspended", "updated_at": now})
     for i in range(5):
-        pipe.zadd(K.instances, {f"inst-{i}": now})
-        pipe.set(K.instance_online(f"inst-{i}"), json.dumps({"agent_types": types}))
-    pipe.sadd(K.agent_types, *types)
-    pipe.hset(K.scale_targets, mapping={"chat": 7})
+        pipe.zadd(k.instances, {f"inst-{i}": now})
+        pipe.set(k.instance_online(f"inst-{i}"), json.dumps({"agent_types": types}))
+    pipe.sadd(k.agent_types, *types)
+    pipe.hset(k.scale_targets, mapping={"chat": 7})
     await pipe.execute()
 
     counting = CountingRedis(redis)
-    reader = FleetReader(counting, K)  # type: ignore[arg-type]
+    reader = FleetReader(counting.client, k)
     snap = await reader.read()
     assert len(snap.workers) == n_workers
     assert reader.round_trips == counting.executes
@@ -251,14 +263,15 @@ async def test_round_trips_do_not_grow_with_the_fleet(redis: Redis, n_workers: i
     assert quotas == {"inst-0": 2, "inst-1": 2, "inst-2": 1, "inst-3": 1, "inst-4": 1}
 
 
-async def test_pending_until_the_worker_confirms(redis: Redis) -> None:
+async def test_pending_until_the_worker_confirms(backend: Backend) -> None:
+    redis, k = backend.redis, backend.keys
     now = now_ms()
-    await redis.sadd(K.workers, "w1")
+    await redis.sadd(k.workers, "w1")
     lease = Lease(worker_id="w1", last_seen=now, agent_types=["chat"], heartbeat_interval=5)
-    await redis.set(K.worker_online("w1"), lease.dump())
-    manager = WorkerManager(redis, K, operator="ops@test")
+    await redis.set(k.worker_online("w1"), lease.dump())
+    manager = WorkerManager(redis, k, operator="ops@test")
     result = await manager.suspend_worker("w1", reason="maint")
-    reader = FleetReader(redis, K)
+    reader = FleetReader(redis, k)
     w = (await reader.read()).workers[0]
     assert (w.lifecycle, w.command_state, w.admin_updated_by) == (
         "suspended",
@@ -268,7 +281,7 @@ async def test_pending_until_the_worker_confirms(redis: Redis) -> None:
     confirmed = lease.model_copy(
         update={"lifecycle": "suspended", "admin_applied_at": result.updated_at}
     )
-    await redis.set(K.worker_online("w1"), confirmed.dump())
+    await redis.set(k.worker_online("w1"), confirmed.dump())
     snap = await reader.read()
     w = snap.workers[0]
     assert (w.command_state, w.applied_lifecycle) == (CommandState.APPLIED, "suspended")
@@ -282,13 +295,14 @@ async def test_pending_until_the_worker_confirms(redis: Redis) -> None:
     )
 
 
-async def test_metrics_history_tail_and_leader(redis: Redis) -> None:
+async def test_metrics_history_tail_and_leader(backend: Backend) -> None:
+    redis, k = backend.redis, backend.keys
     for i in range(10):
         point = MetricsPoint(ts=1000 + i, workers_online=i, queue_depth=2 * i)
-        await redis.zadd(K.metrics_history, {point.model_dump_json(): 1000 + i})
-    await redis.zadd(K.metrics_history, {"{broken": 2000})
-    await redis.set(K.leader_lock, json.dumps({"instance_id": "i-9", "token": "t", "epoch": 3}))
-    snap = await FleetReader(redis, K, history_limit=4).read()
+        await redis.zadd(k.metrics_history, {point.model_dump_json(): 1000 + i})
+    await redis.zadd(k.metrics_history, {"{broken": 2000})
+    await redis.set(k.leader_lock, json.dumps({"instance_id": "i-9", "token": "t", "epoch": 3}))
+    snap = await FleetReader(redis, k, history_limit=4).read()
     assert [p.workers_online for p in snap.metrics.history] == [7, 8, 9, 0]
     assert snap.metrics.history[-1].ts == 0  # the malformed member parses to an empty point
     assert (snap.leader.instance_id, snap.leader.epoch) == ("i-9", 3)
