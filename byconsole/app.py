@@ -120,7 +120,7 @@ class ConsoleApp(App[int]):
             "context": self.context_name,
             "detail_loader": self.read_detail,
             "refresh": self.refresh_interval,
-            "describe": self.backend.describe,
+            "describe": self.describe_error,
             "clock": self.clock,
         }
         if self.read_only:
@@ -130,6 +130,10 @@ class ConsoleApp(App[int]):
     def get_default_screen(self) -> Screen[None]:
         """The main screen (read-only or operator)."""
         return self.main_screen
+
+    def describe_error(self, exc: BaseException) -> str:
+        """One display-safe line for an error, by the current backend (its password)."""
+        return self.backend.describe(exc)
 
     async def read_detail(self, worker_id: str) -> WorkerDetail:
         """The detail screen's loader."""
@@ -157,11 +161,12 @@ class ConsoleApp(App[int]):
             self.request_poll()
 
     def _modal_open(self) -> bool:
-        return isinstance(self.screen, ModalScreen)
+        stack = self.screen_stack
+        return bool(stack) and isinstance(stack[-1], ModalScreen)
 
     def _start_poll(self) -> None:
         self._timer = None
-        if self._polling:
+        if self._polling or not self.screen_stack:  # busy, or shutting down
             return
         if self._modal_open():
             self._paused = True  # resumed by the main screen's ScreenResume
@@ -288,15 +293,25 @@ class ConsoleApp(App[int]):
         self.snapshot = None
         self.failures = 0
         self._polling = self._poll_again = self._paused = False
-        new_main = self._make_main_screen()
-        if type(new_main) is type(self.main_screen):
+        wanted = MonitorScreen if self.read_only else OperatorScreen
+        default = self.screen_stack[0]
+        if type(self.main_screen) is wanted:
             self.main_screen.reset(self.backend.endpoint, name)
+            self.request_poll()
+        elif type(default) is wanted and isinstance(default, MonitorScreen):
+            # Back to the mode the app started in: drop the screen pushed for the other.
+            await self.pop_screen()
+            self.main_screen = default
+            default.reset(self.backend.endpoint, name)
+            self.request_poll()
         else:
-            self.main_screen = new_main
-            await self.switch_screen(new_main)
+            # The default screen cannot be replaced: the other mode's screen goes on top
+            # of it; polling starts when it is mounted.
+            self._paused = True
+            self.main_screen = self._make_main_screen()
+            await self.push_screen(self.main_screen)
         await old.aclose()
         self.notify(f"context {safe_text(name, 40)}: {self.backend.endpoint}", markup=False)
-        self.request_poll()
 
     async def on_unmount(self) -> None:
         """Close the connection pool."""

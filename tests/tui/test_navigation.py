@@ -222,3 +222,30 @@ async def test_palette_switches_context(redis: Redis, redis_url: str) -> None:
     finally:
         await other.flushdb()
         await other.aclose()
+
+
+async def test_switching_to_a_read_only_context_drops_the_action_keys(
+    redis: Redis, redis_url: str
+) -> None:
+    from byconsole.backend import RedisBackend
+    from byconsole.screens.main import MonitorScreen, OperatorScreen
+    from worker_runtime.settings import RedisSettings
+
+    await write_worker(redis, "w-1", ["chat"])
+    contexts = {"dev": Context(url=redis_url), "prod": Context(url=redis_url, read_only=True)}
+    app = ConsoleApp(
+        RedisBackend(RedisSettings(url=redis_url)),
+        refresh=0.2,
+        contexts=contexts,
+        context_name="dev",
+    )
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.main_screen.workers_view.table.row_count == 1)
+        assert isinstance(app.screen, OperatorScreen)
+        await app.switch_context("prod")
+        await until(pilot, lambda: type(app.screen) is MonitorScreen)
+        await until(pilot, lambda: app.main_screen.workers_view.table.row_count == 1)
+        assert "s" not in app.screen.active_bindings
+        await pilot.press("s")
+        await pilot.pause(0.3)
+        assert await redis.hgetall(KEYS.worker_admin("w-1")) == {}
