@@ -225,7 +225,8 @@ async def test_hostile_strings_are_kept_as_data(backend: Backend) -> None:
     json.dumps(snap.model_dump(mode="json"))
 
 
-@pytest.mark.parametrize("n_workers", [1, 500])
+# 2,500 workers span three chunks of the single-Redis bulk script.
+@pytest.mark.parametrize("n_workers", [1, 500, 2500])
 async def test_round_trips_do_not_grow_with_the_fleet(backend: Backend, n_workers: int) -> None:
     redis, k = backend.redis, backend.keys
     now = now_ms()
@@ -257,8 +258,9 @@ async def test_round_trips_do_not_grow_with_the_fleet(backend: Backend, n_worker
     assert len(snap.workers) == n_workers
     assert reader.round_trips == counting.executes
     assert counting.executes <= 3
-    suspended = sum(1 for w in snap.workers if w.lifecycle == "suspended")
-    assert suspended == len(range(0, n_workers, 7))
+    suspended = [w.worker_id for w in snap.workers if w.lifecycle == "suspended"]
+    assert suspended == [f"w-{i:04d}" for i in range(0, n_workers, 7)]
+    assert [w.agent_types for w in snap.workers] == [[types[i % 3]] for i in range(n_workers)]
     quotas = {i.instance_id: i.quota.get("chat") for i in snap.instances}
     assert quotas == {"inst-0": 2, "inst-1": 2, "inst-2": 1, "inst-3": 1, "inst-4": 1}
 
