@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 
 from tests.redis_server import env_with
+from worker_runtime.connection import default_keys
 from worker_runtime.keys import Keys
 from worker_runtime.models import now_ms
 
@@ -60,7 +62,7 @@ def assert_one_line_error(result: Result, code: int = 2) -> None:
 
 
 async def add_worker(
-    redis: Redis,
+    redis: Redis | RedisCluster,
     worker_id: str,
     types: list[str],
     *,
@@ -69,15 +71,19 @@ async def add_worker(
     age_ms: int = 0,
     **lease: Any,
 ) -> None:
-    """A worker as a runtime would register it: registry, declared types, routing, lease."""
-    await redis.sadd(K.workers, worker_id)
+    """A worker as a runtime would register it: registry, declared types, routing, lease.
+
+    Keys follow the client: v2 on a cluster client, v1 otherwise.
+    """
+    k = default_keys(redis)
+    await redis.sadd(k.workers, worker_id)
     if types:
-        await redis.sadd(K.worker_agent_types(worker_id), *types)
-        await redis.sadd(K.agent_types, *types)
+        await redis.sadd(k.worker_agent_types(worker_id), *types)
+        await redis.sadd(k.agent_types, *types)
     if not online:
         return
     for t in types:
-        await redis.sadd(K.type_workers(t), worker_id)
+        await redis.sadd(k.type_workers(t), worker_id)
     payload = {
         "worker_id": worker_id,
         "instance_id": instance,
@@ -87,4 +93,4 @@ async def add_worker(
         "lease_ttl": 15,
         **lease,
     }
-    await redis.set(K.worker_online(worker_id), json.dumps(payload), px=60_000)
+    await redis.set(k.worker_online(worker_id), json.dumps(payload), px=60_000)

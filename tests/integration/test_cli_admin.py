@@ -1,4 +1,7 @@
-"""The admin subcommands as a real subprocess: exactly the documented keys, JSON, exit codes."""
+"""The admin subcommands as a real subprocess: exactly the documented keys, JSON, exit codes.
+
+Every test runs on a single Redis (v1 keys) and on a real cluster (v2 keys).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +12,11 @@ from typing import Any
 
 import pytest
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster as ClusterClient
 
-from tests.integration.cli_helpers import BYCONSOLE, K, Result, add_worker, cli_env, run
+from tests.backends import Backend
+from tests.integration.cli_helpers import BYCONSOLE, Result, add_worker, cli_env, run
+from worker_runtime.connection import default_keys
 from worker_runtime.messages import decode_command
 from worker_runtime.models import (
     CommandAction,
@@ -25,26 +31,32 @@ OPERATOR_FIELDS = {"lifecycle", "reason", "updated_at", "updated_by"}
 
 
 @pytest.fixture
-def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
-    return cli_env(redis_url, tmp_path)
+def env(backend: Backend, tmp_path: Path) -> dict[str, str]:
+    return cli_env(backend.url, tmp_path, **backend.env)
 
 
 @pytest.fixture
-async def fleet(redis: Redis) -> Redis:
+async def fleet(backend: Backend) -> Backend:
     """w1 online (chat, embed) on instance i-a; w2 registered but offline."""
+    redis, k = backend.redis, backend.keys
     await add_worker(redis, "w1", ["chat", "embed"], instance="i-a", ip_address="10.0.0.1")
     await add_worker(redis, "w2", ["chat"], online=False)
-    await redis.zadd(K.instances, {"i-a": now_ms()})
+    await redis.zadd(k.instances, {"i-a": now_ms()})
     await redis.set(
-        K.instance_online("i-a"), json.dumps({"instance_id": "i-a", "agent_types": ["chat"]})
+        k.instance_online("i-a"), json.dumps({"instance_id": "i-a", "agent_types": ["chat"]})
     )
-    return redis
+    return backend
 
 
-async def keyspace(redis: Redis) -> dict[str, Any]:
+async def keyspace(redis: Redis | ClusterClient) -> dict[str, Any]:
     """Every key with its content, to diff what a command changed."""
     out: dict[str, Any] = {}
-    for key in [str(k) for k in await redis.keys("*")]:
+    if isinstance(redis, ClusterClient):
+        # redis-py's cluster KEYS asks one node unless told to ask every primary.
+        names = await redis.keys("*", target_nodes=ClusterClient.PRIMARIES)
+    else:
+        names = await redis.keys("*")
+    for key in [str(k) for k in names]:
         kind = await redis.type(key)
         if kind == "string":
             out[key] = await redis.get(key)
@@ -76,13 +88,13 @@ async def last_command(redis: Redis, stream: str) -> Any:
 
 
 async def last_audit(redis: Redis) -> dict[str, str]:
-    entries: Any = await redis.xrevrange(K.audit_stream, count=1)
+    entries: Any = await redis.xrevrange(default_keys(redis).audit_stream, count=1)
     fields: dict[str, str] = entries[0][1]
     return fields
 
 
 async def run_and_diff(
-    redis: Redis, args: list[str], env: dict[str, str]
+    redis: Redis | ClusterClient, args: list[str], env: dict[str, str]
 ) -> tuple[Result, set[str]]:
     before = await keyspace(redis)
     result = run(args, env)
@@ -100,9 +112,9 @@ async def run_and_diff(
     ],
 )
 async def test_lifecycle_commands_write_exactly_the_documented_keys(
-    fleet: Redis, env: dict[str, str], verb: str, lifecycle: Lifecycle, extra: list[str]
+    fleet: Backend, env: dict[str, str], verb: str, lifecycle: Lifecycle, extra: list[str]
 ) -> None:
-    redis = fleet
+    redis, k = fleet.redis, fleet.keys
     result, keys = await run_and_diff(
         redis, ["worker", verb, "w1", "--reason", "ticket 42", "--json", *extra], env
     )
@@ -117,18 +129,18 @@ async def test_lifecycle_commands_write_exactly_the_documented_keys(
         "pending",
     )
 
-    expected = {K.worker_admin("w1"), K.worker_stream("w1"), K.audit_stream}
+    expected = {k.worker_admin("w1"), k.worker_stream("w1"), k.audit_stream}
     if lifecycle is not Lifecycle.ACTIVE:
-        expected |= {K.type_workers("chat"), K.type_workers("embed")}  # leaves routing at once
+        expected |= {k.type_workers("chat"), k.type_workers("embed")}  # leaves routing at once
     if lifecycle is Lifecycle.EVICTED:
-        expected.add(K.worker_online("w1"))  # the lease is dropped
+        expected.add(k.worker_online("w1"))  # the lease is dropped
     assert keys == expected
 
-    admin = await redis.hgetall(K.worker_admin("w1"))
+    admin = await redis.hgetall(k.worker_admin("w1"))
     assert set(admin) == OPERATOR_FIELDS
     assert (admin["lifecycle"], admin["reason"]) == (lifecycle.value, "ticket 42")
     assert int(admin["updated_at"]) == doc["updated_at"]
-    command = await last_command(redis, K.worker_stream("w1"))
+    command = await last_command(redis, k.worker_stream("w1"))
     assert (command.action, command.lifecycle, command.force) == (
         CommandAction.LIFECYCLE,
         lifecycle,
@@ -141,10 +153,10 @@ async def test_lifecycle_commands_write_exactly_the_documented_keys(
 
 
 async def test_forget_removes_every_key_of_an_offline_worker(
-    fleet: Redis, env: dict[str, str]
+    fleet: Backend, env: dict[str, str]
 ) -> None:
-    redis = fleet
-    await redis.sadd(K.type_denied("chat"), "w2")
+    redis, k = fleet.redis, fleet.keys
+    await redis.sadd(k.type_denied("chat"), "w2")
     online = run(["worker", "forget", "w1"], env)
     assert online.code == 1 and "is online" in online.err
 
@@ -152,34 +164,34 @@ async def test_forget_removes_every_key_of_an_offline_worker(
     assert result.code == 0, result.err
     assert result.json() == {"target": "w2", "action": "forget", "forgotten": True}
     assert keys == {
-        K.workers,
-        K.worker_agent_types("w2"),
-        K.type_denied("chat"),
-        K.audit_stream,
+        k.workers,
+        k.worker_agent_types("w2"),
+        k.type_denied("chat"),
+        k.audit_stream,
     }
-    assert not await redis.sismember(K.workers, "w2")
+    assert not await redis.sismember(k.workers, "w2")
     assert (await last_audit(redis))["action"] == "forget"
     assert run(["worker", "forget", "w2"], env).code == 1  # gone now
 
 
 async def test_deny_and_allow_write_the_denylist_and_a_command(
-    fleet: Redis, env: dict[str, str]
+    fleet: Backend, env: dict[str, str]
 ) -> None:
-    redis = fleet
+    redis, k = fleet.redis, fleet.keys
     result, keys = await run_and_diff(
         redis, ["type", "deny", "chat", "w1", "--reason", "canary", "--json"], env
     )
     assert result.code == 0, result.err
     assert result.json()["state"] == "pending"
     assert keys == {
-        K.type_denied("chat"),
-        K.type_workers("chat"),
-        K.worker_stream("w1"),
-        K.audit_stream,
+        k.type_denied("chat"),
+        k.type_workers("chat"),
+        k.worker_stream("w1"),
+        k.audit_stream,
     }
-    assert await redis.smembers(K.type_denied("chat")) == {"w1"}
-    assert not await redis.sismember(K.type_workers("chat"), "w1")
-    command = await last_command(redis, K.worker_stream("w1"))
+    assert await redis.smembers(k.type_denied("chat")) == {"w1"}
+    assert not await redis.sismember(k.type_workers("chat"), "w1")
+    command = await last_command(redis, k.worker_stream("w1"))
     assert (command.action, command.agent_type) == (CommandAction.DENY, "chat")
     audit = await last_audit(redis)
     assert (audit["action"], audit["target"], audit["details"]) == ("deny", "w1", "type=chat")
@@ -191,18 +203,18 @@ async def test_deny_and_allow_write_the_denylist_and_a_command(
 
     result, keys = await run_and_diff(redis, ["type", "allow", "chat", "w1", "--json"], env)
     assert result.code == 0, result.err
-    assert keys == {K.type_denied("chat"), K.worker_stream("w1"), K.audit_stream}
-    assert await redis.smembers(K.type_denied("chat")) == set()
-    command = await last_command(redis, K.worker_stream("w1"))
+    assert keys == {k.type_denied("chat"), k.worker_stream("w1"), k.audit_stream}
+    assert await redis.smembers(k.type_denied("chat")) == set()
+    command = await last_command(redis, k.worker_stream("w1"))
     assert command.action is CommandAction.ALLOW
 
     offline = run(["type", "deny", "chat", "w2", "--json"], env)
     assert offline.json()["state"] == "offline"
 
 
-async def test_scale_global_and_per_instance(fleet: Redis, env: dict[str, str]) -> None:
-    redis = fleet
-    await redis.hset(K.scale_overrides("chat"), mapping={"i-old": "2"})
+async def test_scale_global_and_per_instance(fleet: Backend, env: dict[str, str]) -> None:
+    redis, k = fleet.redis, fleet.keys
+    await redis.hset(k.scale_overrides("chat"), mapping={"i-old": "2"})
     result, keys = await run_and_diff(
         redis, ["scale", "chat", "3", "--reason", "peak", "--json"], env
     )
@@ -214,10 +226,10 @@ async def test_scale_global_and_per_instance(fleet: Redis, env: dict[str, str]) 
         None,
         {"i-a": 3},
     )
-    assert keys == {K.scale_targets, K.scale_overrides("chat"), K.fleet_stream, K.audit_stream}
-    assert await redis.hgetall(K.scale_targets) == {"chat": "3"}
-    assert not await redis.exists(K.scale_overrides("chat"))  # a global target clears them
-    command = await last_command(redis, K.fleet_stream)
+    assert keys == {k.scale_targets, k.scale_overrides("chat"), k.fleet_stream, k.audit_stream}
+    assert await redis.hgetall(k.scale_targets) == {"chat": "3"}
+    assert not await redis.exists(k.scale_overrides("chat"))  # a global target clears them
+    command = await last_command(redis, k.fleet_stream)
     assert (command.action, command.agent_type, command.count) == (CommandAction.RESCALE, "chat", 3)
     audit = await last_audit(redis)
     assert (audit["action"], audit["target"], audit["details"]) == ("scale", "chat", "count=3")
@@ -225,18 +237,20 @@ async def test_scale_global_and_per_instance(fleet: Redis, env: dict[str, str]) 
     result, keys = await run_and_diff(redis, ["scale", "chat", "1", "--instance", "i-a"], env)
     assert result.code == 0, result.err
     assert "scale chat on i-a to 1: written" in result.out and "quota 1" in result.out
-    assert keys == {K.scale_overrides("chat"), K.fleet_stream, K.audit_stream}
-    assert await redis.hgetall(K.scale_overrides("chat")) == {"i-a": "1"}
+    assert keys == {k.scale_overrides("chat"), k.fleet_stream, k.audit_stream}
+    assert await redis.hgetall(k.scale_overrides("chat")) == {"i-a": "1"}
 
     assert run(["scale", "chta", "2"], env).code == 1
     assert run(["scale", "chat", "2", "--instance", "nowhere"], env).code == 1
     forced = run(["scale", "newtype", "2", "--force", "--json"], env)
     assert forced.code == 0 and forced.json()["count"] == 2
-    assert await redis.hget(K.scale_targets, "newtype") == "2"
+    assert await redis.hget(k.scale_targets, "newtype") == "2"
 
 
-async def test_unknown_targets_exit_1_and_write_nothing(fleet: Redis, env: dict[str, str]) -> None:
-    redis = fleet
+async def test_unknown_targets_exit_1_and_write_nothing(
+    fleet: Backend, env: dict[str, str]
+) -> None:
+    redis = fleet.redis
     for args in (
         ["worker", "suspend", "ghost"],
         ["worker", "resume", "ghost"],
@@ -256,7 +270,7 @@ async def test_unknown_targets_exit_1_and_write_nothing(fleet: Redis, env: dict[
         assert keys == set(), args
 
 
-async def test_offline_worker_applies_on_start(fleet: Redis, env: dict[str, str]) -> None:
+async def test_offline_worker_applies_on_start(fleet: Backend, env: dict[str, str]) -> None:
     result = run(["worker", "suspend", "w2", "--wait", "--json"], env)
     assert result.code == 0, result.err
     doc = result.json()
@@ -267,14 +281,15 @@ async def test_offline_worker_applies_on_start(fleet: Redis, env: dict[str, str]
 
 async def _confirm_when_asked(redis: Redis, worker_id: str, *, exit_instead: bool = False) -> None:
     """Play the worker: apply the admin state to the lease (or exit) once it changes."""
-    seen = await redis.hget(K.worker_admin(worker_id), "updated_at")
+    k = default_keys(redis)
+    seen = await redis.hget(k.worker_admin(worker_id), "updated_at")
     while True:
-        admin = await redis.hgetall(K.worker_admin(worker_id))
+        admin = await redis.hgetall(k.worker_admin(worker_id))
         if admin.get("updated_at") not in (None, seen):
             if exit_instead:
-                await redis.delete(K.worker_online(worker_id))
+                await redis.delete(k.worker_online(worker_id))
                 return
-            lease = Lease.parse(await redis.get(K.worker_online(worker_id)))
+            lease = Lease.parse(await redis.get(k.worker_online(worker_id)))
             lease = lease.model_copy(
                 update={
                     "lifecycle": admin["lifecycle"],
@@ -282,7 +297,7 @@ async def _confirm_when_asked(redis: Redis, worker_id: str, *, exit_instead: boo
                     "last_seen": now_ms(),
                 }
             )
-            await redis.set(K.worker_online(worker_id), lease.dump())
+            await redis.set(k.worker_online(worker_id), lease.dump())
             return
         await asyncio.sleep(0.02)
 
@@ -300,8 +315,8 @@ async def _run_async(args: list[str], env: dict[str, str]) -> tuple[int, str, st
     return proc.returncode, out.decode(), err.decode()
 
 
-async def test_wait_reports_the_confirmation(fleet: Redis, env: dict[str, str]) -> None:
-    redis = fleet
+async def test_wait_reports_the_confirmation(fleet: Backend, env: dict[str, str]) -> None:
+    redis = fleet.redis
     worker = asyncio.create_task(_confirm_when_asked(redis, "w1"))
     code, out, err = await _run_async(
         ["worker", "suspend", "w1", "--wait", "--timeout", "20", "--json"], env
@@ -324,26 +339,26 @@ async def test_wait_reports_the_confirmation(fleet: Redis, env: dict[str, str]) 
     assert "applied by the worker in" in out
 
 
-async def test_wait_timeout_exits_1(fleet: Redis, env: dict[str, str]) -> None:
+async def test_wait_timeout_exits_1(fleet: Backend, env: dict[str, str]) -> None:
     result = run(["worker", "suspend", "w1", "--wait", "--timeout", "0.3", "--json"], env)
     assert result.code == 1
     assert result.json()["state"] == "timeout"
     assert "not confirmed by the worker within 0.3 s" in result.err
 
 
-async def test_read_commands_tables_and_json(fleet: Redis, env: dict[str, str]) -> None:
-    redis = fleet
+async def test_read_commands_tables_and_json(fleet: Backend, env: dict[str, str]) -> None:
+    redis, k = fleet.redis, fleet.keys
     now = now_ms()
-    await redis.hset(K.worker_admin("w2"), mapping={"lifecycle": "suspended", "reason": "disk"})
+    await redis.hset(k.worker_admin("w2"), mapping={"lifecycle": "suspended", "reason": "disk"})
     for i in range(3):
         execution = Execution(
             execution_id=f"e{i}", agent_type="chat", state="succeeded", started_at=now + i
         )
-        await redis.hset(K.worker_history_snapshots("w1"), f"e{i}", execution.model_dump_json())
-        await redis.zadd(K.worker_executions("w1"), {f"e{i}": now + i})
+        await redis.hset(k.worker_history_snapshots("w1"), f"e{i}", execution.model_dump_json())
+        await redis.zadd(k.worker_executions("w1"), {f"e{i}": now + i})
     for i in range(30):
         point = MetricsPoint(ts=now - (30 - i) * 1000, workers_online=i, queue_depth=i)
-        await redis.zadd(K.metrics_history, {point.model_dump_json(): point.ts})
+        await redis.zadd(k.metrics_history, {point.model_dump_json(): point.ts})
 
     listed = run(["worker", "list"], env)
     assert listed.code == 0
