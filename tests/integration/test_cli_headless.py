@@ -16,6 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from redis.asyncio import Redis
 
+from tests.backends import Backend
 from tests.cluster import RedisCluster
 from tests.integration.cli_helpers import (
     BYCONSOLE,
@@ -49,11 +50,14 @@ async def test_empty_fleet_prints_plain_tables_and_exits_0(env: dict[str, str]) 
 
 
 async def test_json_lists_snake_camel_offline_and_malformed(
-    redis: Redis, env: dict[str, str]
+    backend: Backend, tmp_path: Path
 ) -> None:
+    # The same snapshot on a single Redis (v1 keys) and on a real cluster (v2 keys).
+    redis, k = backend.redis, backend.keys
+    env = cli_env(backend.url, tmp_path, **backend.env)
     now = now_ms()
     await add_worker(redis, "w-snake", ["chat"], ip_address="10.1.1.1", app_version="2.0")
-    await redis.sadd(K.workers, "w-camel", "w-offline", "w-bad")
+    await redis.sadd(k.workers, "w-camel", "w-offline", "w-bad")
     camel = {
         "workerId": "w-camel",
         "instanceId": "host-b:9",
@@ -63,9 +67,9 @@ async def test_json_lists_snake_camel_offline_and_malformed(
         "agentTypes": ["chat", "embed"],
         "appVersion": "js-3",
     }
-    await redis.set(K.worker_online("w-camel"), json.dumps(camel))
-    await redis.set(K.worker_online("w-bad"), "\x00\x01 definitely not json")
-    await redis.hset(K.worker_admin("w-offline"), mapping={"lifecycle": "evicted", "reason": "r"})
+    await redis.set(k.worker_online("w-camel"), json.dumps(camel))
+    await redis.set(k.worker_online("w-bad"), "\x00\x01 definitely not json")
+    await redis.hset(k.worker_admin("w-offline"), mapping={"lifecycle": "evicted", "reason": "r"})
 
     result = run(["--snapshot", "--format", "json"], env)
     assert result.code == 0, result.err
@@ -97,15 +101,18 @@ async def test_json_lists_snake_camel_offline_and_malformed(
     assert "stale (bad lease)" in table.out and "10.1.1.2" in table.out
 
 
-async def test_checks_fail_with_each_failure_named(redis: Redis, env: dict[str, str]) -> None:
+async def test_checks_fail_with_each_failure_named(backend: Backend, tmp_path: Path) -> None:
+    # The same snapshot on a single Redis (v1 keys) and on a real cluster (v2 keys).
+    redis, k = backend.redis, backend.keys
+    env = cli_env(backend.url, tmp_path, **backend.env)
     await add_worker(redis, "a1", ["chat"])
     await add_worker(redis, "a2", ["chat"], age_ms=60_000)  # stale
     await add_worker(redis, "b1", ["embed"])
     await add_worker(redis, "gone", ["embed"], online=False)
-    await redis.hset(K.worker_admin("b1"), mapping={"lifecycle": "suspended", "updated_at": 1})
-    await redis.xgroup_create(K.type_stream("chat"), CONSUMER_GROUP, id="0", mkstream=True)
+    await redis.hset(k.worker_admin("b1"), mapping={"lifecycle": "suspended", "updated_at": 1})
+    await redis.xgroup_create(k.type_stream("chat"), CONSUMER_GROUP, id="0", mkstream=True)
     for _ in range(5):
-        await redis.xadd(K.type_stream("chat"), {"kind": "task", "data": "{}"})
+        await redis.xadd(k.type_stream("chat"), {"kind": "task", "data": "{}"})
 
     ok = run(
         ["--snapshot", "--min-online", "2", "--min-online", "embed=1", "--max-depth", "5"], env
@@ -185,15 +192,18 @@ def test_unreachable_redis_exits_2_fast(tmp_path: Path) -> None:
     assert families["byconsole_up"].samples[0].value == 0
 
 
-async def test_prometheus_output_parses(redis: Redis, env: dict[str, str]) -> None:
+async def test_prometheus_output_parses(backend: Backend, tmp_path: Path) -> None:
+    # The same snapshot on a single Redis (v1 keys) and on a real cluster (v2 keys).
+    redis, k = backend.redis, backend.keys
+    env = cli_env(backend.url, tmp_path, **backend.env)
     weird = 'we"ird\\type\nx'
     await add_worker(redis, "a1", ["chat", weird])
     await add_worker(redis, "a2", ["chat"], age_ms=120_000)
     await add_worker(redis, "off", ["chat"], online=False)
-    await redis.hset(K.worker_admin("a1"), mapping={"lifecycle": "draining", "updated_at": 1})
-    await redis.hset(K.scale_targets, mapping={"chat": "4"})
+    await redis.hset(k.worker_admin("a1"), mapping={"lifecycle": "draining", "updated_at": 1})
+    await redis.hset(k.scale_targets, mapping={"chat": "4"})
     for _ in range(3):
-        await redis.xadd(K.type_stream("chat"), {"kind": "task", "data": "{}"})
+        await redis.xadd(k.type_stream("chat"), {"kind": "task", "data": "{}"})
 
     result = run(["--snapshot", "--format", "prom"], env)
     assert result.code == 0, result.err
