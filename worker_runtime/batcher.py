@@ -70,6 +70,8 @@ class Batcher:
         self._history: dict[str, deque[str]] = {}
         self._pending = _Pending()
         self._written_starts: set[str] = set()
+        self._unconfirmed: set[tuple[str, str]] = set()
+        """(stream, entry id) of acks queued or in flight, until a flush succeeds."""
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -116,6 +118,7 @@ class Batcher:
         self._pending.starts.pop(eid, None)
         if ack:
             self._pending.acks[stream].append(entry_id)
+            self._unconfirmed.add((stream, entry_id))
         self._pending.finishes.append((execution, written))
         state = "processed" if execution.state == ExecutionState.SUCCEEDED else "failed"
         self._pending.counters[f"{state}:{execution.agent_type}"] += 1
@@ -124,7 +127,16 @@ class Batcher:
     def ack(self, stream: str, entry_id: str) -> None:
         """Acknowledge an entry that needs no execution record (e.g. a command)."""
         self._pending.acks[stream].append(entry_id)
+        self._unconfirmed.add((stream, entry_id))
         self._queued()
+
+    def awaiting_ack(self, stream: str, entry_id: str) -> bool:
+        """Whether this entry was handled here and its ack has not reached Redis yet.
+
+        After an outage the entry is still in this consumer's pending list, and
+        re-reading that list returns it: it must not run a second time.
+        """
+        return (stream, entry_id) in self._unconfirmed
 
     def readd(self, stream: str, fields: dict[str, str], maxlen: int | None = None) -> None:
         """Append an entry to a stream (retry, hand-back or dead letter)."""
@@ -186,6 +198,8 @@ class Batcher:
             return
         self._failures = 0
         self._written_starts.update(batch.starts)
+        for stream, ids in batch.acks.items():
+            self._unconfirmed.difference_update((stream, entry_id) for entry_id in ids)
 
     def _requeue(self, batch: _Pending) -> None:
         newer = self._pending

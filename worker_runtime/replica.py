@@ -271,6 +271,10 @@ class Replica:
         key = f"{stream} {entry_id}"
         if key in self.inflight:
             return  # already running (e.g. seen again while recovering our own PEL)
+        if self.ctx.batcher.awaiting_ack(stream, entry_id):
+            # Finished while Redis was away: the ack is queued, not lost. Re-reading our
+            # PEL after the outage returns the entry; running it again would duplicate it.
+            return
         self.inflight[key] = asyncio.create_task(self._execute(key, stream, entry_id, task))
 
     async def _execute(self, key: str, stream: str, entry_id: str, task: Task) -> None:
