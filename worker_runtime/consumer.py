@@ -83,6 +83,10 @@ class Reader:
                 if time.monotonic() >= self._next_reclaim:
                     self._next_reclaim = time.monotonic() + self._reclaim_every()
                     await self._reclaim(streams)
+                if replica.free_slots() <= 0:
+                    # Recovery or reclaim filled every slot: XREADGROUP COUNT 0 is an
+                    # error, which used to be taken for an outage and re-run recovery.
+                    continue
                 await self._read_new(streams)
                 backoff = 0.1
             except ResponseError as exc:
