@@ -62,6 +62,21 @@ class Reader:
     def _reclaim_every(self) -> float:
         return max(0.2, min(self.ctx.settings.claim_idle_ms / 2000, 5.0))
 
+    def _distrust_leases(self) -> None:
+        """Redis was unreachable or stalled: postpone reclaiming by one lease TTL.
+
+        While Redis is down or paused no heartbeat reaches it, so when it answers again
+        the leases of live workers may have expired (Redis expires by wall clock, and a
+        restart from disk loads them expired). Taking a missing lease for a dead worker
+        then would steal tasks that are still running. One lease TTL later every live
+        worker has beaten again, and a missing lease means what it should.
+        """
+        self._next_reclaim = max(self._next_reclaim, time.monotonic() + self.ctx.settings.lease_ttl)
+
+    def _stalled(self, since: float, expected: float) -> bool:
+        """Whether Redis took more than a heartbeat interval longer than ``expected``."""
+        return time.monotonic() - since > expected + self.ctx.settings.heartbeat_interval
+
     async def run(self) -> None:
         """Read until the replica ends or the process stops."""
         replica = self.replica
@@ -87,7 +102,10 @@ class Reader:
                     # Recovery or reclaim filled every slot: XREADGROUP COUNT 0 is an
                     # error, which used to be taken for an outage and re-run recovery.
                     continue
+                sent = time.monotonic()
                 await self._read_new(streams)
+                if self._stalled(sent, block_s):
+                    self._distrust_leases()
                 backoff = 0.1
             except ResponseError as exc:
                 if "NOGROUP" in str(exc):
@@ -101,6 +119,7 @@ class Reader:
             except LOOP_ERRORS as exc:
                 log.warning("%s: Redis unavailable (%s); retrying", replica.worker_id, exc)
                 self._recover = True
+                self._distrust_leases()
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
 
@@ -146,6 +165,7 @@ class Reader:
                 continue  # a worker's own stream is never reclaimed by others
             start = "-"
             while replica.free_slots() > 0 and replica.accepting:
+                sent = time.monotonic()
                 rows = await ctx.redis.xpending_range(
                     stream, CONSUMER_GROUP, min=start, max="+", count=_RECLAIM_PAGE, idle=idle
                 )
@@ -153,6 +173,11 @@ class Reader:
                     break
                 foreign = sorted({str(r["consumer"]) for r in rows} - {replica.worker_id})
                 dead = await self._consumers_without_lease(foreign)
+                if self._stalled(sent, 0.0):
+                    # Redis stalled under these reads: the missing leases may only be
+                    # beats it has not processed yet (see _distrust_leases).
+                    self._distrust_leases()
+                    return
                 claimable = [r for r in rows if str(r["consumer"]) in dead]
                 claimable = claimable[: replica.free_slots()]
                 if claimable:
