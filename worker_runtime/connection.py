@@ -49,7 +49,8 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
     Args:
         settings: endpoint, TLS and timeouts.
         retries: how often a command is retried on connection errors. Workers keep the
-            default; one-shot CLI commands pass 0 so an outage is reported at once.
+            default; one-shot CLI commands and the console pass 0 so an outage is
+            reported at once (a cluster client still gets one retry, see below).
     """
     retry = (
         Retry(ExponentialBackoff(cap=1.0, base=0.05), retries) if retries else Retry(NoBackoff(), 0)
@@ -70,6 +71,11 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
             common["username"] = parts.username
         if parts.password:
             common["password"] = parts.password
+        if not retries:
+            # redis-py's cluster client rediscovers the slot map only when it retries: with
+            # no retry, pipelines (all the fleet reader sends) keep going to a failed
+            # primary long after its replica took over, and the console never recovers.
+            common["retry"] = Retry(NoBackoff(), 1)
         return RedisCluster(
             host=settings.cluster_host,
             port=settings.cluster_port,
