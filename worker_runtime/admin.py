@@ -32,6 +32,18 @@ from worker_runtime.models import (
     now_ms,
 )
 
+# Write the admin hash unless it holds a newer ``updated_at``. On a tie the later write
+# wins, as a plain HSET would; workers then follow the hash (Replica.apply_admin).
+_SET_ADMIN_IF_NOT_OLDER = """
+local current = tonumber(redis.call('HGET', KEYS[1], 'updated_at'))
+if current and tonumber(ARGV[1]) < current then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'lifecycle', ARGV[2], 'reason', ARGV[3],
+           'updated_at', ARGV[1], 'updated_by', ARGV[4])
+return 1
+"""
+
 MAX_SCALE = 1_000
 """Upper bound for any replica count an operator may ask for."""
 
@@ -164,14 +176,16 @@ class WorkerManager:
         )
         pipe = self.redis.pipeline(transaction=False)
         pipe.exists(self.keys.worker_online(worker_id))
-        pipe.hset(
+        # Conditional: a command stamped earlier that reaches Redis later (two consoles,
+        # a slow link) must not roll the admin state back under a newer one.
+        pipe.eval(
+            _SET_ADMIN_IF_NOT_OLDER,
+            1,
             self.keys.worker_admin(worker_id),
-            mapping={
-                "lifecycle": lifecycle.value,
-                "reason": reason or "",
-                "updated_at": str(ts),
-                "updated_by": self.operator,
-            },
+            str(ts),
+            lifecycle.value,
+            reason or "",
+            self.operator,
         )
         _push(pipe, self.keys.worker_stream(worker_id), command)
         if lifecycle is not Lifecycle.ACTIVE:
