@@ -176,8 +176,13 @@ class Replica:
             log.warning("%s: ignoring unknown lifecycle %r", self.worker_id, state.lifecycle)
             return False
         ts = state.updated_at or 0
-        if ts and ts <= self.admin_applied_at:
-            return False  # already applied, or older than what we applied
+        if ts and ts < self.admin_applied_at:
+            return False  # older than what we applied
+        if ts and ts == self.admin_applied_at and wanted is self.lifecycle:
+            return False  # already applied
+        # Same stamp, other lifecycle: two commands shared a millisecond and their
+        # pushes arrived in another order than their hash writes. The hash holds the
+        # last write, so it decides; otherwise worker and console would disagree forever.
         return self._transition(wanted, ts, state.reason, False)
 
     def apply_pull(self, admin: AdminState, denied: set[str], read_at: float) -> bool:
