@@ -1,0 +1,38 @@
+"""The handler fault scenarios run in worker processes (``bench.fault_handlers:traced``).
+
+It writes to a journal *file*, never to Redis: a scenario that kills or pauses Redis
+must still count every execution, and the handler must not fail because Redis is away
+(the runtime's behaviour is what is under test, not the handler's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from worker_runtime.models import Task
+
+JOURNAL_ENV = "FAULTS_JOURNAL"
+"""Environment variable naming the journal file."""
+
+
+def append_line(path: str, line: str) -> None:
+    """Append one short line atomically (``O_APPEND``: lines from processes never mix)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+async def traced(task: Task) -> dict[str, Any]:
+    """Journal ``S pid task_id``, sleep ``payload['sleep']`` s, journal ``D pid task_id``."""
+    path = os.environ[JOURNAL_ENV]
+    pid = os.getpid()
+    append_line(path, f"S {pid} {task.task_id}\n")
+    delay = float(task.payload.get("sleep", 0))
+    if delay:
+        await asyncio.sleep(delay)
+    append_line(path, f"D {pid} {task.task_id}\n")
+    return {"ok": True}
