@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+
+from worker_runtime.connection import create_redis
 from worker_runtime.embedded import RedisServer
+from worker_runtime.settings import RedisSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -29,10 +40,15 @@ def worker_env(url: str, **extra: str) -> dict[str, str]:
 
 
 def spawn_runtime(
-    url: str, types: list[str], instance: str, replicas: int = 1, **env: str
+    url: str,
+    types: list[str],
+    instance: str,
+    replicas: int = 1,
+    handler: str = "bench.handlers:noop",
+    **env: str,
 ) -> subprocess.Popen[bytes]:
-    """``worker-runtime run bench.handlers:noop`` as a subprocess."""
-    args = [str(BIN / "worker-runtime"), "run", "bench.handlers:noop", "--instance", instance]
+    """``worker-runtime run HANDLER`` (``bench.handlers:noop`` by default) as a subprocess."""
+    args = [str(BIN / "worker-runtime"), "run", handler, "--instance", instance]
     args += ["--replicas", str(replicas)]
     for t in types:
         args += ["--type", t]
@@ -69,3 +85,92 @@ def machine() -> str:
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"Redis {redis_version.removeprefix('v=')}"
     )
+
+
+# -- shared by the side-by-side benchmarks (run_all.py) --------------------------------
+
+
+def redis_client(url: str) -> Redis:
+    """A client configured exactly as the runtime and the console configure theirs."""
+    client = create_redis(RedisSettings(url=url))
+    if isinstance(client, RedisCluster):
+        raise SystemExit("the benchmarks run on a single Redis")
+    # Benchmarks fire hundreds of concurrent calls (redis-py's pool stops at 100).
+    client.connection_pool.max_connections = 10_000
+    return client
+
+
+@dataclass
+class Timed:
+    """One finished subprocess: wall time, its output and its own peak RSS."""
+
+    seconds: float
+    stdout: str
+    stderr: str
+    returncode: int
+    max_rss_mb: float
+
+
+def run_timed(
+    args: list[str],
+    env: dict[str, str] | None = None,
+    timeout: float = 600.0,
+    wrap: list[str] | None = None,
+) -> Timed:
+    """Run ``wrap + args`` to completion and measure it.
+
+    The peak RSS comes from GNU ``time``: Linux carries a process's peak RSS across
+    fork and exec, so ``wait4`` on a child of this (large) process would report this
+    process's own peak, not the command's.
+    """
+    gnu_time = shutil.which("time") or "/usr/bin/time"
+    with tempfile.TemporaryDirectory() as tmp:
+        rss_file = Path(tmp) / "rss"
+        out_file, err_file = Path(tmp) / "out", Path(tmp) / "err"
+        full = [*(wrap or []), gnu_time, "-f", "%M", "-o", str(rss_file), *args]
+        if not Path(gnu_time).exists():
+            full = [*(wrap or []), *args]
+        with out_file.open("wb") as out, err_file.open("wb") as err:
+            started = time.perf_counter()
+            proc = subprocess.Popen(full, cwd=ROOT, env=env, stdout=out, stderr=err)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            seconds = time.perf_counter() - started
+        rss_kb = 0.0
+        if rss_file.exists():
+            lines = rss_file.read_text().split()
+            rss_kb = float(lines[-1]) if lines and lines[-1].isdigit() else 0.0
+        return Timed(
+            seconds=seconds,
+            stdout=out_file.read_text("utf-8", "replace"),
+            stderr=err_file.read_text("utf-8", "replace"),
+            returncode=proc.returncode,
+            max_rss_mb=rss_kb / 1024,
+        )
+
+
+def versions(*dists: str) -> dict[str, str]:
+    """Installed versions of ``dists`` ("missing" when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str] = {}
+    for name in dists:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "missing"
+    return out
+
+
+def write_results(path: str | None, data: dict[str, Any]) -> None:
+    """Write a benchmark's figures as JSON for ``run_all.py`` (nothing when no path)."""
+    if path:
+        Path(path).write_text(json.dumps(data, indent=2, default=str))
+
+
+def ratio(a: float, b: float) -> float:
+    """``a / b``, or ``inf`` when ``b`` is 0."""
+    return a / b if b else float("inf")

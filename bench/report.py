@@ -1,0 +1,528 @@
+"""BENCHMARKS.md from the JSON figures the benchmarks wrote (``run_all.py`` calls it).
+
+.venv/bin/python -m bench.report bench/results   # rewrite BENCHMARKS.md from saved figures
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+NAMES = {
+    "worker_runtime": "**worker_runtime**",
+    "arq": "arq",
+    "taskiq": "taskiq-redis (RedisStreamBroker)",
+    "dramatiq": "dramatiq (RedisBroker)",
+    "celery": "celery (Redis broker)",
+}
+
+
+@dataclass
+class Run:
+    """Everything one ``run_all`` produced."""
+
+    results: dict[str, dict[str, Any]]
+    """benchmark name -> its JSON figures (missing when it failed)."""
+    outputs: dict[str, str] = field(default_factory=dict)
+    """benchmark name -> what it printed."""
+    commands: dict[str, str] = field(default_factory=dict)
+    """benchmark name -> the exact command line."""
+    errors: dict[str, str] = field(default_factory=dict)
+    started: str = ""
+    seconds: float = 0.0
+    load_before: str = ""
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Target:
+    """One target of the issue, evaluated."""
+
+    name: str
+    met: bool | None
+    measured: str
+    gap: str = ""
+
+
+def _f(value: Any, fmt: str = ",.0f", unit: str = "") -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "n/a"
+    return f"{value:{fmt}}{unit}"
+
+
+def _ms(value: Any) -> str:
+    return _f(value, ",.1f", " ms")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+# -- targets -------------------------------------------------------------------------------
+
+
+def targets(run: Run) -> list[Target]:
+    """The issue's targets, each met or not with the gap."""
+    out: list[Target] = []
+    fl = run.results.get("fleet_listing", {})
+    row = fl.get("loopback", {}).get("1000")
+    if row:
+        cli = row["speedup"]
+        listing = row["listing_speedup"]
+        out.append(
+            Target(
+                "`byconsole --snapshot` >= 5x faster than `rq info`, 1,000 workers, loopback",
+                cli >= 5,
+                f"{cli:.1f}x end to end (processes); {listing:.1f}x for the listing in process "
+                f"(`FleetReader.read` vs `rq.Worker.all`)",
+                "" if cli >= 5 else f"needs {5 / cli:.1f}x more end to end",
+            )
+        )
+    trips = {n: r["reader_round_trips"] for n, r in fl.get("loopback", {}).items()}
+    cs_trips = {
+        n: r["round_trips"] for n, r in run.results.get("console", {}).get("sizes", {}).items()
+    }
+    trips.update(cs_trips)
+    if trips:
+        values = set(trips.values())
+        out.append(
+            Target(
+                "constant round trips per refresh (<= 3)",
+                len(values) == 1 and max(values) <= 3,
+                ", ".join(
+                    f"{int(n):,}: {t}" for n, t in sorted(trips.items(), key=lambda kv: int(kv[0]))
+                ),
+            )
+        )
+    tp = run.results.get("throughput", {})
+    ours = tp.get("systems", {}).get("worker_runtime", {}).get("tasks_per_s")
+    if ours and tp.get("fastest_peer"):
+        ratio = tp["vs_fastest_peer"]
+        out.append(
+            Target(
+                "one process >= 2x the fastest peer's no-op throughput",
+                ratio >= 2,
+                f"{ratio:.2f}x {tp['fastest_peer']}",
+                "" if ratio >= 2 else f"needs {2 / ratio:.2f}x more",
+            )
+        )
+    if ours:
+        out.append(
+            Target(
+                "one process >= 10,000 no-op tasks/s",
+                ours >= 10_000,
+                f"{ours:,.0f} tasks/s",
+                "" if ours >= 10_000 else f"{10_000 - ours:,.0f} tasks/s short",
+            )
+        )
+    cl = run.results.get("control", {}).get("runtime", {})
+    for workers in ("1", "100"):
+        push = cl.get(workers, {}).get("push")
+        if push:
+            out.append(
+                Target(
+                    f"push-channel apply p99 < 20 ms, loopback, {workers} worker(s)",
+                    push["p99_ms"] < 20,
+                    f"p99 {push['p99_ms']:.2f} ms (p50 {push['p50_ms']:.2f} ms)",
+                    "" if push["p99_ms"] < 20 else f"{push['p99_ms'] - 20:.1f} ms over",
+                )
+            )
+    cs = run.results.get("console", {}).get("sizes", {}).get("10000")
+    if cs:
+        out.append(
+            Target(
+                "10,000 workers: fleet read + snapshot build < 300 ms",
+                cs["read_ms"] < 300,
+                f"{cs['read_ms']:.0f} ms (round trips {cs['round_trips_ms']:.0f} ms, "
+                f"build {cs['build_ms']:.0f} ms)",
+                "" if cs["read_ms"] < 300 else f"{cs['read_ms'] - 300:.0f} ms over",
+            )
+        )
+        tui = cs.get("tui", {})
+        if "changed_1pct_paint_ms" in tui:
+            upd = tui["changed_1pct_paint_ms"]
+            out.append(
+                Target(
+                    "10,000 workers: TUI update, 1% of rows changed, < 100 ms",
+                    upd < 100,
+                    f"{upd:.0f} ms until painted "
+                    f"(table update {tui['changed_1pct_apply_ms']:.0f} ms)",
+                    "" if upd < 100 else f"{upd - 100:.0f} ms over",
+                )
+            )
+        rss = {
+            "--snapshot json": cs["snapshot_json"]["max_rss_mb"],
+            "--snapshot table": cs["snapshot_table"]["max_rss_mb"],
+        }
+        if "max_rss_mb" in tui:
+            rss["TUI"] = tui["max_rss_mb"]
+        worst = max(rss.values())
+        out.append(
+            Target(
+                "10,000 workers: `byconsole` peak RSS < 250 MB",
+                worst < 250 if worst else None,
+                ", ".join(f"{k} {v:.0f} MB" for k, v in rss.items()),
+                "" if worst < 250 else f"{worst - 250:.0f} MB over",
+            )
+        )
+    return out
+
+
+# -- sections -------------------------------------------------------------------------------
+
+
+def _fleet_listing(r: dict[str, Any]) -> list[str]:
+    lines = ["## 1. Fleet listing: `byconsole --snapshot --format json` vs `rq info`", ""]
+    lines += [
+        "Both fleets live in the same `redis-server`: ours written by the runtime's own "
+        "heartbeat (`bench/fleet_sim.py`, instances of 100 replicas over three agent "
+        "types), rq's registered with `rq.Worker(...).register_birth()` on three queues. "
+        "Each CLI runs as a fresh process (interpreter start-up included on both sides); "
+        "commands are `INFO commandstats` deltas for one run.",
+        "",
+    ]
+    st = r.get("startup")
+    if st:
+        lines += [
+            f"Start-up alone (empty Redis): `byconsole --snapshot` {st['ours']['seconds']:.3f} s, "
+            f"`rq info` {st['rq']['seconds']:.3f} s.",
+            "",
+        ]
+    rows = []
+    for n, row in r.get("loopback", {}).items():
+        rows.append(
+            [
+                f"{int(n):,}",
+                f"{row['ours']['seconds']:.3f} s",
+                f"{row['rq']['seconds']:.3f} s",
+                f"**{row['speedup']:.1f}x**",
+                f"{row['ours']['commands']:,} / {row['rq']['commands']:,}",
+                f"{row['reader_ms']:.1f} ms ({row['reader_round_trips']} round trips)",
+                f"{row['rq_worker_all_ms']:.1f} ms",
+                f"**{row['listing_speedup']:.1f}x**",
+                f"{row['ours']['max_rss_mb']:.0f} / {row['rq']['max_rss_mb']:.0f} MB",
+            ]
+        )
+    lines += ["### Loopback", ""]
+    lines += _table(
+        [
+            "workers",
+            "byconsole --snapshot",
+            "rq info",
+            "CLI speed-up",
+            "Redis commands (ours / rq)",
+            "FleetReader.read",
+            "rq Worker.all + fields",
+            "listing speed-up",
+            "peak RSS (ours / rq)",
+        ],
+        rows,
+    )
+    delay = r.get("delay")
+    if delay:
+        lines += [f"### Over a slower network: {delay['path']}", ""]
+        for note in delay.get("notes", []):
+            lines += [f"- {note}"]
+        lines += [
+            f"- Redis PING round trip: {delay['rtt_delayed_ms']:.2f} ms through the path "
+            f'({delay["rtt_loopback_ms"]:.3f} ms on loopback). "Round trips" below is the '
+            "extra time over loopback divided by the extra RTT.",
+            "",
+        ]
+        rows = []
+        for n, row in r.get("delayed", {}).items():
+            rows.append(
+                [
+                    f"{int(n):,}",
+                    f"{row['ours']['seconds']:.3f} s (~{row['ours']['implied_round_trips']:,.0f})",
+                    f"{row['rq']['seconds']:.3f} s (~{row['rq']['implied_round_trips']:,.0f})",
+                    f"**{row['speedup']:.1f}x**",
+                ]
+            )
+        lines += _table(
+            ["workers", "byconsole --snapshot (round trips)", "rq info (round trips)", "speed-up"],
+            rows,
+        )
+    return lines
+
+
+def _throughput(r: dict[str, Any]) -> list[str]:
+    lines = [
+        "## 2. Task throughput: one worker process, no-op tasks",
+        "",
+        f"{r['tasks']:,} tasks queued through each system's own client before its worker "
+        f"starts; concurrency {r['concurrency']} everywhere; drain time from the first task "
+        "to the last (each task only counts itself in-process, no Redis call). CPU and "
+        "commands are measured from the worker's start to its last task.",
+        "",
+    ]
+    ok = {s: v for s, v in r["systems"].items() if "tasks_per_s" in v}
+    best_peer = max((v["tasks_per_s"] for s, v in ok.items() if s != "worker_runtime"), default=0)
+    rows = []
+    for system, v in sorted(ok.items(), key=lambda kv: -kv[1]["tasks_per_s"]):
+        rows.append(
+            [
+                NAMES.get(system, system),
+                f"{v['tasks_per_s']:,.0f}",
+                f"{v['tasks_per_s'] / best_peer:.2f}x" if best_peer else "n/a",
+                f"{v['drain_s']:.2f} s",
+                f"{v['worker_cpu_us_per_task']:.0f} us",
+                f"{v['redis_commands_per_task']:.2f}",
+                f"{v['redis_cpu_s']:.2f} s",
+                v["config"],
+            ]
+        )
+    for system, v in r["systems"].items():
+        if "error" in v:
+            rows.append([NAMES.get(system, system), "failed", "", "", "", "", "", v["error"][:80]])
+    lines += _table(
+        [
+            "system",
+            "tasks/s",
+            "vs fastest peer",
+            "drain",
+            "worker CPU/task",
+            "Redis commands/task",
+            "Redis CPU",
+            "configuration",
+        ],
+        rows,
+    )
+    c = r.get("ceiling", {})
+    if c:
+        ours = ok.get("worker_runtime", {}).get("tasks_per_s")
+        lines += [
+            "Ceiling on the same server:",
+            "",
+            f"- pipelined XREADGROUP COUNT 200 + XACK loop, one redis-py process, no per-task "
+            f"work: **{c['xreadgroup_xack_per_s']:,.0f} entries/s**"
+            + (
+                f" (worker_runtime reaches {ours / c['xreadgroup_xack_per_s']:.0%})" if ours else ""
+            ),
+            f"- pipelined XADD from redis-py: {c['xadd_pipelined_per_s']:,.0f}/s",
+            f"- `redis-benchmark` XADD (50 clients): {c['redis_benchmark_xadd_p1_per_s']:,.0f}/s "
+            f"unpipelined, {c['redis_benchmark_xadd_p16_per_s']:,.0f}/s at `-P 16`",
+            "",
+        ]
+    return lines
+
+
+def _control(r: dict[str, Any]) -> list[str]:
+    lines = [
+        "## 3. Control latency: operator command -> worker applied",
+        "",
+        "Clock from before the operator's write to the keyspace notification of the lease "
+        "rewrite that confirms `admin_applied_at` (checked with a GET). Real "
+        "`worker-runtime run` processes (100 workers: 4 processes of 25 replicas). Push: "
+        "`WorkerManager.suspend_worker`/`resume_worker`, heartbeat at its 5 s default. "
+        f"Pull only: the admin hash written without the stream entry, heartbeat "
+        f"{r['pull_interval_s']:g} s, each command after a random pause.",
+        "",
+    ]
+    rows = []
+    labels = {
+        "push": "push, one command at a time",
+        "push_burst": "push, one command to every worker at once",
+        "push_burst_after_write": "  the same, after the operator's write returned",
+        "pull": "pull channel only",
+    }
+    for workers, row in r.get("runtime", {}).items():
+        for key, label in labels.items():
+            if key in row:
+                v = row[key]
+                rows.append(
+                    [
+                        label,
+                        workers,
+                        _ms(v["p50_ms"]),
+                        _ms(v["p99_ms"]),
+                        _ms(v["max_ms"]),
+                        str(v["n"]),
+                    ]
+                )
+    celery = r.get("celery")
+    if isinstance(celery, dict):
+        rows.append(
+            [
+                "celery `cancel_consumer`/`add_consumer`, reply=True",
+                "1",
+                _ms(celery["p50_ms"]),
+                _ms(celery["p99_ms"]),
+                _ms(celery["max_ms"]),
+                str(celery["n"]),
+            ]
+        )
+    elif isinstance(celery, str):
+        rows.append(["celery", "1", "failed", celery, "", ""])
+    lines += _table(["mechanism", "workers", "p50", "p99", "max", "n"], rows)
+    lines += [
+        "arq, taskiq and dramatiq have no command channel to running workers; rq's "
+        "(`send_shutdown_command`, `send_kill_horse_command`) sends without a reply.",
+        "",
+    ]
+    return lines
+
+
+def _time_rss(figures: dict[str, Any]) -> str:
+    return f"{figures['seconds']:.2f} s / {figures['max_rss_mb']:.0f} MB"
+
+
+def _console(r: dict[str, Any]) -> list[str]:
+    lines = [
+        "## 4. Console at scale",
+        "",
+        "`FleetReader.read()` in process (median), split into its pipelined round trips "
+        "(redis-py encode + Redis + reply parse) and the rest (models, derivations); the "
+        "`byconsole --snapshot` processes; the TUI headless at 120x36 in its own process "
+        "with the real Redis backend (first load until every row is in the table; then 1% "
+        "of the workers suspended in Redis and one refresh: table update with the event "
+        "loop busy, then until painted).",
+        "",
+    ]
+    rows = []
+    for n, row in r.get("sizes", {}).items():
+        tui = row.get("tui", {})
+        rows.append(
+            [
+                f"{int(n):,}",
+                f"{row['read_ms']:.0f} ms",
+                f"{row['round_trips_ms']:.0f} ms x{row['round_trips']}",
+                f"{row['build_ms']:.0f} ms",
+                _time_rss(row["snapshot_json"]),
+                _time_rss(row["snapshot_table"]),
+                _f(tui.get("first_load_s"), ".2f", " s") if tui else "n/a",
+                (
+                    f"{_ms(tui['changed_1pct_apply_ms'])} / {_ms(tui['changed_1pct_paint_ms'])}"
+                    if "changed_1pct_apply_ms" in tui
+                    else tui.get("error", "n/a")[:60]
+                ),
+                _ms(tui.get("unchanged_apply_ms")) if tui else "n/a",
+                _f(tui.get("max_rss_mb"), ".0f", " MB") if tui else "n/a",
+            ]
+        )
+    lines += _table(
+        [
+            "workers",
+            "read + build",
+            "round trips",
+            "build",
+            "--snapshot json (time / RSS)",
+            "--snapshot table (time / RSS)",
+            "TUI first load",
+            "TUI 1% changed (update / painted)",
+            "TUI unchanged refresh",
+            "TUI peak RSS",
+        ],
+        rows,
+    )
+    return lines
+
+
+def _heartbeat(r: dict[str, Any]) -> list[str]:
+    lines = [
+        "## 5. Heartbeat load",
+        "",
+        f"{r['replicas']:,} simulated replicas in {r['instances']} instances, each instance "
+        f"running the runtime's `heartbeat.beat` every {r['interval_s']:g} s (random phase) "
+        f"from {r['processes']} client processes; Redis sampled over {r['window_s']:.0f} s.",
+        "",
+    ]
+    top = sorted(r["redis_commands_by_name_per_s"].items(), key=lambda kv: -kv[1])
+    lines += _table(
+        ["figure", "value"],
+        [
+            ["beats/s (expected)", f"{r['beats_per_s']:.1f} ({r['expected_beats_per_s']:.1f})"],
+            ["Redis commands/s", f"{r['redis_commands_per_s']:,.0f}"],
+            ["by command", ", ".join(f"{k} {v:,.0f}" for k, v in top)],
+            ["Redis CPU (user+sys, one core)", f"{r['redis_cpu_pct']:.1f}%"],
+            ["Redis memory / keys", f"{r['redis_used_memory_mb']:.0f} MB / {r['keys']:,}"],
+            ["beat round trip p50 / p99", f"{_ms(r['beat_p50_ms'])} / {_ms(r['beat_p99_ms'])}"],
+            ["simulating clients' CPU", f"{r['client_cpu_pct']:.0f}% of one core"],
+        ],
+    )
+    return lines
+
+
+SECTIONS = {
+    "fleet_listing": _fleet_listing,
+    "throughput": _throughput,
+    "control": _control,
+    "console": _console,
+    "heartbeat": _heartbeat,
+}
+
+
+def render(run: Run, notes: list[str] | None = None) -> str:
+    """The whole of BENCHMARKS.md."""
+    env = run.environment
+    lines = [
+        "# Benchmarks",
+        "",
+        "Generated by `make bench` (`bench/run_all.py`); every figure below comes from one "
+        "run, every peer measured in that run on the same private `redis-server`. "
+        "Rerun to refresh; `python -m bench.report bench/results` rebuilds this file from "
+        "the saved figures.",
+        "",
+        "## Machine",
+        "",
+    ]
+    lines += _table(["", ""], [[k, v] for k, v in env.items()])
+    lines += [
+        f"Run started {run.started}, took {run.seconds / 60:.1f} min; load average before: "
+        f"{run.load_before}.",
+        "",
+        "## Targets",
+        "",
+    ]
+    rows = []
+    for t in targets(run):
+        verdict = "n/a" if t.met is None else ("**met**" if t.met else "**not met**")
+        rows.append([t.name, verdict, t.measured, t.gap])
+    lines += _table(["target", "result", "measured", "gap"], rows)
+    for note in notes or []:
+        lines += [note, ""]
+    for name, section in SECTIONS.items():
+        if name in run.results:
+            lines += section(run.results[name])
+        elif name in run.errors:
+            lines += [f"## {name}", "", f"Failed: {run.errors[name]}", ""]
+    lines += ["## Exact commands", "", "```"]
+    lines += [cmd for cmd in run.commands.values()]
+    lines += ["```", "", "## Raw output", ""]
+    for name, text in run.outputs.items():
+        lines += [
+            f"<details><summary>{name}</summary>",
+            "",
+            "```",
+            text.rstrip(),
+            "```",
+            "",
+            "</details>",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    """Rebuild BENCHMARKS.md from ``DIR/*.json`` (and ``DIR/run.json``)."""
+    directory = Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "bench" / "results")
+    meta = json.loads((directory / "run.json").read_text())
+    results = {
+        p.stem: json.loads(p.read_text()) for p in directory.glob("*.json") if p.stem != "run"
+    }
+    run = Run(results=results, **meta)
+    (ROOT / "BENCHMARKS.md").write_text(render(run))
+    print(f"wrote {ROOT / 'BENCHMARKS.md'} ({platform.node()})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,351 @@
+"""No-op task throughput of one worker process: worker_runtime vs arq, taskiq, dramatiq, celery.
+
+    .venv/bin/python -m bench.throughput [--tasks 20000] [--concurrency 100]
+        [--systems worker_runtime,arq,taskiq,dramatiq,celery] [--json PATH]
+
+For every system, on the same private ``redis-server``, one after the other:
+
+1. FLUSHALL, then queue ``--tasks`` no-op tasks through the system's own client API
+   (a separate process; not part of the figure);
+2. start one worker process with the same concurrency (``--concurrency``);
+3. each task only counts itself in-process (``bench.peers.counter``): drain time is
+   from the first task to the last, so start-up is excluded for every system alike;
+4. record the worker's CPU time, Redis's CPU time (``INFO cpu``) and the Redis
+   commands it took (``INFO commandstats``) per task.
+
+Then the ceiling on the same server: a pipelined XREADGROUP COUNT 200 + XACK loop in
+one redis-py process (hiredis), pipelined XADD from redis-py, and ``redis-benchmark``
+XADD unpipelined and at pipeline 16.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    BIN,
+    ROOT,
+    machine,
+    ratio,
+    redis_client,
+    start_redis,
+    versions,
+    worker_env,
+    write_results,
+)
+from bench.fleet_sim import calls_delta, command_calls
+from worker_runtime.embedded import RedisServer
+
+SYSTEMS = ("worker_runtime", "arq", "taskiq", "dramatiq", "celery")
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def worker_cmd(system: str, concurrency: int) -> list[str]:
+    """The command line that starts one worker process of ``system``."""
+    c = str(concurrency)
+    return {
+        "worker_runtime": [
+            str(BIN / "worker-runtime"),
+            "run",
+            "bench.handlers:counted",
+            "--type",
+            "bench",
+            "--instance",
+            "tp",
+            "--concurrency",
+            c,
+        ],
+        "arq": [str(BIN / "arq"), "bench.peers.arq_app.WorkerSettings"],
+        "taskiq": [
+            str(BIN / "taskiq"),
+            "worker",
+            "bench.peers.taskiq_app:broker",
+            "--workers",
+            "1",
+            "--max-async-tasks",
+            c,
+            "--log-level",
+            "WARNING",
+        ],
+        "dramatiq": [
+            str(BIN / "dramatiq"),
+            "bench.peers.dramatiq_app",
+            "--processes",
+            "1",
+            "--threads",
+            c,
+        ],
+        "celery": [
+            str(BIN / "celery"),
+            "-A",
+            "bench.peers.celery_app",
+            "worker",
+            "-P",
+            "threads",
+            "-c",
+            c,
+            "--loglevel",
+            "WARNING",
+        ],
+    }[system]
+
+
+CONFIG = {
+    "worker_runtime": "worker-runtime run --concurrency C (fetch_count 200, defaults otherwise)",
+    "arq": "arq WorkerSettings max_jobs=C (defaults otherwise: results kept 1 h)",
+    "taskiq": "taskiq worker --workers 1 --max-async-tasks C, RedisStreamBroker (defaults)",
+    "dramatiq": "dramatiq --processes 1 --threads C, RedisBroker (defaults)",
+    "celery": "celery worker -P threads -c C, Redis broker, ignore_result (defaults otherwise)",
+}
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and all its descendants (from /proc)."""
+    total = 0.0
+    stack = [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / CLK_TCK
+            for task in Path(f"/proc/{p}/task").iterdir():
+                children = (task / "children").read_text().split()
+                stack.extend(int(c) for c in children)
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def redis_cpu(info: dict[str, Any]) -> float:
+    """``used_cpu_sys + used_cpu_user`` of the server."""
+    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the worker's process group; SIGKILL it after 15 s."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+    except ProcessLookupError:
+        pass
+
+
+async def run_system(
+    server: RedisServer, system: str, tasks: int, concurrency: int, timeout: float
+) -> dict[str, Any]:
+    """Queue ``tasks``, then time one worker process of ``system`` draining them."""
+    redis = redis_client(server.url)
+    try:
+        await redis.flushall()
+        queued = subprocess.run(
+            [sys.executable, "-m", "bench.peers.enqueue", system, server.url, str(tasks)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if queued.returncode != 0:
+            raise RuntimeError(f"enqueue failed: {queued.stderr.strip().splitlines()[-1:]}")
+        enqueue_s = float(queued.stdout.strip().splitlines()[-1])
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "done.json"
+            env = worker_env(
+                server.url,
+                BENCH_REDIS_URL=server.url,
+                BENCH_TASKS=str(tasks),
+                BENCH_OUT=str(out),
+                BENCH_CONCURRENCY=str(concurrency),
+                PYTHONPATH=str(ROOT),
+            )
+            before_cmds = command_calls(await redis.info("commandstats"))
+            before_cpu = redis_cpu(await redis.info("cpu"))
+            log = Path(tmp) / "worker.log"
+            with log.open("wb") as log_file:
+                proc = subprocess.Popen(
+                    worker_cmd(system, concurrency),
+                    cwd=ROOT,
+                    env=env,
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            try:
+                deadline = time.monotonic() + timeout
+                while not out.exists():
+                    if proc.poll() is not None:
+                        raise RuntimeError(f"worker exited: {log.read_text()[-800:]}")
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"no completion within {timeout:g} s")
+                    await asyncio.sleep(0.01)
+                worker_cpu = tree_cpu_seconds(proc.pid)
+                after_cpu = redis_cpu(await redis.info("cpu"))
+                after_cmds = command_calls(await redis.info("commandstats"))
+            finally:
+                stop(proc)
+            done = json.loads(out.read_text())
+    finally:
+        await redis.aclose()
+    drain = done["last"] - done["first"]
+    commands = calls_delta(before_cmds, after_cmds)
+    return {
+        "tasks": tasks,
+        "tasks_per_s": (tasks - 1) / drain if drain > 0 else float("inf"),
+        "drain_s": drain,
+        "enqueue_s": enqueue_s,
+        "worker_cpu_s": worker_cpu,
+        "worker_cpu_us_per_task": worker_cpu / tasks * 1e6,
+        "redis_cpu_s": after_cpu - before_cpu,
+        "redis_commands_per_task": sum(commands.values()) / tasks,
+        "redis_commands": commands,
+        "config": CONFIG[system].replace("C", str(concurrency)),
+    }
+
+
+async def raw_loop(server: RedisServer, tasks: int, batch: int = 200) -> dict[str, float]:
+    """The ceiling of one redis-py process: pipelined XADD, then XREADGROUP + XACK.
+
+    Each consume round trip acknowledges the previous batch and reads the next one in
+    one pipeline, so it costs one round trip per ``batch`` entries.
+    """
+    redis = redis_client(server.url)
+    stream, group = "raw:bench", "raw"
+    try:
+        await redis.flushall()
+        started = time.perf_counter()
+        for start in range(0, tasks, 1000):
+            pipe = redis.pipeline(transaction=False)
+            for _ in range(min(1000, tasks - start)):
+                pipe.xadd(stream, {"kind": "task", "data": "{}"})
+            await pipe.execute()
+        xadd_rate = tasks / (time.perf_counter() - started)
+        await redis.xgroup_create(stream, group, id="0")
+        done = 0
+        ids: list[str] = []
+        started = time.perf_counter()
+        while done < tasks:
+            pipe = redis.pipeline(transaction=False)
+            if ids:
+                pipe.xack(stream, group, *ids)
+            pipe.xreadgroup(group, "c1", {stream: ">"}, count=batch)
+            reply = (await pipe.execute())[-1]
+            ids = [entry_id for _, entries in reply for entry_id, _ in entries] if reply else []
+            done += len(ids)
+        if ids:
+            await redis.xack(stream, group, *ids)
+        consume_rate = tasks / (time.perf_counter() - started)
+    finally:
+        await redis.aclose()
+    return {"xadd_pipelined_per_s": xadd_rate, "xreadgroup_xack_per_s": consume_rate}
+
+
+def redis_benchmark(server: RedisServer, requests: int) -> dict[str, float]:
+    """``redis-benchmark`` XADD, unpipelined and at pipeline 16 (50 clients, its default)."""
+    out: dict[str, float] = {}
+    for pipeline in (1, 16):
+        done = subprocess.run(
+            [
+                "redis-benchmark",
+                *("-p", str(server.port), "-n", str(requests), "-P", str(pipeline), "--csv"),
+                *("XADD", "rb:bench", "*", "kind", "task"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        rows = [line.split('","') for line in done.stdout.splitlines() if line.startswith('"XADD')]
+        out[f"redis_benchmark_xadd_p{pipeline}_per_s"] = float(rows[0][1]) if rows else 0.0
+    return out
+
+
+async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Every figure of this benchmark."""
+    systems = [s for s in args.systems.split(",") if s]
+    unknown = set(systems) - set(SYSTEMS)
+    if unknown:
+        raise SystemExit(f"unknown systems: {', '.join(sorted(unknown))}")
+    server = start_redis()
+    results: dict[str, Any] = {
+        "machine": machine(),
+        "versions": versions(
+            "arq", "taskiq", "taskiq-redis", "dramatiq", "celery", "kombu", "redis", "hiredis"
+        ),
+        "tasks": args.tasks,
+        "concurrency": args.concurrency,
+        "systems": {},
+    }
+    try:
+        for system in systems:
+            try:
+                row = await run_system(server, system, args.tasks, args.concurrency, args.timeout)
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                results["systems"][system] = {"error": str(exc)}
+                print(f"{system:<15} failed: {exc}")
+                continue
+            results["systems"][system] = row
+            print(
+                f"{system:<15} {row['tasks_per_s']:>9,.0f} tasks/s  drain {row['drain_s']:6.2f} s"
+                f"  worker CPU {row['worker_cpu_us_per_task']:5.0f} us/task"
+                f"  Redis {row['redis_commands_per_task']:5.2f} commands/task,"
+                f" CPU {row['redis_cpu_s']:.2f} s  (enqueue {row['enqueue_s']:.1f} s)"
+            )
+        ceiling = await raw_loop(server, args.tasks)
+        ceiling.update(redis_benchmark(server, max(args.tasks * 5, 100_000)))
+        results["ceiling"] = ceiling
+        print(
+            f"ceiling: XREADGROUP COUNT 200 + XACK loop {ceiling['xreadgroup_xack_per_s']:,.0f}/s,"
+            f" pipelined XADD (redis-py) {ceiling['xadd_pipelined_per_s']:,.0f}/s,"
+            f" redis-benchmark XADD {ceiling['redis_benchmark_xadd_p1_per_s']:,.0f}/s"
+            f" (-P 16: {ceiling['redis_benchmark_xadd_p16_per_s']:,.0f}/s)"
+        )
+    finally:
+        server.cleanup()
+    ok = {s: r for s, r in results["systems"].items() if "tasks_per_s" in r}
+    peers = {s: r["tasks_per_s"] for s, r in ok.items() if s != "worker_runtime"}
+    if "worker_runtime" in ok and peers:
+        fastest = max(peers, key=lambda s: peers[s])
+        ours = ok["worker_runtime"]["tasks_per_s"]
+        results["fastest_peer"] = fastest
+        results["vs_fastest_peer"] = ratio(ours, peers[fastest])
+        results["vs_ceiling"] = ratio(ours, results["ceiling"]["xreadgroup_xack_per_s"])
+        print(
+            f"worker_runtime vs fastest peer ({fastest}): {results['vs_fastest_peer']:.2f}x; "
+            f"{results['vs_ceiling']:.0%} of the XREADGROUP/XACK ceiling"
+        )
+    return results
+
+
+def main() -> int:
+    """Parse flags, run, print, write JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=20_000)
+    parser.add_argument("--concurrency", type=int, default=100)
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--timeout", type=float, default=180.0, help="per system, seconds")
+    parser.add_argument("--json", help="write the figures here")
+    args = parser.parse_args()
+    print(f"machine: {machine()}")
+    print(f"{args.tasks:,} no-op tasks queued before each worker starts")
+    print(f"concurrency {args.concurrency} in every system")
+    results = asyncio.run(measure(args))
+    write_results(args.json, results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
