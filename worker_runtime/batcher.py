@@ -242,14 +242,16 @@ class Batcher:
             if was_running:
                 pipe.zrem(keys.worker_active_executions(wid), *was_running)
                 pipe.hdel(keys.worker_active_snapshots(wid), *was_running)
-            pipe.zadd(
-                keys.worker_executions(wid), {e.execution_id: e.finished_at or 0 for e, _ in items}
-            )
-            pipe.hset(keys.worker_history_snapshots(wid), mapping=snaps)
+            # Remove before adding: a pipeline is not atomic, and a reader between the
+            # two would otherwise see up to twice the cap.
             expired = self._remember(wid, list(snaps))
             if expired:
                 pipe.zrem(keys.worker_executions(wid), *expired)
                 pipe.hdel(keys.worker_history_snapshots(wid), *expired)
+            pipe.zadd(
+                keys.worker_executions(wid), {e.execution_id: e.finished_at or 0 for e, _ in items}
+            )
+            pipe.hset(keys.worker_history_snapshots(wid), mapping=snaps)
         sessions: dict[str, dict[str, str]] = defaultdict(dict)
         for execution, _ in batch.finishes:
             if execution.session_id:
