@@ -1,8 +1,8 @@
-"""The handler fault scenarios run in worker processes (``bench.fault_handlers:traced``).
+"""Handlers the fault scenarios and the soak run in worker processes.
 
-It writes to a journal *file*, never to Redis: a scenario that kills or pauses Redis
-must still count every execution, and the handler must not fail because Redis is away
-(the runtime's behaviour is what is under test, not the handler's).
+:func:`traced` writes to a journal *file*, never to Redis: a scenario that kills or
+pauses Redis must still count every execution, and the handler must not fail because
+Redis is away (the runtime's behaviour is what is under test, not the handler's).
 """
 
 from __future__ import annotations
@@ -36,3 +36,8 @@ async def traced(task: Task) -> dict[str, Any]:
         await asyncio.sleep(delay)
     append_line(path, f"D {pid} {task.task_id}\n")
     return {"ok": True}
+
+
+async def noop(task: Task) -> None:
+    """Does nothing: the soak measures the runtime's own keys, not the handler's."""
+    del task
