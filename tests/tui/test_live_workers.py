@@ -1,14 +1,18 @@
-"""Actions against real, running workers: pending until confirmed, then applied + toast."""
+"""Actions against real, running workers: pending until confirmed, then applied + toast.
+
+On a single Redis and on a real cluster (the console refreshing from v2 keys).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from redis.asyncio import Redis
-
+from byconsole.app import ConsoleApp
+from byconsole.backend import RedisBackend
 from byconsole.screens.confirm import ConfirmScreen
+from tests.backends import Backend
 from tests.integration.runtime_helpers import make_instance
-from tests.tui.conftest import KEYS, AppFactory, until
+from tests.tui.conftest import until
 from worker_runtime.models import Task
 
 
@@ -21,14 +25,13 @@ def _toasts(app: Any) -> list[str]:
     return [notification.message for notification in app._notifications]
 
 
-async def test_suspend_then_drain_a_live_worker(
-    redis: Redis, redis_url: str, make_app: AppFactory
-) -> None:
-    instance = make_instance(redis_url, _noop, ["chat"], "live-a", replicas=2)
+async def test_suspend_then_drain_a_live_worker(backend: Backend) -> None:
+    redis, keys = backend.redis, backend.keys
+    instance = make_instance(backend.settings, _noop, ["chat"], "live-a", replicas=2)
     await instance.start()
     try:
         first, second = sorted(instance.worker_ids)
-        app = make_app()
+        app = ConsoleApp(RedisBackend(backend.settings), refresh=0.2)
         async with app.run_test(size=(120, 36), notifications=True) as pilot:
             table = app.main_screen.workers_view.table
             await until(pilot, lambda: table.row_count == 2)
@@ -41,7 +44,7 @@ async def test_suspend_then_drain_a_live_worker(
             await until(
                 pilot, lambda: any(f"Suspend applied by {first} in" in t for t in _toasts(app))
             )
-            lease = await redis.get(KEYS.worker_online(first))
+            lease = await redis.get(keys.worker_online(first))
             assert lease is not None and '"lifecycle":"suspended"' in lease
 
             table.move_to(second)
@@ -50,8 +53,8 @@ async def test_suspend_then_drain_a_live_worker(
             app.screen.query_one("#confirm").press()  # type: ignore[attr-defined]
             # Drained: the replica finishes, exits and leaves the registry (its row goes).
             await until(pilot, lambda: second not in table.ordered_keys())
-            assert not await redis.exists(KEYS.worker_online(second))
-            audit = [fields for _, fields in await redis.xrange(KEYS.audit_stream)]
+            assert not await redis.exists(keys.worker_online(second))
+            audit = [fields for _, fields in await redis.xrange(keys.audit_stream)]
             assert [(e["action"], e["target"]) for e in audit][:2] == [
                 ("suspend", first),
                 ("drain", second),
