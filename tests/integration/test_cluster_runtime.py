@@ -22,16 +22,16 @@ import pytest
 from redis.asyncio.cluster import RedisCluster as ClusterClient
 from redis.crc import key_slot
 
+from byconsole.app import ConsoleApp
+from byconsole.backend import RedisBackend
 from tests.cluster import RedisCluster
 from tests.integration.cli_helpers import cli_env, run
 from tests.integration.runtime_helpers import BIN, eventually, spawn_worker, stop_process
 from tests.redis_server import env_with
-from worker_runtime.connection import LOOP_ERRORS, create_redis
-from worker_runtime.fleet import FleetReader
-from worker_runtime.models import Status
+from worker_runtime.connection import create_redis
+from worker_runtime.models import Status, now_ms
 from worker_runtime.producer import Producer
 from worker_runtime.settings import RedisSettings, load
-from worker_runtime.snapshot import FleetSnapshot
 
 _ID = r"\{[^{}]+\}"  # a hash tag around an entity id
 _NAME = r"[^{}:]+"  # a type name: no tag, no separator
@@ -357,46 +357,30 @@ def journal(path: Path) -> tuple[Counter[str], Counter[str]]:
     return started, done
 
 
-class ReaderLoop:
-    """The console's refresh loop in miniature: a FleetReader polled every 100 ms.
+class FailureWatch:
+    """Samples the console's consecutive-failure count, to know it saw the outage."""
 
-    Uses the console's client settings (no internal retries): every failed read is an
-    outage the loop must ride out, like the TUI does.
-    """
-
-    def __init__(self, settings: RedisSettings) -> None:
-        self.client = create_redis(settings, retries=0)
-        self.reader = FleetReader(self.client, settings.keys)
-        self.last: FleetSnapshot | None = None
-        self.last_at = 0.0
-        self.failures = 0
+    def __init__(self, app: ConsoleApp) -> None:
+        self.app = app
+        self.most = 0
         self._task: asyncio.Task[None] | None = None
 
     async def _run(self) -> None:
         while True:
-            try:
-                self.last = await asyncio.wait_for(self.reader.read(), 5)
-                self.last_at = time.monotonic()
-            except (*LOOP_ERRORS, TimeoutError):
-                self.failures += 1
-            await asyncio.sleep(0.1)
+            self.most = max(self.most, self.app.failures)
+            await asyncio.sleep(0.05)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
-
-    @property
-    def alive(self) -> bool:
-        return self._task is not None and not self._task.done()
 
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        await self.client.aclose()
 
 
-async def test_workers_and_a_fleet_reader_survive_a_primary_failover(
+async def test_workers_and_a_running_console_survive_a_primary_failover(
     redis_cluster_replicas: RedisCluster, tmp_path: Path
 ) -> None:
     cluster = redis_cluster_replicas
@@ -431,55 +415,60 @@ async def test_workers_and_a_fleet_reader_survive_a_primary_failover(
     assert isinstance(client, ClusterClient)
     await client.initialize()
     producer = Producer(client)
-    loop = ReaderLoop(settings)
+    # The real console (its backend reads with no internal retries, like the TUI).
+    app = ConsoleApp(RedisBackend(settings), refresh=0.2)
+    watch = FailureWatch(app)
     try:
         await eventually(lambda: client.exists(keys.worker_online("fo-r1")), timeout=15)
-        loop.start()
-        # Long tasks are running when the primary goes; short ones are queued behind.
-        before = [await producer.submit(agent_type, {"sleep": 1.5}) for _ in range(30)]
-        before += [await producer.submit(agent_type, {"sleep": 0.05}) for _ in range(100)]
-        # "Acknowledged" = on a replica too: Redis replicates asynchronously, and a
-        # write the replica never saw is lost by any failover, whatever the client.
-        assert cluster.cli(primary, "WAIT", "1", "5000") == "1"
-        await eventually(lambda: _value(sum(journal(record)[0].values()) >= 30), timeout=10)
+        async with app.run_test(size=(120, 36)):
+            watch.start()
+            # Long tasks are running when the primary goes; short ones queue behind.
+            before = [await producer.submit(agent_type, {"sleep": 1.5}) for _ in range(30)]
+            before += [await producer.submit(agent_type, {"sleep": 0.05}) for _ in range(100)]
+            # "Acknowledged" = on a replica too: Redis replicates asynchronously, and a
+            # write the replica never saw is lost by any failover, whatever the client.
+            assert cluster.cli(primary, "WAIT", "1", "5000") == "1"
+            await eventually(lambda: _value(sum(journal(record)[0].values()) >= 30), timeout=10)
 
-        failed_at = time.monotonic()
-        promoted = await asyncio.to_thread(cluster.fail_over, primary)
-        promoted_at = time.monotonic()
-        assert promoted != primary
-        started_before = set(journal(record)[0])
+            failed_at = time.monotonic()
+            promoted = await asyncio.to_thread(cluster.fail_over, primary)
+            promoted_at, promoted_ms = time.monotonic(), now_ms()
+            assert promoted != primary
+            started_before = set(journal(record)[0])
 
-        after: list[str] = []
-        for _ in range(50):
-            after.append(await producer.submit(agent_type, {"sleep": 0.05}))
-        submitted = before + after
+            after: list[str] = []
+            for _ in range(50):
+                after.append(await producer.submit(agent_type, {"sleep": 0.05}))
+            submitted = before + after
 
-        async def all_done() -> bool:
-            return all(journal(record)[1][t] >= 1 for t in submitted)
+            async def all_done() -> bool:
+                return all(journal(record)[1][t] >= 1 for t in submitted)
 
-        await eventually(all_done, timeout=45, interval=0.2)
-        recovered_in = time.monotonic() - promoted_at
+            await eventually(all_done, timeout=45, interval=0.2)
+            recovered_in = time.monotonic() - promoted_at
 
-        # The worker is back: both leases renewed after the promotion, and the reader
-        # loop sees them online in a fresh snapshot.
-        async def renewed() -> bool:
-            snap = loop.last
-            if snap is None or loop.last_at <= promoted_at:
-                return False
-            fresh = [w for w in snap.workers if w.status is Status.ONLINE]
-            return {w.worker_id for w in fresh} == {"fo-r0", "fo-r1"}
+            # The console is back by itself: a fresh snapshot after the promotion shows
+            # both workers online (their leases renewed on the promoted replica).
+            async def console_back() -> bool:
+                snap = app.snapshot
+                if snap is None or snap.generated_at <= promoted_ms or app.failures:
+                    return False
+                online = {w.worker_id for w in snap.workers if w.status is Status.ONLINE}
+                return online == {"fo-r0", "fo-r1"}
 
-        await eventually(renewed, timeout=15)
-        assert loop.alive
+            await eventually(console_back, timeout=20)
+            console_in = time.monotonic() - promoted_at
+            assert watch.most > 0  # it did see the outage
+            assert app.main_screen.workers_view.table.row_count == 2
 
-        # The leader lock lived on some primary; leadership is held again either way.
-        async def leader() -> bool:
-            raw = await client.get(keys.leader_lock)
-            return raw is not None and json.loads(raw)["instance_id"] == "fo"
+            # The leader lock lived on some primary; leadership is held again anyway.
+            async def leader() -> bool:
+                raw = await client.get(keys.leader_lock)
+                return raw is not None and json.loads(raw)["instance_id"] == "fo"
 
-        await eventually(leader, timeout=15)
-        # A new process needs a live node to start from; pointed at the dead one it says
-        # so in one line.
+            await eventually(leader, timeout=15)
+        # A new process needs a live node to start from; pointed at the dead one it
+        # says so in one line.
         dead = await asyncio.to_thread(run, ["--snapshot"], cli_env(url, tmp_path, **env))
         assert dead.code == 2 and len(dead.err.strip().splitlines()) == 1, dead.err
         live = {**env, "REDIS_CLUSTER_PORT": str(promoted)}
@@ -489,8 +478,8 @@ async def test_workers_and_a_fleet_reader_survive_a_primary_failover(
         assert headless.code == 0, headless.err
         assert {w["worker_id"] for w in headless.json()["workers"]} == {"fo-r0", "fo-r1"}
     finally:
+        await watch.stop()
         rc = stop_process(proc)
-        await loop.stop()
         await client.aclose()
     started, done = journal(record)
     duplicates = {t: n for t, n in done.items() if n > 1}
@@ -500,8 +489,8 @@ async def test_workers_and_a_fleet_reader_survive_a_primary_failover(
     assert not set(duplicates) & set(after)
     print(
         f"\nfailover: {len(submitted)} tasks, all completed; {len(duplicates)} ran twice; "
-        f"failover {promoted_at - failed_at:.1f}s, all done {recovered_in:.1f}s after it; "
-        f"reader outages {loop.failures}"
+        f"failover {promoted_at - failed_at:.1f}s; all done {recovered_in:.1f}s and the "
+        f"console fresh {console_in:.1f}s after it ({watch.most} failed refreshes in a row)"
     )
     text = log.read_text()
     assert rc == 0, text
