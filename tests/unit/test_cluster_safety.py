@@ -1,0 +1,182 @@
+"""Rules that keep every Redis call valid on a Redis Cluster, checked by real scans.
+
+* Pipelines are non-transactional: redis-py's default ``pipeline()`` is MULTI/EXEC,
+  which a cluster accepts only inside one slot (and redis-py 8.1's async cluster client
+  queues MULTI commands through ``asyncio.run`` in a thread).
+* No keyspace-wide command (``KEYS``, ``SCAN``): on a cluster each asks one node.
+* A Lua script naming several keys names keys of one declared slot group, and each
+  group shares a hash tag in key schema v2.
+
+Each scanner is also run against planted offenders, so a scan that silently finds
+nothing cannot pass.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from redis.crc import key_slot
+
+from worker_runtime.keys import Keys
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("worker_runtime", "byconsole")
+
+SLOT_GROUPS: list[frozenset[str]] = [
+    frozenset({"leader_lock", "leader_epoch"}),
+    frozenset({"metrics_fence", "metrics_history", "collector_lock"}),
+    frozenset({"scheduler_fence", "scheduler_runs"}),
+]
+"""Key factory attributes a script may name together (one slot each in v2)."""
+
+_KEYSPACE_WIDE = {"scan", "scan_iter", "randomkey"}
+
+
+def _files() -> list[Path]:
+    return [p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))]
+
+
+def _calls(tree: ast.AST, name: str) -> list[ast.Call]:
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == name
+    ]
+
+
+def transactional_pipelines(source: str, where: str = "") -> list[str]:
+    """``where:line`` of each ``.pipeline(...)`` call without a literal ``transaction=False``."""
+    found = []
+    for call in _calls(ast.parse(source), "pipeline"):
+        flags = [k for k in call.keywords if k.arg == "transaction"]
+        if not (
+            flags and isinstance(flags[0].value, ast.Constant) and flags[0].value.value is False
+        ):
+            found.append(f"{where}:{call.lineno}")
+    return found
+
+
+def keyspace_wide_calls(source: str, where: str = "") -> list[str]:
+    """``where:line`` of KEYS/SCAN-style calls (``.keys(pattern)``, ``.scan_iter()`` …)."""
+    tree = ast.parse(source)
+    found = [f"{where}:{c.lineno}" for name in _KEYSPACE_WIDE for c in _calls(tree, name)]
+    # dict.keys() takes no argument; Redis KEYS takes a pattern.
+    found += [f"{where}:{c.lineno}" for c in _calls(tree, "keys") if c.args or c.keywords]
+    return sorted(found)
+
+
+def script_key_groups(source: str, where: str = "") -> list[str]:
+    """Problems with ``.eval(script, numkeys, *keys, ...)`` calls naming several keys."""
+    problems = []
+    for call in _calls(ast.parse(source), "eval"):
+        if len(call.args) < 2 or not isinstance(call.args[1], ast.Constant):
+            problems.append(f"{where}:{call.lineno} numkeys is not a literal")
+            continue
+        count = call.args[1].value
+        if not isinstance(count, int) or count <= 1:
+            continue
+        args = call.args[2:][:count]
+        names = {a.attr for a in args if isinstance(a, ast.Attribute)}
+        if len(args) < count or not all(isinstance(a, ast.Attribute) for a in args):
+            problems.append(f"{where}:{call.lineno} keys are not key factory attributes")
+        elif not any(names <= group for group in SLOT_GROUPS):
+            problems.append(f"{where}:{call.lineno} {sorted(names)} are not one slot group")
+    return problems
+
+
+def _scan(scanner: Callable[[str, str], list[str]]) -> tuple[list[str], int]:
+    found: list[str] = []
+    files = _files()
+    for path in files:
+        found += scanner(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+    return found, len(files)
+
+
+# -- the repository ------------------------------------------------------------------------
+
+
+def test_every_pipeline_is_non_transactional() -> None:
+    found, scanned = _scan(transactional_pipelines)
+    assert scanned > 20
+    assert found == []
+
+
+def test_no_keyspace_wide_command() -> None:
+    found, _ = _scan(keyspace_wide_calls)
+    assert found == []
+
+
+def test_multi_key_scripts_name_one_slot_group() -> None:
+    found, _ = _scan(script_key_groups)
+    assert found == []
+
+
+@pytest.mark.parametrize("group", SLOT_GROUPS, ids=lambda g: "+".join(sorted(g)))
+def test_each_slot_group_shares_a_slot_in_v2(group: frozenset[str]) -> None:
+    v2 = Keys("v2")
+    slots = {key_slot(getattr(v2, name).encode()) for name in group}
+    assert len(slots) == 1, {name: getattr(v2, name) for name in group}
+
+
+# -- the scanners find planted offenders ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "pipe = redis.pipeline()",
+        "pipe = redis.pipeline(transaction=True)",
+        "pipe = redis.pipeline(transaction=flag)",
+        "async with client.pipeline() as pipe: pass",
+    ],
+)
+def test_pipeline_scan_catches_planted_transactions(source: str) -> None:
+    assert transactional_pipelines(source, "x.py") == ["x.py:1"]
+
+
+def test_pipeline_scan_accepts_non_transactional() -> None:
+    assert transactional_pipelines("pipe = redis.pipeline(transaction=False)") == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'names = await redis.keys("byai_gateway:*")',
+        "names = await redis.keys(pattern)",
+        "async for key in redis.scan_iter(match='x'): pass",
+        "cursor, found = await redis.scan(0)",
+    ],
+)
+def test_keyspace_scan_catches_planted_commands(source: str) -> None:
+    assert keyspace_wide_calls(source, "x.py") == ["x.py:1"]
+
+
+def test_keyspace_scan_ignores_dict_keys() -> None:
+    assert keyspace_wide_calls("ids = sorted(table.keys())\nk = self.keys.workers") == []
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        ("await r.eval(S, 2, keys.leader_lock, keys.metrics_history)", "not one slot group"),
+        ("await r.eval(S, 2, keys.workers, keys.instances)", "not one slot group"),
+        ("await r.eval(S, 2, a, b)", "not key factory attributes"),
+        ("await r.eval(S, n, keys.leader_lock)", "numkeys is not a literal"),
+    ],
+)
+def test_script_scan_catches_planted_cross_slot_scripts(source: str, problem: str) -> None:
+    (found,) = script_key_groups(source, "x.py")
+    assert found.startswith("x.py:1") and problem in found
+
+
+def test_script_scan_accepts_one_group_and_single_keys() -> None:
+    source = (
+        "await r.eval(S, 2, keys.leader_lock, keys.leader_epoch, token)\n"
+        "await r.eval(S, 1, key, value)\n"
+    )
+    assert script_key_groups(source) == []
