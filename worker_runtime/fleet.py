@@ -45,6 +45,7 @@ from worker_runtime.models import (
 )
 from worker_runtime.quota import compute_quota
 from worker_runtime.snapshot import (
+    MAX_WORKER_ID,
     CommandState,
     FleetSnapshot,
     InstanceView,
@@ -65,9 +66,9 @@ _MAX_ID = 1024  # ids longer than this are not ours to track (and would bloat ev
 # -- reply shape helpers: anything unexpected is "empty" ------------------------------
 
 
-def _strs(reply: Any) -> set[str]:
+def _strs(reply: Any, limit: int = _MAX_ID) -> set[str]:
     if isinstance(reply, set | list | tuple | frozenset):
-        return {str(m) for m in reply if isinstance(m, str | bytes) and len(m) <= _MAX_ID}
+        return {str(m) for m in reply if isinstance(m, str | bytes) and len(m) <= limit}
     return set()
 
 
@@ -458,8 +459,8 @@ class FleetReader:
         for i, t in enumerate(types):
             r = replies[i * _TYPE_COMMANDS : (i + 1) * _TYPE_COMMANDS]
             out[t] = _TypeReplies(
-                routable=_strs(r[0]),
-                denied=_strs(r[1]),
+                routable=_strs(r[0], MAX_WORKER_ID),
+                denied=_strs(r[1], MAX_WORKER_ID),
                 group=_group_info(r[2]),
                 length=_int(r[3]),
                 dead=_int(r[4]),
@@ -498,7 +499,9 @@ class FleetReader:
         )
         if probe:
             self._bulk_script = 8 not in failed1
-        worker_ids = sorted(_strs(r1[0]))
+        # Worker ids get a larger bound than other names: a worker in the registry is
+        # listed, whatever its id (1 KiB used to hide a 10 kB id from every view).
+        worker_ids = sorted(_strs(r1[0], MAX_WORKER_ID))
         indexed_types = _strs(r1[1])
         instance_scores = self._instance_scores(r1[2])
         leader = _leader(r1[3], r1[4])

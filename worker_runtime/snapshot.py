@@ -13,6 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from worker_runtime.models import AdminState, AuditEvent, Execution, Lease, MetricsPoint, Status
 
+MAX_WORKER_ID = 65_536
+"""Longest worker id the views carry. Other strings from Redis are cut at 4 KiB, but an
+id is an identity: a worker registered under a 10 kB id must still be listed, whole."""
+
 
 class CommandState(StrEnum):
     """Whether the worker has confirmed the operator's latest admin state."""
@@ -32,7 +36,7 @@ class WorkerView(Lease):
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    worker_id: str = ""
+    worker_id: str = Field(default="", max_length=MAX_WORKER_ID)
     status: Status = Status.OFFLINE
     reason: str | None = None
     runtime_status: str | None = None
