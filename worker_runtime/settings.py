@@ -130,13 +130,19 @@ class WorkerSettings(BaseSettings):
         default=100_000, ge=100, le=100_000_000, validation_alias="BYAI_STREAM_MAXLEN"
     )
     app_version: str = Field(default="", validation_alias="BYAI_APP_VERSION")
+    # Upper bounds: "inf" or 1e999 passed ``gt=0`` and only failed later, inside the
+    # leader's loops (an infinite sleep, an overflowing PX), instead of as a setting.
     offline_retention: float = Field(
-        default=3600.0, gt=0, validation_alias="BYAI_OFFLINE_RETENTION"
+        default=3600.0, gt=0, le=31_536_000, validation_alias="BYAI_OFFLINE_RETENTION"
     )
-    metrics_interval: float = Field(default=10.0, gt=0, validation_alias="BYAI_METRICS_INTERVAL")
-    janitor_interval: float = Field(default=30.0, gt=0, validation_alias="BYAI_JANITOR_INTERVAL")
+    metrics_interval: float = Field(
+        default=10.0, gt=0, le=86_400, validation_alias="BYAI_METRICS_INTERVAL"
+    )
+    janitor_interval: float = Field(
+        default=30.0, gt=0, le=86_400, validation_alias="BYAI_JANITOR_INTERVAL"
+    )
     metrics_retention: float = Field(
-        default=86_400.0, gt=0, validation_alias="BYAI_METRICS_RETENTION"
+        default=86_400.0, gt=0, le=31_536_000, validation_alias="BYAI_METRICS_RETENTION"
     )
 
     @field_validator("instance_id")
