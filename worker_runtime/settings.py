@@ -53,6 +53,9 @@ class RedisSettings(BaseSettings):
             raise ValueError("must start with redis://, rediss:// or unix://")
         if parts.scheme != "unix" and not parts.hostname:
             raise ValueError("has no host")
+        if parts.scheme == "unix" and not parts.path:
+            # Otherwise it fails only when connecting, as "Error 22 connecting to ."
+            raise ValueError("has no socket path (unix:///path/to/redis.sock)")
         try:
             _ = parts.port
         except ValueError:
