@@ -51,6 +51,8 @@ def make_console(file: IO[str] | None = None, *, stderr: bool = False) -> Consol
             width = int(os.environ.get("COLUMNS", "")) or _PIPED_WIDTH
         except ValueError:
             width = _PIPED_WIDTH
+        if width < 1:
+            width = _PIPED_WIDTH  # COLUMNS=-5 made Rich print nothing at all
     return Console(
         file=stream,
         force_terminal=tty,
