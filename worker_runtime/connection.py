@@ -42,6 +42,13 @@ election task died of it in a failover test; such errors must mean "retry", not 
 # blocking read outlives it); settings cap block_ms at 4 s.
 SOCKET_TIMEOUT = 10.0
 
+MAX_CONNECTIONS = 10_000
+"""Per client (per node on a cluster). Every replica holds a connection in a blocking
+read on its task streams and another on its command stream, so redis-py's default
+pool of 100 would starve an instance of 50 replicas: loops, acks and leader election
+fail with "Too many connections" while the leases still say online. Redis's own
+default ``maxclients`` is the same 10,000."""
+
 
 def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisCluster:
     """A client for the configured deployment.
@@ -61,6 +68,7 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
         "socket_connect_timeout": settings.connect_timeout,
         "socket_timeout": SOCKET_TIMEOUT,
         "retry": retry,
+        "max_connections": MAX_CONNECTIONS,
     }
     tls = _tls_options(settings)
     if settings.cluster_host:
