@@ -95,8 +95,6 @@ def redis_client(url: str) -> Redis:
     client = create_redis(RedisSettings(url=url))
     if isinstance(client, RedisCluster):
         raise SystemExit("the benchmarks run on a single Redis")
-    # Benchmarks fire hundreds of concurrent calls (redis-py's pool stops at 100).
-    client.connection_pool.max_connections = 10_000
     return client
 
 

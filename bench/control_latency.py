@@ -180,9 +180,11 @@ def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
             p.wait(5)
 
 
-def start_fleet(url: str, workers: int, tag: str, **env: str) -> tuple[list[Any], list[str]]:
-    """``workers`` replicas in one process (up to 25) or in processes of 25."""
-    per_process = min(workers, 25)
+def start_fleet(
+    url: str, workers: int, tag: str, per_process: int, **env: str
+) -> tuple[list[Any], list[str]]:
+    """``workers`` replicas in ``worker-runtime`` processes of up to ``per_process``."""
+    per_process = max(1, min(workers, per_process))
     procs = []
     ids: list[str] = []
     for p in range(0, workers, per_process):
@@ -194,14 +196,15 @@ def start_fleet(url: str, workers: int, tag: str, **env: str) -> tuple[list[Any]
 
 
 async def runtime_latency(
-    server_url: str, redis: Redis, workers: int, commands: int, pull_commands: int
+    server_url: str, redis: Redis, workers: int, args: argparse.Namespace
 ) -> dict[str, Any]:
     """Push and pull figures for a fleet of ``workers``."""
     out: dict[str, Any] = {}
     mgr = WorkerManager(redis, operator="bench@local")
     # -- push ---------------------------------------------------------------------------
     await redis.flushall()
-    procs, ids = start_fleet(server_url, workers, f"push{workers}x")
+    commands, pull_commands = args.commands, args.pull_commands
+    procs, ids = start_fleet(server_url, workers, f"push{workers}x", args.per_process)
     try:
         await wait_online(redis, ids)
         async with LeaseWatch(redis, server_url, ids) as watch:
@@ -227,7 +230,11 @@ async def runtime_latency(
     # -- pull ---------------------------------------------------------------------------
     await redis.flushall()
     procs, ids = start_fleet(
-        server_url, workers, f"pull{workers}x", BYAI_HEARTBEAT_INTERVAL=str(PULL_INTERVAL)
+        server_url,
+        workers,
+        f"pull{workers}x",
+        args.per_process,
+        BYAI_HEARTBEAT_INTERVAL=str(PULL_INTERVAL),
     )
     try:
         await wait_online(redis, ids)
@@ -290,12 +297,13 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         "commands": args.commands,
         "pull_commands": args.pull_commands,
         "pull_interval_s": PULL_INTERVAL,
+        "per_process": args.per_process,
         "runtime": {},
     }
     try:
         for workers in (int(w) for w in args.workers.split(",")):
             results["runtime"][str(workers)] = await runtime_latency(
-                server.url, redis, workers, args.commands, args.pull_commands
+                server.url, redis, workers, args
             )
         if args.celery_commands:
             await redis.flushall()
@@ -334,6 +342,7 @@ def main() -> int:
     parser.add_argument("--commands", type=int, default=500)
     parser.add_argument("--pull-commands", type=int, default=100, help="at 1 worker")
     parser.add_argument("--workers", default="1,100")
+    parser.add_argument("--per-process", type=int, default=100, help="replicas per process")
     parser.add_argument("--celery-commands", type=int, default=200, help="0: skip celery")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()

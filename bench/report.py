@@ -321,7 +321,7 @@ def _control(r: dict[str, Any]) -> list[str]:
         "",
         "Clock from before the operator's write to the keyspace notification of the lease "
         "rewrite that confirms `admin_applied_at` (checked with a GET). Real "
-        "`worker-runtime run` processes (100 workers: 4 processes of 25 replicas). Push: "
+        f"`worker-runtime run` processes of up to {r.get('per_process', 100)} replicas. Push: "
         "`WorkerManager.suspend_worker`/`resume_worker`, heartbeat at its 5 s default. "
         f"Pull only: the admin hash written without the stream entry, heartbeat "
         f"{r['pull_interval_s']:g} s, each command after a random pause.",
