@@ -22,6 +22,10 @@ _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 # isolates, marks); shown escaped so a hostile id cannot make another id appear.
 _BIDI = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u061c")
 
+# Invisible characters (zero-width space/joiners, word joiner, BOM, soft hyphen): shown
+# escaped so "worker-1\u200b" cannot pass for "worker-1" in a list of ids.
+_INVISIBLE = frozenset("\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff")
+
 
 def _escape(char: str) -> str:
     if char in _NAMED:
@@ -33,6 +37,8 @@ def _escape(char: str) -> str:
 def _unsafe(char: str) -> bool:
     code = ord(char)
     if code < 0x20 or 0x7F <= code <= 0x9F:  # C0, DEL, C1 (ESC, CSI, OSC ...)
+        return True
+    if char in _INVISIBLE:
         return True
     if code < 0x2000:
         return False
@@ -46,10 +52,11 @@ def _unsafe(char: str) -> bool:
 def safe_text(value: object, limit: int = 200) -> str:
     """A display-safe single-line rendering of any value read from Redis.
 
-    Control characters (C0 including ESC, DEL, C1), bidi overrides, line separators and
-    lone surrogates are replaced by a visible escape (``\\x1b``, ``\\n``, ``\\u202e``);
-    values longer than ``limit`` characters are cut and end with an ellipsis. Markup is
-    left as it is: pass the result to :class:`rich.text.Text`, never to markup.
+    Control characters (C0 including ESC, DEL, C1), bidi overrides, zero-width and other
+    invisible characters, line separators and lone surrogates are replaced by a visible
+    escape (``\\x1b``, ``\\n``, ``\\u202e``); values longer than ``limit`` characters
+    are cut and end with an ellipsis. Markup is left as it is: pass the result to
+    :class:`rich.text.Text`, never to markup.
 
     Args:
         value: anything; ``None`` renders as an empty string, bytes are decoded leniently.
