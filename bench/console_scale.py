@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -133,10 +134,16 @@ async def tui_child(url: str, count: int) -> dict[str, Any]:
             applied: list[float] = []
             original = main.show_snapshot
 
+            profiling: list[Any] = []
+
             def timed(snapshot: FleetSnapshot) -> None:
+                for profiler in profiling:
+                    profiler.start()
                 t = time.perf_counter()
                 original(snapshot)
                 applied.append(time.perf_counter() - t)
+                for profiler in profiling:
+                    profiler.stop()
 
             main.show_snapshot = timed  # type: ignore[method-assign]
 
@@ -166,7 +173,19 @@ async def tui_child(url: str, count: int) -> dict[str, Any]:
                     mapping={k: str(v) for k, v in state.model_dump(exclude_none=True).items()},
                 )
             await pipe.execute()
-            await refresh("changed_1pct")
+            if os.environ.get("BENCH_PROFILE_TUI"):
+                from pyinstrument import Profiler
+
+                from bench.profiles import top_pyinstrument
+
+                # Only the table update (the read is profiled on its own).
+                profiler = Profiler(interval=0.0002, async_mode="disabled")
+                profiling.append(profiler)
+                await refresh("changed_1pct")
+                profiling.clear()
+                out["profile"] = top_pyinstrument(profiler.last_session)
+            else:
+                await refresh("changed_1pct")
             suspended = sum(
                 1
                 for k in table.ordered_keys()

@@ -62,6 +62,11 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
         ["--replicas", "10000", "--instances", "100", "--window", "20"],
         ["--replicas", "2000", "--instances", "20", "--window", "5"],
     ),
+    "profiles": (
+        "bench.profiles",
+        ["--workers", "10000"],
+        ["--workers", "2000", "--only", "startup,reader,tui"],
+    ),
 }
 
 
