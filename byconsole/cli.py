@@ -36,7 +36,7 @@ from byconsole.render_prom import render_prom_down
 from byconsole.render_table import make_console
 from byconsole.text import safe_text
 from worker_runtime.admin import MAX_SCALE, UnknownWorkerError
-from worker_runtime.connection import create_redis
+from worker_runtime.connection import create_redis, tls_hint
 from worker_runtime.settings import ConfigError, RedisSettings
 
 EXIT_OK = 0
@@ -390,7 +390,8 @@ def _redis_error(exc: BaseException, settings: RedisSettings) -> str:
     if isinstance(exc, AuthenticationError):
         return f"Redis at {where} refused the credentials: {detail}"
     if isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
-        return f"cannot reach Redis at {where}: {detail}"
+        hint = tls_hint(exc)
+        return f"cannot reach Redis at {where}: {detail}" + (f" ({hint})" if hint else "")
     return f"Redis at {where}: {detail}"
 
 

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from worker_runtime.connection import check_tls_files
 from worker_runtime.settings import ConfigError, RedisSettings, load, mask_url
 
 ENDPOINT_ENV = ("BYAI_REDIS_URL", "REDIS_URL", "REDIS_CLUSTER_HOST")
@@ -178,7 +179,11 @@ def resolve_settings(
         for field, env_name, value in pairs:
             if value is not None and not env.get(env_name):
                 overrides[field] = value
-    return load(RedisSettings, **overrides)
+    settings = load(RedisSettings, **overrides)
+    # A missing CA or client certificate is a setting error here, not a crash later
+    # (switching context in the console builds its client outside any handler).
+    check_tls_files(settings)
+    return settings
 
 
 def _one_line(exc: BaseException) -> str:

@@ -19,7 +19,7 @@ import logging
 import sys
 from typing import Any, NoReturn
 
-from worker_runtime.connection import REDIS_ERRORS, create_redis
+from worker_runtime.connection import REDIS_ERRORS, create_redis, tls_hint
 from worker_runtime.context import Handler
 from worker_runtime.instance import WorkerInstance
 from worker_runtime.producer import NoOnlineWorkerError, Producer
@@ -216,7 +216,11 @@ def run_safely(argv: list[str] | None = None) -> int:
         return 2
     except REDIS_ERRORS as exc:
         endpoint = "Redis"
-        print(f"{PROG}: cannot reach {endpoint}: {_one_line(exc)}", file=sys.stderr)
+        hint = tls_hint(exc)
+        print(
+            f"{PROG}: cannot reach {endpoint}: {_one_line(exc)}" + (f" ({hint})" if hint else ""),
+            file=sys.stderr,
+        )
         return 2
     except (NoOnlineWorkerError, WorkerIdInUseError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)

@@ -6,6 +6,7 @@ runtimes may hold invalid bytes, and a reader must show it rather than fail.
 
 from __future__ import annotations
 
+import os
 import ssl
 from typing import Any, TypeAlias
 
@@ -16,7 +17,7 @@ from redis.exceptions import RedisClusterException, RedisError
 from redis.retry import Retry
 
 from worker_runtime.keys import Keys
-from worker_runtime.settings import RedisSettings
+from worker_runtime.settings import ConfigError, RedisSettings
 
 AnyRedis: TypeAlias = "Redis | RedisCluster"
 
@@ -70,6 +71,7 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
         "retry": retry,
         "max_connections": MAX_CONNECTIONS,
     }
+    check_tls_files(settings)
     tls = _tls_options(settings)
     if settings.cluster_host:
         from urllib.parse import urlsplit
@@ -93,6 +95,53 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
     if settings.url.startswith("rediss://"):
         common.update(tls)
     return Redis.from_url(settings.url, **common)
+
+
+_TLS_FILES = (
+    ("tls_ca_certs", "BYAI_REDIS_TLS_CA"),
+    ("tls_certfile", "BYAI_REDIS_TLS_CERT"),
+    ("tls_keyfile", "BYAI_REDIS_TLS_KEY"),
+)
+
+# Substrings of OpenSSL's reasons -> what the operator should change.
+_TLS_HINTS = (
+    (
+        "CERTIFICATE_VERIFY_FAILED",
+        "the server's certificate is not trusted or does not name this host: "
+        "check BYAI_REDIS_TLS_CA and the host in the URL",
+    ),
+    (
+        "CERTIFICATE_REQUIRED",
+        "the server requires a client certificate: set BYAI_REDIS_TLS_CERT and BYAI_REDIS_TLS_KEY",
+    ),
+    ("UNKNOWN_CA", "the server does not trust the client certificate (BYAI_REDIS_TLS_CERT)"),
+    ("BAD_CERTIFICATE", "the server rejected the client certificate (BYAI_REDIS_TLS_CERT)"),
+    ("KEY_VALUES_MISMATCH", "BYAI_REDIS_TLS_KEY is not the key of BYAI_REDIS_TLS_CERT"),
+    ("WRONG_VERSION_NUMBER", "the port does not speak TLS: use redis:// or the TLS port"),
+)
+
+
+def check_tls_files(settings: RedisSettings) -> None:
+    """Fail with the setting's name when a TLS file it names cannot be read.
+
+    Without this, ``ssl`` fails at connect time with a bare "[Errno 2] No such file or
+    directory" that names neither the file nor the setting.
+
+    Raises:
+        ConfigError: one line naming the variable and the path.
+    """
+    if not settings.url.startswith("rediss://"):
+        return  # the files are only used over TLS
+    for field, env in _TLS_FILES:
+        path = getattr(settings, field)
+        if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+            raise ConfigError(f"invalid {env} {path!r}: not a readable file")
+
+
+def tls_hint(exc: BaseException) -> str:
+    """What to change when ``exc`` is a TLS handshake failure; empty otherwise."""
+    message = str(exc)
+    return next((hint for marker, hint in _TLS_HINTS if marker in message), "")
 
 
 def _tls_options(settings: RedisSettings) -> dict[str, Any]:
