@@ -16,15 +16,18 @@ from dataclasses import replace
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from redis.exceptions import RedisError
-
 from byconsole.actions import Action, ActionOutcome, ActionRequest
 from byconsole.text import safe_text
 from worker_runtime.admin import ActionResult, UnknownWorkerError, WorkerManager
-from worker_runtime.connection import create_redis
+from worker_runtime.connection import LOOP_ERRORS, create_redis
 from worker_runtime.fleet import FleetReader
 from worker_runtime.settings import RedisSettings
 from worker_runtime.snapshot import FleetSnapshot, WorkerDetail, WorkerView
+
+# redis-py's cluster client can raise more than RedisError mid-failover (see
+# worker_runtime.connection.LOOP_ERRORS); an action must report it, not vanish.
+_WAIT_ERRORS: tuple[type[Exception], ...] = (*LOOP_ERRORS, TimeoutError)
+_ACTION_ERRORS: tuple[type[Exception], ...] = (*_WAIT_ERRORS, ValueError)
 
 READ_TIMEOUT = 8.0
 """Seconds a refresh may take before the console calls Redis slow and shows it."""
@@ -117,7 +120,7 @@ class RedisBackend:
                 result = await self.manager.scale_type(
                     request.agent_type, request.count, request.reason
                 )
-        except (RedisError, OSError, TimeoutError, ValueError) as exc:
+        except _ACTION_ERRORS as exc:
             return ActionOutcome(target, sent=False, error=self.describe(exc))
         return ActionOutcome(
             target,
@@ -154,7 +157,7 @@ class RedisBackend:
                     return ActionOutcome(worker_id, sent=False, error="incomplete request")
         except UnknownWorkerError:
             return ActionOutcome(worker_id, sent=False, error="unknown worker")
-        except (RedisError, OSError, TimeoutError, ValueError) as exc:
+        except _ACTION_ERRORS as exc:
             return ActionOutcome(worker_id, sent=False, error=self.describe(exc))
         return ActionOutcome(
             worker_id,
@@ -184,7 +187,7 @@ class RedisBackend:
                     outcome.target, outcome.command, outcome.updated_at, outcome.online
                 )
                 latency = await self.manager.wait_applied(result, timeout=timeout)
-        except (RedisError, OSError, TimeoutError) as exc:
+        except _WAIT_ERRORS as exc:
             return replace(outcome, error=self.describe(exc))
         return replace(outcome, latency=latency)
 
