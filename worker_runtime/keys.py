@@ -240,6 +240,16 @@ class Keys:
         """Hash: worker id -> ms the janitor first saw it without a lease."""
         return f"{self._root}:registry:offline_since"
 
+    @property
+    def acl_patterns(self) -> list[str]:
+        """Redis ACL key patterns (``~pattern``) covering every key of this schema.
+
+        For ``ACL SETUSER``: a user limited to these can reach the fleet's keys and
+        nothing else in a shared Redis (see the README's ACL section).
+        """
+        obs = _OBS if self.schema == "v1" else "by_framework:v2"
+        return [f"{self._root}:*", f"{obs}:*"]
+
     def all_worker_keys(self, worker_id: str) -> list[str]:
         """Every per-worker key, for ``forget`` (one slot in v2)."""
         return [
