@@ -36,7 +36,7 @@ from byconsole.render_prom import render_prom_down
 from byconsole.render_table import make_console
 from byconsole.text import safe_text
 from worker_runtime.admin import MAX_SCALE, UnknownWorkerError
-from worker_runtime.connection import create_redis, tls_hint
+from worker_runtime.connection import acl_refusal, create_redis, tls_hint
 from worker_runtime.settings import ConfigError, RedisSettings
 
 EXIT_OK = 0
@@ -389,6 +389,9 @@ def _redis_error(exc: BaseException, settings: RedisSettings) -> str:
     where = settings.endpoint
     if isinstance(exc, AuthenticationError):
         return f"Redis at {where} refused the credentials: {detail}"
+    refusal = acl_refusal(exc)
+    if refusal:
+        return f"Redis at {where} refused the command: {refusal}"
     if isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
         hint = tls_hint(exc)
         return f"cannot reach Redis at {where}: {detail}" + (f" ({hint})" if hint else "")

@@ -7,13 +7,14 @@ runtimes may hold invalid bytes, and a reader must show it rather than fail.
 from __future__ import annotations
 
 import os
+import re
 import ssl
 from typing import Any, TypeAlias
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.backoff import ExponentialBackoff, NoBackoff
-from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import NoPermissionError, RedisClusterException, RedisError
 from redis.retry import Retry
 
 from worker_runtime.keys import Keys
@@ -142,6 +143,22 @@ def tls_hint(exc: BaseException) -> str:
     """What to change when ``exc`` is a TLS handshake failure; empty otherwise."""
     message = str(exc)
     return next((hint for marker, hint in _TLS_HINTS if marker in message), "")
+
+
+_NOPERM_COMMAND = re.compile(r"no permissions to run the '([^']+)' command")
+
+
+def acl_refusal(exc: BaseException) -> str | None:
+    """``the Redis ACL user may not run XADD`` when Redis refused under ACL rules.
+
+    A pipeline's refusal otherwise reads "Command # 2 (EVAL <the script>...) of
+    pipeline caused error", which buries what was refused.
+    """
+    if not isinstance(exc, NoPermissionError):
+        return None
+    match = _NOPERM_COMMAND.search(str(exc))
+    what = f"run {match.group(1).upper()}" if match else "use these keys"
+    return f"the Redis ACL user may not {what}"
 
 
 def _tls_options(settings: RedisSettings) -> dict[str, Any]:
