@@ -1,0 +1,82 @@
+"""The minimal Redis ACL users of the README, and a password-protected server with them.
+
+Three users, each limited to the product's keys (:attr:`Keys.acl_patterns`) and no
+pub/sub channels:
+
+* ``worker``: runs ``worker-runtime`` (and may submit tasks, as an application does);
+* ``operator``: everything ``byconsole`` does, reads and admin writes, but cannot
+  consume or acknowledge tasks;
+* ``viewer``: ``byconsole --snapshot`` / ``--read-only`` / the read subcommands;
+  Redis refuses every write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from redis import Redis as SyncRedis
+from redis.asyncio import Redis
+
+from tests.redis_server import RedisServer
+from worker_runtime.keys import Keys
+
+ADMIN_PASSWORD = "Adm1n-S3cret-pw"
+
+_READ = ["-@all", "+@read", "+@connection", "-@dangerous", "+eval_ro", "+evalsha_ro"]
+ACL_RULES: dict[str, list[str]] = {
+    "viewer": _READ,
+    # The admin API's writes: admin hash (a guarded EVAL), command and audit streams,
+    # denylists and routing sets, scale targets, forget.
+    "operator": [*_READ, "+hset", "+del", "+sadd", "+srem", "+xadd", "+eval", "+evalsha"],
+    # Consumer groups, leases, executions, leader election and fencing (EVAL).
+    "worker": [*_READ, "+@write", "+eval", "+evalsha", "-@dangerous"],
+}
+PASSWORDS = {user: f"{user.title()}-Pw-{n}x7" for n, user in enumerate(ACL_RULES)}
+
+
+def setuser_args(user: str, keys: Keys | None = None) -> list[str]:
+    """``ACL SETUSER`` arguments for one of the users."""
+    patterns = [f"~{p}" for p in (keys or Keys()).acl_patterns]
+    return [
+        user,
+        "reset",
+        "on",
+        f">{PASSWORDS[user]}",
+        "resetchannels",
+        *patterns,
+        *ACL_RULES[user],
+    ]
+
+
+@dataclass
+class Secured:
+    """A redis-server with ``requirepass`` and the three ACL users."""
+
+    server: RedisServer
+
+    def url(self, user: str | None = None, password: str | None = None) -> str:
+        """``redis://user:password@...``; the default user's password without a user."""
+        secret = password or (PASSWORDS[user] if user else ADMIN_PASSWORD)
+        who = user or ""
+        return f"redis://{who}:{secret}@127.0.0.1:{self.server.port}/0"
+
+    def admin(self) -> Redis:
+        """A client with full rights (the default user)."""
+        return Redis(port=self.server.port, password=ADMIN_PASSWORD, decode_responses=True)
+
+
+def start_secured() -> Iterator[Secured]:
+    """Start the server and create the users (a generator for a fixture)."""
+    server = RedisServer(extra_args=["--requirepass", ADMIN_PASSWORD]).start()
+    try:
+        with SyncRedis(port=server.port, password=ADMIN_PASSWORD) as admin:
+            for user in ACL_RULES:
+                admin.execute_command("ACL", "SETUSER", *setuser_args(user))
+        yield Secured(server)
+    finally:
+        server.cleanup()
+
+
+SECRETS = [ADMIN_PASSWORD, *PASSWORDS.values()]
+"""Every password in play: none may appear in any output, log, key or screenshot."""
