@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
@@ -80,3 +81,20 @@ def start_secured() -> Iterator[Secured]:
 
 SECRETS = [ADMIN_PASSWORD, *PASSWORDS.values()]
 """Every password in play: none may appear in any output, log, key or screenshot."""
+
+
+async def dump_all(redis: Redis) -> dict[str, Any]:
+    """Every key with its type and content: the whole state of the server."""
+    state: dict[str, Any] = {}
+    async for key in redis.scan_iter(count=1000):
+        kind = await redis.type(key)
+        reader = {
+            "string": redis.get,
+            "hash": redis.hgetall,
+            "set": redis.smembers,
+            "zset": lambda k: redis.zrange(k, 0, -1, withscores=True),
+            "list": lambda k: redis.lrange(k, 0, -1),
+            "stream": redis.xrange,
+        }[kind]
+        state[key] = (kind, await reader(key))
+    return state

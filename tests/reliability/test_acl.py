@@ -16,7 +16,6 @@ import json
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -28,7 +27,7 @@ from byconsole.backend import RedisBackend
 from tests.integration.cli_helpers import BYCONSOLE, add_worker
 from tests.integration.runtime_helpers import BIN, FAST_ENV, ROOT, eventually, stop_process
 from tests.redis_server import env_with
-from tests.reliability.acl import Secured, start_secured
+from tests.reliability.acl import Secured, dump_all, start_secured
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.settings import RedisSettings
 
@@ -56,23 +55,6 @@ def _run(
     return subprocess.run(
         [exe, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )
-
-
-async def _dump(redis: Redis) -> dict[str, Any]:
-    """Every key with its type, TTL presence and content: the whole state."""
-    state: dict[str, Any] = {}
-    async for key in redis.scan_iter(count=1000):
-        kind = await redis.type(key)
-        reader = {
-            "string": redis.get,
-            "hash": redis.hgetall,
-            "set": redis.smembers,
-            "zset": lambda k: redis.zrange(k, 0, -1, withscores=True),
-            "list": lambda k: redis.lrange(k, 0, -1),
-            "stream": redis.xrange,
-        }[kind]
-        state[key] = (kind, await reader(key))
-    return state
 
 
 @pytest.mark.parametrize("schema", ["v1", "v2"])
@@ -251,7 +233,7 @@ async def test_viewer_reads_everything_and_changes_nothing(
     doc = json.loads(_run("byconsole", ["--snapshot", "--format", "json"], url, tmp_path).stdout)
     assert [w["worker_id"] for w in doc["workers"]] == ["w1", "w2"]
 
-    before = await _dump(admin)
+    before = await dump_all(admin)
     for args in WRITES:
         out = _run("byconsole", args, url, tmp_path)
         assert out.returncode == 2, (args, out.stdout, out.stderr)
@@ -270,7 +252,7 @@ async def test_viewer_reads_everything_and_changes_nothing(
     run = _run("worker-runtime", ["run", "tests.handlers:noop", "--type", "chat"], url, tmp_path)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "the Redis ACL user may not run" in run.stderr.strip().splitlines()[-1]
-    assert await _dump(admin) == before
+    assert await dump_all(admin) == before
 
 
 async def test_read_only_console_works_as_viewer(secured: Secured, admin: Redis) -> None:
