@@ -24,12 +24,14 @@ from worker_runtime.keys import Keys
 
 ADMIN_PASSWORD = "Adm1n-S3cret-pw"
 
-_READ = ["-@all", "+@read", "+@connection", "-@dangerous", "+eval_ro", "+evalsha_ro"]
+_READ = ["-@all", "+@read", "+@connection", "+eval_ro", "+evalsha_ro"]
+_ADMIN_WRITES = ["+hset", "+del", "+sadd", "+srem", "+xadd", "+eval", "+evalsha"]
 ACL_RULES: dict[str, list[str]] = {
-    "viewer": _READ,
+    # Exactly the rules of the README's ACL section; -@dangerous last in each.
+    "viewer": [*_READ, "-@dangerous"],
     # The admin API's writes: admin hash (a guarded EVAL), command and audit streams,
     # denylists and routing sets, scale targets, forget.
-    "operator": [*_READ, "+hset", "+del", "+sadd", "+srem", "+xadd", "+eval", "+evalsha"],
+    "operator": [*_READ, *_ADMIN_WRITES, "-@dangerous"],
     # Consumer groups, leases, executions, leader election and fencing (EVAL).
     "worker": [*_READ, "+@write", "+eval", "+evalsha", "-@dangerous"],
 }
