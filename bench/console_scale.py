@@ -14,7 +14,8 @@ For each fleet size N (written by the runtime's own heartbeat, ``bench.fleet_sim
   backend, exactly what ``byconsole`` runs): time until every row is in the table,
   then 1% of the workers are suspended in Redis and one refresh is timed — "apply"
   is the table update while the event loop is busy, "+paint" adds the repaint; then
-  a refresh where nothing changed; and the process's peak RSS.
+  a refresh where nothing changed; and the process's peak RSS. The fleet beats (the
+  runtime's heartbeat) before every refresh, as a live one does, so ages stay current.
 """
 
 from __future__ import annotations
@@ -23,13 +24,17 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from bench.common import (
     BIN,
+    ROOT,
     machine,
     redis_client,
     run_timed,
@@ -38,7 +43,7 @@ from bench.common import (
     worker_env,
     write_results,
 )
-from bench.fleet_sim import populate
+from bench.fleet_sim import SimInstance, populate, write_fleet
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
 from worker_runtime.models import AdminState, Lifecycle, now_ms
@@ -105,6 +110,18 @@ def cli_figures(url: str, fmt: str, expect: int) -> dict[str, Any]:
 
 
 # -- the TUI child process -------------------------------------------------------------
+#
+# The parent beats the fleet (the runtime's heartbeat) whenever the child asks, before
+# the first load and before every timed refresh: ages stay what a live fleet shows
+# ("<10s"), so only the intended 1% of rows change, and the simulated replicas do not
+# count in the console's RSS. The protocol is one line each way on the raw file
+# descriptors (Textual may capture ``sys.stdout`` while the app runs).
+
+
+async def ask_parent_to_beat() -> None:
+    """Ask the parent for a heartbeat of the whole fleet; return once it is written."""
+    os.write(1, b"beat\n")
+    await asyncio.to_thread(os.read, 0, 64)
 
 
 async def tui_child(url: str, count: int) -> dict[str, Any]:
@@ -114,6 +131,7 @@ async def tui_child(url: str, count: int) -> dict[str, Any]:
     from worker_runtime.settings import RedisSettings
 
     redis = redis_client(url)
+    await ask_parent_to_beat()
     app = ConsoleApp(RedisBackend(RedisSettings(url=url)), refresh=3600)
     out: dict[str, Any] = {}
     try:
@@ -148,6 +166,7 @@ async def tui_child(url: str, count: int) -> dict[str, Any]:
             main.show_snapshot = timed  # type: ignore[method-assign]
 
             async def refresh(label: str) -> None:
+                await ask_parent_to_beat()
                 polls = len(applied)
                 app.request_poll()
                 while len(applied) == polls:
@@ -199,17 +218,46 @@ async def tui_child(url: str, count: int) -> dict[str, Any]:
     return out
 
 
-def tui_figures(url: str, count: int) -> dict[str, Any]:
-    """Run :func:`tui_child` in its own process; its figures and peak RSS."""
-    done = run_timed(
-        [sys.executable, "-m", "bench.console_scale", "--tui-child", url, str(count)],
-        env=worker_env(url),
-    )
-    if done.returncode != 0:
-        tail = done.stderr.strip().splitlines()[-3:]
-        return {"error": " | ".join(tail) or f"exit {done.returncode}"}
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    figures["max_rss_mb"] = done.max_rss_mb
+async def tui_figures(
+    url: str, count: int, fleet: list[SimInstance], profile: bool = False
+) -> dict[str, Any]:
+    """Run :func:`tui_child` in its own process, beating ``fleet`` when it asks.
+
+    Returns its figures and its peak RSS (GNU ``time``, as :func:`run_timed`).
+    """
+    gnu_time = shutil.which("time") or "/usr/bin/time"
+    env = worker_env(url, **({"BENCH_PROFILE_TUI": "1"} if profile else {}))
+    with tempfile.TemporaryDirectory() as tmp:
+        rss_file = Path(tmp) / "rss"
+        child = [sys.executable, "-m", "bench.console_scale", "--tui-child", url, str(count)]
+        if Path(gnu_time).exists():
+            child = [gnu_time, "-f", "%M", "-o", str(rss_file), *child]
+        proc = await asyncio.create_subprocess_exec(
+            *child,
+            cwd=ROOT,
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=2**24,
+        )
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        last = b""
+        while line := await proc.stdout.readline():
+            if line.strip() == b"beat":
+                await write_fleet(fleet[0].ctx.redis, fleet)  # type: ignore[arg-type]
+                proc.stdin.write(b"ok\n")
+                await proc.stdin.drain()
+            elif line.strip():
+                last = line
+        err = await proc.stderr.read()
+        code = await proc.wait()
+        if code != 0:
+            tail = err.decode("utf-8", "replace").strip().splitlines()[-3:]
+            return {"error": " | ".join(tail) or f"exit {code}"}
+        figures: dict[str, Any] = json.loads(last)
+        lines = rss_file.read_text().split() if rss_file.exists() else []
+        figures["max_rss_mb"] = float(lines[-1]) / 1024 if lines and lines[-1].isdigit() else 0.0
     return figures
 
 
@@ -226,7 +274,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     try:
         for n in sizes:
             await redis.flushall()
-            await populate(redis, n)
+            fleet = await populate(redis, n)
             row: dict[str, Any] = await reader_figures(server.url, args.repeats)
             row["snapshot_json"] = cli_figures(server.url, "json", n)
             row["snapshot_table"] = cli_figures(server.url, "table", n)
@@ -240,7 +288,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 f"{row['snapshot_table']['max_rss_mb']:.0f} MB"
             )
             if not args.no_tui:
-                tui = tui_figures(server.url, n)
+                tui = await tui_figures(server.url, n, fleet)
                 row["tui"] = tui
                 if "error" in tui:
                     print(f"{n:>6,} workers: TUI failed: {tui['error']}")

@@ -257,8 +257,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 }
                 extra = path.rtt_ms - path.base_rtt_ms
                 for who in ("ours", "rq"):
-                    # Time the path added, in round trips: what the client waited on.
-                    added = slow[who]["seconds"] - row[who]["seconds"]
+                    # Time the path added, in round trips: what the client waited on
+                    # (fastest runs on both sides: noise only ever adds time).
+                    added = min(slow[who]["runs"]) - min(row[who]["runs"])
                     slow[who]["implied_round_trips"] = max(0.0, added * 1000 / extra)
                 slow["speedup"] = ratio(slow["rq"]["seconds"], slow["ours"]["seconds"])
                 results["delayed"][str(n)] = slow

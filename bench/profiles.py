@@ -138,16 +138,17 @@ async def profile_reader(server: RedisServer, workers: int) -> dict[str, Any]:
         profiler.stop()
     finally:
         await redis.aclose()
-    out = {
+    top = top_pyinstrument(profiler.last_session)
+    out: dict[str, Any] = {
         "cpu_ms_gc_on": statistics.median(cpu["gc on"]),
         "cpu_ms_gc_off": statistics.median(cpu["gc off"]),
-        "top": top_pyinstrument(profiler.last_session),
+        "top": top,
     }
     print(
         f"FleetReader.read at {workers:,} workers: CPU {out['cpu_ms_gc_on']:.0f} ms with the "
         f"garbage collector, {out['cpu_ms_gc_off']:.0f} ms without"
     )
-    show("FleetReader.read (pyinstrument, 3 reads)", out["top"])
+    show("FleetReader.read (pyinstrument, 3 reads)", top)
     return out
 
 
@@ -189,20 +190,13 @@ def profile_table(server: RedisServer, workers: int) -> dict[str, Any]:
     return out
 
 
-def profile_tui(server: RedisServer, workers: int) -> dict[str, Any]:
+async def profile_tui(server: RedisServer, workers: int, fleet: list[Any]) -> dict[str, Any]:
     """The 1%-changed TUI refresh under pyinstrument, in the headless console."""
-    env = worker_env(server.url, BENCH_PROFILE_TUI="1")
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.console_scale", "--tui-child", server.url, str(workers)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if done.returncode != 0:
-        return {"error": done.stderr.strip()[-300:]}
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    from bench.console_scale import tui_figures
+
+    figures = await tui_figures(server.url, workers, fleet, profile=True)
+    if "error" in figures:
+        return figures
     out = {"top": figures.get("profile", []), "apply_ms": figures.get("changed_1pct_apply_ms")}
     show(f"TUI refresh, 1% of {workers:,} rows changed (pyinstrument)", out["top"])
     return out
@@ -233,12 +227,12 @@ def profile_startup() -> dict[str, Any]:
                     total += cumulative  # a top-level import
             runs.append(selfs)
             totals.append(total)
-        mods = {m: statistics.median(r.get(m, 0) for r in runs) for m in runs[0]}
+        mods = {m: float(statistics.median(r.get(m, 0) for r in runs)) for m in runs[0]}
         total_ms = statistics.median(totals) / 1000
         # By top-level package: what pulling in pydantic, redis, rich ... costs.
         packages: Counter[str] = Counter()
         for mod, us in mods.items():
-            packages[mod.split(".")[0]] += us
+            packages[mod.split(".")[0]] += int(us)
         out[name] = {
             "import_ms": total_ms,
             "top": [
@@ -335,19 +329,20 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         results["startup"] = profile_startup()
     server = start_redis()
     try:
+        fleet: list[Any] = []
+        redis = redis_client(server.url)
         if only & {"reader", "table", "tui"}:
-            redis = redis_client(server.url)
-            await populate(redis, args.workers)
-            await redis.aclose()
+            fleet = await populate(redis, args.workers)
         if "reader" in only:
             results["reader"] = await profile_reader(server, args.workers)
         if "table" in only:
             results["table"] = profile_table(server, args.workers)
         if "tui" in only:
-            results["tui"] = profile_tui(server, args.workers)
+            results["tui"] = await profile_tui(server, args.workers, fleet)
         if "worker" in only:
             results["worker"] = await profile_worker(server)
     finally:
+        await redis.aclose()
         server.cleanup()
     return results
 
