@@ -192,6 +192,56 @@ def targets(run: Run) -> list[Target]:
     return out
 
 
+def findings(run: Run) -> list[str]:
+    """Data-driven explanations for the targets a run missed."""
+    out: list[str] = []
+    fl = run.results.get("fleet_listing", {})
+    row = fl.get("loopback", {}).get("1000")
+    st = fl.get("startup")
+    if row and st and row["speedup"] < 5:
+        bound = row["rq"]["seconds"] / st["ours"]["seconds"]
+        out.append(
+            f"CLI at 1,000 workers: `byconsole --snapshot` needs {st['ours']['seconds']:.2f} s "
+            f"just to start (interpreter, imports, connect) against {st['rq']['seconds']:.2f} s "
+            f"for `rq info`, so even an instant listing could not beat `rq info`'s "
+            f"{row['rq']['seconds']:.2f} s by more than {bound:.1f}x; the listing itself is "
+            f"{row['listing_speedup']:.1f}x faster, and the gap widens with size and distance "
+            "(see section 1)."
+        )
+    prof = run.results.get("profiles", {})
+    cs = run.results.get("console", {}).get("sizes", {}).get("10000")
+    rd = prof.get("reader")
+    if cs and cs["read_ms"] >= 300:
+        text = (
+            f"Read at 10,000 workers: {cs['round_trips_ms']:.0f} ms in its "
+            f"{cs['round_trips']} round trips (redis-py encoding and reply parsing included), "
+            f"{cs['build_ms']:.0f} ms building the snapshot in Python"
+        )
+        if rd:
+            names = ", ".join(f"`{t['function'].split(' (')[0]}`" for t in rd["top"][:4])
+            text += f"; the profile's top self time: {names}"
+        out.append(text + ".")
+    tui = prof.get("tui", {})
+    if cs and cs.get("tui", {}).get("changed_1pct_paint_ms", 0) >= 100 and tui.get("top"):
+        names = ", ".join(
+            f"`{t['function'].split(' (')[0]}` {t['pct']:.0f}%" for t in tui["top"][:4]
+        )
+        out.append(
+            "TUI update at 10,000 workers: the refresh re-derives every row to diff it "
+            f"({names} of the update's time)."
+        )
+    table = prof.get("table", {})
+    if table.get("packages"):
+        rich = next((p["pct"] for p in table["packages"] if p["function"] == "rich"), 0.0)
+        if cs:
+            out.append(
+                f"`--snapshot --format table` takes {cs['snapshot_table']['seconds']:.1f} s at "
+                f"10,000 workers (JSON: {cs['snapshot_json']['seconds']:.1f} s); {rich:.0f}% of "
+                "it is Rich laying out and rendering the table."
+            )
+    return out
+
+
 # -- sections -------------------------------------------------------------------------------
 
 
@@ -202,7 +252,8 @@ def _fleet_listing(r: dict[str, Any]) -> list[str]:
         "heartbeat (`bench/fleet_sim.py`, instances of 100 replicas over three agent "
         "types), rq's registered with `rq.Worker(...).register_birth()` on three queues. "
         "Each CLI runs as a fresh process (interpreter start-up included on both sides); "
-        "commands are `INFO commandstats` deltas for one run.",
+        "commands are `INFO commandstats` deltas for one run (they include the commands a "
+        "read-only script runs inside Redis: they show server work, not round trips).",
         "",
     ]
     st = r.get("startup")
@@ -451,7 +502,10 @@ def _heartbeat(r: dict[str, Any]) -> list[str]:
         f"from {r['processes']} client processes; Redis sampled over {r['window_s']:.0f} s.",
         "",
     ]
-    top = sorted(r["redis_commands_by_name_per_s"].items(), key=lambda kv: -kv[1])
+    top = sorted(
+        ((k, v) for k, v in r["redis_commands_by_name_per_s"].items() if v >= 1),
+        key=lambda kv: -kv[1],
+    )
     lines += _table(
         ["figure", "value"],
         [
@@ -576,6 +630,10 @@ def render(run: Run, notes: list[str] | None = None) -> str:
         verdict = "n/a" if t.met is None else ("**met**" if t.met else "**not met**")
         rows.append([t.name, verdict, t.measured, t.gap])
     lines += _table(["target", "result", "measured", "gap"], rows)
+    found = findings(run)
+    if found:
+        lines += ["What the figures and profiles say about the missed targets:", ""]
+        lines += [f"- {f}" for f in found] + [""]
     for note in notes or []:
         lines += [note, ""]
     for name, section in SECTIONS.items():
