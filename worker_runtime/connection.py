@@ -119,6 +119,13 @@ _TLS_HINTS = (
     ("BAD_CERTIFICATE", "the server rejected the client certificate (BYAI_REDIS_TLS_CERT)"),
     ("KEY_VALUES_MISMATCH", "BYAI_REDIS_TLS_KEY is not the key of BYAI_REDIS_TLS_CERT"),
     ("WRONG_VERSION_NUMBER", "the port does not speak TLS: use redis:// or the TLS port"),
+    # A TLS 1.3 server that wants a client certificate checks it after the handshake
+    # and may reset the connection before its alert is read: the same cause, no name.
+    (
+        "Connection reset by peer",
+        "the server dropped the connection; if it uses TLS: rediss://, and set "
+        "BYAI_REDIS_TLS_CERT and BYAI_REDIS_TLS_KEY when it requires a client certificate",
+    ),
 )
 
 
