@@ -243,9 +243,12 @@ async def tui_figures(
         )
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         last = b""
+        beats: list[float] = []
         while line := await proc.stdout.readline():
             if line.strip() == b"beat":
+                started = time.perf_counter()
                 await write_fleet(fleet[0].ctx.redis, fleet)  # type: ignore[arg-type]
+                beats.append(time.perf_counter() - started)
                 proc.stdin.write(b"ok\n")
                 await proc.stdin.drain()
             elif line.strip():
@@ -256,6 +259,9 @@ async def tui_figures(
             tail = err.decode("utf-8", "replace").strip().splitlines()[-3:]
             return {"error": " | ".join(tail) or f"exit {code}"}
         figures: dict[str, Any] = json.loads(last)
+        # Ages are shown in 10 s steps: a fleet that takes seconds to beat may see some
+        # rows cross a step between two refreshes (the "unchanged" one included).
+        figures["fleet_beat_s"] = max(beats, default=0.0)
         lines = rss_file.read_text().split() if rss_file.exists() else []
         figures["max_rss_mb"] = float(lines[-1]) / 1024 if lines and lines[-1].isdigit() else 0.0
     return figures

@@ -155,6 +155,8 @@ async def profile_reader(server: RedisServer, workers: int) -> dict[str, Any]:
 def pyspy(args: list[str], env: dict[str, str], rate: int = 250) -> dict[str, Any]:
     """Run ``args`` under ``py-spy record``; its hot spots."""
     spy = shutil.which("py-spy") or str(BIN / "py-spy")
+    if not Path(spy).exists():
+        return {"error": "py-spy is not installed (pip install py-spy)"}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "raw.txt"
         started = time.perf_counter()
@@ -270,6 +272,8 @@ async def profile_worker(server: RedisServer, tasks: int = 20_000) -> dict[str, 
         mapping={k: str(v) for k, v in suspended.model_dump(exclude_none=True).items()},
     )
     spy = shutil.which("py-spy") or str(BIN / "py-spy")
+    if not Path(spy).exists():
+        return {"error": "py-spy is not installed (pip install py-spy)"}
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         marker = Path(tmp) / "done.json"

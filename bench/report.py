@@ -451,7 +451,10 @@ def _console(r: dict[str, Any]) -> list[str]:
         "`byconsole --snapshot` processes; the TUI headless at 120x36 in its own process "
         "with the real Redis backend (first load until every row is in the table; then 1% "
         "of the workers suspended in Redis and one refresh: table update with the event "
-        "loop busy, then until painted).",
+        "loop busy, then until painted). The fleet beats (the runtime's heartbeat, from the "
+        "benchmark process) before each refresh so ages stay live; where that beat takes "
+        "several seconds (50,000 workers) some ages cross the 10 s label step between "
+        "refreshes, and the 'unchanged' refresh rewrites those rows too.",
         "",
     ]
     rows = []
