@@ -301,7 +301,8 @@ def _fleet_listing(r: dict[str, Any]) -> list[str]:
         lines += [
             f"- Redis PING round trip: {delay['rtt_delayed_ms']:.2f} ms through the path "
             f'({delay["rtt_loopback_ms"]:.3f} ms on loopback). "Round trips" below is the '
-            "extra time over loopback divided by the extra RTT.",
+            "extra time over loopback divided by the extra RTT (resolution: the run-to-run "
+            "noise, a few dozen round trips).",
             "",
         ]
         rows = []
