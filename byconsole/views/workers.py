@@ -8,6 +8,7 @@ the cursor and every action follow a worker, never a row position.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +88,24 @@ class RowValues:
             *(t for t, _ in self.types),
         ]
         return " ".join(parts).casefold()
+
+
+_ROW_FIELDS = operator.attrgetter(
+    "worker_id",
+    "lifecycle",
+    "status",
+    "command_state",
+    "active_jobs",
+    "concurrency",
+    "instance_id",
+    "role",
+    "agent_types",
+    "denied_types",
+    "ip_address",
+    "app_version",
+    "reason",
+)
+"""Every field :func:`row_values` reads, except the age (bucketed separately)."""
 
 
 def row_values(worker: WorkerView, marked: bool) -> RowValues:
@@ -196,7 +215,7 @@ class WorkersView(Vertical):
         self.marks: set[str] = set()
         self._shown: dict[str, RowValues] = {}
         """Values of the rows in the table."""
-        self._values: dict[str, tuple[WorkerView, bool, RowValues]] = {}
+        self._values: dict[str, tuple[tuple[Any, ...], bool, RowValues]] = {}
         """Values computed per worker object (a multi-pass load reuses them)."""
         self._workers: dict[str, WorkerView] = {}
         self._order: list[str] = []
@@ -264,18 +283,21 @@ class WorkersView(Vertical):
                 continue
             workers[wid] = worker
             marked = wid in self.marks
+            # Most workers look the same as last refresh: compare the fields the row
+            # shows (a C-level tuple) and reuse its values, instead of rebuilding them.
+            sig = (_ROW_FIELDS(worker), age(worker.lease_age_ms))
             hit = cache.get(wid)
-            if hit is not None and hit[0] is worker and hit[1] is marked:
-                values = hit[2]  # same snapshot object (a later pass): nothing to redo
+            if hit is not None and hit[1] is marked and hit[0] == sig:
+                values = hit[2]
             else:
                 values = row_values(worker, marked)
-                cache[wid] = (worker, marked, values)
+                cache[wid] = (sig, marked, values)
             if words:
                 text = values.search_text()
                 if not all(word in text for word in words):
                     continue
             previous = shown.get(wid)
-            if previous != values:
+            if previous is not values and previous != values:
                 if previous is None:
                     if budget <= 0:
                         more = True  # added on a later pass
