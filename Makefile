@@ -23,10 +23,13 @@ redis-server:
 	  else \
 	    echo "redis-server is missing: install it (e.g. 'sudo apt-get install redis-server') and re-run" >&2; exit 1; \
 	  fi; }
-	@command -v tmux >/dev/null 2>&1 || { \
+	@# tmux drives the end-to-end console tests; openssl makes the TLS test certificates.
+	@for tool in tmux openssl; do command -v $$tool >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; \
-	  fi; }
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$tool >/dev/null; \
+	  else \
+	    echo "$$tool is missing: install it and re-run" >&2; exit 1; \
+	  fi; }; done
 
 demo: $(STAMP) redis-server
 	$(BIN)/byconsole --demo
