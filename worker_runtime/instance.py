@@ -389,10 +389,6 @@ class WorkerInstance:
         except LOOP_ERRORS as exc:
             log.warning("could not deregister cleanly (%s); leases expire by themselves", exc)
 
-    async def wait_stopped(self) -> None:
-        """Block until :meth:`stop` has completed."""
-        await self._stopped.wait()
-
     async def run(self) -> None:
         """Start, stop on SIGTERM/SIGINT, and return once stopped."""
         loop = asyncio.get_running_loop()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +12,7 @@ from textual.pilot import Pilot
 
 from byconsole.app import ConsoleApp
 from byconsole.backend import RedisBackend
+from tests.integration.runtime_helpers import eventually
 from worker_runtime.keys import Keys
 from worker_runtime.models import Lease, now_ms
 from worker_runtime.settings import RedisSettings
@@ -91,13 +91,5 @@ async def until(pilot: Pilot[Any], condition: Callable[[], object], timeout: flo
         await pilot.pause(0.05)
 
 
-async def until_async(check: Callable[[], Any], timeout: float = 8.0) -> Any:
-    """Poll an async check until it returns something truthy."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"condition not met in time (last: {last!r})")
+# Polling an async check is the same everywhere in the suite.
+until_async = eventually
