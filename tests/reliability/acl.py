@@ -12,7 +12,7 @@ pub/sub channels:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,14 +89,14 @@ async def dump_all(redis: Redis) -> dict[str, Any]:
     """Every key with its type and content: the whole state of the server."""
     state: dict[str, Any] = {}
     async for key in redis.scan_iter(count=1000):
-        kind = await redis.type(key)
-        reader = {
+        kind = str(await redis.type(key))
+        readers: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "string": redis.get,
             "hash": redis.hgetall,
             "set": redis.smembers,
             "zset": lambda k: redis.zrange(k, 0, -1, withscores=True),
             "list": lambda k: redis.lrange(k, 0, -1),
             "stream": redis.xrange,
-        }[kind]
-        state[key] = (kind, await reader(key))
+        }
+        state[key] = (kind, await readers[kind](key))
     return state
