@@ -35,8 +35,9 @@ from byconsole.config import select_context as pick_context
 from byconsole.render_prom import render_prom_down
 from byconsole.render_table import make_console
 from byconsole.text import safe_text
-from worker_runtime.admin import MAX_SCALE, UnknownWorkerError
+from worker_runtime.admin import UnknownWorkerError
 from worker_runtime.connection import acl_refusal, create_redis, tls_hint
+from worker_runtime.quota import MAX_SCALE
 from worker_runtime.settings import ConfigError, RedisSettings
 
 EXIT_OK = 0

@@ -40,11 +40,11 @@ from worker_runtime.admin import (
     UnknownWorkerError,
     WorkerManager,
     WorkerOnlineError,
-    check_scale_count,
 )
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
 from worker_runtime.models import MetricsPoint, now_ms
+from worker_runtime.quota import check_scale_count
 from worker_runtime.settings import RedisSettings
 from worker_runtime.snapshot import FleetSnapshot
 

@@ -32,6 +32,11 @@ from worker_runtime.models import (
     now_ms,
 )
 
+# The replica-count rules live in worker_runtime.quota; re-exported for existing callers.
+from worker_runtime.quota import MAX_SCALE as MAX_SCALE
+from worker_runtime.quota import check_scale_count as check_scale_count
+from worker_runtime.quota import parse_count as parse_count
+
 # Write the admin hash unless it holds a newer ``updated_at``. On a tie the later write
 # wins, as a plain HSET would; workers then follow the hash (Replica.apply_admin).
 _SET_ADMIN_IF_NOT_OLDER = """
@@ -43,26 +48,6 @@ redis.call('HSET', KEYS[1], 'lifecycle', ARGV[2], 'reason', ARGV[3],
            'updated_at', ARGV[1], 'updated_by', ARGV[4])
 return 1
 """
-
-MAX_SCALE = 1_000
-"""Upper bound for any replica count an operator may ask for."""
-
-
-def check_scale_count(count: int) -> None:
-    """Reject replica counts outside ``0..MAX_SCALE`` with the bound named."""
-    if isinstance(count, bool) or not isinstance(count, int):
-        raise ValueError(f"scale count must be a whole number from 0 to {MAX_SCALE}")
-    if not 0 <= count <= MAX_SCALE:
-        raise ValueError(f"scale count {count} is out of range: 0 to {MAX_SCALE}")
-
-
-def parse_count(raw: object) -> int | None:
-    """A replica count stored in Redis, or ``None`` when absent or malformed."""
-    try:
-        value = int(str(raw))
-    except (TypeError, ValueError):
-        return None
-    return value if 0 <= value <= MAX_SCALE else None
 
 
 class UnknownWorkerError(LookupError):

@@ -32,8 +32,8 @@ from pydantic import ValidationError
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
-from worker_runtime.admin import parse_count
 from worker_runtime.audit import parse_audit
+from worker_runtime.derive import derive_status as derive_status
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.models import (
     AdminState,
@@ -45,7 +45,7 @@ from worker_runtime.models import (
     Status,
     now_ms,
 )
-from worker_runtime.quota import compute_quota
+from worker_runtime.quota import compute_quota, parse_count, parse_count_any
 from worker_runtime.snapshot import (
     MAX_WORKER_ID,
     CommandState,
@@ -58,9 +58,6 @@ from worker_runtime.snapshot import (
     WorkerDetail,
     WorkerView,
 )
-
-DEFAULT_HEARTBEAT_INTERVAL = 5.0
-"""Seconds; used when a lease does not say how often its worker beats."""
 
 _MAX_ID = 1024  # ids longer than this are not ours to track (and would bloat every view)
 
@@ -145,19 +142,6 @@ def _group_info(reply: Any) -> _GroupInfo:
 
 
 # -- derivations shared by the snapshot and the detail read ---------------------------
-
-
-def derive_status(lease: Lease | None, now: int) -> Status:
-    """SPEC section 2: online, stale (lease but old or unknown last beat) or offline."""
-    if lease is None:
-        return Status.OFFLINE
-    if lease.last_seen is None:
-        return Status.STALE
-    interval = lease.heartbeat_interval
-    if interval is None or not interval > 0:
-        interval = DEFAULT_HEARTBEAT_INTERVAL
-    # A clock a little ahead of ours (negative age) is still a fresh beat.
-    return Status.ONLINE if now - lease.last_seen <= 2 * interval * 1000 else Status.STALE
 
 
 def derive_command_state(
@@ -272,17 +256,6 @@ def _leader(lock_raw: Any, epoch_raw: Any) -> LeaderView:
         lock_epoch = parse_count_any(lock.get("epoch"))
         epoch = lock_epoch if lock_epoch is not None else epoch
     return LeaderView(instance_id=instance_id, epoch=epoch)
-
-
-def parse_count_any(raw: Any) -> int | None:
-    """A non-negative integer from a Redis reply or JSON value, else ``None``."""
-    if isinstance(raw, bool) or raw is None:
-        return None
-    try:
-        value = int(str(raw))
-    except ValueError:
-        return None
-    return value if value >= 0 else None
 
 
 # -- the reader ----------------------------------------------------------------------

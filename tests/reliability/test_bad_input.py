@@ -24,8 +24,8 @@ from tests.integration.cli_helpers import BYCONSOLE, add_worker
 from tests.integration.runtime_helpers import BIN, ROOT
 from tests.redis_server import env_with, free_port
 from worker_runtime import cli as runtime_cli
-from worker_runtime.admin import MAX_SCALE
 from worker_runtime.models import Role
+from worker_runtime.quota import MAX_SCALE
 from worker_runtime.settings import RedisSettings, WorkerSettings
 
 NOWHERE = f"redis://127.0.0.1:{free_port()}/0"
