@@ -14,10 +14,18 @@ from typing import Any, TypeAlias
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.backoff import ExponentialBackoff, NoBackoff
-from redis.exceptions import NoPermissionError, RedisClusterException, RedisError
+from redis.exceptions import (
+    AuthenticationError,
+    NoPermissionError,
+    RedisClusterException,
+    RedisError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from worker_runtime.keys import Keys
+from worker_runtime.redact import one_line, redact
 from worker_runtime.settings import ConfigError, RedisSettings
 
 AnyRedis: TypeAlias = "Redis | RedisCluster"
@@ -198,3 +206,36 @@ def default_keys(client: Redis | RedisCluster) -> Keys:
     ``REDIS_CLUSTER_HOST`` does); v2 on a single Redis must be asked for explicitly.
     """
     return Keys("v2") if is_cluster(client) else Keys()
+
+
+DETAIL_LIMIT = 300
+"""Characters of the library's own message kept in :func:`redis_error_line`."""
+
+
+def redis_error_line(
+    exc: BaseException, *, endpoint: str | None = None, url: str | None = None
+) -> str:
+    """One line for an operator about a failed Redis call, never holding the password.
+
+    Shared by both CLIs so the same failure reads the same in ``worker-runtime`` and
+    ``byconsole``: refused credentials, an ACL refusal (naming the command), an
+    unreachable server (with a TLS hint when the handshake failed), anything else.
+
+    Args:
+        exc: the error raised by redis-py or the socket layer.
+        endpoint: the endpoint as it may be shown (``RedisSettings.endpoint``); the
+            line then says ``Redis at <endpoint>``.
+        url: the URL in use, whose password is removed from the library's message.
+    """
+    where = f"Redis at {endpoint}" if endpoint else "Redis"
+    # Redact before cutting, so a cut can never leave half a password behind.
+    detail = redact(one_line(exc), url, shown=endpoint)[:DETAIL_LIMIT]
+    if isinstance(exc, AuthenticationError):
+        return f"{where} refused the credentials: {detail}"
+    refusal = acl_refusal(exc)
+    if refusal:
+        return f"{where} refused the command: {refusal}"
+    if isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
+        hint = tls_hint(exc)
+        return f"cannot reach {where}: {detail}" + (f" ({hint})" if hint else "")
+    return f"{where}: {detail}"

@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import socket
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worker_runtime.keys import Keys, SchemaVersion
 from worker_runtime.models import Role
+from worker_runtime.redact import mask_url
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 
@@ -91,21 +92,6 @@ class RedisSettings(BaseSettings):
             scheme = "rediss" if urlsplit(self.url).scheme == "rediss" else "redis"
             return f"cluster {scheme}://{self.cluster_host}:{self.cluster_port}"
         return mask_url(self.url)
-
-
-def mask_url(url: str) -> str:
-    """Return ``url`` with any password replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        user = parts.username or ""
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-        netloc = f"{user}:***@{host}{port}" if user else f":***@{host}{port}"
-        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-    except ValueError:
-        return "<unparseable url>"
 
 
 class WorkerSettings(BaseSettings):
