@@ -65,7 +65,7 @@ bench: $(STAMP) redis-server
 	$(BIN)/python bench/run_all.py
 
 screenshots: $(STAMP) redis-server
-	$(BIN)/python -m byconsole.screenshots screenshots
+	$(BIN)/python tools/screenshots.py screenshots
 
 clean:
 	rm -rf $(VENV) $(LOCK_VENV) .mypy_cache .ruff_cache .pytest_cache

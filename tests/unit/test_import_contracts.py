@@ -2,10 +2,12 @@
 
 * ``worker_runtime`` (what every worker process runs) never imports the console, Textual
   or Rich, not even lazily inside a function: workers run on slim images.
-* Nothing in the runtime imports the admin write API (``worker_runtime.admin``) except the
-  runtime's own CLI: the operator's API is a leaf the console and the CLIs call, never a
-  library the worker, the reader or the scaler lean on (replica-count rules live in
-  ``worker_runtime.quota``, lease verdicts in ``worker_runtime.derive``).
+* Nothing in the runtime imports the admin write API (``worker_runtime.admin``) at run
+  time except the runtime's own CLI: the operator's API is a leaf the console and the
+  CLIs call, never a library the worker, the reader or the scaler lean on (replica-count
+  rules live in ``worker_runtime.quota``, lease verdicts in ``worker_runtime.derive``).
+  Imports under ``if TYPE_CHECKING:`` do not count (the package's lazy public API names
+  ``WorkerManager`` that way); lazy loading is proved in ``test_public_api.py``.
 
 ``tests/unit/test_hygiene.py`` imports every runtime module in a fresh interpreter;
 ``tests/integration/test_import_contracts.py`` runs the headless commands and checks
@@ -29,14 +31,30 @@ ADMIN_MODULE = "worker_runtime.admin"
 ADMIN_IMPORTERS = ("admin.py", "cli.py")
 
 
-def imported_modules(path: Path) -> list[tuple[int, str]]:
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    """ids of every node inside an ``if TYPE_CHECKING:`` block."""
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in (
+            "TYPE_CHECKING",
+            "typing.TYPE_CHECKING",
+        ):
+            inside.update(id(child) for stmt in node.body for child in ast.walk(stmt))
+    return inside
+
+
+def imported_modules(path: Path, *, run_time_only: bool = False) -> list[tuple[int, str]]:
     """``(line, module)`` for every import in ``path``, including those inside functions.
 
     ``from pkg import name`` yields both ``pkg`` and ``pkg.name`` (the name may be a module).
+    With ``run_time_only``, imports under ``if TYPE_CHECKING:`` are left out.
     """
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    skipped = _type_checking_nodes(tree) if run_time_only else set()
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -66,7 +84,7 @@ def admin_imports(package_dir: Path) -> list[str]:
     for path in sorted(package_dir.rglob("*.py")):
         if path.relative_to(package_dir).as_posix() in ADMIN_IMPORTERS:
             continue
-        for line, module in imported_modules(path):
+        for line, module in imported_modules(path, run_time_only=True):
             if _within(module, ADMIN_MODULE):
                 offenders.add(f"{path}:{line}")
     return sorted(offenders)
@@ -128,14 +146,17 @@ def test_ui_scan_catches_planted_imports(tmp_path: Path, source: str) -> None:
         "from worker_runtime import admin\n",
         "import worker_runtime.admin\n",
         "def lazy():\n    from worker_runtime.admin import WorkerManager\n",
+        "if TYPE_CHECKING:\n    pass\nelse:\n    from worker_runtime.admin import x\n",
     ],
 )
 def test_admin_scan_catches_planted_imports(tmp_path: Path, source: str) -> None:
     for name in ("fleet.py", "cli.py"):
         (tmp_path / name).write_text(source, encoding="utf-8")
     (tmp_path / "scale.py").write_text(
-        "from worker_runtime.quota import parse_count\nfrom worker_runtime import admin_x\n",
+        "from worker_runtime.quota import parse_count\nfrom worker_runtime import admin_x\n"
+        "if TYPE_CHECKING:\n    from worker_runtime.admin import WorkerManager\n",
         encoding="utf-8",
     )
-    # cli.py is an allowed importer; fleet.py is not; admin_x is another module.
+    # cli.py is an allowed importer; fleet.py is not; admin_x is another module; a
+    # type-only import does not run.
     assert admin_imports(tmp_path) == [f"{tmp_path / 'fleet.py'}:{source.count(chr(10))}"]
