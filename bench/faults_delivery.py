@@ -301,7 +301,7 @@ async def poison_stable_instance(
         result.notes["poison_runs"] = sum(
             1 for e in read_journal(journal) if e.kind == "S" and e.subject == poison
         )
-        dead = await redis.xrange(keys.dead_letter_stream(AGENT_TYPE))
+        dead = await entries(redis, keys.dead_letter_stream(AGENT_TYPE))
         result.notes["poison_dead_lettered"] = any(poison in str(f.get("data")) for _, f in dead)
         result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
         result.exit_codes = await asyncio.to_thread(fleet.stop)
@@ -382,7 +382,7 @@ async def direct_tasks_sigterm(
 
         async def registered() -> str | None:
             members = await redis.smembers(keys.workers)
-            return next(iter(members), None)
+            return next((str(m) for m in members), None)
 
         worker_id = str(await until(registered, 30, "first worker registered", 0.05))
         await until(lambda: redis.exists(keys.worker_online(worker_id)), 30, "online", 0.05)
@@ -418,6 +418,12 @@ async def direct_tasks_sigterm(
                 proc.wait(5)
         await redis.aclose()
         server.cleanup()
+
+
+async def entries(redis: Redis, key: str) -> list[tuple[str, dict[str, str]]]:
+    """Every entry of a stream (a client with ``decode_responses=True``)."""
+    reply: Any = await redis.xrange(key)
+    return [(str(entry_id), dict(fields)) for entry_id, fields in reply or []]
 
 
 async def _gone(redis: Redis, key: str) -> bool:

@@ -31,7 +31,7 @@ def inject(fault: str) -> None:
         async def failing_flush(self: Batcher) -> None:
             if not fired and self._pending.finishes:
                 fired.append(True)
-                raise RuntimeError("injected flusher fault")
+                raise RuntimeError("injected batcher fault")
             await flush(self)
 
         Batcher._flush = failing_flush  # type: ignore[method-assign]
@@ -47,7 +47,7 @@ def inject(fault: str) -> None:
 
         Reader._read_new = failing_read  # type: ignore[method-assign]
     elif fault == "control":
-        loop = instance_module.control_loop
+        loop = instance_module.control_loop  # type: ignore[attr-defined]
 
         async def failing_control(*args: Any) -> None:
             task = asyncio.create_task(loop(*args))
@@ -55,7 +55,7 @@ def inject(fault: str) -> None:
             task.cancel()
             raise RuntimeError("injected control loop fault")
 
-        instance_module.control_loop = failing_control  # type: ignore[assignment]
+        instance_module.control_loop = failing_control  # type: ignore[attr-defined,assignment]
 
 
 async def main(agent_type: str) -> int:
