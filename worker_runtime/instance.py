@@ -53,9 +53,19 @@ log = logging.getLogger(__name__)
 
 _TRIM_EVERY_BEATS = 12
 
-STOP_BOUND_S = 6.0
-"""How much longer than the grace period a stop may take (the sum of the steps below)."""
-_STOP_STEP_S = {"singletons": 1.0, "cancel": 1.0, "loops": 1.0, "flush": 2.0, "leave": 1.0}
+_STOP_STEP_S = {
+    "singletons": 1.0,
+    "cancel": 1.0,
+    "loops": 1.0,
+    "flush": 2.0,
+    "leave": 1.0,
+    "close": 0.5,
+}
+"""Deadline of each shutdown step besides the grace period (Redis may not answer)."""
+_ABANDON_S = 0.5
+"""How long a step that missed its deadline is given to take its cancellation."""
+STOP_BOUND_S = sum(_STOP_STEP_S.values()) + 4 * _ABANDON_S
+"""How much longer than the grace period a stop may take, at most (8.5 s)."""
 
 
 class WorkerInstance:
@@ -436,7 +446,7 @@ class WorkerInstance:
                 "deregistration",
             )
         if self._own_client and self._redis is not None:
-            await _bounded(self._redis.aclose(), 0.5, "closing the connection")
+            await _bounded(self._redis.aclose(), _STOP_STEP_S["close"], "closing the connection")
         log.info("instance %s stopped", self.instance_id)
         self._stopped.set()
 
@@ -487,7 +497,7 @@ async def _bounded(work: Coroutine[Any, Any, None], timeout: float, what: str) -
     done, _ = await asyncio.wait({task}, timeout=timeout)
     if not done:
         log.warning("%s did not finish within %.1fs (Redis unreachable?); going on", what, timeout)
-        await cancel_and_wait([task], timeout=0.5)
+        await cancel_and_wait([task], timeout=_ABANDON_S)
         return
     if not task.cancelled() and task.exception() is not None:
         log.warning("%s failed: %s", what, task.exception())
