@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 
 from bench.fault_handlers import JOURNAL_ENV
 from bench.faults import (
@@ -420,7 +421,7 @@ async def direct_tasks_sigterm(
         server.cleanup()
 
 
-async def entries(redis: Redis, key: str) -> list[tuple[str, dict[str, str]]]:
+async def entries(redis: Redis | RedisCluster, key: str) -> list[tuple[str, dict[str, str]]]:
     """Every entry of a stream (a client with ``decode_responses=True``)."""
     reply: Any = await redis.xrange(key)
     return [(str(entry_id), dict(fields)) for entry_id, fields in reply or []]

@@ -84,6 +84,8 @@ class Move:
     """``MAXLEN ~`` for the successor's stream; 0 for task streams (never trimmed)."""
     added: bool = False
     """The successor exists (a cross-slot move whose ack is still to be sent)."""
+    orphan: bool = False
+    """The original's stream or group is gone (Redis lost its data): only append."""
 
 
 @dataclass(slots=True)
@@ -321,8 +323,6 @@ class Batcher:
             queue(_note(refused))
         try:
             replies = await pipe.execute(raise_on_error=False)
-            if late_acks:
-                await self._ack_moved(late_acks, retry, refused)
         except LOOP_ERRORS as exc:
             # Keep the batch and try again: dropping it would strand hand-backs and acks.
             # A move already applied is not applied twice (the script checks the PEL).
@@ -333,11 +333,14 @@ class Batcher:
             return
         for check, reply in zip(checks, replies, strict=True):
             check(reply)
+        if late_acks:
+            # Successors appended now or in an earlier flush: their originals go now.
+            await self._ack_moved(late_acks, retry, refused)
+        if retry.size:
+            self._requeue(retry)
         if refused:
             self.refusals.refused(refused[0], len(refused), "keeping the writes and retrying")
             self._failures += 1
-            if retry.size:
-                self._requeue(retry)
             delay = min(_REFUSED_BACKOFF_S[0] * 2 ** (self._failures - 1), _REFUSED_BACKOFF_S[1])
             await asyncio.sleep(delay)
             return
@@ -356,8 +359,8 @@ class Batcher:
         if move.added:
             late_acks.append(move)
             return
-        scripted = not self._cluster or key_slot(move.dest.encode()) == key_slot(
-            move.source.encode()
+        scripted = not move.orphan and (
+            not self._cluster or key_slot(move.dest.encode()) == key_slot(move.source.encode())
         )
         if scripted:
             args: list[str] = [CONSUMER_GROUP, move.consumer, move.entry_id, str(move.maxlen)]
@@ -374,10 +377,14 @@ class Batcher:
 
         def check(reply: Any) -> None:
             if isinstance(reply, BaseException):
-                refused.append(reply)
+                if scripted and _group_gone(reply):
+                    # The original went with Redis's data; its successor need not.
+                    move.orphan = True
+                else:
+                    refused.append(reply)
                 retry.moves.append(move)
                 retry.size += 1
-            elif not scripted:
+            elif not scripted and not move.orphan:
                 move.added = True  # the successor exists: its ack follows
                 late_acks.append(move)
             else:
@@ -396,7 +403,7 @@ class Batcher:
         except LOOP_ERRORS:
             replies = [ConnectionError("ack after move not sent")] * len(moves)
         for move, reply in zip(moves, replies, strict=True):
-            if isinstance(reply, BaseException):
+            if isinstance(reply, BaseException) and not _group_gone(reply):
                 refused.append(reply)
                 retry.moves.append(move)  # added: only the ack is sent again
                 retry.size += 1
@@ -407,11 +414,12 @@ class Batcher:
         self, stream: str, ids: list[str], retry: _Pending, refused: list[BaseException]
     ) -> Callable[[Any], None]:
         def check(reply: Any) -> None:
-            if isinstance(reply, BaseException):
+            if isinstance(reply, BaseException) and not _group_gone(reply):
                 refused.append(reply)
                 retry.acks[stream].extend(ids)
                 retry.size += len(ids)
             else:
+                # Acknowledged, or nothing left to acknowledge (the group is gone).
                 self._unconfirmed.difference_update((stream, entry_id) for entry_id in ids)
 
         return check
@@ -505,6 +513,11 @@ class Batcher:
         while len(recent) > self.execution_cap:
             expired.append(recent.popleft())
         return expired
+
+
+def _group_gone(reply: BaseException) -> bool:
+    """Whether Redis answered that the consumer group (or its stream) does not exist."""
+    return "NOGROUP" in str(reply)
 
 
 def _note(refused: list[BaseException]) -> Callable[[Any], None]:

@@ -35,12 +35,14 @@ from bench.faults import (
     wait_completed,
 )
 from bench.faults_delivery import entries
+from tests.backends import Backend
+from tests.integration.runtime_helpers import make_instance
 from tests.redis_server import env_with
 from worker_runtime.admin import WorkerManager
 from worker_runtime.instance import STOP_BOUND_S
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.messages import encode_command
-from worker_runtime.models import Command, CommandAction, Lifecycle
+from worker_runtime.models import Command, CommandAction, Lifecycle, Task
 from worker_runtime.producer import Producer
 
 KEYS = Keys()
@@ -247,3 +249,38 @@ async def test_command_entry_on_a_task_stream_is_dead_lettered(
     await until(lambda: _no_pending(redis), 10, "nothing pending")
     # It was not applied as a command either.
     assert not await redis.hget(KEYS.worker_admin(fleet.worker_id(0)), "lifecycle")
+
+
+async def test_moves_leave_nothing_pending_on_single_and_cluster(backend: Backend) -> None:
+    """Retries, dead letters (another slot than the task stream on a cluster) and a
+    command entry on a task stream: each successor exists and each original is acked."""
+    redis, keys = backend.redis, backend.keys
+    runs: dict[str, int] = {}
+
+    async def fail_twice(task: Task) -> None:
+        runs[task.task_id] = runs.get(task.task_id, 0) + 1
+        if task.payload.get("always") or runs[task.task_id] < 3:
+            raise RuntimeError("failing on purpose")
+
+    inst = make_instance(backend.settings, fail_twice, ["chat"], "mv", max_deliveries=3)
+    await inst.start()
+    try:
+        producer = Producer(redis, keys)
+        retried = await producer.submit("chat", {})
+        buried = await producer.submit("chat", {"always": True})
+        command = Command(action=CommandAction.LIFECYCLE, lifecycle=Lifecycle.SUSPENDED)
+        await redis.xadd(keys.type_stream("chat"), encode_command(command))  # type: ignore[arg-type]
+        dead = keys.dead_letter_stream("chat")
+        await until(lambda: _count_is(redis.xlen(dead), 2), 15, "2 dead letters")
+        stream = keys.type_stream("chat")
+
+        async def settled() -> bool:
+            info: Any = await redis.xpending(stream, CONSUMER_GROUP)
+            return runs.get(retried) == 3 and int(info["pending"]) == 0
+
+        await until(settled, 15, "nothing pending")
+        assert runs[buried] == 3 and runs[retried] == 3
+        errors = sorted(f["error"] for _, f in await entries(redis, dead))
+        assert errors == ["RuntimeError: failing on purpose", "command entry on a task stream"]
+    finally:
+        await inst.stop(grace=0)
