@@ -27,6 +27,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -470,7 +471,7 @@ async def worker_chaos(
                 job = restart_after_term(index, proc)
             else:
                 os.kill(proc.pid, signal.SIGSTOP)
-                await until(lambda pid=proc.pid: _stopped(pid), 5.0, "process stopped", 0.01)
+                await until(partial(_stopped, proc.pid), 5.0, "process stopped", 0.01)
                 seconds = (
                     rng.uniform(0.2, LEASE_TTL_S - 3 * HEARTBEAT_S)
                     if kind == "stop-short"
