@@ -27,13 +27,28 @@ def append_line(path: str, line: str) -> None:
 
 
 async def traced(task: Task) -> dict[str, Any]:
-    """Journal ``S pid task_id``, sleep ``payload['sleep']`` s, journal ``D pid task_id``."""
+    """Journal ``S pid task_id``, sleep ``payload['sleep']`` s, journal ``D pid task_id``.
+
+    Payload flags inject handler faults: ``fail_once`` raises on the first attempt
+    (journalling ``R pid task_id``), ``crash`` ends the process with ``os._exit`` after
+    journalling the start, ``surrogate`` always raises an error whose text holds a lone
+    surrogate (as ``os.fsdecode`` of an undecodable file name gives).
+    """
     path = os.environ[JOURNAL_ENV]
     pid = os.getpid()
     append_line(path, f"S {pid} {task.task_id}\n")
+    if task.payload.get("crash"):
+        os._exit(17)
     delay = float(task.payload.get("sleep", 0))
     if delay:
         await asyncio.sleep(delay)
+    if task.payload.get("surrogate"):
+        append_line(path, f"R {pid} {task.task_id}\n")
+        name = os.fsdecode(b"caf\xe9.txt")
+        raise ValueError(f"cannot open {name}")
+    if task.payload.get("fail_once") and task.attempt <= 1:
+        append_line(path, f"R {pid} {task.task_id}\n")
+        raise RuntimeError("failing the first attempt on purpose")
     append_line(path, f"D {pid} {task.task_id}\n")
     return {"ok": True}
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import random
 import signal
@@ -28,6 +27,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -79,7 +79,7 @@ PERSISTENT_ARGS = ("--appendonly", "yes", "--appendfsync", "always")
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One journal line: ``S``tart / ``D``one of a task, or a ``F``ault."""
+    """One journal line: ``S``tart / ``D``one / ``R``aised of a task, or a ``F``ault."""
 
     kind: str
     pid: int
@@ -94,7 +94,7 @@ def read_journal(path: Path) -> list[Event]:
         return events
     for line in path.read_text(encoding="utf-8").splitlines():
         parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[0] in ("S", "D", "F") and parts[1].isdigit():
+        if len(parts) == 3 and parts[0] in ("S", "D", "R", "F") and parts[1].isdigit():
             events.append(Event(parts[0], int(parts[1]), parts[2]))
     return events
 
@@ -116,6 +116,8 @@ class Tally:
     extra_runs: int = 0
     """Executions beyond each task's first."""
     lost: int = 0
+    retries: int = 0
+    """Runs after a run that raised on purpose (a retry, not a duplicate)."""
     dead_lettered: int = 0
     unexplained: list[str] = field(default_factory=list)
     """Task ids re-run although the process of the previous run suffered no fault."""
@@ -130,11 +132,14 @@ def tally(events: Sequence[Event], submitted: Sequence[str], dead_lettered: int 
     starts: dict[str, list[tuple[int, int]]] = {}
     done: set[str] = set()
     faults: list[tuple[int, int, str]] = []
+    raised: dict[str, list[int]] = {}
     for index, event in enumerate(events):
         if event.kind == "S":
             starts.setdefault(event.subject, []).append((index, event.pid))
         elif event.kind == "D":
             done.add(event.subject)
+        elif event.kind == "R":
+            raised.setdefault(event.subject, []).append(index)
         else:
             faults.append((index, event.pid, event.subject))
     wanted = set(submitted)
@@ -146,9 +151,12 @@ def tally(events: Sequence[Event], submitted: Sequence[str], dead_lettered: int 
         result.executions += len(runs)
         if len(runs) < 2:
             continue
-        result.duplicated += 1
-        result.duplicated_ids.append(task_id)
+        duplicated = False
         for (at, pid), (next_at, _) in pairwise(runs):
+            if any(at < r_at < next_at for r_at in raised.get(task_id, ())):
+                result.retries += 1  # the handler failed on purpose: a retry
+                continue
+            duplicated = True
             result.extra_runs += 1
             cause = next(
                 (
@@ -162,6 +170,9 @@ def tally(events: Sequence[Event], submitted: Sequence[str], dead_lettered: int 
                 result.unexplained.append(task_id)
             else:
                 result.explained_by[cause.split(":")[0]] += 1
+        if duplicated:
+            result.duplicated += 1
+            result.duplicated_ids.append(task_id)
     return result
 
 
@@ -460,7 +471,7 @@ async def worker_chaos(
                 job = restart_after_term(index, proc)
             else:
                 os.kill(proc.pid, signal.SIGSTOP)
-                await until(functools.partial(_stopped, proc.pid), 5.0, "process stopped", 0.01)
+                await until(partial(_stopped, proc.pid), 5.0, "process stopped", 0.01)
                 seconds = (
                     rng.uniform(0.2, LEASE_TTL_S - 3 * HEARTBEAT_S)
                     if kind == "stop-short"

@@ -2,6 +2,7 @@
 
     python -m bench.faults_report                  # default sizes (a few minutes)
     python -m bench.faults_report --chaos-tasks 2000 --restart-tasks 300   # quicker
+    python -m bench.faults_report --only delivery  # OOM, partition, poison, SIGTERM rows
 
 Runs the scenarios of :mod:`bench.faults` against real ``worker-runtime`` processes and
 real ``redis-server`` instances, at larger sizes than ``tests/reliability`` does, and
@@ -18,11 +19,39 @@ from pathlib import Path
 
 from bench.common import machine
 from bench.faults import ScenarioResult, redis_pause, redis_restart, worker_chaos
+from bench.faults_delivery import (
+    direct_tasks_sigterm,
+    partition,
+    poison_stable_instance,
+    redis_oom,
+    rolling_restarts,
+)
 from worker_runtime.embedded import RedisServer
 
 
 async def _run_all(args: argparse.Namespace, work: Path) -> list[ScenarioResult]:
-    for name in ("restart", "restart-np", "pause", "chaos"):
+    results: list[ScenarioResult] = []
+    if args.only in ("all", "redis"):
+        results += await _redis_faults(args, work)
+    if args.only in ("all", "chaos"):
+        print(f"worker chaos over {args.chaos_tasks} tasks ...", file=sys.stderr)
+        (work / "chaos").mkdir()
+        server = RedisServer().start()
+        try:
+            results.append(
+                await worker_chaos(
+                    server.url, work / "chaos", tasks=args.chaos_tasks, seed=args.seed, timeout=600
+                )
+            )
+        finally:
+            server.cleanup()
+    if args.only in ("all", "delivery"):
+        results += await _delivery_faults(args, work)
+    return results
+
+
+async def _redis_faults(args: argparse.Namespace, work: Path) -> list[ScenarioResult]:
+    for name in ("restart", "restart-np", "pause"):
         (work / name).mkdir()
     results = []
     print("Redis SIGKILL + restart with appendfsync always ...", file=sys.stderr)
@@ -45,16 +74,23 @@ async def _run_all(args: argparse.Namespace, work: Path) -> list[ScenarioResult]
     )
     print("Redis SIGSTOP ...", file=sys.stderr)
     results.append(await redis_pause(work / "pause", tasks=args.restart_tasks))
-    print(f"worker chaos over {args.chaos_tasks} tasks ...", file=sys.stderr)
-    server = RedisServer().start()
-    try:
-        results.append(
-            await worker_chaos(
-                server.url, work / "chaos", tasks=args.chaos_tasks, seed=args.seed, timeout=600
-            )
-        )
-    finally:
-        server.cleanup()
+    return results
+
+
+async def _delivery_faults(args: argparse.Namespace, work: Path) -> list[ScenarioResult]:
+    for name in ("oom", "partition", "poison", "rolling", "direct"):
+        (work / name).mkdir()
+    results = []
+    print(f"Redis out of memory, {args.oom_tasks} fail-once tasks ...", file=sys.stderr)
+    results.append(await redis_oom(work / "oom", tasks=args.oom_tasks, oom_s=7.0))
+    print("network partition + SIGTERM ...", file=sys.stderr)
+    results.append(await partition(work / "partition", tasks=20, grace=5.0, sleep=8.0))
+    print("poison task with a stable --instance ...", file=sys.stderr)
+    results.append(await poison_stable_instance(work / "poison", good=20, max_deliveries=3))
+    print("rolling restarts of a long task ...", file=sys.stderr)
+    results.append(await rolling_restarts(work / "rolling", restarts=3, max_deliveries=2))
+    print("SIGTERM of a worker with direct tasks ...", file=sys.stderr)
+    results.append(await direct_tasks_sigterm(work / "direct", tasks=20, sleep=3.0))
     return results
 
 
@@ -80,6 +116,29 @@ def table(results: list[ScenarioResult]) -> str:
                 f"{r.notes['before_lost_with_data']} submitted before it were never started "
                 "and went with the data (no persistence), as expected."
             )
+        if t.retries:
+            notes.append(
+                f"{r.name}: {t.retries} re-runs followed a failure the handler raised on "
+                "purpose (retries, not duplicates)"
+            )
+        if "stop_s" in r.notes:
+            notes.append(
+                f"{r.name}: the partitioned worker stopped {r.notes['stop_s']} s after SIGTERM "
+                f"(exit {r.notes['exit_code']}); another worker reran the tasks it had cut"
+            )
+        if "poison_runs" in r.notes:
+            notes.append(
+                f"{r.name}: the poison task (not counted above) ran {r.notes['poison_runs']} "
+                f"times, then was dead-lettered: {r.notes['poison_dead_lettered']}; the "
+                "duplicate counted is the poison itself"
+            )
+        if "old_stream_pending" in r.notes:
+            notes.append(
+                f"{r.name}: entries left pending on the stopped worker's own stream: "
+                f"{r.notes['old_stream_pending']}"
+            )
+        if r.notes.get("pending_after"):
+            notes.append(f"{r.name}: {r.notes['pending_after']} entries left PENDING")
         if t.unexplained:
             notes.append(f"{r.name}: {len(t.unexplained)} UNEXPLAINED duplicate(s)")
     return "\n".join(rows + [""] + [f"* {n}" for n in notes])
@@ -91,16 +150,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chaos-tasks", type=int, default=10_000)
     parser.add_argument("--restart-tasks", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--oom-tasks", type=int, default=40)
+    parser.add_argument(
+        "--only", choices=["all", "redis", "chaos", "delivery"], default="all", help="a subset"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="faults-") as tmp:
         results = asyncio.run(_run_all(args, Path(tmp)))
-    print(f"Fault injection, {machine()}; 3 worker processes, 1 replica each, concurrency 10.")
-    print(
-        f"Command: python -m bench.faults_report --chaos-tasks {args.chaos_tasks} "
-        f"--restart-tasks {args.restart_tasks} --seed {args.seed}\n"
-    )
+    if args.only == "delivery":
+        print(f"Delivery faults, {machine()}; worker processes as in bench/faults_delivery.py.")
+        print(
+            f"Command: python -m bench.faults_report --only delivery --oom-tasks {args.oom_tasks}\n"
+        )
+    else:
+        print(f"Fault injection, {machine()}; 3 worker processes, 1 replica each, concurrency 10.")
+        print(
+            f"Command: python -m bench.faults_report --chaos-tasks {args.chaos_tasks} "
+            f"--restart-tasks {args.restart_tasks} --seed {args.seed} "
+            f"--oom-tasks {args.oom_tasks} --only {args.only}\n"
+        )
     print(table(results))
-    bad = any(r.tally.lost or r.tally.unexplained for r in results)
+    bad = any(r.tally.lost or r.tally.unexplained or r.notes.get("pending_after") for r in results)
     return 1 if bad else 0
 
 

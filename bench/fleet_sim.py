@@ -94,7 +94,7 @@ def make_fleet(
             keys=keys,
             settings=settings,
             handler=_never,
-            batcher=Batcher(redis, keys, settings.stream_maxlen),
+            batcher=Batcher(redis, keys),
             instance_id=iid,
             cluster=False,
             ip_address=f"10.{i // 250 % 250}.{i % 250}.1",

@@ -272,7 +272,7 @@ class WorkerManager:
             pipe.hset(self.keys.scale_overrides(agent_type), instance_id, str(count))
             target = f"{agent_type}@{instance_id}"
         pipe.sadd(self.keys.agent_types, agent_type)
-        _push(pipe, self.keys.fleet_stream, command)
+        _push(pipe, self.keys.fleet_stream, command, maxlen=CONTROL_STREAM_MAXLEN)
         add_audit(
             pipe, self.keys, audit_fields(self.operator, "scale", target, reason, f"count={count}")
         )
@@ -377,6 +377,10 @@ class WorkerManager:
         await pipe.execute()
 
 
-def _push(pipe: Any, stream: str, command: Command) -> None:
-    """Queue a command on a control stream (the push channel)."""
-    pipe.xadd(stream, encode_command(command), maxlen=CONTROL_STREAM_MAXLEN, approximate=True)
+def _push(pipe: Any, stream: str, command: Command, maxlen: int | None = None) -> None:
+    """Queue a command on a control stream (the push channel).
+
+    No length cap on a worker's stream: it also carries direct tasks, which a cap would
+    delete undelivered. The worker trims it past acknowledged entries (MINID).
+    """
+    pipe.xadd(stream, encode_command(command), maxlen=maxlen, approximate=True)

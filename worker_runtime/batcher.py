@@ -7,6 +7,13 @@ same flush never has its "running" state written at all.
 
 A crash before a flush loses no task: the entry is still un-acknowledged and is
 delivered again (at-least-once).
+
+Every reply of the pipeline is checked: Redis may refuse single commands (out of
+memory, read-only replica, ACL) while running the others. An entry that is replaced
+by a successor (a retry, a hand-back, a dead letter) is therefore moved by one script
+that appends the successor and acknowledges the original together, so a refused
+append never leaves an acknowledged original behind. Refused acks, moves, results and
+counters stay queued and are retried; refusals are logged once per episode.
 """
 
 from __future__ import annotations
@@ -14,15 +21,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
+from redis.crc import key_slot
 
 from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.models import Execution, ExecutionState
+from worker_runtime.refusals import RefusalLog
 
 log = logging.getLogger(__name__)
 
@@ -31,19 +41,75 @@ SESSION_STREAM_MAXLEN = 10_000
 SESSION_TTL_S = 86_400
 _FLUSH_DELAY_S = 0.002
 _MAX_BATCH = 2_000
+_REFUSED_BACKOFF_S = (0.2, 2.0)
+"""Pause after a flush Redis partly refused (first, longest): refusals last a while."""
+
+# Append the successor, then acknowledge the original, in one step: Redis refuses the
+# XADD under maxmemory but would still run a separate XACK. The original must still be
+# pending for this consumer; otherwise it was moved already (a batch resent after a
+# lost reply) or another worker reclaimed it, and appending again would duplicate it.
+_MOVE = """
+local p = redis.call('XPENDING', KEYS[2], ARGV[1], ARGV[3], ARGV[3], 1)
+if #p == 0 or p[1][2] ~= ARGV[2] then
+  return 0
+end
+local args = {KEYS[1]}
+if ARGV[4] ~= '0' then
+  table.insert(args, 'MAXLEN')
+  table.insert(args, '~')
+  table.insert(args, ARGV[4])
+end
+table.insert(args, '*')
+for i = 5, #ARGV do
+  table.insert(args, ARGV[i])
+end
+redis.call('XADD', unpack(args))
+redis.call('XACK', KEYS[2], ARGV[1], ARGV[3])
+return 1
+"""
+
+
+@dataclass(slots=True)
+class Move:
+    """An entry replaced by a successor: append ``fields`` to ``dest``, ack the original."""
+
+    source: str
+    """The original's stream."""
+    entry_id: str
+    consumer: str
+    """The consumer the original is pending for (this replica's worker id)."""
+    dest: str
+    fields: dict[str, str]
+    maxlen: int = 0
+    """``MAXLEN ~`` for the successor's stream; 0 for task streams (never trimmed)."""
+    added: bool = False
+    """The successor exists (a cross-slot move whose ack is still to be sent)."""
+    orphan: bool = False
+    """The original's stream or group is gone (Redis lost its data): only append."""
 
 
 @dataclass(slots=True)
 class _Pending:
     acks: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    moves: list[Move] = field(default_factory=list)
     starts: dict[str, Execution] = field(default_factory=dict)
     finishes: list[tuple[Execution, bool]] = field(default_factory=list)
     """(execution, start_was_written)"""
     outputs: list[tuple[str, dict[str, str]]] = field(default_factory=list)
-    readds: list[tuple[str, dict[str, str], int]] = field(default_factory=list)
-    """(stream, fields, maxlen or 0): retries, hand-backs and dead letters."""
     counters: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     size: int = 0
+
+    def merge(self, newer: _Pending) -> None:
+        """Append ``newer``'s writes after this batch's (order is kept)."""
+        for stream, ids in newer.acks.items():
+            self.acks[stream].extend(ids)
+        self.moves.extend(newer.moves)
+        self.starts.update(newer.starts)
+        self.finishes.extend(newer.finishes)
+        self.outputs.extend(newer.outputs)
+        for name, count in newer.counters.items():
+            self.counters[name] += count
+        self.size += newer.size
 
 
 class Batcher:
@@ -52,7 +118,6 @@ class Batcher:
     Args:
         redis: the client.
         keys: the key factory.
-        stream_maxlen: cap for re-added task entries (retries, hand-backs).
         execution_cap: execution history kept per worker.
     """
 
@@ -60,43 +125,67 @@ class Batcher:
         self,
         redis: Redis | RedisCluster,
         keys: Keys,
-        stream_maxlen: int,
         execution_cap: int = 200,
     ) -> None:
         self.redis = redis
         self.keys = keys
-        self.stream_maxlen = stream_maxlen
         self.execution_cap = execution_cap
+        self._cluster = isinstance(redis, RedisCluster)
         self._history: dict[str, deque[str]] = {}
         self._pending = _Pending()
         self._written_starts: set[str] = set()
+        """Running executions whose start was sent (or is being sent) to Redis."""
         self._unconfirmed: set[tuple[str, str]] = set()
-        """(stream, entry id) of acks queued or in flight, until a flush succeeds."""
+        """(stream, entry id) of acks and moves queued or in flight, until they succeed."""
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._failures = 0
+        self.refusals = RefusalLog(log, "task writes")
 
     def start(self) -> None:
         """Start the flusher."""
         self._task = asyncio.create_task(self._run(), name="batcher")
 
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        """The flusher task (supervised by the instance)."""
+        return self._task
+
     async def close(self) -> None:
-        """Flush what is queued and stop."""
+        """Flush what is queued and stop.
+
+        When the flusher is gone (it failed), one last flush is tried here: what it
+        held is still queued.
+        """
         self._closing = True
         self._wake.set()
-        if self._task is not None:
+        if self._task is not None and not self._task.done():
             await self._task
+        elif self._pending.size:
+            self._failures = 0
+            await self._run()
 
     async def drain(self) -> None:
         """Wait until everything queued so far has been written (or given up)."""
         self._wake.set()
         while self._pending.size:
+            if self._task is None or self._task.done():
+                return  # nobody would write it: the instance is stopping
             self._idle.clear()
             self._wake.set()
             await self._idle.wait()
+
+    def sizes(self) -> dict[str, int]:
+        """How much bookkeeping the batcher holds (must stay bounded)."""
+        return {
+            "queued": self._pending.size,
+            "written_starts": len(self._written_starts),
+            "unconfirmed": len(self._unconfirmed),
+            "history": sum(len(d) for d in self._history.values()),
+        }
 
     # -- queueing ----------------------------------------------------------------------
 
@@ -111,8 +200,13 @@ class Batcher:
         self._queued()
 
     def finished(self, stream: str, entry_id: str, execution: Execution, ack: bool) -> None:
-        """A handler ended; queue its ack (unless ``ack`` is False) and history."""
+        """A handler ended; queue its ack (unless ``ack`` is False) and history.
+
+        ``ack`` is False when the entry was cancelled or is moved (see :meth:`move`).
+        """
         eid = execution.execution_id
+        # A start sent in a flush still in flight counts as written: its ZADD lands
+        # before this finish's ZREM (flushes run one after the other).
         written = eid in self._written_starts
         self._written_starts.discard(eid)
         self._pending.starts.pop(eid, None)
@@ -138,11 +232,30 @@ class Batcher:
         """
         return (stream, entry_id) in self._unconfirmed
 
-    def readd(self, stream: str, fields: dict[str, str], maxlen: int | None = None) -> None:
-        """Append an entry to a stream (retry, hand-back or dead letter)."""
-        self._pending.readds.append(
-            (stream, fields, self.stream_maxlen if maxlen is None else maxlen)
-        )
+    def move(
+        self,
+        source: str,
+        entry_id: str,
+        consumer: str,
+        dest: str,
+        fields: dict[str, str],
+        maxlen: int = 0,
+    ) -> None:
+        """Replace a pending entry by a successor (retry, hand-back or dead letter).
+
+        The original is acknowledged only once the successor exists.
+
+        Args:
+            source: the original's stream.
+            entry_id: the original's id.
+            consumer: the consumer it is pending for.
+            dest: the stream the successor goes to.
+            fields: the successor's fields.
+            maxlen: ``MAXLEN ~`` for ``dest`` (dead letters); 0 for task streams, which
+                are only ever trimmed past acknowledged entries.
+        """
+        self._pending.moves.append(Move(source, entry_id, consumer, dest, fields, maxlen))
+        self._unconfirmed.add((source, entry_id))
         self._queued()
 
     def output(self, session_id: str, fields: dict[str, str]) -> None:
@@ -162,7 +275,12 @@ class Batcher:
             if self._pending.size:
                 await self._flush()
                 if self._closing and self._pending.size and self._failures >= 3:
-                    log.error("giving up on %d queued writes at shutdown", self._pending.size)
+                    log.error(
+                        "giving up on %d queued writes at shutdown (%s); their entries stay "
+                        "pending and are delivered again",
+                        self._pending.size,
+                        self.refusals.reason or "Redis unreachable",
+                    )
                     return
             if not self._pending.size:
                 self._idle.set()
@@ -171,47 +289,170 @@ class Batcher:
 
     async def _flush(self) -> None:
         batch, self._pending = self._pending, _Pending()
+        # Marked before the round trip: a task finishing while it is in flight must
+        # remove its running entry, or the index keeps it forever.
+        self._written_starts.update(batch.starts)
+        retry = _Pending()
+        refused: list[BaseException] = []
         pipe = self.redis.pipeline(transaction=False)
-        # Re-adds come before acks: a retried entry must exist before its original goes.
-        for stream, fields, maxlen in batch.readds:
-            if maxlen:
-                pipe.xadd(stream, fields, maxlen=maxlen, approximate=True)  # type: ignore[arg-type]
-            else:
-                pipe.xadd(stream, fields)  # type: ignore[arg-type]
+        checks: list[Callable[[Any], None]] = []
+
+        def queue(check: Callable[[Any], None]) -> None:
+            checks.append(check)
+
+        late_acks: list[Move] = []
+        for move in batch.moves:
+            self._queue_move(pipe, move, queue, retry, refused, late_acks)
         for stream, ids in batch.acks.items():
             pipe.xack(stream, CONSUMER_GROUP, *ids)
-        self._queue_executions(pipe, batch)
+            queue(self._on_acks(stream, ids, retry, refused))
         for session_id, fields in batch.outputs:
             key = self.keys.session_data_stream(session_id)
             pipe.xadd(key, fields, maxlen=SESSION_STREAM_MAXLEN, approximate=True)  # type: ignore[arg-type]
+            queue(self._on_output(session_id, fields, retry, refused))
             pipe.expire(key, SESSION_TTL_S)
+            queue(_note(refused))
         for name, count in batch.counters.items():
             pipe.hincrby(self.keys.type_stats, name, count)
+            queue(self._on_counter(name, count, retry, refused))
+        # Bookkeeping for the console: a refusal is logged, not retried (the task's
+        # own fate does not depend on it, and a finish always removes its start).
+        queued = len(pipe)
+        self._queue_executions(pipe, batch)
+        for _ in range(len(pipe) - queued):
+            queue(_note(refused))
         try:
-            await pipe.execute(raise_on_error=False)
+            replies = await pipe.execute(raise_on_error=False)
         except LOOP_ERRORS as exc:
             # Keep the batch and try again: dropping it would strand hand-backs and acks.
+            # A move already applied is not applied twice (the script checks the PEL).
             log.warning("batch write failed (%s); retrying", exc)
             self._failures += 1
             self._requeue(batch)
             await asyncio.sleep(0.5)
             return
+        for check, reply in zip(checks, replies, strict=True):
+            check(reply)
+        if late_acks:
+            # Successors appended now or in an earlier flush: their originals go now.
+            await self._ack_moved(late_acks, retry, refused)
+        if retry.size:
+            self._requeue(retry)
+        if refused:
+            self.refusals.refused(refused[0], len(refused), "keeping the writes and retrying")
+            self._failures += 1
+            delay = min(_REFUSED_BACKOFF_S[0] * 2 ** (self._failures - 1), _REFUSED_BACKOFF_S[1])
+            await asyncio.sleep(delay)
+            return
         self._failures = 0
-        self._written_starts.update(batch.starts)
-        for stream, ids in batch.acks.items():
-            self._unconfirmed.difference_update((stream, entry_id) for entry_id in ids)
+        self.refusals.accepted()
+
+    def _queue_move(
+        self,
+        pipe: Any,
+        move: Move,
+        queue: Callable[[Callable[[Any], None]], None],
+        retry: _Pending,
+        refused: list[BaseException],
+        late_acks: list[Move],
+    ) -> None:
+        if move.added:
+            late_acks.append(move)
+            return
+        scripted = not move.orphan and (
+            not self._cluster or key_slot(move.dest.encode()) == key_slot(move.source.encode())
+        )
+        if scripted:
+            args: list[str] = [CONSUMER_GROUP, move.consumer, move.entry_id, str(move.maxlen)]
+            for name, value in move.fields.items():
+                args += [name, value]
+            pipe.eval(_MOVE, 2, move.dest, move.source, *args)
+        else:
+            # A cluster script may only name keys of one slot (a type stream and its
+            # dead letters are not): append here, ack after the append succeeded.
+            if move.maxlen:
+                pipe.xadd(move.dest, move.fields, maxlen=move.maxlen, approximate=True)
+            else:
+                pipe.xadd(move.dest, move.fields)
+
+        def check(reply: Any) -> None:
+            if isinstance(reply, BaseException):
+                if scripted and _group_gone(reply):
+                    # The original went with Redis's data; its successor need not.
+                    move.orphan = True
+                else:
+                    refused.append(reply)
+                retry.moves.append(move)
+                retry.size += 1
+            elif not scripted and not move.orphan:
+                move.added = True  # the successor exists: its ack follows
+                late_acks.append(move)
+            else:
+                self._unconfirmed.discard((move.source, move.entry_id))
+
+        queue(check)
+
+    async def _ack_moved(
+        self, moves: list[Move], retry: _Pending, refused: list[BaseException]
+    ) -> None:
+        pipe = self.redis.pipeline(transaction=False)
+        for move in moves:
+            pipe.xack(move.source, CONSUMER_GROUP, move.entry_id)
+        try:
+            replies = await pipe.execute(raise_on_error=False)
+        except LOOP_ERRORS:
+            replies = [ConnectionError("ack after move not sent")] * len(moves)
+        for move, reply in zip(moves, replies, strict=True):
+            if isinstance(reply, BaseException) and not _group_gone(reply):
+                refused.append(reply)
+                retry.moves.append(move)  # added: only the ack is sent again
+                retry.size += 1
+            else:
+                self._unconfirmed.discard((move.source, move.entry_id))
+
+    def _on_acks(
+        self, stream: str, ids: list[str], retry: _Pending, refused: list[BaseException]
+    ) -> Callable[[Any], None]:
+        def check(reply: Any) -> None:
+            if isinstance(reply, BaseException) and not _group_gone(reply):
+                refused.append(reply)
+                retry.acks[stream].extend(ids)
+                retry.size += len(ids)
+            else:
+                # Acknowledged, or nothing left to acknowledge (the group is gone).
+                self._unconfirmed.difference_update((stream, entry_id) for entry_id in ids)
+
+        return check
+
+    @staticmethod
+    def _on_output(
+        session_id: str, fields: dict[str, str], retry: _Pending, refused: list[BaseException]
+    ) -> Callable[[Any], None]:
+        def check(reply: Any) -> None:
+            if isinstance(reply, BaseException):
+                refused.append(reply)
+                retry.outputs.append((session_id, fields))
+                retry.size += 1
+
+        return check
+
+    @staticmethod
+    def _on_counter(
+        name: str, count: int, retry: _Pending, refused: list[BaseException]
+    ) -> Callable[[Any], None]:
+        def check(reply: Any) -> None:
+            if isinstance(reply, BaseException):
+                refused.append(reply)
+                retry.counters[name] += count
+                retry.size += 1
+
+        return check
 
     def _requeue(self, batch: _Pending) -> None:
-        newer = self._pending
-        batch.readds.extend(newer.readds)
-        for stream, ids in newer.acks.items():
-            batch.acks[stream].extend(ids)
-        batch.starts.update(newer.starts)
-        batch.finishes.extend(newer.finishes)
-        batch.outputs.extend(newer.outputs)
-        for name, count in newer.counters.items():
-            batch.counters[name] += count
-        batch.size += newer.size
+        # Starts whose task has finished meanwhile are not written at all.
+        for execution, _ in self._pending.finishes:
+            batch.starts.pop(execution.execution_id, None)
+        batch.merge(self._pending)
         self._pending = batch
         self._wake.set()
 
@@ -229,7 +470,7 @@ class Batcher:
             )
             pipe.hset(
                 keys.worker_active_snapshots(wid),
-                mapping={eid: e.model_dump_json(exclude_none=True) for eid, e in running.items()},
+                mapping={eid: _dump(e) for eid, e in running.items()},
             )
         finished: dict[str, list[tuple[Execution, bool]]] = defaultdict(list)
         for execution, written in batch.finishes:
@@ -238,7 +479,7 @@ class Batcher:
             was_running = [e.execution_id for e, written in items if written]
             # Only the newest `cap` of a burst can survive the cap: don't write the rest.
             items = items[-self.execution_cap :]
-            snaps = {e.execution_id: e.model_dump_json(exclude_none=True) for e, _ in items}
+            snaps = {e.execution_id: _dump(e) for e, _ in items}
             if was_running:
                 pipe.zrem(keys.worker_active_executions(wid), *was_running)
                 pipe.hdel(keys.worker_active_snapshots(wid), *was_running)
@@ -257,7 +498,7 @@ class Batcher:
             if execution.session_id:
                 eid = execution.execution_id
                 fields = sessions[execution.session_id]
-                fields[f"exec:{eid}"] = execution.model_dump_json(exclude_none=True)
+                fields[f"exec:{eid}"] = _dump(execution)
                 fields[f"msg_map:{execution.task_id}"] = eid
         for session_id, fields in sessions.items():
             reg = keys.session_registry(session_id)
@@ -272,3 +513,43 @@ class Batcher:
         while len(recent) > self.execution_cap:
             expired.append(recent.popleft())
         return expired
+
+
+def _group_gone(reply: BaseException) -> bool:
+    """Whether Redis answered that the consumer group (or its stream) does not exist."""
+    return "NOGROUP" in str(reply)
+
+
+def _note(refused: list[BaseException]) -> Callable[[Any], None]:
+    """A reply check that only records a refusal (for writes that are not retried)."""
+
+    def check(reply: Any) -> None:
+        if isinstance(reply, BaseException):
+            refused.append(reply)
+
+    return check
+
+
+def safe_text(text: str) -> str:
+    """``text`` with lone surrogates (undecodable file names) as backslash escapes.
+
+    Such text cannot be encoded as UTF-8: JSON serialisation raises, and one such
+    error message used to stop the flusher for good.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _dump(execution: Execution) -> str:
+    try:
+        return execution.model_dump_json(exclude_none=True)
+    except ValueError:
+        # Any field may hold text that is not valid UTF-8: store it escaped.
+        fields = {
+            k: safe_text(v) if isinstance(v, str) else v
+            for k, v in execution.model_dump(exclude_none=True).items()
+        }
+        return Execution.model_validate(fields).model_dump_json(exclude_none=True)

@@ -5,7 +5,8 @@
     worker-runtime submit TYPE JSON [--count N] [--worker ID] [--redis-url URL]
 
 Exit codes: 0 success, 1 the target does not exist / nobody can take the task,
-2 usage error or Redis unreachable — always one line on stderr, never a traceback.
+2 usage error or Redis unreachable, 3 a worker stopped because one of its core loops
+ended unexpectedly — always one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -155,7 +156,10 @@ async def _submit(args: argparse.Namespace, redis_settings: RedisSettings) -> in
             while remaining:
                 batch = min(remaining, 1000)
                 ids += await producer.submit_many(
-                    args.agent_type, [payload] * batch, worker_id=args.worker
+                    args.agent_type,
+                    [payload] * batch,
+                    worker_id=args.worker,
+                    session_id=args.session,
                 )
                 remaining -= batch
     finally:
@@ -199,6 +203,9 @@ def run(argv: list[str] | None = None) -> int:
         periodic=periodic,
     )
     asyncio.run(instance.run())
+    if instance.failure is not None:
+        print(f"{PROG}: stopped: {instance.failure}", file=sys.stderr)
+        return 3
     return 0
 
 

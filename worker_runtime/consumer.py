@@ -138,21 +138,47 @@ class Reader:
                 self.dispatch(stream, entry_id, fields, deliveries=1)
 
     async def _recover_own_pending(self, streams: list[str]) -> None:
-        """Run again what this consumer was delivered but never acknowledged."""
+        """Run again what this consumer was delivered but never acknowledged.
+
+        Each entry is claimed again by this consumer (XCLAIM counts the delivery), and
+        dispatched with its real delivery count: a task that crashes the process every
+        time must reach ``max_deliveries`` and be dead-lettered, with a stable
+        ``--instance`` as much as when other workers reclaim it.
+        """
         replica = self.replica
+        redis = self.ctx.redis
         for stream in streams:
-            cursor = "0"
+            start = "-"
             while not replica.ended.is_set():
-                reply = await self.ctx.redis.xreadgroup(
-                    CONSUMER_GROUP, replica.worker_id, {stream: cursor}, count=_PEL_PAGE
+                rows = await redis.xpending_range(
+                    stream,
+                    CONSUMER_GROUP,
+                    min=start,
+                    max="+",
+                    count=_PEL_PAGE,
+                    consumername=replica.worker_id,
                 )
-                got = 0
-                for _, entries in iter_reply(reply):
-                    for entry_id, fields in entries:
-                        got += 1
-                        cursor = entry_id
-                        self.dispatch(stream, entry_id, fields, deliveries=2)
-                if got < _PEL_PAGE:
+                if not rows:
+                    break
+                start = _next_id(str(rows[-1]["message_id"]))
+                batcher = self.ctx.batcher
+                # Entries running here or finished with their ack still queued (after an
+                # outage) are not deliveries: leave them and their counts alone.
+                deliveries = {
+                    str(r["message_id"]): int(r["times_delivered"])
+                    for r in rows
+                    if f"{stream} {r['message_id']!s}" not in replica.inflight
+                    and not batcher.awaiting_ack(stream, str(r["message_id"]))
+                }
+                if deliveries:
+                    claimed = await redis.xclaim(
+                        stream, CONSUMER_GROUP, replica.worker_id, 0, list(deliveries)
+                    )
+                    for entry in claimed or []:
+                        entry_id, fields = str(entry[0]), entry[1]
+                        prior = deliveries.get(entry_id, 1)
+                        self.dispatch(stream, entry_id, fields, deliveries=prior + 1)
+                if len(rows) < _PEL_PAGE:
                     break
 
     async def _reclaim(self, streams: list[str]) -> None:
@@ -212,30 +238,41 @@ class Reader:
         if not fields:
             batcher.ack(stream, entry_id)  # the entry was deleted (XDEL / trimmed)
             return
-        if fields.get("kind") == KIND_COMMAND:
-            batcher.ack(stream, entry_id)  # commands are applied by the control loop
-            return
         agent_type = self._type_of_stream.get(stream)
+        if fields.get("kind") == KIND_COMMAND:
+            if agent_type is None:
+                batcher.ack(stream, entry_id)  # commands are applied by the control loop
+            else:
+                # A command on a task stream was meant for someone: never drop it silently.
+                replica.bury(
+                    agent_type, dict(fields), "command entry on a task stream", stream, entry_id
+                )
+            return
         task = decode_task(fields)
         if task is None:
-            replica.bury(agent_type or "unknown", dict(fields), "malformed task entry")
-            batcher.ack(stream, entry_id)
+            replica.bury(
+                agent_type or "unknown", dict(fields), "malformed task entry", stream, entry_id
+            )
             return
         if not replica.accepting or (agent_type is not None and agent_type in replica.denied):
             # Delivered after we stopped accepting: give it back to the fleet.
-            batcher.readd(stream, dict(fields))
-            batcher.ack(stream, entry_id)
+            replica.hand_back(stream, entry_id, task.agent_type, dict(fields))
             return
         try:
             base = max(1, int(fields.get("attempt") or 1))
         except ValueError:
             base = 1
         if deliveries - 1 >= self.ctx.settings.max_deliveries:
-            replica.bury(task.agent_type, dict(fields), f"delivered {deliveries - 1} times")
-            batcher.ack(stream, entry_id)
+            replica.bury(
+                task.agent_type,
+                dict(fields),
+                f"delivered {deliveries - 1} times without finishing",
+                stream,
+                entry_id,
+            )
             return
         task.attempt = base + deliveries - 1
-        replica.start_task(stream, entry_id, task)
+        replica.start_task(stream, entry_id, task, dict(fields))
 
 
 def iter_reply(reply: Any) -> list[tuple[str, list[tuple[str, Any]]]]:

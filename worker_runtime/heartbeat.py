@@ -16,10 +16,28 @@ from typing import Any
 from worker_runtime.context import RuntimeContext
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.models import AdminState, InstanceLease, Lifecycle, now_ms
+from worker_runtime.refusals import RefusalLog
 from worker_runtime.registry import LOCK_TTL_S, queue_presence
 from worker_runtime.replica import Replica
 
 log = logging.getLogger(__name__)
+
+_lease_refusals: dict[str, RefusalLog] = {}
+"""Per worker id: a refused lease renewal is logged once per episode."""
+_trim_refusals = RefusalLog(log, "stream and history trimming")
+
+
+def _refusals(worker_id: str) -> RefusalLog:
+    found = _lease_refusals.get(worker_id)
+    if found is None:
+        found = _lease_refusals[worker_id] = RefusalLog(
+            log, f"{worker_id}: lease renewal (the worker looks offline until it succeeds)"
+        )
+    return found
+
+
+def _first_error(replies: list[Any]) -> BaseException | None:
+    return next((r for r in replies if isinstance(r, BaseException)), None)
 
 
 async def beat(
@@ -35,14 +53,17 @@ async def beat(
     live = [r for r in replicas if not r.ended.is_set()]
     types = sorted({t for r in live for t in r.agent_types})
     pipe = ctx.redis.pipeline(transaction=False)
+    spans: list[tuple[Replica, int, int]] = []
     for replica in live:
         wid = replica.worker_id
         if replica.lifecycle is not Lifecycle.EVICTED:
             if replica.healthy():
+                first = len(pipe)
                 queue_presence(pipe, replica)
                 pipe.expire(keys.worker_lock(wid), LOCK_TTL_S)
                 pipe.sadd(keys.workers, wid)
                 pipe.sadd(keys.worker_agent_types(wid), *replica.agent_types)
+                spans.append((replica, first, len(pipe)))
             else:
                 log.error(
                     "%s: consumer loop stalled for over %.0fs; letting the lease expire",
@@ -62,6 +83,12 @@ async def beat(
         pipe.smembers(keys.type_denied(agent_type))
     read_at = time.monotonic()
     res = await pipe.execute(raise_on_error=False)
+    for replica, first, end in spans:
+        error = _first_error(res[first:end])
+        if error is None:
+            _refusals(replica.worker_id).accepted()
+        else:
+            _refusals(replica.worker_id).refused(error, action="retrying every beat")
     reads = res[first_read:]
     admins, denied_sets = reads[: len(live)], reads[len(live) :]
     denied_by_type = {
@@ -70,7 +97,9 @@ async def beat(
     }
     changed: list[Replica] = []
     for replica, raw in zip(live, admins, strict=True):
-        admin = AdminState.parse(raw if isinstance(raw, dict) else {})
+        if not isinstance(raw, dict):
+            continue  # the read failed: an empty hash would wrongly mean "resume"
+        admin = AdminState.parse(raw)
         denied = {t for t in replica.agent_types if replica.worker_id in denied_by_type.get(t, ())}
         if replica.apply_pull(admin, denied, read_at):
             changed.append(replica)
@@ -93,7 +122,15 @@ async def trim_executions(ctx: RuntimeContext, replicas: Iterable[Replica]) -> N
             pipe.zrem(keys.worker_executions(wid), *old)
             pipe.hdel(keys.worker_history_snapshots(wid), *old)
     if len(pipe):
-        await pipe.execute(raise_on_error=False)
+        _check_trims(await pipe.execute(raise_on_error=False))
+
+
+def _check_trims(replies: list[Any]) -> None:
+    error = _first_error(replies)
+    if error is None:
+        _trim_refusals.accepted()
+    else:
+        _trim_refusals.refused(error, action="retrying later")
 
 
 async def trim_acknowledged(ctx: RuntimeContext, streams: list[str]) -> None:
@@ -115,7 +152,7 @@ async def trim_acknowledged(ctx: RuntimeContext, streams: list[str]) -> None:
         if minid:
             pipe.xtrim(stream, minid=minid, approximate=True)
     if len(pipe):
-        await pipe.execute(raise_on_error=False)
+        _check_trims(await pipe.execute(raise_on_error=False))
 
 
 def _safe_minid(groups: Any, pending: Any) -> str | None:

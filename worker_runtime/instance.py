@@ -2,8 +2,14 @@
 
 It owns the connection, the heartbeat, the batched writer and the replicas' loops,
 and shuts them down in order: stop reading, let running tasks finish within the
-grace period, cancel the rest (their entries stay pending and are reclaimed), flush
-acknowledgements, then drop leases and leave routing.
+grace period, cancel the rest (their entries are handed back), flush
+acknowledgements, then drop leases and leave routing. Every step after the grace period
+has its own deadline, so a stop completes within the grace period plus
+:data:`STOP_BOUND_S` even when Redis does not answer.
+
+No core loop (flusher, consumers, control, heartbeat, fleet) may end silently: one that
+ends while the instance runs is logged, the leases stop being renewed, and the instance
+stops with :attr:`WorkerInstance.failure` set (the CLI then exits non-zero).
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from redis.asyncio import Redis
@@ -47,6 +53,20 @@ from worker_runtime.tasks import cancel_and_wait
 log = logging.getLogger(__name__)
 
 _TRIM_EVERY_BEATS = 12
+
+_STOP_STEP_S = {
+    "singletons": 1.0,
+    "cancel": 1.0,
+    "loops": 1.0,
+    "flush": 2.0,
+    "leave": 1.0,
+    "close": 0.5,
+}
+"""Deadline of each shutdown step besides the grace period (Redis may not answer)."""
+_ABANDON_S = 0.5
+"""How long a step that missed its deadline is given to take its cancellation."""
+STOP_BOUND_S = sum(_STOP_STEP_S.values()) + 4 * _ABANDON_S
+"""How much longer than the grace period a stop may take, at most (8.5 s)."""
 
 
 class WorkerInstance:
@@ -97,6 +117,8 @@ class WorkerInstance:
         self._scale_lock = asyncio.Lock()
         self.scaled = False
         """Whether a scale target or override applies to this instance."""
+        self.failure: str | None = None
+        """Why the instance stopped on its own (a core loop ended), or None."""
 
     @property
     def worker_ids(self) -> list[str]:
@@ -110,7 +132,7 @@ class WorkerInstance:
         redis = self._redis or create_redis(self.redis_settings)
         self._redis = redis
         keys = self.redis_settings.keys
-        batcher = Batcher(redis, keys, self.settings.stream_maxlen, self.settings.execution_cap)
+        batcher = Batcher(redis, keys, self.settings.execution_cap)
         self.ctx = RuntimeContext(
             redis=redis,
             keys=keys,
@@ -123,6 +145,7 @@ class WorkerInstance:
             role=self.settings.role,
         )
         batcher.start()
+        self._watch(batcher.task, "the write batcher")
         for agent_type in self.agent_types:
             await ensure_group(redis, keys.type_stream(agent_type))
         fleet_last = await redis.xrevrange(keys.fleet_stream, count=1)
@@ -134,9 +157,11 @@ class WorkerInstance:
         for _ in range(self.initial_replicas if wanted is None else wanted):
             await self.add_replica()
         self._heartbeat = asyncio.create_task(self._heartbeat_loop(), name="heartbeat")
+        self._watch(self._heartbeat, "the heartbeat loop")
         self._fleet = asyncio.create_task(
             self._fleet_loop(str(fleet_last[0][0]) if fleet_last else "0-0"), name="fleet"
         )
+        self._watch(self._fleet, "the fleet loop")
         self.singletons = Singletons(self.ctx, self.periodic)
         self.singletons.start()
         enabled = ["consumer", "heartbeat", "control", "scale"]
@@ -189,9 +214,49 @@ class WorkerInstance:
                 return [s for s in replica.readable_streams() if s in members]
 
             loops.append(asyncio.create_task(Reader(replica, select).run()))
+            self._watch(loops[-1], f"{replica.worker_id}: the consumer loop", replica)
         loops.append(asyncio.create_task(control_loop(replica, publish)))
+        self._watch(loops[-1], f"{replica.worker_id}: the control loop", replica)
         loops.append(asyncio.create_task(self._supervise(replica)))
+        self._watch(loops[-1], f"{replica.worker_id}: the lifecycle supervisor", replica)
         return loops
+
+    # -- supervision -----------------------------------------------------------------
+
+    def _watch(
+        self, task: asyncio.Task[None] | None, what: str, replica: Replica | None = None
+    ) -> None:
+        """Fail the instance if ``task`` ends while it should still run."""
+        if task is None:
+            return
+
+        def done(task: asyncio.Task[None]) -> None:
+            if self._stopping or (
+                replica is not None and (replica.ended.is_set() or replica.stopping)
+            ):
+                return  # an ordinary ending
+            if task.cancelled():
+                why = "it was cancelled"
+            elif task.exception() is not None:
+                exc = task.exception()
+                why = f"{type(exc).__name__}: {exc}"
+                log.error("%s crashed", what, exc_info=exc)
+            else:
+                why = "it returned"
+            self._fail(f"{what} ended unexpectedly ({why})")
+
+        task.add_done_callback(done)
+
+    def _fail(self, reason: str) -> None:
+        """A core loop is gone: stop renewing leases, hand back what we can and stop."""
+        if self.failure is not None or self._stopping:
+            return
+        self.failure = reason
+        log.error("%s; stopping this worker (its leases are no longer renewed)", reason)
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+        if self._stop_task is None:
+            self._stop_task = asyncio.create_task(self.stop())
 
     # -- lifecycle endings -----------------------------------------------------------
 
@@ -350,13 +415,15 @@ class WorkerInstance:
     # -- stop --------------------------------------------------------------------------
 
     async def stop(self, grace: float | None = None) -> None:
-        """Stop gracefully (idempotent)."""
+        """Stop gracefully (idempotent), within the grace period plus :data:`STOP_BOUND_S`."""
         if self._stopping:
             await self._stopped.wait()
             return
         self._stopping = True
+        if self._heartbeat is not None and self.failure is not None:
+            self._heartbeat.cancel()
         if self.singletons is not None:
-            await self.singletons.stop()
+            await _bounded(self.singletons.stop(), _STOP_STEP_S["singletons"], "leader resign")
         grace = self.settings.grace_period if grace is None else grace
         replicas = list(self.replicas.values())
         for replica in replicas:
@@ -366,15 +433,21 @@ class WorkerInstance:
         if running:
             log.info("waiting up to %.0fs for %d running task(s)", grace, len(running))
             _, pending = await asyncio.wait(running, timeout=grace)
-            await cancel_and_wait(pending)
+            if pending:
+                log.warning("handing back %d task(s) still running after the grace", len(pending))
+            await cancel_and_wait(pending, timeout=_STOP_STEP_S["cancel"])
         loops = [t for ts in self._loops.values() for t in ts]
         loops += [t for t in (self._heartbeat, self._fleet) if t is not None]
-        await cancel_and_wait(loops)
+        await cancel_and_wait(loops, timeout=_STOP_STEP_S["loops"])
         if self.ctx is not None:
-            await self.ctx.batcher.close()
-            await self._leave([r for r in replicas if not r.ended.is_set()])
+            await _bounded(self.ctx.batcher.close(), _STOP_STEP_S["flush"], "final write flush")
+            await _bounded(
+                self._leave([r for r in replicas if not r.ended.is_set()]),
+                _STOP_STEP_S["leave"],
+                "deregistration",
+            )
         if self._own_client and self._redis is not None:
-            await self._redis.aclose()
+            await _bounded(self._redis.aclose(), _STOP_STEP_S["close"], "closing the connection")
         log.info("instance %s stopped", self.instance_id)
         self._stopped.set()
 
@@ -397,7 +470,12 @@ class WorkerInstance:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._on_signal)
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            # The loops started so far end with the process: not a failure to report.
+            self._stopping = True
+            raise
         if not self.replicas:
             log.error("no replica could start")
             await self.stop()
@@ -473,6 +551,18 @@ async def _stream_idle(redis: Redis | RedisCluster, stream: str) -> bool:
 def _id(entry_id: object) -> tuple[int, int]:
     ms, _, seq = str(entry_id or "0-0").partition("-")
     return (int(ms), int(seq or 0)) if ms.isdigit() and (seq or "0").isdigit() else (0, 0)
+
+
+async def _bounded(work: Coroutine[Any, Any, None], timeout: float, what: str) -> None:
+    """Run one shutdown step, abandoning it after ``timeout`` (Redis may not answer)."""
+    task = asyncio.ensure_future(work)
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        log.warning("%s did not finish within %.1fs (Redis unreachable?); going on", what, timeout)
+        await cancel_and_wait([task], timeout=_ABANDON_S)
+        return
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("%s failed: %s", what, task.exception())
 
 
 def _index(worker_id: str) -> int:

@@ -18,8 +18,8 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 KIND_TASK = "task"
 KIND_COMMAND = "command"
 
-# Worker streams also carry direct tasks: a generous cap (they are trimmed by MINID
-# as tasks are acknowledged) so commands never push out an undelivered task.
+# Only for the fleet stream, which carries no tasks. Worker streams also carry direct
+# tasks and get no length cap: they are trimmed by MINID past acknowledged entries.
 CONTROL_STREAM_MAXLEN = 10_000
 
 

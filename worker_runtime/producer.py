@@ -63,16 +63,26 @@ class Producer:
         return task.task_id
 
     async def submit_many(
-        self, agent_type: str, payloads: list[dict[str, Any]], *, worker_id: str | None = None
+        self,
+        agent_type: str,
+        payloads: list[dict[str, Any]],
+        *,
+        worker_id: str | None = None,
+        session_id: str | None = None,
     ) -> list[str]:
-        """Submit many tasks in one pipelined round trip."""
+        """Submit many tasks in one pipelined round trip (results to ``session_id``)."""
         stream = (
             self.keys.worker_stream(worker_id) if worker_id else self.keys.type_stream(agent_type)
         )
         pipe = self.redis.pipeline(transaction=False)
         ids: list[str] = []
         for payload in payloads:
-            task = Task(task_id=uuid.uuid4().hex, agent_type=agent_type, payload=payload)
+            task = Task(
+                task_id=uuid.uuid4().hex,
+                agent_type=agent_type,
+                payload=payload,
+                session_id=session_id,
+            )
             ids.append(task.task_id)
             pipe.xadd(stream, encode_task(task))  # type: ignore[arg-type]
         await pipe.execute()

@@ -15,6 +15,7 @@ import os
 import time
 from typing import Any
 
+from worker_runtime.batcher import safe_text
 from worker_runtime.context import RUNTIME_VERSION, RuntimeContext
 from worker_runtime.models import (
     AdminState,
@@ -271,8 +272,10 @@ class Replica:
 
     # -- running tasks -----------------------------------------------------------------
 
-    def start_task(self, stream: str, entry_id: str, task: Task) -> None:
-        """Run the handler for one delivered entry."""
+    def start_task(
+        self, stream: str, entry_id: str, task: Task, fields: dict[str, str] | None = None
+    ) -> None:
+        """Run the handler for one delivered entry (``fields``: the entry as delivered)."""
         key = f"{stream} {entry_id}"
         if key in self.inflight:
             return  # already running (e.g. seen again while recovering our own PEL)
@@ -280,9 +283,11 @@ class Replica:
             # Finished while Redis was away: the ack is queued, not lost. Re-reading our
             # PEL after the outage returns the entry; running it again would duplicate it.
             return
-        self.inflight[key] = asyncio.create_task(self._execute(key, stream, entry_id, task))
+        self.inflight[key] = asyncio.create_task(self._execute(key, stream, entry_id, task, fields))
 
-    async def _execute(self, key: str, stream: str, entry_id: str, task: Task) -> None:
+    async def _execute(
+        self, key: str, stream: str, entry_id: str, task: Task, fields: dict[str, str] | None
+    ) -> None:
         ctx = self.ctx
         execution = Execution(
             execution_id=os.urandom(8).hex(),
@@ -301,15 +306,19 @@ class Replica:
             execution.state = ExecutionState.SUCCEEDED
             self.processed += 1
         except asyncio.CancelledError:
-            # Force evict or the shutdown grace ran out: leave the entry un-acked so
-            # another worker reclaims it once this lease is gone.
+            # Shutdown grace ran out or a forced eviction: hand the entry back so it
+            # runs again at once, without counting as a delivery (a healthy long task
+            # must survive rolling restarts).
             execution.state = ExecutionState.CANCELLED
             ack = False
+            self.hand_back(stream, entry_id, task.agent_type, _handback_fields(task, fields))
         except Exception as exc:
             execution.state = ExecutionState.FAILED
-            execution.error = f"{type(exc).__name__}: {exc}"[:500]
+            # The text may hold lone surrogates (os.fsdecode of a file name).
+            execution.error = safe_text(f"{type(exc).__name__}: {exc}")[:500]
             self.failed += 1
-            self._retry_or_bury(stream, task, execution.error)
+            ack = False
+            self._retry_or_bury(stream, entry_id, task, execution.error)
         finally:
             execution.finished_at = now_ms()
             ctx.batcher.finished(stream, entry_id, execution, ack)
@@ -318,27 +327,61 @@ class Replica:
             self.inflight.pop(key, None)
             self._freed.set()
 
-    def _retry_or_bury(self, stream: str, task: Task, error: str) -> None:
+    def _retry_or_bury(self, stream: str, entry_id: str, task: Task, error: str) -> None:
         from worker_runtime.messages import encode_task
 
         fields = encode_task(task)
         if task.attempt < self.ctx.settings.max_deliveries:
             fields["attempt"] = str(task.attempt + 1)
-            self.ctx.batcher.readd(stream, fields)
+            self.ctx.batcher.move(stream, entry_id, self.worker_id, stream, fields)
         else:
-            self.bury(task.agent_type, fields, error)
+            self.bury(task.agent_type, fields, error, stream, entry_id)
 
-    def bury(self, agent_type: str, fields: dict[str, str], error: str) -> None:
-        """Move an entry to its type's dead-letter stream."""
+    def hand_back(
+        self, stream: str, entry_id: str, agent_type: str, fields: dict[str, str]
+    ) -> None:
+        """Give a delivered entry back without running it (a new entry, delivery count 1).
+
+        A direct task goes back to this worker's own stream, unless the worker id will
+        not come back (the default ``hostname:pid`` changes with every start) and the
+        process is stopping: then it goes to its type's stream, or nobody would ever
+        read it.
+        """
+        keys = self.ctx.keys
+        dest = stream
+        if (
+            stream == keys.worker_stream(self.worker_id)
+            and self.stopping
+            and not self.ctx.settings.instance_id
+        ):
+            dest = keys.type_stream(agent_type)
+            log.info(
+                "%s: handing direct task entry %s to the %s stream (this worker id will "
+                "not return)",
+                self.worker_id,
+                entry_id,
+                agent_type,
+            )
+        self.ctx.batcher.move(stream, entry_id, self.worker_id, dest, fields)
+
+    def bury(
+        self, agent_type: str, fields: dict[str, str], error: str, stream: str, entry_id: str
+    ) -> None:
+        """Replace a delivered entry by a dead letter on its type's dead-letter stream."""
         from worker_runtime.batcher import DEAD_LETTER_MAXLEN
 
         dead = dict(fields)
-        dead["error"] = error
+        dead["error"] = safe_text(error)
         dead["worker_id"] = self.worker_id
         dead["buried_at"] = str(now_ms())
         log.warning("%s: dead-lettering a %s entry: %s", self.worker_id, agent_type, error)
-        self.ctx.batcher.readd(
-            self.ctx.keys.dead_letter_stream(agent_type), dead, maxlen=DEAD_LETTER_MAXLEN
+        self.ctx.batcher.move(
+            stream,
+            entry_id,
+            self.worker_id,
+            self.ctx.keys.dead_letter_stream(agent_type),
+            dead,
+            maxlen=DEAD_LETTER_MAXLEN,
         )
 
     async def wait_idle(self, timeout: float | None) -> bool:
@@ -352,6 +395,15 @@ class Replica:
         """Cancel every running task (their entries stay pending for reclaim)."""
         for task in list(self.inflight.values()):
             task.cancel()
+
+
+def _handback_fields(task: Task, fields: dict[str, str] | None) -> dict[str, str]:
+    """The entry to hand back: as delivered, with the attempt it ran as."""
+    from worker_runtime.messages import encode_task
+
+    out = dict(fields) if fields else encode_task(task)
+    out["attempt"] = str(task.attempt)
+    return out
 
 
 def _output_fields(execution: Execution, output: Any) -> dict[str, str]:

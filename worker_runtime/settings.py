@@ -115,9 +115,8 @@ class WorkerSettings(BaseSettings):
     block_ms: int = Field(default=1000, ge=10, le=4000, validation_alias="BYAI_BLOCK_MS")
     max_deliveries: int = Field(default=5, ge=1, le=1000, validation_alias="BYAI_MAX_DELIVERIES")
     execution_cap: int = Field(default=200, ge=1, le=100_000, validation_alias="BYAI_EXECUTION_CAP")
-    stream_maxlen: int = Field(
-        default=100_000, ge=100, le=100_000_000, validation_alias="BYAI_STREAM_MAXLEN"
-    )
+    # No BYAI_STREAM_MAXLEN: a length cap on a task stream deletes tasks nobody has
+    # received. Task streams are trimmed only past their acknowledged entries (MINID).
     app_version: str = Field(default="", validation_alias="BYAI_APP_VERSION")
     # Upper bounds: "inf" or 1e999 passed ``gt=0`` and only failed later, inside the
     # leader's loops (an infinite sleep, an overflowing PX), instead of as a setting.

@@ -1,0 +1,445 @@
+"""Delivery-path fault scenarios: Redis out of memory, a network partition, poison tasks
+with a stable instance id, rolling restarts, and direct tasks cut by SIGTERM.
+
+Shared by ``tests/reliability/test_delivery_faults.py`` (small sizes, with assertions)
+and ``bench/faults_report.py`` (the README's fault table). Like :mod:`bench.faults`, every
+scenario runs real ``worker-runtime`` processes against a real ``redis-server`` and
+tallies executions from the journal the handler appends to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+
+from bench.fault_handlers import JOURNAL_ENV
+from bench.faults import (
+    AGENT_TYPE,
+    BIN,
+    FLEET_PID,
+    HANDLER,
+    LEASE_TTL_S,
+    ROOT,
+    TIMINGS,
+    ScenarioResult,
+    WorkerFleet,
+    completed_ids,
+    mark_fault,
+    read_journal,
+    submit,
+    until,
+    wait_completed,
+)
+from worker_runtime.embedded import RedisServer
+from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.producer import Producer
+
+# -- a TCP proxy that can stop forwarding ----------------------------------------------
+
+
+class BlackholeProxy:
+    """Forwards TCP connections to ``port``; :meth:`blackhole` silently stops forwarding.
+
+    A partition, as a worker sees one: connections stay open (and new ones are
+    accepted), but nothing sent arrives and no reply comes back.
+
+    Args:
+        port: the port of the real server on 127.0.0.1.
+    """
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.port = 0
+        self.holed = False
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    @property
+    def url(self) -> str:
+        """The Redis URL through the proxy."""
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    async def start(self) -> BlackholeProxy:
+        """Listen on a free port."""
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self
+
+    def blackhole(self) -> None:
+        """Stop forwarding in both directions (connections stay open)."""
+        self.holed = True
+
+    def heal(self) -> None:
+        """Forward again (bytes dropped meanwhile are gone, as in a real partition)."""
+        self.holed = False
+
+    async def close(self) -> None:
+        """Stop listening and drop every connection."""
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._writers):
+            writer.close()
+        self._writers.clear()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
+        except OSError:
+            writer.close()
+            return
+        self._writers.add(up_writer)
+        await asyncio.gather(
+            self._pipe(reader, up_writer), self._pipe(up_reader, writer), return_exceptions=True
+        )
+        for w in (writer, up_writer):
+            w.close()
+            self._writers.discard(w)
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                return
+            if self.holed:
+                continue  # swallowed: the other side waits for a reply that never comes
+            writer.write(data)
+            await writer.drain()
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+def spawn_unnamed(
+    url: str, journal: Path, log: Path, env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    """A ``worker-runtime run`` process without ``--instance`` (id ``hostname:pid``)."""
+    args = [str(BIN / "worker-runtime"), "run", HANDLER, "--type", AGENT_TYPE]
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("BYAI_", "REDIS_"))}
+    full.update({**TIMINGS, **env, "BYAI_REDIS_URL": url, JOURNAL_ENV: str(journal)})
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        return subprocess.Popen(args, cwd=ROOT, env=full, stdout=out, stderr=subprocess.STDOUT)
+
+
+async def _started(journal: Path, ids: list[str]) -> bool:
+    started = {e.subject for e in read_journal(journal) if e.kind == "S"}
+    return set(ids) <= started
+
+
+async def _pending(redis: Redis, stream: str) -> int:
+    try:
+        info = await redis.xpending(stream, CONSUMER_GROUP)
+    except Exception:
+        return 0  # no stream or no group: nothing pending
+    return int(info["pending"])
+
+
+async def _settle(redis: Redis, streams: list[str]) -> int:
+    async def none() -> bool:
+        return sum([await _pending(redis, s) for s in streams]) == 0
+
+    with contextlib.suppress(TimeoutError):
+        await until(none, 10.0, "no pending entries", 0.1)
+    return sum([await _pending(redis, s) for s in streams])
+
+
+def _finish(
+    result: ScenarioResult, journal: Path, ids: list[str], started: float, dead: int
+) -> ScenarioResult:
+    from bench.faults import tally
+
+    result.tally = tally(read_journal(journal), ids, dead_lettered=dead)
+    result.seconds = round(time.monotonic() - started, 1)
+    return result
+
+
+# -- scenarios --------------------------------------------------------------------------
+
+
+async def redis_oom(workdir: Path, *, tasks: int = 40, oom_s: float = 4.0) -> ScenarioResult:
+    """Redis refuses writes (``maxmemory`` + ``noeviction``) while fail-once tasks fail.
+
+    Every task fails its first attempt during the OOM, so each retry (an XADD) is
+    refused; the original must stay pending until its retry exists. When the OOM ends
+    every task completes, exactly twice started (the failure and the retry).
+    """
+    keys = Keys()
+    server = RedisServer().start()
+    journal = workdir / "journal.txt"
+    fleet = WorkerFleet(
+        server.url,
+        journal,
+        workdir / "logs",
+        processes=1,
+        env={"BYAI_CONCURRENCY": str(max(tasks, 10))},
+        prefix="oom",
+    )
+    result = ScenarioResult(f"Redis out of memory {oom_s:g} s (fail-once tasks)")
+    redis = Redis.from_url(server.url, decode_responses=True)
+    try:
+        fleet.start()
+        await fleet.wait_online(redis, keys)
+        started = time.monotonic()
+        ids = await submit(redis, keys, [{"sleep": 1.0, "fail_once": True}] * tasks)
+        await until(lambda: _started(journal, ids), 30, "every task started", 0.05)
+        await redis.config_set("maxmemory", "1")
+        mark_fault(journal, FLEET_PID, "oom")
+        result.faults["redis OOM"] += 1
+        await asyncio.sleep(oom_s)
+        result.notes["done_during_oom"] = len(completed_ids(journal) & set(ids))
+        await redis.config_set("maxmemory", "0")
+        await wait_completed(journal, ids, 60)
+        result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
+        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
+        result.exit_codes = await asyncio.to_thread(fleet.stop)
+        result.logs = fleet.logs()
+        return _finish(result, journal, ids, started, dead)
+    finally:
+        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
+        await redis.aclose()
+        server.cleanup()
+
+
+async def partition(
+    workdir: Path, *, tasks: int = 10, grace: float = 1.0, sleep: float = 3.0
+) -> ScenarioResult:
+    """A worker loses Redis (blackholed TCP) with tasks running, then gets SIGTERM.
+
+    The stop must end within the grace period plus the runtime's bound although no
+    reply ever comes; the cut tasks stay pending and a second worker (on a healthy
+    path) reclaims and completes them.
+    """
+    keys = Keys()
+    server = RedisServer().start()
+    proxy = await BlackholeProxy(int(server.url.rsplit(":", 1)[1].split("/")[0])).start()
+    journal = workdir / "journal.txt"
+    env = {"BYAI_CONCURRENCY": str(max(tasks, 10)), "BYAI_GRACE_PERIOD": str(grace)}
+    cut = WorkerFleet(proxy.url, journal, workdir / "logs", processes=1, env=env, prefix="cut")
+    rescue = WorkerFleet(server.url, journal, workdir / "logs", processes=1, prefix="rescue")
+    result = ScenarioResult(f"network partition + SIGTERM (grace {grace:g} s)")
+    redis = Redis.from_url(server.url, decode_responses=True)
+    try:
+        cut.start()
+        await cut.wait_online(redis, keys)
+        started = time.monotonic()
+        ids = await submit(redis, keys, [{"sleep": sleep}] * tasks)
+        await until(lambda: _started(journal, ids), 30, "every task started", 0.05)
+        proc = cut.procs[0]
+        assert proc is not None
+        proxy.blackhole()
+        result.faults["partition"] += 1
+        t0 = time.monotonic()
+        proc.terminate()
+        try:
+            code: int | None = await asyncio.to_thread(proc.wait, 120)
+        except subprocess.TimeoutExpired:
+            code = None
+        result.notes["stop_s"] = round(time.monotonic() - t0, 1)
+        result.notes["exit_code"] = code
+        mark_fault(journal, proc.pid, "partition")
+        rescue.start()
+        await wait_completed(journal, ids, 60)
+        result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
+        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
+        result.exit_codes = await asyncio.to_thread(rescue.stop)
+        result.logs = cut.logs()
+        return _finish(result, journal, ids, started, dead)
+    finally:
+        await asyncio.to_thread(cut.stop, signal.SIGKILL, 5.0)
+        await asyncio.to_thread(rescue.stop, signal.SIGKILL, 5.0)
+        await proxy.close()
+        await redis.aclose()
+        server.cleanup()
+
+
+async def poison_stable_instance(
+    workdir: Path, *, good: int = 5, max_deliveries: int = 3, timeout: float = 90.0
+) -> ScenarioResult:
+    """A task that kills its process, on a worker restarted with the same ``--instance``.
+
+    Concurrency 1, so the good tasks queue behind the poison. A supervisor restarts the
+    process whenever it dies (once its lease expired, as the start-up lock requires).
+    The poison must run ``max_deliveries`` times, then be dead-lettered, and the good
+    tasks must run once each.
+    """
+    keys = Keys()
+    server = RedisServer().start()
+    journal = workdir / "journal.txt"
+    env = {"BYAI_CONCURRENCY": "1", "BYAI_MAX_DELIVERIES": str(max_deliveries)}
+    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=1, env=env, prefix="pz")
+    result = ScenarioResult(
+        f"poison task, stable --instance (BYAI_MAX_DELIVERIES={max_deliveries})"
+    )
+    redis = Redis.from_url(server.url, decode_responses=True)
+    try:
+        fleet.start()
+        await fleet.wait_online(redis, keys)
+        started = time.monotonic()
+        producer = Producer(redis, keys)
+        poison = await producer.submit(AGENT_TYPE, {"crash": True})
+        ids = await submit(redis, keys, [{"sleep": 0.05}] * good)
+        lease = keys.worker_online(fleet.worker_id(0))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not set(ids) <= completed_ids(journal):
+            proc = fleet.procs[0]
+            if proc is not None and proc.poll() is not None:
+                mark_fault(journal, proc.pid, "crash")
+                result.faults["process crash"] += 1
+                await until(lambda: _gone(redis, lease), LEASE_TTL_S * 4, "lease expired", 0.1)
+                fleet.spawn(0)
+            await asyncio.sleep(0.1)
+        result.notes["poison_id"] = poison
+        result.notes["poison_runs"] = sum(
+            1 for e in read_journal(journal) if e.kind == "S" and e.subject == poison
+        )
+        dead = await entries(redis, keys.dead_letter_stream(AGENT_TYPE))
+        result.notes["poison_dead_lettered"] = any(poison in str(f.get("data")) for _, f in dead)
+        result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
+        result.exit_codes = await asyncio.to_thread(fleet.stop)
+        result.logs = fleet.logs()
+        return _finish(result, journal, ids, started, len(dead))
+    finally:
+        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
+        await redis.aclose()
+        server.cleanup()
+
+
+async def rolling_restarts(
+    workdir: Path, *, restarts: int = 3, max_deliveries: int = 2, sleep: float = 2.0
+) -> ScenarioResult:
+    """A healthy long task cut by ``restarts`` rolling restarts (SIGTERM, same id).
+
+    Each stop hands the task back; a hand-back is not a delivery, so the task is never
+    dead-lettered and completes once the restarts end.
+    """
+    keys = Keys()
+    server = RedisServer().start()
+    journal = workdir / "journal.txt"
+    env = {"BYAI_GRACE_PERIOD": "0.2", "BYAI_MAX_DELIVERIES": str(max_deliveries)}
+    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=1, env=env, prefix="roll")
+    result = ScenarioResult(f"rolling restarts x{restarts} of a long task (SIGTERM)")
+    redis = Redis.from_url(server.url, decode_responses=True)
+    try:
+        fleet.start()
+        await fleet.wait_online(redis, keys)
+        started = time.monotonic()
+        ids = await submit(redis, keys, [{"sleep": sleep}])
+        codes: list[int | None] = []
+        for n in range(restarts):
+
+            async def runs(n: int = n) -> bool:
+                return sum(1 for e in read_journal(journal) if e.kind == "S") > n
+
+            await until(runs, 30, "the task running", 0.05)
+            proc = fleet.procs[0]
+            assert proc is not None
+            proc.terminate()
+            codes.append(await asyncio.to_thread(proc.wait, 30))
+            mark_fault(journal, proc.pid, "term")
+            result.faults["term"] += 1
+            fleet.spawn(0)
+        result.notes["term_exit_codes"] = codes
+        await wait_completed(journal, ids, 30)
+        result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
+        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
+        result.exit_codes = await asyncio.to_thread(fleet.stop)
+        result.logs = fleet.logs()
+        return _finish(result, journal, ids, started, dead)
+    finally:
+        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
+        await redis.aclose()
+        server.cleanup()
+
+
+async def direct_tasks_sigterm(
+    workdir: Path, *, tasks: int = 5, sleep: float = 2.0
+) -> ScenarioResult:
+    """Direct tasks cut by SIGTERM of a worker whose id (``hostname:pid``) never returns.
+
+    A new worker process (a new id) must complete them all, and nothing may stay
+    pending on the old worker's stream.
+    """
+    keys = Keys()
+    server = RedisServer().start()
+    journal = workdir / "journal.txt"
+    logs = workdir / "logs"
+    env = {"BYAI_GRACE_PERIOD": "0.3", "BYAI_CONCURRENCY": str(max(tasks, 10))}
+    result = ScenarioResult("SIGTERM of a worker with direct tasks (new id on restart)")
+    redis = Redis.from_url(server.url, decode_responses=True)
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        first = spawn_unnamed(server.url, journal, logs / "first.log", env)
+        procs.append(first)
+
+        async def registered() -> str | None:
+            members = await redis.smembers(keys.workers)
+            return next((str(m) for m in members), None)
+
+        worker_id = str(await until(registered, 30, "first worker registered", 0.05))
+        await until(lambda: redis.exists(keys.worker_online(worker_id)), 30, "online", 0.05)
+        started = time.monotonic()
+        producer = Producer(redis, keys)
+        ids = [
+            await producer.submit(AGENT_TYPE, {"sleep": sleep}, worker_id=worker_id)
+            for _ in range(tasks)
+        ]
+        await until(lambda: _started(journal, ids), 30, "every direct task started", 0.05)
+        first.terminate()
+        result.notes["term_exit_code"] = await asyncio.to_thread(first.wait, 30)
+        mark_fault(journal, first.pid, "term")
+        result.faults["term"] += 1
+        procs.append(spawn_unnamed(server.url, journal, logs / "second.log", env))
+        await wait_completed(journal, ids, 30)
+        old_stream = keys.worker_stream(worker_id)
+        result.notes["pending_after"] = await _settle(
+            redis, [old_stream, keys.type_stream(AGENT_TYPE)]
+        )
+        result.notes["old_stream_pending"] = await _pending(redis, old_stream)
+        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        result.exit_codes = [await asyncio.to_thread(p.wait, 30) for p in procs]
+        result.logs = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("*.log")))
+        return _finish(result, journal, ids, started, dead)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
+        await redis.aclose()
+        server.cleanup()
+
+
+async def entries(redis: Redis | RedisCluster, key: str) -> list[tuple[str, dict[str, str]]]:
+    """Every entry of a stream (a client with ``decode_responses=True``)."""
+    reply: Any = await redis.xrange(key)
+    return [(str(entry_id), dict(fields)) for entry_id, fields in reply or []]
+
+
+async def _gone(redis: Redis, key: str) -> bool:
+    return not await redis.exists(key)
+
+
+def summary(result: ScenarioResult) -> dict[str, Any]:
+    """The figures of a result, for printing."""
+    t = result.tally
+    return {
+        "submitted": t.submitted,
+        "completed": t.completed,
+        "duplicated": t.duplicated,
+        "lost": t.lost,
+        "retries": t.retries,
+        "dead_lettered": t.dead_lettered,
+        **result.notes,
+    }
