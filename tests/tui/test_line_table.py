@@ -58,7 +58,7 @@ def screen_lines(app: App[None]) -> list[str]:
     """The table's painted lines as plain text."""
     table = app.query_one(KeyedTable)
     region = table.region
-    strips = app.screen._compositor.render_strips()  # noqa: SLF001
+    strips = app.screen._compositor.render_strips()
     return [
         "".join(s.text for s in [strips[y]])[region.x : region.right]
         for y in range(region.y, region.bottom)
@@ -78,13 +78,13 @@ async def test_renders_only_visible_rows_of_a_large_table() -> None:
         await pilot.pause()
         assert table.row_count == 50_000
         # Only the rows on screen were rendered (header + ~10 lines), not 50,000.
-        assert 0 < len(table._lines) <= 12  # noqa: SLF001
+        assert 0 < len(table._lines) <= 12
         assert "w-00000" in painted(app)
         await pilot.press("ctrl+end")
         await pilot.pause()
         assert table.cursor_key == "w-49999"
         assert "w-49999" in painted(app)
-        assert len(table._lines) <= 30  # noqa: SLF001
+        assert len(table._lines) <= 30
 
 
 async def test_cursor_stays_on_its_key_through_resort_filter_and_scroll() -> None:
@@ -120,13 +120,13 @@ async def test_changed_cells_repaint_and_unchanged_rows_are_not_rerendered() -> 
         keys = ["a", "b", "c"]
         table.sync(keys, {k: row(k) for k in keys})
         await pilot.pause()
-        cached_b = table._lines.copy()  # noqa: SLF001
+        cached_b = table._lines.copy()
         stats = table.sync(keys, {"a": row("a", "y"), "b": row("b")})
         assert (stats.added, stats.removed, stats.cells_updated) == (0, 0, 3)
         await pilot.pause()
         assert "yyyy" in screen_lines(app)[1]
         unchanged = [k for k in cached_b if k[0] != "a"]
-        assert all(table._lines[k] is cached_b[k] for k in unchanged)  # noqa: SLF001
+        assert all(table._lines[k] is cached_b[k] for k in unchanged)
         # A style-only change is a change.
         table.sync(keys, {"c": row("c", style="bold")})
         assert table.get_cell("c", "id").style == "bold"
@@ -193,7 +193,7 @@ async def test_colours_come_from_the_theme_and_the_cells() -> None:
         table = app.query_one(KeyedTable)
         table.sync(["a", "b"], {"a": row("a"), "b": row("b", style="red")})
         await pilot.pause()
-        strips = app.screen._compositor.render_strips()  # noqa: SLF001
+        strips = app.screen._compositor.render_strips()
         y = table.region.y + 2  # row "b" (not under the cursor)
         styles = [seg.style for seg in strips[y] if seg.text.strip() == "b"]
         plain = [seg.style for seg in strips[y] if seg.text.strip() == "x" * 20]
@@ -210,7 +210,7 @@ async def test_colours_come_from_the_theme_and_the_cells() -> None:
             seg.style
             for seg in app.screen._compositor.render_strips()[table.region.y]
             if seg.text.strip()
-        ]  # noqa: SLF001
+        ]
         assert after and after[0] is not None
         assert after[0].bgcolor == table.get_component_rich_style("datatable--header").bgcolor
         assert after[0].bgcolor != header_bg
