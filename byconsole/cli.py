@@ -18,11 +18,9 @@ from typing import NoReturn
 from redis.exceptions import RedisClusterException, RedisError
 
 from byconsole import checks as chk
-from byconsole import commands
+from byconsole import headless
 from byconsole.config import Context, default_config_path, load_config, resolve_settings
 from byconsole.config import select_context as pick_context
-from byconsole.render_prom import render_prom_down
-from byconsole.render_table import make_console
 from byconsole.text import safe_text
 from worker_runtime.admin import UnknownWorkerError
 from worker_runtime.connection import create_redis, redis_error_line
@@ -34,7 +32,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_ERROR = 2
 
-Handler = Callable[[commands.Session, argparse.Namespace], Awaitable[int]]
+Handler = Callable[[headless.Session, argparse.Namespace], Awaitable[int]]
 
 
 class UsageError(Exception):
@@ -229,7 +227,7 @@ def build_parser() -> _Parser:
     p = _sub(wsub, "list", "list workers", "byconsole worker list --type chat --json", parents)
     p.add_argument("--type", dest="worker_type", metavar="T", help="only workers serving T")
     _json_flag(p)
-    p.set_defaults(handler=commands.worker_list, write=False)
+    p.set_defaults(handler="worker_list", write=False)
     p = _sub(
         wsub,
         "info",
@@ -239,7 +237,7 @@ def build_parser() -> _Parser:
     )
     p.add_argument("worker_id", metavar="ID")
     _json_flag(p)
-    p.set_defaults(handler=commands.worker_info, write=False)
+    p.set_defaults(handler="worker_info", write=False)
     for name, help_text in (
         ("suspend", "stop taking new tasks; the heartbeat continues"),
         ("resume", "return to active"),
@@ -258,7 +256,7 @@ def build_parser() -> _Parser:
                 else "forget even while the worker holds a lease"
             )
             p.add_argument("--force", action="store_true", help=force_help)
-        p.set_defaults(handler=commands.worker_action, write=True)
+        p.set_defaults(handler="worker_action", write=True)
 
     # -- type -----------------------------------------------------------------------
     type_ = _sub(group, "type", "per-type denylists", "byconsole type denylist chat", [])
@@ -266,7 +264,7 @@ def build_parser() -> _Parser:
     p = _sub(tsub, "denylist", "workers denied for a type", "byconsole type denylist chat", parents)
     p.add_argument("agent_type", metavar="T")
     _json_flag(p)
-    p.set_defaults(handler=commands.type_denylist, write=False)
+    p.set_defaults(handler="type_denylist", write=False)
     for name, help_text in (
         ("deny", "stop a worker consuming one type (its other types are unaffected)"),
         ("allow", "lift a deny"),
@@ -275,7 +273,7 @@ def build_parser() -> _Parser:
         p.add_argument("agent_type", metavar="T")
         p.add_argument("worker_id", metavar="ID")
         _write_flags(p, wait=False)
-        p.set_defaults(handler=commands.type_deny_allow, write=True)
+        p.set_defaults(handler="type_deny_allow", write=True)
 
     # -- scale ----------------------------------------------------------------------
     p = _sub(
@@ -292,7 +290,7 @@ def build_parser() -> _Parser:
         "--force", action="store_true", help="set it even for a type or instance not seen yet"
     )
     _write_flags(p, wait=False)
-    p.set_defaults(handler=commands.scale, write=True)
+    p.set_defaults(handler="scale", write=True)
 
     # -- metrics --------------------------------------------------------------------
     metrics = _sub(group, "metrics", "cluster figures", "byconsole metrics snapshot", [])
@@ -301,7 +299,7 @@ def build_parser() -> _Parser:
         msub, "snapshot", "live figures of the fleet", "byconsole metrics snapshot --json", parents
     )
     _json_flag(p)
-    p.set_defaults(handler=commands.metrics_snapshot, write=False)
+    p.set_defaults(handler="metrics_snapshot", write=False)
     p = _sub(
         msub,
         "history",
@@ -313,7 +311,7 @@ def build_parser() -> _Parser:
         "--limit", metavar="N", type=_limit, default=20, help="most recent N points (default 20)"
     )
     _json_flag(p)
-    p.set_defaults(handler=commands.metrics_history, write=False)
+    p.set_defaults(handler="metrics_history", write=False)
 
     # -- contexts -------------------------------------------------------------------
     p = _sub(group, "contexts", "list the named contexts", "byconsole contexts", parents)
@@ -369,22 +367,30 @@ def _scrub(message: str, settings: RedisSettings | None) -> str:
 
 
 async def _with_client(
-    settings: RedisSettings, run: Callable[[commands.Session], Awaitable[int]]
+    settings: RedisSettings, run: Callable[[headless.Session], Awaitable[int]]
 ) -> int:
     client = create_redis(settings, retries=0)
-    session = commands.Session(
-        redis=client,
-        keys=settings.keys,
-        settings=settings,
-        out=make_console(),
-        err=make_console(stderr=True),
-    )
+    session = headless.Session(redis=client, keys=settings.keys, settings=settings)
     try:
         return await run(session)
     finally:
         # Closing a client whose connection failed must not mask the real error.
         with contextlib.suppress(Exception):
             await client.aclose()
+
+
+def _resolve(handler: Handler | str) -> Handler:
+    """A subcommand's handler; named by a string so the parser need not import it.
+
+    The admin subcommands (and their Rich output) load only when one of them runs:
+    ``--snapshot`` and ``--help`` start without them.
+    """
+    if not isinstance(handler, str):
+        return handler
+    from byconsole import commands
+
+    resolved: Handler = getattr(commands, handler)
+    return resolved
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -415,6 +421,8 @@ def _main(argv: list[str]) -> int:
         config = load_config(args.config)
         if args.command == "contexts":
             path = args.config or str(default_config_path())
+            from byconsole import commands
+
             return commands.list_contexts(
                 dict(config.contexts), config.default_context, path, args.json
             )
@@ -432,12 +440,12 @@ def _main(argv: list[str]) -> int:
             return _run_tui(settings, args, read_only, context_name)
         if args.snapshot:
             return asyncio.run(
-                _with_client(settings, lambda s: commands.run_snapshot(s, args, checks))
+                _with_client(settings, lambda s: headless.run_snapshot(s, args, checks))
             )
         if args.write and read_only:
             _say(_read_only_message(args, context_name, context))
             return EXIT_ERROR
-        handler: Handler = args.handler
+        handler: Handler = _resolve(args.handler)
         return asyncio.run(_with_client(settings, lambda s: handler(s, args)))
     except ConfigError as exc:
         message = str(exc)
@@ -445,7 +453,7 @@ def _main(argv: list[str]) -> int:
             message = message.replace("BYAI_REDIS_URL/REDIS_URL", "--redis-url")
         _say(_scrub(message, settings))
         return EXIT_ERROR
-    except (commands.NotFoundError, commands.RefusedError, UnknownWorkerError) as exc:
+    except (headless.NotFoundError, headless.RefusedError, UnknownWorkerError) as exc:
         _say(str(exc.args[0] if exc.args else exc), prefix="byconsole: ")
         return EXIT_FAILED
     except ValueError as exc:  # e.g. a scale count out of bounds
@@ -454,6 +462,8 @@ def _main(argv: list[str]) -> int:
     except (RedisError, RedisClusterException, OSError) as exc:
         assert settings is not None  # no Redis call happens before settings exist
         if getattr(args, "format", None) == "prom":
+            from byconsole.render_prom import render_prom_down
+
             sys.stdout.write(render_prom_down())
         _say(redis_error_line(exc, endpoint=settings.endpoint, url=settings.url))
         return EXIT_ERROR

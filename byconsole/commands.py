@@ -9,30 +9,29 @@ connection errors are raised and turned into exit code 2 by :mod:`byconsole.cli`
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from dataclasses import dataclass
-from typing import Any
 
-from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
-from rich.console import Console
 from rich.text import Text
 
 from byconsole import checks as chk
 from byconsole.config import Context
-from byconsole.render_prom import render_prom
+from byconsole.headless import (  # noqa: F401  (re-exported for the subcommands)
+    NotFoundError,
+    RefusedError,
+    Session,
+    _scoped,
+    fail,
+    print_json,
+    run_snapshot,
+)
 from byconsole.render_table import (
     contexts_table,
-    counts_line,
     emit,
     history_table,
     make_console,
     metrics_summary,
-    snapshot_view,
     worker_detail_view,
-    workers_table,
 )
 from byconsole.styles import ansi_style
 from byconsole.text import safe_text
@@ -42,99 +41,8 @@ from worker_runtime.admin import (
     WorkerManager,
     WorkerOnlineError,
 )
-from worker_runtime.fleet import FleetReader
-from worker_runtime.keys import Keys
 from worker_runtime.models import MetricsPoint, now_ms
 from worker_runtime.quota import check_scale_count
-from worker_runtime.settings import RedisSettings
-from worker_runtime.snapshot import FleetSnapshot
-
-
-class NotFoundError(LookupError):
-    """A named target (worker, type, instance) does not exist: exit code 1."""
-
-
-class RefusedError(RuntimeError):
-    """The target exists but the command does not apply to it now: exit code 1."""
-
-
-@dataclass
-class Session:
-    """What a command needs: the client, the key factory and where to print."""
-
-    redis: Redis | RedisCluster
-    keys: Keys
-    settings: RedisSettings
-    out: Console
-    err: Console
-
-    def reader(self, **kwargs: Any) -> FleetReader:
-        """A fleet reader on this session's client."""
-        return FleetReader(self.redis, self.keys, endpoint=self.settings.endpoint, **kwargs)
-
-    def manager(self) -> WorkerManager:
-        """The admin API on this session's client."""
-        return WorkerManager(self.redis, self.keys)
-
-
-def print_json(doc: Any) -> None:
-    """One JSON document on stdout (indented on a terminal, compact when piped)."""
-    indent = 2 if sys.stdout.isatty() else None
-    # ASCII escapes keep the document valid whatever the terminal encoding.
-    sys.stdout.write(json.dumps(doc, indent=indent, ensure_ascii=True) + "\n")
-    sys.stdout.flush()
-
-
-def fail(session: Session, message: str) -> None:
-    """A one-line explanation of a failed check on stderr (plain: never wrapped)."""
-    del session  # stderr lines are plain text so scripts can grep them
-    line = " ".join(safe_text(message, 2000).split())
-    sys.stderr.write(f"byconsole: {line}\n")
-    sys.stderr.flush()
-
-
-# -- --snapshot ---------------------------------------------------------------------
-
-
-def _scoped(snapshot: FleetSnapshot, agent_type: str | None) -> FleetSnapshot:
-    if agent_type is None:
-        return snapshot
-    workers = chk.in_scope(snapshot, agent_type)
-    ids = {w.instance_id for w in workers}
-    instances = [
-        i
-        for i in snapshot.instances
-        if i.instance_id in ids or agent_type in i.replicas or agent_type in i.quota
-    ]
-    return snapshot.model_copy(
-        update={
-            "workers": workers,
-            "types": chk.types_in_scope(snapshot, agent_type),
-            "instances": instances,
-        }
-    )
-
-
-async def run_snapshot(session: Session, args: argparse.Namespace, checks: chk.Checks) -> int:
-    """``byconsole --snapshot``: print the fleet, then run the checks."""
-    snapshot = await session.reader().read()
-    agent_type: str | None = args.snapshot_type
-    scoped = _scoped(snapshot, agent_type)
-    if args.format == "json":
-        print_json(scoped.model_dump(mode="json"))
-    elif args.format == "prom":
-        sys.stdout.write(render_prom(scoped, list(scoped.workers), list(scoped.types)))
-    else:
-        emit(session.out, snapshot_view(scoped))
-    code = 0
-    if agent_type is not None and not scoped.types and not scoped.workers:
-        fail(session, f"unknown agent type: {safe_text(agent_type)}")
-        code = 1
-    failures = chk.run_checks(snapshot, checks, agent_type)
-    for line in failures:
-        fail(session, f"check failed: {line}")
-    return 1 if failures else code
-
 
 # -- worker ...------------------------------------------------------------------------
 
@@ -149,8 +57,9 @@ async def worker_list(session: Session, args: argparse.Namespace) -> int:
     if args.json:
         print_json([w.model_dump(mode="json") for w in workers])
         return 0
-    emit(session.out, workers_table(workers, snapshot.generated_at))
-    emit(session.out, counts_line(workers))
+    from byconsole.plain_table import worker_list_view, write_block
+
+    write_block(worker_list_view(workers, snapshot.generated_at), sys.stdout)
     return 0
 
 

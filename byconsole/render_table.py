@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from typing import IO, Any
 
 from rich import box
@@ -19,15 +18,24 @@ from rich.table import Table
 from rich.text import Text
 
 from byconsole.config import Context
+from byconsole.plain_table import (  # noqa: F401  (the fleet tables are plain, fixed-width)
+    Painter,
+    PlainBlock,
+    age,
+    counts_line,
+    instances_table,
+    snapshot_view,
+    terminal_settings,
+    timestamp,
+    types_table,
+    workers_table,
+)
 from byconsole.styles import PENDING_STYLE, ansi_style, lifecycle_style, status_style
-from byconsole.text import safe, safe_text
+from byconsole.text import safe
 from worker_runtime.models import Execution, MetricsPoint
 from worker_runtime.snapshot import (
     CommandState,
-    FleetSnapshot,
-    InstanceView,
     MetricsView,
-    TypeView,
     WorkerDetail,
     WorkerView,
 )
@@ -64,8 +72,16 @@ def make_console(file: IO[str] | None = None, *, stderr: bool = False) -> Consol
     )
 
 
-def emit(console: Console, renderable: RenderableType) -> None:
+def emit(console: Console, renderable: RenderableType | PlainBlock) -> None:
     """Print; when piped, without the trailing spaces Rich pads table lines with."""
+    if isinstance(renderable, PlainBlock):
+        colour = console.is_terminal and not console.no_color
+        width = console.width if console.is_terminal else terminal_settings(console.file)[1]
+        system = console.color_system or "standard"
+        lines = renderable.lines(width, Painter(colour, system))
+        console.file.write("\n".join(lines) + "\n")
+        console.file.flush()
+        return
     if console.is_terminal:
         console.print(renderable)
         return
@@ -74,33 +90,6 @@ def emit(console: Console, renderable: RenderableType) -> None:
     text = "\n".join(line.rstrip() for line in captured.get().splitlines())
     console.file.write(text + "\n")
     console.file.flush()
-
-
-def age(ms: int | None, now: int) -> str:
-    """``3s``, ``2m05s``, ``1h02m``, ``3d04h`` since ``ms``; ``-`` when unknown."""
-    if ms is None:
-        return "-"
-    seconds = max(0, (now - ms) // 1000)
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours}h{minutes:02d}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d{hours:02d}h"
-
-
-def timestamp(ms: int | None) -> str:
-    """A UTC wall-clock time for a ms timestamp; ``-`` when unknown or absurd."""
-    if ms is None:
-        return "-"
-    try:
-        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
-    except (OverflowError, OSError, ValueError):
-        return safe_text(ms)
 
 
 def lifecycle_cell(worker: WorkerView) -> Text:
@@ -127,133 +116,6 @@ def _table(title: str | None = None) -> Table:
         show_edge=False,
         expand=False,
     )
-
-
-def workers_table(workers: Iterable[WorkerView], now: int, title: str | None = None) -> Table:
-    """The workers table: id, lifecycle, status, instance, role, types, IP, jobs, age..."""
-    table = _table(title)
-    table.add_column("Worker ID", overflow="fold")
-    table.add_column("Lifecycle")
-    table.add_column("Status")
-    table.add_column("Instance", overflow="fold")
-    table.add_column("Role")
-    table.add_column("Agent Types", overflow="fold")
-    table.add_column("IP")
-    table.add_column("Jobs", justify="right")
-    table.add_column("Last Seen", justify="right")
-    table.add_column("Version")
-    table.add_column("Reason", overflow="fold")
-    for w in workers:
-        table.add_row(
-            safe(w.worker_id, limit=80),
-            lifecycle_cell(w),
-            status_cell(w.status.value)
-            if w.lease_valid
-            else Text("stale (bad lease)", ansi_style("warning")),
-            safe(w.instance_id or "-", limit=60),
-            safe(w.role or "-", limit=20),
-            safe(", ".join(w.agent_types) or "-", limit=80),
-            safe(w.ip_address or "-", limit=45),
-            Text(str(w.active_jobs) if w.active_jobs is not None else "-"),
-            Text(age(w.last_seen, now) if w.last_seen is not None else "-"),
-            safe(w.app_version or w.runtime_version or "-", limit=30),
-            safe(w.reason or "", limit=80),
-        )
-    return table
-
-
-def types_table(types: Iterable[TypeView], title: str | None = "Agent types") -> Table:
-    """Per type: routable workers, denylist, depth, pending, dead letters, target."""
-    table = _table(title)
-    table.add_column("Type", overflow="fold")
-    table.add_column("Routable", justify="right")
-    table.add_column("Denied", overflow="fold")
-    table.add_column("Depth", justify="right")
-    table.add_column("Pending", justify="right")
-    table.add_column("Dead", justify="right")
-    table.add_column("Target", justify="right")
-    table.add_column("Overrides", overflow="fold")
-    for t in types:
-        table.add_row(
-            safe(t.name, limit=80),
-            Text(str(len(t.workers))),
-            safe(", ".join(t.denied) or "-", limit=120),
-            Text(str(t.depth), style=ansi_style("backlog") if t.depth else ""),
-            Text(str(t.pending)),
-            Text(str(t.dead), style=ansi_style("alert") if t.dead else ""),
-            Text("-" if t.target is None else str(t.target)),
-            safe(", ".join(f"{i}={n}" for i, n in sorted(t.overrides.items())) or "-", limit=120),
-        )
-    return table
-
-
-def _replicas(instance: InstanceView) -> str:
-    parts = []
-    for t in sorted(set(instance.replicas) | set(instance.quota)):
-        have = instance.replicas.get(t, 0)
-        want = instance.quota.get(t)
-        parts.append(f"{t} {have}" + ("" if want is None else f"/{want}"))
-    return ", ".join(parts) or "-"
-
-
-def instances_table(instances: Iterable[InstanceView], now: int) -> Table:
-    """Per instance: liveness, role, leader marker, replicas vs quota per type."""
-    table = _table("Instances")
-    table.add_column("Instance", overflow="fold")
-    table.add_column("Status")
-    table.add_column("Role")
-    table.add_column("Leader")
-    table.add_column("Workers", justify="right")
-    table.add_column("Replicas (live/quota)", overflow="fold")
-    table.add_column("Last Seen", justify="right")
-    for i in instances:
-        table.add_row(
-            safe(i.instance_id, limit=80),
-            status_cell("online" if i.online else "offline"),
-            safe(i.role or "-", limit=20),
-            Text("leader", style=ansi_style("leader")) if i.is_leader else Text(""),
-            Text(str(len(i.workers))),
-            safe(_replicas(i), limit=200),
-            Text(age(i.last_seen, now)),
-        )
-    return table
-
-
-def counts_line(workers: Iterable[WorkerView]) -> Text:
-    """``3 worker(s) · online 2 · stale 0 · offline 1 · suspended 1``."""
-    workers = list(workers)
-    line = Text(f"{len(workers)} worker(s)")
-    for status in ("online", "stale", "offline"):
-        n = sum(1 for w in workers if w.status.value == status)
-        line.append(" · ")
-        line.append(f"{status} {n}", style=status_style(status) if n else "")
-    for lifecycle in ("suspended", "draining", "evicted"):
-        n = sum(1 for w in workers if w.lifecycle == lifecycle)
-        if n:
-            line.append(" · ")
-            line.append(f"{lifecycle} {n}", style=lifecycle_style(lifecycle))
-    return line
-
-
-def snapshot_view(snapshot: FleetSnapshot) -> RenderableType:
-    """The whole ``--snapshot`` table output (already scoped to ``--type``)."""
-    now = snapshot.generated_at
-    header = Text("Redis ")
-    header.append(safe_text(snapshot.redis.endpoint), style=ansi_style("heading"))
-    header.append(f" · schema {snapshot.redis.schema_version} · read {timestamp(now)} UTC")
-    leader = Text("Leader: ")
-    if snapshot.leader.instance_id:
-        leader.append(safe_text(snapshot.leader.instance_id, 80), style=ansi_style("leader"))
-        if snapshot.leader.epoch is not None:
-            leader.append(f" (epoch {snapshot.leader.epoch})")
-    else:
-        leader.append("none", style=ansi_style("warning"))
-    parts: list[RenderableType] = [header, leader, Text("")]
-    workers = snapshot.workers
-    parts += [workers_table(workers, now, "Workers"), counts_line(workers), Text("")]
-    parts += [types_table(snapshot.types), Text("")]
-    parts += [instances_table(snapshot.instances, now)]
-    return Group(*parts)
 
 
 def metrics_summary(metrics: MetricsView) -> Text:

@@ -11,8 +11,10 @@ view and renderer passes strings from Redis through it and then into :class:`ric
 from __future__ import annotations
 
 import unicodedata
+from typing import TYPE_CHECKING
 
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.text import Text
 
 ELLIPSIS = "…"
 
@@ -95,4 +97,6 @@ def safe(value: object, style: str = "", limit: int = 200) -> Text:
         style: a Rich style for the whole text.
         limit: as for :func:`safe_text`.
     """
+    from rich.text import Text  # here: the JSON output path never needs Rich
+
     return Text(safe_text(value, limit), style=style, no_wrap=False)

@@ -1,0 +1,140 @@
+"""The light half of the headless commands: the session, JSON output and ``--snapshot``.
+
+``byconsole --snapshot`` in CI runs once per job, so its start-up is part of what it
+costs. This module imports only what a snapshot needs (the fleet reader, the checks):
+no Rich console or table (the table format is written by :mod:`byconsole.plain_table`,
+imported when asked for), no admin API, no Textual. :mod:`byconsole.commands` re-exports
+everything here for the admin subcommands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from byconsole import checks as chk
+from byconsole.text import safe_text
+from worker_runtime.fleet import FleetReader
+from worker_runtime.keys import Keys
+from worker_runtime.settings import RedisSettings
+from worker_runtime.snapshot import FleetSnapshot
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+    from redis.asyncio.cluster import RedisCluster
+    from rich.console import Console
+
+    from worker_runtime.admin import WorkerManager
+
+
+class NotFoundError(LookupError):
+    """A named target (worker, type, instance) does not exist: exit code 1."""
+
+
+class RefusedError(RuntimeError):
+    """The target exists but the command does not apply to it now: exit code 1."""
+
+
+@dataclass
+class Session:
+    """What a command needs: the client, the key factory and where to print.
+
+    ``out`` and ``err`` are Rich consoles made on first use, so a path that never
+    prints through Rich (``--snapshot --format json``) never imports it.
+    """
+
+    redis: Redis | RedisCluster
+    keys: Keys
+    settings: RedisSettings
+    _consoles: dict[bool, Console] = field(default_factory=dict, init=False, repr=False)
+
+    def _console(self, stderr: bool) -> Console:
+        console = self._consoles.get(stderr)
+        if console is None:
+            from byconsole.render_table import make_console
+
+            console = self._consoles[stderr] = make_console(stderr=stderr)
+        return console
+
+    @property
+    def out(self) -> Console:
+        """The console on stdout (colour only on a terminal)."""
+        return self._console(False)
+
+    @property
+    def err(self) -> Console:
+        """The console on stderr."""
+        return self._console(True)
+
+    def reader(self, **kwargs: Any) -> FleetReader:
+        """A fleet reader on this session's client."""
+        return FleetReader(self.redis, self.keys, endpoint=self.settings.endpoint, **kwargs)
+
+    def manager(self) -> WorkerManager:
+        """The admin API on this session's client."""
+        from worker_runtime.admin import WorkerManager
+
+        return WorkerManager(self.redis, self.keys)
+
+
+def print_json(doc: Any) -> None:
+    """One JSON document on stdout (indented on a terminal, compact when piped)."""
+    indent = 2 if sys.stdout.isatty() else None
+    # ASCII escapes keep the document valid whatever the terminal encoding.
+    sys.stdout.write(json.dumps(doc, indent=indent, ensure_ascii=True) + "\n")
+    sys.stdout.flush()
+
+
+def fail(session: Session, message: str) -> None:
+    """A one-line explanation of a failed check on stderr (plain: never wrapped)."""
+    del session  # stderr lines are plain text so scripts can grep them
+    line = " ".join(safe_text(message, 2000).split())
+    sys.stderr.write(f"byconsole: {line}\n")
+    sys.stderr.flush()
+
+
+def _scoped(snapshot: FleetSnapshot, agent_type: str | None) -> FleetSnapshot:
+    if agent_type is None:
+        return snapshot
+    workers = chk.in_scope(snapshot, agent_type)
+    ids = {w.instance_id for w in workers}
+    instances = [
+        i
+        for i in snapshot.instances
+        if i.instance_id in ids or agent_type in i.replicas or agent_type in i.quota
+    ]
+    return snapshot.model_copy(
+        update={
+            "workers": workers,
+            "types": chk.types_in_scope(snapshot, agent_type),
+            "instances": instances,
+        }
+    )
+
+
+async def run_snapshot(session: Session, args: argparse.Namespace, checks: chk.Checks) -> int:
+    """``byconsole --snapshot``: print the fleet, then run the checks."""
+    snapshot = await session.reader().read()
+    agent_type: str | None = args.snapshot_type
+    scoped = _scoped(snapshot, agent_type)
+    if args.format == "json":
+        print_json(scoped.model_dump(mode="json"))
+    elif args.format == "prom":
+        from byconsole.render_prom import render_prom
+
+        sys.stdout.write(render_prom(scoped, list(scoped.workers), list(scoped.types)))
+    else:
+        from byconsole.plain_table import snapshot_view, write_block
+
+        write_block(snapshot_view(scoped), sys.stdout)
+    code = 0
+    if agent_type is not None and not scoped.types and not scoped.workers:
+        fail(session, f"unknown agent type: {safe_text(agent_type)}")
+        code = 1
+    failures = chk.run_checks(snapshot, checks, agent_type)
+    for line in failures:
+        fail(session, f"check failed: {line}")
+    return 1 if failures else code

@@ -1,0 +1,459 @@
+"""Fixed-width tables for ``--snapshot --format table`` and ``worker list``.
+
+Rich's ``Table`` measures and wraps every cell (about 2 ms per row): 20 s for a
+10,000-worker snapshot on a busy machine, and at 80 columns it wrapped worker ids in
+the middle. Here every column is as wide as its widest cell, rows are padded with
+``str`` methods, and nothing is ever wrapped or cut by the table: when the lines do not
+fit the terminal, whole low-priority columns are dropped instead (ids, lifecycle and
+status never are). Cells hold text already made safe (:func:`byconsole.text.safe_text`);
+colour is an SGR prefix and reset around a cell, only on a terminal without
+``NO_COLOR``. Nothing here imports Rich's console or table machinery.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import IO, Literal
+
+from byconsole.styles import PENDING_STYLE, lifecycle_style, status_style
+from byconsole.text import safe_text
+from worker_runtime.snapshot import (
+    CommandState,
+    FleetSnapshot,
+    InstanceView,
+    TypeView,
+    WorkerView,
+)
+
+Fragment = tuple[str, str]
+"""A run of text and its Rich style name (``""`` for none)."""
+
+Cell = str | Fragment | tuple[Fragment, ...]
+"""A cell: plain text, one styled run, or several runs."""
+
+GAP = "  "
+
+
+def cell_width(text: str) -> int:
+    """Terminal cells ``text`` takes (wide East Asian characters count 2)."""
+    if text.isascii():
+        return len(text)
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+        for c in text
+    )
+
+
+def _fragments(cell: Cell) -> tuple[Fragment, ...]:
+    if isinstance(cell, str):
+        return ((cell, ""),)
+    if len(cell) == 2 and isinstance(cell[0], str):
+        return (cell,)
+    return cell
+
+
+@dataclass(frozen=True, slots=True)
+class PlainColumn:
+    """A column: header, drop priority (0 is never dropped, higher goes first), justify."""
+
+    header: str
+    priority: int = 0
+    justify: Literal["left", "right"] = "left"
+
+
+@dataclass
+class PlainTable:
+    """A titled table of cells; :meth:`lines` lays it out for a width."""
+
+    columns: Sequence[PlainColumn]
+    rows: list[Sequence[Cell]] = field(default_factory=list)
+    title: str | None = None
+
+    def lines(self, width: int | None, paint: Painter) -> list[str]:
+        """The table as lines no wider than ``width`` when dropping columns allows.
+
+        Args:
+            width: the terminal width, or ``None`` for no limit (piped output).
+            paint: how styled runs are written (colour or plain).
+        """
+        n = len(self.columns)
+        texts = [[_fragments(c) for c in row] for row in self.rows]
+        widths = [cell_width(c.header) for c in self.columns]
+        cells: list[list[tuple[tuple[Fragment, ...], int]]] = []
+        for row in texts:
+            measured = []
+            for i, frags in enumerate(row[:n]):
+                w = (
+                    sum(cell_width(t) for t, _ in frags)
+                    if len(frags) > 1
+                    else cell_width(frags[0][0])
+                )
+                if w > widths[i]:
+                    widths[i] = w
+                measured.append((frags, w))
+            cells.append(measured)
+        shown = list(range(n))
+        if width is not None:
+            # Drop the least important column (rightmost on a tie) until the lines fit.
+            def total() -> int:
+                return sum(widths[i] for i in shown) + len(GAP) * (len(shown) - 1)
+
+            while total() > width:
+                droppable = [i for i in shown if self.columns[i].priority > 0]
+                if not droppable:
+                    break
+                shown.remove(max(droppable, key=lambda i: (self.columns[i].priority, i)))
+        out: list[str] = []
+        if self.title:
+            out.append(paint(self.title, "bold"))
+        header = GAP.join(
+            paint(
+                _pad(
+                    self.columns[i].header,
+                    cell_width(self.columns[i].header),
+                    widths[i],
+                    self.columns[i].justify,
+                ),
+                "bold",
+            )
+            for i in shown
+        )
+        out.append(header.rstrip())
+        out.append(GAP.join("─" * widths[i] for i in shown))
+        last = shown[-1] if shown else -1
+        for row_cells in cells:
+            parts = []
+            for i in shown:
+                if i >= len(row_cells):
+                    parts.append(" " * widths[i] if i != last else "")
+                    continue
+                frags, w = row_cells[i]
+                justify = self.columns[i].justify
+                gap = widths[i] - w
+                text = "".join(paint(t, s) for t, s in frags)
+                if justify == "right":
+                    parts.append(" " * gap + text)
+                elif i == last:
+                    parts.append(text)  # no trailing spaces
+                else:
+                    parts.append(text + " " * gap)
+            out.append(GAP.join(parts))
+        return out
+
+
+def _pad(text: str, length: int, width: int, justify: str) -> str:
+    gap = width - length
+    return " " * gap + text if justify == "right" else text + " " * gap
+
+
+class Painter:
+    """Writes a styled run: SGR codes around it on a colour terminal, else plain text.
+
+    Args:
+        colour: emit colour codes.
+        color_system: Rich's colour system name (``standard``, ``256``, ``truecolor``).
+    """
+
+    def __init__(self, colour: bool, color_system: str = "standard") -> None:
+        self.colour = colour
+        self.color_system = color_system
+        self._codes: dict[str, tuple[str, str]] = {}
+
+    def __call__(self, text: str, style: str) -> str:
+        """``text`` in ``style``."""
+        if not self.colour or not style or not text:
+            return text
+        codes = self._codes.get(style)
+        if codes is None:
+            codes = self._codes[style] = self._sgr(style)
+        return f"{codes[0]}{text}{codes[1]}"
+
+    def _sgr(self, style: str) -> tuple[str, str]:
+        # Only on a colour terminal: Rich's style parser is imported here, not before.
+        from rich.color import ColorSystem
+        from rich.style import Style
+
+        system = {
+            "truecolor": ColorSystem.TRUECOLOR,
+            "256": ColorSystem.EIGHT_BIT,
+            "windows": ColorSystem.WINDOWS,
+        }.get(self.color_system, ColorSystem.STANDARD)
+        rendered = Style.parse(style).render("\x00", color_system=system)
+        prefix, _, suffix = rendered.partition("\x00")
+        return prefix, suffix
+
+
+@dataclass
+class PlainBlock:
+    """Lines and tables printed one after the other."""
+
+    parts: list[PlainTable | Sequence[Fragment] | str] = field(default_factory=list)
+
+    def lines(self, width: int | None, paint: Painter) -> list[str]:
+        """Every line of the block."""
+        out: list[str] = []
+        for part in self.parts:
+            if isinstance(part, PlainTable):
+                out += part.lines(width, paint)
+            elif isinstance(part, str):
+                out.append(paint(part, ""))
+            else:
+                out.append("".join(paint(t, s) for t, s in part))
+        return out
+
+
+def terminal_settings(stream: IO[str]) -> tuple[bool, int | None, str]:
+    """(colour, width, colour system) for ``stream``.
+
+    Colour only on a terminal without ``NO_COLOR``. The width is the terminal's; piped
+    output has no width limit unless ``COLUMNS`` sets one (scripts get every column).
+    """
+    tty = bool(getattr(stream, "isatty", lambda: False)())
+    colour = tty and not os.environ.get("NO_COLOR")
+    width: int | None = None
+    try:
+        columns = int(os.environ.get("COLUMNS", "") or 0)
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        width = columns
+    elif tty:
+        try:
+            width = os.get_terminal_size(stream.fileno()).columns
+        except (OSError, ValueError, AttributeError):
+            width = 80
+    term = os.environ.get("COLORTERM", "")
+    system = (
+        "truecolor"
+        if term in ("truecolor", "24bit")
+        else "256"
+        if "256" in os.environ.get("TERM", "")
+        else "standard"
+    )
+    return colour, width, system
+
+
+def write_block(block: PlainBlock, stream: IO[str] | None = None) -> None:
+    """Print ``block`` to ``stream`` (stdout), coloured and sized for it."""
+    out = stream or sys.stdout
+    colour, width, system = terminal_settings(out)
+    lines = block.lines(width, Painter(colour, system))
+    out.write("\n".join(lines) + "\n")
+    out.flush()
+
+
+# -- the fleet as plain tables -------------------------------------------------------------
+
+
+def age(ms: int | None, now: int) -> str:
+    """``3s``, ``2m05s``, ``1h02m``, ``3d04h`` since ``ms``; ``-`` when unknown."""
+    if ms is None:
+        return "-"
+    seconds = max(0, (now - ms) // 1000)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h{minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours:02d}h"
+
+
+def timestamp(ms: int | None) -> str:
+    """A UTC wall-clock time for a ms timestamp; ``-`` when unknown or absurd."""
+    if ms is None:
+        return "-"
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return safe_text(ms)
+
+
+def _safe(value: object, limit: int) -> str:
+    # The common printable ASCII value needs only the length check.
+    if type(value) is str and len(value) <= limit and value.isascii() and value.isprintable():
+        return value
+    return safe_text(value, limit)
+
+
+WORKER_COLUMNS = (
+    PlainColumn("Worker ID"),
+    PlainColumn("Lifecycle"),
+    PlainColumn("Status"),
+    PlainColumn("Instance", 3),
+    PlainColumn("Role", 6),
+    PlainColumn("Agent Types", 4),
+    PlainColumn("IP", 7),
+    PlainColumn("Jobs", 2, "right"),
+    PlainColumn("Last Seen", 1, "right"),
+    PlainColumn("Version", 8),
+    PlainColumn("Reason", 5),
+)
+"""Worker columns; on a narrow terminal Version goes first, then IP, Role, Reason…"""
+
+
+def _lifecycle(worker: WorkerView) -> Cell:
+    lifecycle = worker.lifecycle or "active"
+    shown = (_safe(lifecycle, 40), lifecycle_style(lifecycle))
+    if worker.command_state is CommandState.PENDING:
+        return (shown, (" (pending)", PENDING_STYLE))
+    return shown
+
+
+def workers_table(workers: Iterable[WorkerView], now: int, title: str | None = None) -> PlainTable:
+    """The workers table: id, lifecycle, status, instance, role, types, IP, jobs, age…"""
+    rows: list[Sequence[Cell]] = []
+    bad = ("stale (bad lease)", "yellow")
+    for w in workers:
+        status = w.status.value
+        rows.append(
+            (
+                _safe(w.worker_id, 80),
+                _lifecycle(w),
+                (status, status_style(status)) if w.lease_valid else bad,
+                _safe(w.instance_id or "-", 60),
+                _safe(w.role or "-", 20),
+                _safe(", ".join(w.agent_types) or "-", 80),
+                _safe(w.ip_address or "-", 45),
+                str(w.active_jobs) if w.active_jobs is not None else "-",
+                age(w.last_seen, now) if w.last_seen is not None else "-",
+                _safe(w.app_version or w.runtime_version or "-", 30),
+                _safe(w.reason or "", 80),
+            )
+        )
+    return PlainTable(WORKER_COLUMNS, rows, title)
+
+
+TYPE_COLUMNS = (
+    PlainColumn("Type"),
+    PlainColumn("Routable", 1, "right"),
+    PlainColumn("Denied", 3),
+    PlainColumn("Depth", 0, "right"),
+    PlainColumn("Pending", 1, "right"),
+    PlainColumn("Dead", 1, "right"),
+    PlainColumn("Target", 2, "right"),
+    PlainColumn("Overrides", 4),
+)
+
+
+def types_table(types: Iterable[TypeView], title: str | None = "Agent types") -> PlainTable:
+    """Per type: routable workers, denylist, depth, pending, dead letters, target."""
+    rows: list[Sequence[Cell]] = []
+    for t in types:
+        overrides = ", ".join(f"{i}={n}" for i, n in sorted(t.overrides.items()))
+        rows.append(
+            (
+                _safe(t.name, 80),
+                str(len(t.workers)),
+                _safe(", ".join(t.denied) or "-", 120),
+                (str(t.depth), "bold yellow" if t.depth else ""),
+                str(t.pending),
+                (str(t.dead), "bold red" if t.dead else ""),
+                "-" if t.target is None else str(t.target),
+                _safe(overrides or "-", 120),
+            )
+        )
+    return PlainTable(TYPE_COLUMNS, rows, title)
+
+
+def _replicas(instance: InstanceView) -> str:
+    parts = []
+    for t in sorted(set(instance.replicas) | set(instance.quota)):
+        have = instance.replicas.get(t, 0)
+        want = instance.quota.get(t)
+        parts.append(f"{t} {have}" + ("" if want is None else f"/{want}"))
+    return ", ".join(parts) or "-"
+
+
+INSTANCE_COLUMNS = (
+    PlainColumn("Instance"),
+    PlainColumn("Status"),
+    PlainColumn("Role", 3),
+    PlainColumn("Leader", 1),
+    PlainColumn("Workers", 2, "right"),
+    PlainColumn("Replicas (live/quota)", 4),
+    PlainColumn("Last Seen", 2, "right"),
+)
+
+
+def instances_table(instances: Iterable[InstanceView], now: int) -> PlainTable:
+    """Per instance: liveness, role, leader marker, replicas vs quota per type."""
+    rows: list[Sequence[Cell]] = []
+    for i in instances:
+        status = "online" if i.online else "offline"
+        rows.append(
+            (
+                _safe(i.instance_id, 80),
+                (status, status_style(status)),
+                _safe(i.role or "-", 20),
+                ("leader", "bold") if i.is_leader else "",
+                str(len(i.workers)),
+                _safe(_replicas(i), 200),
+                age(i.last_seen, now),
+            )
+        )
+    return PlainTable(INSTANCE_COLUMNS, rows, "Instances")
+
+
+def counts_line(workers: Iterable[WorkerView]) -> list[Fragment]:
+    """``3 worker(s) · online 2 · stale 0 · offline 1 · suspended 1``."""
+    workers = list(workers)
+    line: list[Fragment] = [(f"{len(workers)} worker(s)", "")]
+    statuses: dict[str, int] = {}
+    lifecycles: dict[str, int] = {}
+    for w in workers:
+        statuses[w.status.value] = statuses.get(w.status.value, 0) + 1
+        lifecycle = w.lifecycle or "active"
+        lifecycles[lifecycle] = lifecycles.get(lifecycle, 0) + 1
+    for status in ("online", "stale", "offline"):
+        n = statuses.get(status, 0)
+        line += [(" · ", ""), (f"{status} {n}", status_style(status) if n else "")]
+    for lifecycle in ("suspended", "draining", "evicted"):
+        n = lifecycles.get(lifecycle, 0)
+        if n:
+            line += [(" · ", ""), (f"{lifecycle} {n}", lifecycle_style(lifecycle))]
+    return line
+
+
+def snapshot_view(snapshot: FleetSnapshot) -> PlainBlock:
+    """The whole ``--snapshot`` table output (already scoped to ``--type``)."""
+    now = snapshot.generated_at
+    header: list[Fragment] = [
+        ("Redis ", ""),
+        (safe_text(snapshot.redis.endpoint), "bold"),
+        (f" · schema {snapshot.redis.schema_version} · read {timestamp(now)} UTC", ""),
+    ]
+    leader: list[Fragment] = [("Leader: ", "")]
+    if snapshot.leader.instance_id:
+        leader.append((safe_text(snapshot.leader.instance_id, 80), "bold"))
+        if snapshot.leader.epoch is not None:
+            leader.append((f" (epoch {snapshot.leader.epoch})", ""))
+    else:
+        leader.append(("none", "yellow"))
+    workers = snapshot.workers
+    return PlainBlock(
+        [
+            header,
+            leader,
+            "",
+            workers_table(workers, now, "Workers"),
+            counts_line(workers),
+            "",
+            types_table(snapshot.types),
+            "",
+            instances_table(snapshot.instances, now),
+        ]
+    )
+
+
+def worker_list_view(workers: Sequence[WorkerView], now: int) -> PlainBlock:
+    """``worker list``: the workers table and the counts line."""
+    return PlainBlock([workers_table(workers, now), counts_line(workers)])

@@ -1,0 +1,63 @@
+"""``--snapshot --format json`` loads only what it needs: no Textual, no Rich layout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from redis.asyncio import Redis
+
+from worker_runtime.keys import Keys
+from worker_runtime.models import now_ms
+
+K = Keys()
+
+PROBE = """
+import json, sys
+from byconsole.cli import main
+code = main(sys.argv[2:])
+with open(sys.argv[1], "w") as out:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, out)
+"""
+
+# Rich's layout machinery: measuring, wrapping, tables, the console itself.
+RICH_LAYOUT = ("rich.console", "rich.table", "rich.layout", "rich.padding", "rich.measure")
+
+
+def _modules(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
+    result = tmp_path / "modules.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, str(result), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    doc = json.loads(result.read_text())
+    return int(doc["code"]), set(doc["modules"])
+
+
+async def test_json_snapshot_imports_neither_textual_nor_rich_layout(
+    redis: Redis, redis_url: str, tmp_path: Path
+) -> None:
+    await redis.sadd(K.workers, "w-1")
+    await redis.set(K.worker_online("w-1"), json.dumps({"worker_id": "w-1", "last_seen": now_ms()}))
+    code, modules = _modules(tmp_path, "--redis-url", redis_url, "--snapshot", "--format", "json")
+    assert code == 0
+    assert "worker_runtime.fleet" in modules  # the probe did read the fleet
+    assert not {m for m in modules if m == "textual" or m.startswith("textual.")}
+    assert not {m for m in modules if m.startswith("rich")}, "JSON output needs no Rich at all"
+    assert "byconsole.commands" not in modules  # the admin subcommands load on demand
+
+
+async def test_table_snapshot_uses_no_rich_layout(
+    redis: Redis, redis_url: str, tmp_path: Path
+) -> None:
+    await redis.sadd(K.workers, "w-1")
+    code, modules = _modules(tmp_path, "--redis-url", redis_url, "--snapshot")
+    assert code == 0
+    assert "byconsole.plain_table" in modules
+    assert not {m for m in modules if m.startswith("textual")}
+    assert not modules & set(RICH_LAYOUT)
