@@ -70,10 +70,30 @@ def keyspace_wide_calls(source: str, where: str = "") -> list[str]:
     return sorted(found)
 
 
+def _slot_checked_evals(tree: ast.AST) -> set[int]:
+    """Ids of ``.eval`` calls in functions that compare their keys' slots (``key_slot``).
+
+    Such a function sends the script only when its keys share a slot (and does the work
+    another way when they do not), so its keys need not be a declared group.
+    """
+    checked: set[int] = set()
+    for func in ast.walk(tree):
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        calls = [n for n in ast.walk(func) if isinstance(n, ast.Call)]
+        if any(isinstance(c.func, ast.Name) and c.func.id == "key_slot" for c in calls):
+            checked.update(id(c) for c in _calls(func, "eval"))
+    return checked
+
+
 def script_key_groups(source: str, where: str = "") -> list[str]:
     """Problems with ``.eval(script, numkeys, *keys, ...)`` calls naming several keys."""
     problems = []
-    for call in _calls(ast.parse(source), "eval"):
+    tree = ast.parse(source)
+    checked = _slot_checked_evals(tree)
+    for call in _calls(tree, "eval"):
+        if id(call) in checked:
+            continue
         if len(call.args) < 2 or not isinstance(call.args[1], ast.Constant):
             problems.append(f"{where}:{call.lineno} numkeys is not a literal")
             continue
@@ -180,3 +200,15 @@ def test_script_scan_accepts_one_group_and_single_keys() -> None:
         "await r.eval(S, 1, key, value)\n"
     )
     assert script_key_groups(source) == []
+
+
+def test_script_scan_accepts_scripts_sent_only_after_a_slot_check() -> None:
+    source = (
+        "def move(pipe, a, b):\n"
+        "    if key_slot(a.encode()) == key_slot(b.encode()):\n"
+        "        pipe.eval(S, 2, a, b)\n"
+        "def other(pipe, a, b):\n"
+        "    pipe.eval(S, 2, a, b)\n"
+    )
+    (found,) = script_key_groups(source, "x.py")
+    assert found.startswith("x.py:5") and "not key factory attributes" in found
