@@ -111,7 +111,8 @@ examples:
 
 Redis URL precedence: --redis-url > BYAI_REDIS_URL > REDIS_URL > --context > redis://localhost:6379/0
 (REDIS_CLUSTER_HOST / REDIS_CLUSTER_PORT select Redis Cluster and key schema v2).
-exit codes: 0 ok, 1 a check failed or the target does not exist, 2 usage error or Redis unreachable.
+exit codes: 0 ok, 1 a check failed or the target does not exist, 2 usage error or Redis unreachable,
+3 --wait on a worker that cannot confirm (a by-framework worker: the command was sent).
 """
 
 
@@ -171,7 +172,10 @@ def _write_flags(parser: argparse.ArgumentParser, wait: bool = True) -> None:
             metavar="S",
             type=_positive_float,
             default=10.0,
-            help="seconds --wait waits (default 10); a timeout exits 1",
+            help=(
+                "seconds --wait waits (default 10); a timeout exits 1; a worker that "
+                "cannot confirm (by-framework) exits 3 at once"
+            ),
         )
 
 

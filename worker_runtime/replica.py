@@ -17,6 +17,7 @@ from typing import Any
 
 from worker_runtime.context import RUNTIME_VERSION, RuntimeContext
 from worker_runtime.models import (
+    WORKER_RUNTIME_CAPABILITIES,
     AdminState,
     Command,
     CommandAction,
@@ -130,6 +131,7 @@ class Replica:
             heartbeat_interval=ctx.settings.heartbeat_interval,
             lease_ttl=ctx.settings.lease_ttl,
             admin_applied_at=self.admin_applied_at or None,
+            capabilities=[c.value for c in WORKER_RUNTIME_CAPABILITIES],
         )
 
     # -- health ----------------------------------------------------------------------
@@ -227,6 +229,20 @@ class Replica:
                 else self.denied - {command.agent_type}
             )
         return False
+
+    def apply_foreign(self, command: Command, admin: AdminState) -> bool:
+        """Apply a pushed command that carries no stamp (by-framework's admin).
+
+        by-framework writes the admin hash, then pushes: the hash gives the command its
+        time. When the hash already holds another state (a newer command), the hash
+        wins, as on the pull channel; ``force`` only travels in the push.
+        """
+        if admin.known_lifecycle is command.lifecycle and admin.updated_at:
+            return self.apply_command(command.model_copy(update={"updated_at": admin.updated_at}))
+        changed = self.apply_admin(admin)
+        if changed:
+            self.last_push_at = time.monotonic()
+        return changed
 
     def set_denied(self, denied: set[str]) -> bool:
         """Replace the denylist (pull channel truth). Returns True when it changed."""
