@@ -239,8 +239,19 @@ def build_parser() -> _Parser:
     # -- worker ---------------------------------------------------------------------
     worker = _sub(group, "worker", "list, inspect and control workers", "byconsole worker list", [])
     wsub = worker.add_subparsers(dest="action", metavar="ACTION", required=True)
-    p = _sub(wsub, "list", "list workers", "byconsole worker list --type chat --json", parents)
-    p.add_argument("--type", dest="worker_type", metavar="T", help="only workers serving T")
+    p = _sub(
+        wsub,
+        "list",
+        "list online workers (holding a lease), as by-admin; --all adds offline ones",
+        "byconsole worker list --type chat --json",
+        parents,
+    )
+    p.add_argument("--type", "-t", dest="worker_type", metavar="T", help="only workers serving T")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="also list offline workers (registry and admin-state index)",
+    )
     _json_flag(p)
     p.set_defaults(handler=commands.worker_list, write=False)
     p = _sub(

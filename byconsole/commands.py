@@ -47,7 +47,7 @@ from worker_runtime.admin import (
 )
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
-from worker_runtime.models import MetricsPoint, now_ms
+from worker_runtime.models import MetricsPoint, Status, now_ms
 from worker_runtime.settings import RedisSettings
 from worker_runtime.snapshot import FleetSnapshot
 
@@ -145,17 +145,28 @@ async def run_snapshot(session: Session, args: argparse.Namespace, checks: chk.C
 
 
 async def worker_list(session: Session, args: argparse.Namespace) -> int:
-    """``worker list [--type T]``."""
+    """``worker list [--type T] [--all]``.
+
+    Like by-admin's ``worker list``, only workers holding a lease (online, or stale)
+    by default; ``--all`` adds the offline ones (registry and admin-state index).
+    """
     snapshot = await session.reader(history_limit=1, events_limit=1).read()
     agent_type: str | None = args.worker_type
     workers = chk.in_scope(snapshot, agent_type)
     if agent_type is not None and not workers and not chk.types_in_scope(snapshot, agent_type):
         raise NotFoundError(f"unknown agent type: {agent_type}")
+    hidden = 0
+    if not getattr(args, "all", False):
+        shown = [w for w in workers if w.status is not Status.OFFLINE]
+        hidden = len(workers) - len(shown)
+        workers = shown
     if args.json:
         print_json([w.model_dump(mode="json") for w in workers])
         return 0
     emit(session.out, workers_table(workers, snapshot.generated_at))
     emit(session.out, counts_line(workers))
+    if hidden:
+        emit(session.out, Text(f"{hidden} offline worker(s) not shown (--all to list them)"))
     return 0
 
 

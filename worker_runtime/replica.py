@@ -276,10 +276,11 @@ class Replica:
                 task.cancel()
         if old is not new:
             log.info(
-                "%s: %s -> %s%s",
+                "%s: %s -> %s%s%s",
                 self.worker_id,
                 old.value,
                 new.value,
+                " [force]" if new is Lifecycle.EVICTED and force else "",
                 f" ({reason})" if reason else "",
             )
         self.notify()

@@ -360,10 +360,14 @@ async def test_read_commands_tables_and_json(fleet: Backend, env: dict[str, str]
         point = MetricsPoint(ts=now - (30 - i) * 1000, workers_online=i, queue_depth=i)
         await redis.zadd(k.metrics_history, {point.model_dump_json(): point.ts})
 
+    # Online workers by default, as by-admin; --all adds the offline ones.
     listed = run(["worker", "list"], env)
     assert listed.code == 0
-    assert "Worker ID" in listed.out and "2 worker(s)" in listed.out and "10.0.0.1" in listed.out
+    assert "Worker ID" in listed.out and "1 worker(s)" in listed.out and "10.0.0.1" in listed.out
+    assert "1 offline worker(s) not shown (--all" in listed.out
     as_json = run(["worker", "list", "--json"], env).json()
+    assert [(w["worker_id"], w["status"]) for w in as_json] == [("w1", "online")]
+    as_json = run(["worker", "list", "--all", "--json"], env).json()
     assert [(w["worker_id"], w["lifecycle"], w["status"]) for w in as_json] == [
         ("w1", "active", "online"),
         ("w2", "suspended", "offline"),
