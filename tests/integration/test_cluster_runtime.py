@@ -222,12 +222,13 @@ async def test_a_real_worker_writes_every_v2_key_family_and_nothing_crosses_slot
     await client.sadd("byai_gateway:v2:registry:worker:{ghost}:agent_types", "chat")
     sampler = KeySampler(client)
     sampler.start()
-    # A hung worker is evicted (its lease goes) and forgotten by the operator (before the
-    # janitor runs, which would forget it by itself a second later).
+    # A hung worker is evicted (its lease stays: only the worker drops it, SPEC 10) and
+    # forgotten by the operator with --force (before the janitor runs, which would
+    # forget it by itself a second later).
     await client.sadd("byai_gateway:v2:registry:workers", "old")
     await client.set("byai_gateway:v2:registry:worker:{old}:online", "{}")
     await byconsole(cli, "worker", "evict", "old", "--force")
-    await byconsole(cli, "worker", "forget", "old")
+    await byconsole(cli, "worker", "forget", "old", "--force")
     log = tmp_path / "kf.log"
     proc = spawn_worker(
         url,
