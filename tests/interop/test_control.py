@@ -86,6 +86,8 @@ async def test_byconsole_drives_a_by_framework_worker_by_push(fleet: Fleet) -> N
     assert (code, doc["state"]) == (0, "unconfirmable")
     assert latency < PUSH_BOUND_S * 1000
     await asyncio.to_thread(wait_for, lambda: "Worker resumed by admin" in worker.log())
+    # Back in routing at once, as by-framework's own resume does (its beat is 5 s away).
+    assert await fleet.redis.sismember(fleet.keys.type_workers("echo"), "byf-1")
 
     # drain does not exist in by-framework: refused, nothing written or sent.
     stream = fleet.keys.worker_stream("byf-1")
