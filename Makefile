@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck bench screenshots redis-server lock clean
+.PHONY: demo test check lint typecheck bench screenshots redis-server lock clean interop-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -48,7 +48,13 @@ redis-server:
 demo: $(STAMP) redis-server
 	$(BIN)/byconsole --demo
 
-test: $(STAMP) redis-server
+# The interoperability suite (tests/interop) runs the real by-framework pre-release,
+# which needs Python >= 3.12: its own venv, built from pyenv's 3.12 or python3.12.
+# Without such a Python this prints why and the suite skips itself.
+interop-venv: $(STAMP)
+	$(BIN)/python -m tests.interop.byf_env
+
+test: $(STAMP) redis-server interop-venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
@@ -68,4 +74,4 @@ screenshots: $(STAMP) redis-server
 	$(BIN)/python tools/screenshots.py screenshots
 
 clean:
-	rm -rf $(VENV) $(LOCK_VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(LOCK_VENV) .venv-byf .mypy_cache .ruff_cache .pytest_cache

@@ -2,8 +2,9 @@
 
 Each handler reads through :class:`~worker_runtime.fleet.FleetReader`, writes through
 :class:`~worker_runtime.admin.WorkerManager` (both channels + audit) and returns the
-exit code: 0 success, 1 a check failed or the target does not exist. Usage and
-connection errors are raised and turned into exit code 2 by :mod:`byconsole.cli`.
+exit code: 0 success, 1 a check failed or the target does not exist, 3 ``--wait``
+on a worker that cannot confirm (:data:`EXIT_UNCONFIRMABLE`). Usage and connection
+errors are raised and turned into exit code 2 by :mod:`byconsole.cli`.
 """
 
 from __future__ import annotations
@@ -37,29 +38,56 @@ from byconsole.styles import ansi_style
 from byconsole.text import safe_text
 from worker_runtime.admin import (
     ActionResult,
+    Confirmation,
     UnknownWorkerError,
+    UnsupportedCommandError,
     WorkerManager,
     WorkerOnlineError,
 )
-from worker_runtime.models import MetricsPoint, now_ms
+from worker_runtime.models import MetricsPoint, Status, now_ms
 from worker_runtime.quota import check_scale_count
+
+BY_ADMIN_WORKER_FIELDS = (
+    "worker_id",
+    "agent_types",
+    "last_seen",
+    "ip_address",
+    "lifecycle",
+    "lifecycle_reason",
+)
+"""What by-admin's ``worker list|info --json`` print per worker (ours print more)."""
+
+EXIT_UNCONFIRMABLE = 3
+"""``--wait`` on a worker that never confirms (by-framework): the command was sent."""
+
 
 # -- worker ...------------------------------------------------------------------------
 
 
 async def worker_list(session: Session, args: argparse.Namespace) -> int:
-    """``worker list [--type T]``."""
+    """``worker list [--type T] [--all]``.
+
+    Like by-admin's ``worker list``, only workers holding a lease (online, or stale)
+    by default; ``--all`` adds the offline ones (registry and admin-state index).
+    """
     snapshot = await session.reader(history_limit=1, events_limit=1).read()
     agent_type: str | None = args.worker_type
     workers = chk.in_scope(snapshot, agent_type)
     if agent_type is not None and not workers and not chk.types_in_scope(snapshot, agent_type):
         raise NotFoundError(f"unknown agent type: {agent_type}")
+    hidden = 0
+    if not getattr(args, "all", False):
+        shown = [w for w in workers if w.status is not Status.OFFLINE]
+        hidden = len(workers) - len(shown)
+        workers = shown
     if args.json:
         print_json([w.model_dump(mode="json") for w in workers])
         return 0
     from byconsole.plain_table import worker_list_view, write_block
 
     write_block(worker_list_view(workers, snapshot.generated_at), sys.stdout)
+    if hidden:
+        sys.stdout.write(f"{hidden} offline worker(s) not shown (--all to list them)\n")
     return 0
 
 
@@ -69,7 +97,11 @@ async def worker_info(session: Session, args: argparse.Namespace) -> int:
     if not detail.known:
         raise NotFoundError(f"unknown worker: {args.worker_id}")
     if args.json:
-        print_json(detail.model_dump(mode="json"))
+        doc = detail.model_dump(mode="json")
+        # by-admin's ``worker info --json`` fields at the top level, for its scripts.
+        view = detail.worker.model_dump(mode="json")
+        doc.update({name: view.get(name) for name in BY_ADMIN_WORKER_FIELDS if name != "worker_id"})
+        print_json(doc)
     else:
         emit(session.out, worker_detail_view(detail, now_ms()))
     return 0
@@ -104,12 +136,21 @@ async def _report(
 ) -> int:
     """Say what was written and whether the worker has confirmed it."""
     latency: float | None = None
-    waited = bool(getattr(args, "wait", False)) and can_wait and result.online
+    asked = bool(getattr(args, "wait", False))
+    unconfirmable = can_wait and result.confirmation is Confirmation.NONE
+    waited = asked and can_wait and result.online and not unconfirmable
     if waited:
         latency = await _wait(session.manager(), result, args.timeout)
     if not result.online:
         state = "offline"
         note = "the worker is offline: it applies this state when it starts"
+    elif unconfirmable:
+        # by-framework applies the push at once but never reports what it applied.
+        state = "unconfirmable"
+        note = f"sent; a {result.runtime} worker cannot confirm it (it applies pushes at once)"
+    elif can_wait and not waited and result.confirmation is Confirmation.LEASE_GONE:
+        state = "sent"
+        note = "sent; confirmed when the worker exits and drops its lease (--wait to wait)"
     elif latency is not None:
         state = "applied"
         note = f"applied by the worker in {latency:.3f} s"
@@ -128,6 +169,8 @@ async def _report(
                 "online": result.online,
                 "state": state,
                 "latency_s": latency,
+                "runtime": result.runtime,
+                "confirmation": result.confirmation.value,
             }
         )
     else:
@@ -138,6 +181,8 @@ async def _report(
     if state == "timeout":
         fail(session, f"check failed: {note}")
         return 1
+    if state == "unconfirmable" and asked:
+        return EXIT_UNCONFIRMABLE
     return 0
 
 
@@ -169,7 +214,10 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
     elif action == "evict":
         result = await manager.evict_worker(wid, force=args.force, reason=reason)
     else:
-        result = await manager.drain_worker(wid, reason)
+        try:
+            result = await manager.drain_worker(wid, reason)
+        except UnsupportedCommandError as exc:
+            raise RefusedError(str(exc)) from None
     return await _report(session, args, result, f"{result.action} {shown}")
 
 
@@ -194,7 +242,7 @@ async def type_denylist(session: Session, args: argparse.Namespace) -> int:
         raise NotFoundError(f"unknown agent type: {agent_type}")
     denied = await session.manager().get_type_denylist(agent_type)
     if args.json:
-        print_json({"type": agent_type, "denied": denied})
+        print_json(denied)  # by-admin's shape: a plain list of worker ids
         return 0
     emit(session.out, Text(f"Denylist of {safe_text(agent_type, 80)}", style=ansi_style("heading")))
     for wid in denied:

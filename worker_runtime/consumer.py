@@ -25,7 +25,7 @@ from redis.exceptions import ResponseError
 
 from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.keys import CONSUMER_GROUP
-from worker_runtime.messages import KIND_COMMAND, decode_task
+from worker_runtime.messages import decode_task, is_control_entry
 from worker_runtime.replica import Replica
 
 log = logging.getLogger(__name__)
@@ -239,9 +239,10 @@ class Reader:
             batcher.ack(stream, entry_id)  # the entry was deleted (XDEL / trimmed)
             return
         agent_type = self._type_of_stream.get(stream)
-        if fields.get("kind") == KIND_COMMAND:
+        if is_control_entry(fields):
+            # Ours or by-framework's envelope: applied by the control loop, never a task.
             if agent_type is None:
-                batcher.ack(stream, entry_id)  # commands are applied by the control loop
+                batcher.ack(stream, entry_id)
             else:
                 # A command on a task stream was meant for someone: never drop it silently.
                 replica.bury(

@@ -56,11 +56,6 @@ class Keys:
     def _root(self) -> str:
         return f"{_GATEWAY}:v2" if self.schema == "v2" else _GATEWAY
 
-    @property
-    def _obs(self) -> str:
-        # v2: one hash tag for the collector's keys so its fenced Lua write is slot-safe.
-        return "by_framework:v2:{obs}" if self.schema == "v2" else _OBS
-
     def _group(self, group: str) -> str:
         # Singleton state checked and written together in one script shares a slot in v2.
         return f"{self._root}:{{{group}}}" if self.schema == "v2" else f"{self._root}:{group}"
@@ -125,13 +120,30 @@ class Keys:
         """Hash: finished execution id -> small JSON snapshot (capped)."""
         return self._worker("history_snapshots", worker_id)
 
+    def _agent_type(self, suffix: str, agent_type: str) -> str:
+        # v1: byai_gateway:registry:agent_type:<suffix>:<type>
+        # v2: byai_gateway:v2:registry:agent_type:{<type>}:<suffix>, as by-framework's
+        # three SDKs spell it (routing set and denylist of a type share a slot).
+        if self.schema == "v2":
+            return _tagged(f"{self._root}:registry:agent_type", agent_type, f":{suffix}")
+        return f"{self._root}:registry:agent_type:{suffix}:{agent_type}"
+
     def type_workers(self, agent_type: str) -> str:
         """Set: routable workers of an agent type."""
-        return f"{self._root}:registry:agent_type:workers:{agent_type}"
+        return self._agent_type("workers", agent_type)
 
     def type_denied(self, agent_type: str) -> str:
         """Set: worker ids denied for an agent type."""
-        return f"{self._root}:registry:agent_type:denied:{agent_type}"
+        return self._agent_type("denied", agent_type)
+
+    @property
+    def admin_workers(self) -> str:
+        """Set: every worker id with an admin hash (by-framework's admin-state index).
+
+        Keeps suspended and evicted workers listable after they leave
+        :attr:`workers` (a by-framework worker removes itself on exit).
+        """
+        return f"{self._root}:registry:worker:admin_workers"
 
     # -- streams -------------------------------------------------------------------
 
@@ -159,21 +171,30 @@ class Keys:
         return self._session("registry", session_id)
 
     # -- observability (by_framework namespace, as the seeds) ------------------------
+    # by-framework keeps these two unversioned in both schemas (metrics/collector.py,
+    # metrics/snapshot.py): the same key on a single Redis and on a cluster.
 
     @property
     def collector_lock(self) -> str:
         """String: metrics collector lock (SET NX PX)."""
-        return f"{self._obs}:collector_lock"
+        return f"{_OBS}:collector_lock"
 
     @property
     def metrics_history(self) -> str:
         """ZSet: metrics history points, score = ts ms, member = JSON."""
-        return f"{self._obs}:history"
+        return f"{_OBS}:history"
 
     @property
     def metrics_fence(self) -> str:
-        """String: highest leader epoch that wrote the history (rejects stale leaders)."""
-        return f"{self._obs}:fence"
+        """String: highest leader epoch that wrote the history (rejects stale leaders).
+
+        v2: hash-tagged with the history key's full name, so it lands in the history's
+        slot (an untagged key hashes its whole name) and the fenced write stays one
+        script on a cluster.
+        """
+        if self.schema == "v2":
+            return f"{self._root}:{{{_OBS}:history}}:fence"
+        return f"{_OBS}:fence"
 
     # -- keys this project adds ----------------------------------------------------
 
@@ -247,8 +268,7 @@ class Keys:
         For ``ACL SETUSER``: a user limited to these can reach the fleet's keys and
         nothing else in a shared Redis (see the README's ACL section).
         """
-        obs = _OBS if self.schema == "v1" else "by_framework:v2"
-        return [f"{self._root}:*", f"{obs}:*"]
+        return [f"{self._root}:*", f"{_OBS}:*"]
 
     def all_worker_keys(self, worker_id: str) -> list[str]:
         """Every per-worker key, for ``forget`` (one slot in v2)."""
