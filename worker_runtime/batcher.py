@@ -12,6 +12,7 @@ delivered again (at-least-once).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
@@ -20,9 +21,11 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
+from worker_runtime.byframework import queue_status_counters, snapshot, snapshot_json
 from worker_runtime.connection import LOOP_ERRORS
+from worker_runtime.envelope import execution_record
 from worker_runtime.keys import CONSUMER_GROUP, Keys
-from worker_runtime.models import Execution, ExecutionState
+from worker_runtime.models import Execution, ExecutionState, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +71,10 @@ class Batcher:
         self.stream_maxlen = stream_maxlen
         self.execution_cap = execution_cap
         self._history: dict[str, deque[str]] = {}
+        self.groups: dict[str, str] = {}
+        """stream -> consumer group, for streams not read in :data:`CONSUMER_GROUP`."""
+        self._records: dict[str, dict[str, Any]] = {}
+        """execution id -> the by-framework client's record, until its end is written."""
         self._pending = _Pending()
         self._written_starts: set[str] = set()
         self._unconfirmed: set[tuple[str, str]] = set()
@@ -105,14 +112,35 @@ class Batcher:
         if not self._wake.is_set():
             self._wake.set()
 
-    def started(self, execution: Execution) -> None:
-        """A handler started; its running state is written only if it outlives a flush."""
+    def group_of(self, stream: str) -> str:
+        """The consumer group this process reads ``stream`` in (acks go to it)."""
+        return self.groups.get(stream, CONSUMER_GROUP)
+
+    def started(self, execution: Execution, record: dict[str, Any] | None = None) -> None:
+        """A handler started; its running state is written only if it outlives a flush.
+
+        Args:
+            execution: the execution.
+            record: a by-framework client's execution record for it (its session
+                registry entry is then kept in by-framework's format, updated).
+        """
+        if record is not None:
+            self._records[execution.execution_id] = record
         self._pending.starts[execution.execution_id] = execution
         self._queued()
 
-    def finished(self, stream: str, entry_id: str, execution: Execution, ack: bool) -> None:
+    def finished(
+        self,
+        stream: str,
+        entry_id: str,
+        execution: Execution,
+        ack: bool,
+        record: dict[str, Any] | None = None,
+    ) -> None:
         """A handler ended; queue its ack (unless ``ack`` is False) and history."""
         eid = execution.execution_id
+        if record is not None:
+            self._records[eid] = record
         written = eid in self._written_starts
         self._written_starts.discard(eid)
         self._pending.starts.pop(eid, None)
@@ -179,7 +207,7 @@ class Batcher:
             else:
                 pipe.xadd(stream, fields)  # type: ignore[arg-type]
         for stream, ids in batch.acks.items():
-            pipe.xack(stream, CONSUMER_GROUP, *ids)
+            pipe.xack(stream, self.group_of(stream), *ids)
         self._queue_executions(pipe, batch)
         for session_id, fields in batch.outputs:
             key = self.keys.session_data_stream(session_id)
@@ -198,6 +226,8 @@ class Batcher:
             return
         self._failures = 0
         self._written_starts.update(batch.starts)
+        for execution, _ in batch.finishes:
+            self._records.pop(execution.execution_id, None)
         for stream, ids in batch.acks.items():
             self._unconfirmed.difference_update((stream, entry_id) for entry_id in ids)
 
@@ -219,9 +249,18 @@ class Batcher:
         # One command per worker and key per flush, whatever the number of tasks: the
         # per-command cost of packing and parsing dominates at high throughput.
         keys = self.keys
+        now = now_ms()
         starts: dict[str, dict[str, Execution]] = defaultdict(dict)
         for execution in batch.starts.values():
             starts[execution.worker_id][execution.execution_id] = execution
+        finished: dict[str, list[tuple[Execution, bool]]] = defaultdict(list)
+        for execution, written in batch.finishes:
+            finished[execution.worker_id].append((execution, written))
+        # by-framework's counters in the status hash (its readers sum them fleet-wide).
+        for wid in starts.keys() | finished.keys():
+            queue_status_counters(
+                pipe, keys, wid, starts.get(wid, {}).values(), finished.get(wid, []), now
+            )
         for wid, running in starts.items():
             pipe.zadd(
                 keys.worker_active_executions(wid),
@@ -229,16 +268,13 @@ class Batcher:
             )
             pipe.hset(
                 keys.worker_active_snapshots(wid),
-                mapping={eid: e.model_dump_json(exclude_none=True) for eid, e in running.items()},
+                mapping={eid: snapshot_json(e, now) for eid, e in running.items()},
             )
-        finished: dict[str, list[tuple[Execution, bool]]] = defaultdict(list)
-        for execution, written in batch.finishes:
-            finished[execution.worker_id].append((execution, written))
         for wid, items in finished.items():
             was_running = [e.execution_id for e, written in items if written]
             # Only the newest `cap` of a burst can survive the cap: don't write the rest.
             items = items[-self.execution_cap :]
-            snaps = {e.execution_id: e.model_dump_json(exclude_none=True) for e, _ in items}
+            snaps = {e.execution_id: snapshot_json(e, now) for e, _ in items}
             if was_running:
                 pipe.zrem(keys.worker_active_executions(wid), *was_running)
                 pipe.hdel(keys.worker_active_snapshots(wid), *was_running)
@@ -253,11 +289,25 @@ class Batcher:
             )
             pipe.hset(keys.worker_history_snapshots(wid), mapping=snaps)
         sessions: dict[str, dict[str, str]] = defaultdict(dict)
+        for execution in batch.starts.values():
+            # A by-framework client follows its execution's status: RUNNING now.
+            base = self._records.get(execution.execution_id)
+            if execution.session_id and base is not None:
+                record = execution_record(base, execution, now)
+                sessions[execution.session_id][f"exec:{execution.execution_id}"] = json.dumps(
+                    record, ensure_ascii=False, default=str
+                )
         for execution, _ in batch.finishes:
+            base = self._records.get(execution.execution_id)
             if execution.session_id:
                 eid = execution.execution_id
                 fields = sessions[execution.session_id]
-                fields[f"exec:{eid}"] = execution.model_dump_json(exclude_none=True)
+                data = (
+                    snapshot(execution, now)
+                    if base is None
+                    else execution_record(base, execution, now)
+                )
+                fields[f"exec:{eid}"] = json.dumps(data, ensure_ascii=False, default=str)
                 fields[f"msg_map:{execution.task_id}"] = eid
         for session_id, fields in sessions.items():
             reg = keys.session_registry(session_id)

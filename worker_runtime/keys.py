@@ -102,7 +102,12 @@ class Keys:
         return self._worker("agent_types", worker_id)
 
     def worker_status(self, worker_id: str) -> str:
-        """String: runtime status (idle/busy/suspended/draining)."""
+        """Hash: by-framework's execution counters (``active_count`` …) plus ours.
+
+        Shared with by-framework, which keeps ``{status}_count`` counters and
+        ``last_*_at`` stamps here; this runtime adds ``runtime_status``
+        (idle/busy/suspended/draining), a field by-framework ignores.
+        """
         return self._worker("status", worker_id)
 
     def worker_admin(self, worker_id: str) -> str:

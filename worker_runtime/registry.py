@@ -11,12 +11,23 @@ import logging
 from typing import Any
 
 from worker_runtime.audit import add_audit, audit_fields
+from worker_runtime.byframework import RUNTIME_STATUS_FIELD, SESSION_TTL_S
 from worker_runtime.models import AdminState, Lifecycle
 from worker_runtime.replica import Replica
 
 log = logging.getLogger(__name__)
 
 LOCK_TTL_S = 60
+
+# The status key must be a hash (by-framework's counters). An older runtime stored a
+# string there: drop it. Nothing runs in a process that is just starting, so its
+# running/active counters restart at zero (a crash left them counting its tasks).
+_STATUS_HASH = """
+if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then redis.call('DEL', KEYS[1]) end
+redis.call('HSET', KEYS[1], 'running_count', 0, 'active_count', 0)
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return 1
+"""
 
 # Take over a start-up lock only if it still holds the value we saw (its holder died).
 _TAKEOVER = """
@@ -70,6 +81,9 @@ async def register(replica: Replica) -> bool:
     keys = ctx.keys
     wid = replica.worker_id
     pipe = ctx.redis.pipeline(transaction=False)
+    # The status key is by-framework's counters hash: an older runtime's string is
+    # dropped, and a new process has nothing running or active yet.
+    pipe.eval(_STATUS_HASH, 1, keys.worker_status(wid), SESSION_TTL_S)
     pipe.sadd(keys.workers, wid)
     pipe.delete(keys.worker_agent_types(wid))
     pipe.sadd(keys.worker_agent_types(wid), *replica.agent_types)
@@ -79,10 +93,10 @@ async def register(replica: Replica) -> bool:
     for agent_type in replica.agent_types:
         pipe.sismember(keys.type_denied(agent_type), wid)
     res = await pipe.execute()
-    admin = AdminState.parse(res[4])
-    last = res[5]
+    admin = AdminState.parse(res[5])
+    last = res[6]
     replica.ctrl_last_id = str(last[0][0]) if last else "0-0"
-    replica.set_denied({t for t, d in zip(replica.agent_types, res[6:], strict=True) if d})
+    replica.set_denied({t for t, d in zip(replica.agent_types, res[7:], strict=True) if d})
     if admin.known_lifecycle is Lifecycle.DRAINING:
         # A drain ends with the replica's exit; a new start of the id is a new replica.
         await ctx.redis.delete(keys.worker_admin(wid))
@@ -106,7 +120,8 @@ def queue_presence(pipe: Any, replica: Replica) -> None:
     wid = replica.worker_id
     ttl = replica.ctx.lease_ttl_ms
     pipe.set(keys.worker_online(wid), replica.lease().dump(), px=ttl)
-    pipe.set(keys.worker_status(wid), replica.runtime_status.value, px=ttl)
+    # A hash shared with by-framework (its execution counters): ours is one field.
+    pipe.hset(keys.worker_status(wid), RUNTIME_STATUS_FIELD, replica.runtime_status.value)
     routable = set(replica.routable_types())
     for agent_type in replica.agent_types:
         if agent_type in routable:
@@ -120,7 +135,8 @@ def queue_absence(pipe: Any, replica: Replica) -> None:
     keys = replica.ctx.keys
     wid = replica.worker_id
     pipe.delete(keys.worker_online(wid))
-    pipe.delete(keys.worker_status(wid))
+    # Keep by-framework's counters (its views show a stopped worker's totals).
+    pipe.hdel(keys.worker_status(wid), RUNTIME_STATUS_FIELD)
     for agent_type in replica.agent_types:
         pipe.srem(keys.type_workers(agent_type), wid)
 

@@ -15,7 +15,9 @@ import os
 import time
 from typing import Any
 
+from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.context import RUNTIME_VERSION, RuntimeContext
+from worker_runtime.envelope import Envelope, is_terminal, load_record, result_messages
 from worker_runtime.models import (
     AdminState,
     Command,
@@ -271,8 +273,10 @@ class Replica:
 
     # -- running tasks -----------------------------------------------------------------
 
-    def start_task(self, stream: str, entry_id: str, task: Task) -> None:
-        """Run the handler for one delivered entry."""
+    def start_task(
+        self, stream: str, entry_id: str, task: Task, envelope: Envelope | None = None
+    ) -> None:
+        """Run the handler for one delivered entry (``envelope``: it came from by-framework)."""
         key = f"{stream} {entry_id}"
         if key in self.inflight:
             return  # already running (e.g. seen again while recovering our own PEL)
@@ -280,20 +284,42 @@ class Replica:
             # Finished while Redis was away: the ack is queued, not lost. Re-reading our
             # PEL after the outage returns the entry; running it again would duplicate it.
             return
-        self.inflight[key] = asyncio.create_task(self._execute(key, stream, entry_id, task))
+        self.inflight[key] = asyncio.create_task(
+            self._execute(key, stream, entry_id, task, envelope)
+        )
 
-    async def _execute(self, key: str, stream: str, entry_id: str, task: Task) -> None:
+    async def _execute(
+        self, key: str, stream: str, entry_id: str, task: Task, envelope: Envelope | None
+    ) -> None:
         ctx = self.ctx
+        record: dict[str, Any] | None = None
+        if envelope is not None:
+            try:
+                # The client's record: its execution id, and whether this is a replay.
+                record = await load_record(ctx.redis, ctx.keys, task.session_id or "", task.task_id)
+            except LOOP_ERRORS as exc:
+                log.warning(
+                    "%s: could not read %s's record (%s)", self.worker_id, task.task_id, exc
+                )
+                record = {}
+            if is_terminal(record):
+                log.info("%s: %s already finished; not running it again", self.worker_id, key)
+                ctx.batcher.ack(stream, entry_id)
+                self.inflight.pop(key, None)
+                self._freed.set()
+                return
+        created = (record or {}).get("created_at")
         execution = Execution(
-            execution_id=os.urandom(8).hex(),
+            execution_id=str((record or {}).get("execution_id") or os.urandom(8).hex()),
             task_id=task.task_id,
             worker_id=self.worker_id,
             agent_type=task.agent_type,
             attempt=task.attempt,
             session_id=task.session_id,
+            created_at=created if isinstance(created, int) and created > 0 else None,
             started_at=now_ms(),
         )
-        ctx.batcher.started(execution)
+        ctx.batcher.started(execution, record)
         ack = True
         output: Any = None
         try:
@@ -309,12 +335,19 @@ class Replica:
             execution.state = ExecutionState.FAILED
             execution.error = f"{type(exc).__name__}: {exc}"[:500]
             self.failed += 1
-            self._retry_or_bury(stream, task, execution.error)
+            if envelope is None:
+                self._retry_or_bury(stream, task, execution.error)
+            # by-framework's tasks are not retried (its client expects FAILED and the
+            # end of the stream, as its own workers do).
         finally:
             execution.finished_at = now_ms()
-            ctx.batcher.finished(stream, entry_id, execution, ack)
+            ctx.batcher.finished(stream, entry_id, execution, ack, record)
             if task.session_id and execution.state is not ExecutionState.CANCELLED:
-                ctx.batcher.output(task.session_id, _output_fields(execution, output))
+                if envelope is None:
+                    ctx.batcher.output(task.session_id, _output_fields(execution, output))
+                else:
+                    for fields in result_messages(envelope, execution, output):
+                        ctx.batcher.output(task.session_id, fields)
             self.inflight.pop(key, None)
             self._freed.set()
 
