@@ -56,8 +56,8 @@ async def resolve_group(redis: Any, stream: str, configured: str = "") -> str:
 
     Every consumer group of a stream gets every entry, so workers of one type must
     share one group or each task runs once per group. by-framework's workers use
-    ``agent_engines`` (its ``run_worker`` default), ``byai_gateway:consumer_group:
-    agent_engines`` (its runner's default) or a name suffixed per type set. So:
+    ``agent_engines`` (its ``run_worker`` default), :data:`CONSUMER_GROUP` (its
+    runner's default) or a name suffixed per type set. So:
     ``configured`` when set; else the stream's group when it already has one (ours
     first when present); else :data:`CONSUMER_GROUP`. A stream with several groups is
     logged: its tasks run once per group.

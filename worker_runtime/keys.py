@@ -24,6 +24,8 @@ CONSUMER_GROUP = "byai_gateway:consumer_group:agent_engines"
 
 _GATEWAY = "byai_gateway"
 _OBS = "by_framework:obs"
+_HISTORY_SLOT_TAG = "yw6"
+"""A hash tag in the slot of ``by_framework:obs:history`` (both hash to slot 450)."""
 
 
 def _tagged(head: str, entity_id: str, tail: str) -> str:
@@ -55,11 +57,6 @@ class Keys:
     @property
     def _root(self) -> str:
         return f"{_GATEWAY}:v2" if self.schema == "v2" else _GATEWAY
-
-    @property
-    def _obs(self) -> str:
-        # v2: one hash tag for the collector's keys so its fenced Lua write is slot-safe.
-        return "by_framework:v2:{obs}" if self.schema == "v2" else _OBS
 
     def _group(self, group: str) -> str:
         # Singleton state checked and written together in one script shares a slot in v2.
@@ -167,18 +164,26 @@ class Keys:
 
     @property
     def collector_lock(self) -> str:
-        """String: metrics collector lock (SET NX PX)."""
-        return f"{self._obs}:collector_lock"
+        """String: metrics collector lock, shared with by-framework's collector.
+
+        Unversioned in v2 too, as by-framework keeps it: both collectors must see one
+        lock. Held the way by-framework holds it (see :mod:`worker_runtime.metrics`).
+        """
+        return f"{_OBS}:collector_lock"
 
     @property
     def metrics_history(self) -> str:
-        """ZSet: metrics history points, score = ts ms, member = JSON."""
-        return f"{self._obs}:history"
+        """ZSet: metrics history points, score = ts ms, member = JSON (shared, unversioned)."""
+        return f"{_OBS}:history"
 
     @property
     def metrics_fence(self) -> str:
-        """String: highest leader epoch that wrote the history (rejects stale leaders)."""
-        return f"{self._obs}:fence"
+        """String: highest leader epoch that wrote the history (rejects stale leaders).
+
+        Ours alone. In v2 its hash tag puts it in the slot of the untagged history key
+        (slot 450), so the fenced write naming both stays one slot.
+        """
+        return f"{_OBS}:fence{{{_HISTORY_SLOT_TAG}}}" if self.schema == "v2" else f"{_OBS}:fence"
 
     # -- keys this project adds ----------------------------------------------------
 
@@ -252,8 +257,7 @@ class Keys:
         For ``ACL SETUSER``: a user limited to these can reach the fleet's keys and
         nothing else in a shared Redis (see the README's ACL section).
         """
-        obs = _OBS if self.schema == "v1" else "by_framework:v2"
-        return [f"{self._root}:*", f"{obs}:*"]
+        return [f"{self._root}:*", f"{_OBS}:*"]
 
     def all_worker_keys(self, worker_id: str) -> list[str]:
         """Every per-worker key, for ``forget`` (one slot in v2)."""

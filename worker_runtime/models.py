@@ -358,7 +358,7 @@ class TypeMetrics(BaseModel):
 
 
 class MetricsPoint(BaseModel):
-    """One point of the metrics history (``by_framework:obs:history``, shared).
+    """One point of the metrics history (:attr:`Keys.metrics_history`, shared).
 
     by-framework's collector writes the same ZSet with its own point format
     (``generated_at``, ``queue_depth_total``, ``consumer_pending_total`` …): such a

@@ -77,9 +77,10 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "scale overrides": (rf"byai_gateway:v2:scale:overrides:{_NAME}", "hash"),
     "audit": (r"byai_gateway:v2:audit", "stream"),
     "type stats": (r"byai_gateway:v2:stats:types", "hash"),
-    "collector lock": (r"by_framework:v2:\{obs\}:collector_lock", "string"),
-    "metrics history": (r"by_framework:v2:\{obs\}:history", "zset"),
-    "metrics fence": (r"by_framework:v2:\{obs\}:fence", "string"),
+    # Shared with by-framework, which keeps them unversioned in v2.
+    "collector lock": (r"by_framework:obs:collector_lock", "string"),
+    "metrics history": (r"by_framework:obs:history", "zset"),
+    "metrics fence": (r"by_framework:obs:fence\{yw6\}", "string"),
 }
 TEST_KEYS = {"test:started", "test:done"}  # tests.handlers:record's own lists
 
@@ -297,7 +298,7 @@ async def test_a_real_worker_writes_every_v2_key_family_and_nothing_crosses_slot
         await eventually(ghost_forgotten, timeout=10)
 
         # The leader's modules: history points and scheduled periods.
-        await eventually(lambda: client.zcard("by_framework:v2:{obs}:history"), timeout=10)
+        await eventually(lambda: client.zcard("by_framework:obs:history"), timeout=10)
         await eventually(lambda: client.xlen("byai_gateway:v2:ctrl:agent_type:report"), timeout=10)
 
         # Headless reads of the same fleet.

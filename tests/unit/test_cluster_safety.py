@@ -27,7 +27,7 @@ PACKAGES = ("worker_runtime", "byconsole")
 
 SLOT_GROUPS: list[frozenset[str]] = [
     frozenset({"leader_lock", "leader_epoch"}),
-    frozenset({"metrics_fence", "metrics_history", "collector_lock"}),
+    frozenset({"metrics_fence", "metrics_history"}),
     frozenset({"scheduler_fence", "scheduler_runs"}),
 ]
 """Key factory attributes a script may name together (one slot each in v2)."""
