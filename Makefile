@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck bench screenshots redis-server clean
+.PHONY: demo test check lint typecheck bench screenshots redis-server clean interop-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -34,7 +34,13 @@ redis-server:
 demo: $(STAMP) redis-server
 	$(BIN)/byconsole --demo
 
-test: $(STAMP) redis-server
+# The interoperability suite (tests/interop) runs the real by-framework pre-release,
+# which needs Python >= 3.12: its own venv, built from pyenv's 3.12 or python3.12.
+# Without such a Python this prints why and the suite skips itself.
+interop-venv: $(STAMP)
+	$(BIN)/python -m tests.interop.byf_env
+
+test: $(STAMP) redis-server interop-venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
@@ -54,4 +60,4 @@ screenshots: $(STAMP) redis-server
 	$(BIN)/python -m byconsole.screenshots screenshots
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .venv-byf .mypy_cache .ruff_cache .pytest_cache
