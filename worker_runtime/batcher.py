@@ -77,6 +77,8 @@ class Batcher:
         """execution id -> the by-framework client's record, until its end is written."""
         self._pending = _Pending()
         self._written_starts: set[str] = set()
+        self._flushing_starts: set[str] = set()
+        """Running states in the flush on the wire: written, as far as a finish knows."""
         self._unconfirmed: set[tuple[str, str]] = set()
         """(stream, entry id) of acks queued or in flight, until a flush succeeds."""
         self._wake = asyncio.Event()
@@ -141,8 +143,11 @@ class Batcher:
         eid = execution.execution_id
         if record is not None:
             self._records[eid] = record
-        written = eid in self._written_starts
+        # A start in the flush on the wire counts as written (else its running counter
+        # and active index entry would never be taken back).
+        written = eid in self._written_starts or eid in self._flushing_starts
         self._written_starts.discard(eid)
+        self._flushing_starts.discard(eid)
         self._pending.starts.pop(eid, None)
         if ack:
             self._pending.acks[stream].append(entry_id)
@@ -199,6 +204,7 @@ class Batcher:
 
     async def _flush(self) -> None:
         batch, self._pending = self._pending, _Pending()
+        self._flushing_starts = set(batch.starts)
         pipe = self.redis.pipeline(transaction=False)
         # Re-adds come before acks: a retried entry must exist before its original goes.
         for stream, fields, maxlen in batch.readds:
@@ -221,11 +227,14 @@ class Batcher:
             # Keep the batch and try again: dropping it would strand hand-backs and acks.
             log.warning("batch write failed (%s); retrying", exc)
             self._failures += 1
+            self._flushing_starts = set()
             self._requeue(batch)
             await asyncio.sleep(0.5)
             return
         self._failures = 0
-        self._written_starts.update(batch.starts)
+        # Not those that finished meanwhile (their finish already took them back).
+        self._written_starts.update(self._flushing_starts)
+        self._flushing_starts = set()
         for execution, _ in batch.finishes:
             self._records.pop(execution.execution_id, None)
         for stream, ids in batch.acks.items():
