@@ -92,8 +92,11 @@ async def _session_events(fleet: Fleet, session_id: str) -> list[str]:
 
 async def test_byf_client_is_answered_by_our_worker(fleet: Fleet) -> None:
     # Names of their own per test: the cluster is shared by the session's tests.
+    status = fleet.keys.worker_status("served-r0")
+    await fleet.redis.set(status, "busy")  # left by an older runtime: a string
     ours = fleet.start_our_worker("served", ["served"], handler=HANDLER)
     await _wait_online(fleet, "served-r0")
+    assert await fleet.redis.type(status) == "hash"
 
     result = _run_byf(fleet, "byf_client.py", "served", "3", "--policy", _policy(fleet))
 
@@ -267,3 +270,24 @@ async def test_a_type_stream_without_by_framework_keeps_our_group(fleet: Fleet) 
     fleet.start_our_worker("ours", ["solo"], handler=HANDLER)
     await _wait_online(fleet, "ours-r0")
     assert [g["name"] for g in await _groups(fleet, "solo")] == [CONSUMER_GROUP]
+
+
+@pytest.mark.parametrize("fleet", ["single"], indirect=True)
+async def test_a_resume_nobody_serves_is_dead_lettered_not_lost(fleet: Fleet) -> None:
+    fleet.start_our_worker("alone", ["alone"], handler=HANDLER, BYAI_MAX_DELIVERIES="2")
+    await _wait_online(fleet, "alone-r0")
+    header = {"message_id": "msg-r", "session_id": "s-r", "trace_id": "t"}
+    resume = {"action_type": "RESUME", "header": header, "body": {"status": "COMPLETED"}}
+    await fleet.redis.xadd(fleet.keys.type_stream("alone"), {"data": json.dumps(resume)})
+
+    dead_key = fleet.keys.dead_letter_stream("alone")
+    for _ in range(200):
+        if await fleet.redis.xlen(dead_key):
+            break
+        await asyncio.sleep(0.05)
+    dead: Any = await fleet.redis.xrange(dead_key)
+    assert len(dead) == 1
+    fields = dead[0][1]
+    assert json.loads(fields["data"]) == resume  # the envelope itself, intact
+    assert "only by-framework workers serve it" in fields["error"]
+    assert await fleet.redis.lrange(DONE_LIST, 0, -1) == []  # never run by us
