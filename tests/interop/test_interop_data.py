@@ -261,6 +261,16 @@ async def test_byf_metrics_and_our_reader_on_a_mixed_fleet(fleet: Fleet) -> None
     assert any("per_type" in p for p in metrics["history"])  # by-framework reads ours
     assert all(int(p["generated_at"]) > 0 for p in metrics["history"])
     assert metrics["explain"]["summary"]["sample_count"] == len(metrics["history"])
+
+    # The other way round: ours holds the lock, a by-framework worker starting now
+    # leaves the history to it (and its collector stays quiet, not failing).
+    fleet.start_byf_worker("byf-obs2", ["observed"], **FAST_METRICS)
+    await _wait_online(fleet, "byf-obs2")
+    mark = now_ms()
+    await asyncio.sleep(3)  # three of its collector's intervals
+    assert await fleet.redis.get(lock) == "obs"
+    later = await _history(fleet, mark)
+    assert later and not any(_theirs(p) for p in later)
     assert ours.alive()
     assert fleet.error_lines() == {}
 
