@@ -111,7 +111,8 @@ examples:
 
 Redis URL precedence: --redis-url > BYAI_REDIS_URL > REDIS_URL > --context > redis://localhost:6379/0
 (REDIS_CLUSTER_HOST / REDIS_CLUSTER_PORT select Redis Cluster and key schema v2).
-exit codes: 0 ok, 1 a check failed or the target does not exist, 2 usage error or Redis unreachable.
+exit codes: 0 ok, 1 a check failed or the target does not exist, 2 usage error or Redis unreachable,
+3 --wait on a worker that cannot confirm (a by-framework worker: the command was sent).
 """
 
 
@@ -171,7 +172,10 @@ def _write_flags(parser: argparse.ArgumentParser, wait: bool = True) -> None:
             metavar="S",
             type=_positive_float,
             default=10.0,
-            help="seconds --wait waits (default 10); a timeout exits 1",
+            help=(
+                "seconds --wait waits (default 10); a timeout exits 1; a worker that "
+                "cannot confirm (by-framework) exits 3 at once"
+            ),
         )
 
 
@@ -235,8 +239,19 @@ def build_parser() -> _Parser:
     # -- worker ---------------------------------------------------------------------
     worker = _sub(group, "worker", "list, inspect and control workers", "byconsole worker list", [])
     wsub = worker.add_subparsers(dest="action", metavar="ACTION", required=True)
-    p = _sub(wsub, "list", "list workers", "byconsole worker list --type chat --json", parents)
-    p.add_argument("--type", dest="worker_type", metavar="T", help="only workers serving T")
+    p = _sub(
+        wsub,
+        "list",
+        "list online workers (holding a lease), as by-admin; --all adds offline ones",
+        "byconsole worker list --type chat --json",
+        parents,
+    )
+    p.add_argument("--type", "-t", dest="worker_type", metavar="T", help="only workers serving T")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="also list offline workers (registry and admin-state index)",
+    )
     _json_flag(p)
     p.set_defaults(handler=commands.worker_list, write=False)
     p = _sub(

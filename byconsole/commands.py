@@ -2,8 +2,9 @@
 
 Each handler reads through :class:`~worker_runtime.fleet.FleetReader`, writes through
 :class:`~worker_runtime.admin.WorkerManager` (both channels + audit) and returns the
-exit code: 0 success, 1 a check failed or the target does not exist. Usage and
-connection errors are raised and turned into exit code 2 by :mod:`byconsole.cli`.
+exit code: 0 success, 1 a check failed or the target does not exist, 3 ``--wait``
+on a worker that cannot confirm (:data:`EXIT_UNCONFIRMABLE`). Usage and connection
+errors are raised and turned into exit code 2 by :mod:`byconsole.cli`.
 """
 
 from __future__ import annotations
@@ -37,16 +38,21 @@ from byconsole.render_table import (
 from byconsole.text import safe_text
 from worker_runtime.admin import (
     ActionResult,
+    Confirmation,
     UnknownWorkerError,
+    UnsupportedCommandError,
     WorkerManager,
     WorkerOnlineError,
     check_scale_count,
 )
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
-from worker_runtime.models import MetricsPoint, now_ms
+from worker_runtime.models import MetricsPoint, Status, now_ms
 from worker_runtime.settings import RedisSettings
 from worker_runtime.snapshot import FleetSnapshot
+
+EXIT_UNCONFIRMABLE = 3
+"""``--wait`` on a worker that never confirms (by-framework): the command was sent."""
 
 
 class NotFoundError(LookupError):
@@ -139,17 +145,28 @@ async def run_snapshot(session: Session, args: argparse.Namespace, checks: chk.C
 
 
 async def worker_list(session: Session, args: argparse.Namespace) -> int:
-    """``worker list [--type T]``."""
+    """``worker list [--type T] [--all]``.
+
+    Like by-admin's ``worker list``, only workers holding a lease (online, or stale)
+    by default; ``--all`` adds the offline ones (registry and admin-state index).
+    """
     snapshot = await session.reader(history_limit=1, events_limit=1).read()
     agent_type: str | None = args.worker_type
     workers = chk.in_scope(snapshot, agent_type)
     if agent_type is not None and not workers and not chk.types_in_scope(snapshot, agent_type):
         raise NotFoundError(f"unknown agent type: {agent_type}")
+    hidden = 0
+    if not getattr(args, "all", False):
+        shown = [w for w in workers if w.status is not Status.OFFLINE]
+        hidden = len(workers) - len(shown)
+        workers = shown
     if args.json:
         print_json([w.model_dump(mode="json") for w in workers])
         return 0
     emit(session.out, workers_table(workers, snapshot.generated_at))
     emit(session.out, counts_line(workers))
+    if hidden:
+        emit(session.out, Text(f"{hidden} offline worker(s) not shown (--all to list them)"))
     return 0
 
 
@@ -194,12 +211,21 @@ async def _report(
 ) -> int:
     """Say what was written and whether the worker has confirmed it."""
     latency: float | None = None
-    waited = bool(getattr(args, "wait", False)) and can_wait and result.online
+    asked = bool(getattr(args, "wait", False))
+    unconfirmable = can_wait and result.confirmation is Confirmation.NONE
+    waited = asked and can_wait and result.online and not unconfirmable
     if waited:
         latency = await _wait(session.manager(), result, args.timeout)
     if not result.online:
         state = "offline"
         note = "the worker is offline: it applies this state when it starts"
+    elif unconfirmable:
+        # by-framework applies the push at once but never reports what it applied.
+        state = "unconfirmable"
+        note = f"sent; a {result.runtime} worker cannot confirm it (it applies pushes at once)"
+    elif can_wait and not waited and result.confirmation is Confirmation.LEASE_GONE:
+        state = "sent"
+        note = "sent; confirmed when the worker exits and drops its lease (--wait to wait)"
     elif latency is not None:
         state = "applied"
         note = f"applied by the worker in {latency:.3f} s"
@@ -218,6 +244,8 @@ async def _report(
                 "online": result.online,
                 "state": state,
                 "latency_s": latency,
+                "runtime": result.runtime,
+                "confirmation": result.confirmation.value,
             }
         )
     else:
@@ -227,6 +255,8 @@ async def _report(
     if state == "timeout":
         fail(session, f"check failed: {note}")
         return 1
+    if state == "unconfirmable" and asked:
+        return EXIT_UNCONFIRMABLE
     return 0
 
 
@@ -258,7 +288,10 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
     elif action == "evict":
         result = await manager.evict_worker(wid, force=args.force, reason=reason)
     else:
-        result = await manager.drain_worker(wid, reason)
+        try:
+            result = await manager.drain_worker(wid, reason)
+        except UnsupportedCommandError as exc:
+            raise RefusedError(str(exc)) from None
     return await _report(session, args, result, f"{result.action} {shown}")
 
 

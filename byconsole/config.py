@@ -32,7 +32,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from worker_runtime.connection import check_tls_files
 from worker_runtime.settings import ConfigError, RedisSettings, load, mask_url
 
-ENDPOINT_ENV = ("BYAI_REDIS_URL", "REDIS_URL", "REDIS_CLUSTER_HOST")
+ENDPOINT_ENV = (
+    "BYAI_REDIS_URL",
+    "REDIS_URL",
+    "REDIS_CLUSTER_HOST",
+    # by-framework's forms (worker_runtime.settings reads them as by-framework does).
+    "REDIS_CLUSTER_NODES",
+    "REDIS_MODE",
+    "REDIS_HOST",
+    "REDIS_PORT",
+)
 """Environment variables that name an endpoint (any of them overrides a context's)."""
 
 

@@ -7,6 +7,15 @@ Every lifecycle change travels on two channels so it is never lost:
 * pull: the admin hash, read by the worker every heartbeat and at start-up.
 
 Every call also appends an audit entry (operator, time, target, reason).
+
+by-framework workers share the fleet (SPEC section 10). Suspend, resume and evict are
+pushed in by-framework's envelope, which both runtimes apply at once; our extensions
+(drain, pushed deny/allow) go only to workers whose lease advertises them
+(:class:`~worker_runtime.models.Capability`). A by-framework worker never reports
+what it applied, so its result says so (:attr:`ActionResult.confirmation`) instead of
+waiting for a confirmation that cannot come; nothing here deletes a worker's lease.
+Every admin-state write or clear also maintains by-framework's admin-state index, so a
+suspended or evicted worker stays listed after it leaves the registry.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from redis.asyncio import Redis
@@ -22,9 +32,15 @@ from redis.asyncio.cluster import RedisCluster
 from worker_runtime.audit import add_audit, audit_fields, default_operator
 from worker_runtime.connection import default_keys
 from worker_runtime.keys import Keys
-from worker_runtime.messages import CONTROL_STREAM_MAXLEN, encode_command
+from worker_runtime.messages import (
+    CONTROL_STREAM_MAXLEN,
+    encode_command,
+    encode_envelope,
+    envelope_action,
+)
 from worker_runtime.models import (
     AdminState,
+    Capability,
     Command,
     CommandAction,
     Lease,
@@ -73,6 +89,21 @@ class WorkerOnlineError(RuntimeError):
     """``forget`` refused: the worker still holds a lease."""
 
 
+class UnsupportedCommandError(RuntimeError):
+    """The worker cannot apply this command (e.g. ``drain`` to a by-framework worker)."""
+
+
+class Confirmation(StrEnum):
+    """How (whether) the worker will confirm an admin write."""
+
+    APPLIED_AT = "admin_applied_at"
+    """It reports the admin ``updated_at`` it applied in its lease (worker_runtime)."""
+    LEASE_GONE = "lease_gone"
+    """An eviction: confirmed when the worker itself drops its lease on exit."""
+    NONE = "none"
+    """It never reports what it applied (by-framework): the command is sent, no more."""
+
+
 @dataclass(frozen=True, slots=True)
 class ActionResult:
     """What an admin write did.
@@ -83,12 +114,23 @@ class ActionResult:
         updated_at: the admin ``updated_at`` written (ms); the worker confirms by
             reporting it as ``admin_applied_at`` in its lease.
         online: whether the worker held a lease when the command was written.
+        confirmation: how the worker will confirm it (:class:`Confirmation`).
+        runtime: ``worker_runtime``, ``by-framework`` or ``unknown`` (no lease).
+        pushed: whether a command entry was written to the worker's stream.
     """
 
     worker_id: str
     action: str
     updated_at: int
     online: bool
+    confirmation: Confirmation = Confirmation.APPLIED_AT
+    runtime: str = "worker_runtime"
+    pushed: bool = True
+
+    @property
+    def confirmable(self) -> bool:
+        """Whether waiting for the worker's confirmation can ever succeed."""
+        return self.confirmation is not Confirmation.NONE
 
 
 class WorkerManager:
@@ -138,7 +180,7 @@ class WorkerManager:
         self, worker_id: str, reason: str | None = None
     ) -> ActionResult:
         """Delete the admin state (the worker returns to the default, active)."""
-        await self._require_known(worker_id)
+        target = await self._require_known(worker_id)
         ts = now_ms()
         command = Command(
             action=CommandAction.LIFECYCLE,
@@ -149,11 +191,13 @@ class WorkerManager:
         )
         pipe = self.redis.pipeline(transaction=False)
         pipe.delete(self.keys.worker_admin(worker_id))
-        _push(pipe, self.keys.worker_stream(worker_id), command)
+        pipe.srem(self.keys.admin_workers, worker_id)
+        # by-framework's clear pushes nothing; a resume tells a live worker at once.
+        _push(pipe, self.keys.worker_stream(worker_id), command, target.lease)
         pipe.exists(self.keys.worker_online(worker_id))
         add_audit(pipe, self.keys, audit_fields(self.operator, "clear", worker_id, reason))
         res = await pipe.execute()
-        return ActionResult(worker_id, "clear", ts, bool(res[2]))
+        return target.result(worker_id, "clear", ts, bool(res[3]), pushed=True)
 
     async def _set_lifecycle(
         self,
@@ -164,7 +208,9 @@ class WorkerManager:
         *,
         force: bool = False,
     ) -> ActionResult:
-        agent_types = await self._require_known(worker_id)
+        target = await self._require_known(worker_id)
+        if lifecycle is Lifecycle.DRAINING:
+            target.require(Capability.DRAIN, worker_id, _DRAIN_REFUSED)
         ts = now_ms()
         command = Command(
             action=CommandAction.LIFECYCLE,
@@ -187,17 +233,20 @@ class WorkerManager:
             reason or "",
             self.operator,
         )
-        _push(pipe, self.keys.worker_stream(worker_id), command)
+        # by-framework's admin-state index: keeps the worker listed once it leaves the
+        # registry (a by-framework worker removes itself when evicted).
+        pipe.sadd(self.keys.admin_workers, worker_id)
+        _push(pipe, self.keys.worker_stream(worker_id), command, target.lease)
         if lifecycle is not Lifecycle.ACTIVE:
             # Routing reflects the operator's intent at once, even if the worker is hung.
-            for agent_type in agent_types:
+            for agent_type in target.agent_types:
                 pipe.srem(self.keys.type_workers(agent_type), worker_id)
-        if lifecycle is Lifecycle.EVICTED:
-            pipe.delete(self.keys.worker_online(worker_id))
+        # The lease stays: the worker drops it itself when it complies (SPEC section 10:
+        # deleting it would fake a confirmation, and a live worker re-creates it).
         details = "force" if force else ""
         add_audit(pipe, self.keys, audit_fields(self.operator, action, worker_id, reason, details))
         res = await pipe.execute()
-        return ActionResult(worker_id, action, ts, bool(res[0]))
+        return target.result(worker_id, action, ts, bool(res[0]), pushed=True)
 
     # -- per-type denylists ----------------------------------------------------------
 
@@ -224,6 +273,10 @@ class WorkerManager:
             updated_at=ts,
             updated_by=self.operator,
         )
+        lease = await self.get_lease(worker_id)
+        # by-framework has no deny/allow command: its workers (and offline ones, which
+        # read the denylist at start-up) follow the set at their next heartbeat.
+        push = lease is not None and lease.supports(Capability.PUSH_DENY)
         pipe = self.redis.pipeline(transaction=False)
         pipe.exists(self.keys.worker_online(worker_id))
         if action is CommandAction.DENY:
@@ -232,14 +285,18 @@ class WorkerManager:
         else:
             pipe.srem(self.keys.type_denied(agent_type), worker_id)
         pipe.sadd(self.keys.agent_types, agent_type)
-        _push(pipe, self.keys.worker_stream(worker_id), command)
+        if push:
+            _push(pipe, self.keys.worker_stream(worker_id), command, lease)
         add_audit(
             pipe,
             self.keys,
             audit_fields(self.operator, action.value, worker_id, reason, f"type={agent_type}"),
         )
         res = await pipe.execute()
-        return ActionResult(worker_id, action.value, ts, bool(res[0]))
+        # The lease reports applied denials, not an admin_applied_at: nothing to wait on.
+        return _Target(set(), lease).result(
+            worker_id, action.value, ts, bool(res[0]), pushed=push, confirmation=Confirmation.NONE
+        )
 
     async def get_type_denylist(self, agent_type: str) -> list[str]:
         """Worker ids denied for ``agent_type``, sorted."""
@@ -287,7 +344,7 @@ class WorkerManager:
             pipe.hset(self.keys.scale_overrides(agent_type), instance_id, str(count))
             target = f"{agent_type}@{instance_id}"
         pipe.sadd(self.keys.agent_types, agent_type)
-        _push(pipe, self.keys.fleet_stream, command)
+        _push(pipe, self.keys.fleet_stream, command, None)
         add_audit(
             pipe, self.keys, audit_fields(self.operator, "scale", target, reason, f"count={count}")
         )
@@ -317,12 +374,13 @@ class WorkerManager:
         return None if raw is None else Lease.parse(raw)
 
     async def worker_exists(self, worker_id: str) -> bool:
-        """Whether the worker is in the registry or holds a lease."""
+        """Whether the worker is in the registry, holds a lease or has admin state."""
         pipe = self.redis.pipeline(transaction=False)
         pipe.sismember(self.keys.workers, worker_id)
         pipe.exists(self.keys.worker_online(worker_id))
-        known, online = await pipe.execute()
-        return bool(known) or bool(online)
+        pipe.sismember(self.keys.admin_workers, worker_id)
+        known, online, administered = await pipe.execute()
+        return bool(known) or bool(online) or bool(administered)
 
     async def wait_applied(
         self, result: ActionResult, timeout: float = 10.0, poll: float = 0.05
@@ -330,9 +388,12 @@ class WorkerManager:
         """Wait until the worker confirms ``result``.
 
         Returns:
-            Seconds from the write to the confirmation, or ``None`` on timeout. An
-            eviction is confirmed when the lease is gone.
+            Seconds from the write to the confirmation, or ``None`` on timeout and at
+            once when the worker cannot confirm (``result.confirmable`` is False). An
+            eviction is confirmed when the worker has dropped its lease.
         """
+        if not result.confirmable:
+            return None
         deadline = time.monotonic() + timeout
         while True:
             lease = await self.get_lease(result.worker_id)
@@ -367,6 +428,7 @@ class WorkerManager:
         for key in self.keys.all_worker_keys(worker_id):
             pipe.delete(key)
         pipe.srem(self.keys.workers, worker_id)
+        pipe.srem(self.keys.admin_workers, worker_id)
         for agent_type in types:
             pipe.srem(self.keys.type_workers(agent_type), worker_id)
             pipe.srem(self.keys.type_denied(agent_type), worker_id)
@@ -374,16 +436,22 @@ class WorkerManager:
         await pipe.execute()
         return True
 
-    async def _require_known(self, worker_id: str) -> set[str]:
-        """The worker's declared agent types; raises when the worker is unknown."""
+    async def _require_known(self, worker_id: str) -> _Target:
+        """The worker's declared types and lease; raises when the worker is unknown.
+
+        Known: in the registry, holding a lease, or in the admin-state index (an
+        evicted by-framework worker has left the registry but stays resumable).
+        """
         pipe = self.redis.pipeline(transaction=False)
         pipe.sismember(self.keys.workers, worker_id)
-        pipe.exists(self.keys.worker_online(worker_id))
+        pipe.get(self.keys.worker_online(worker_id))
         pipe.smembers(self.keys.worker_agent_types(worker_id))
-        known, online, types = await pipe.execute()
-        if not known and not online:
+        pipe.sismember(self.keys.admin_workers, worker_id)
+        known, raw_lease, types, administered = await pipe.execute()
+        if not known and raw_lease is None and not administered:
             raise UnknownWorkerError(f"unknown worker: {worker_id}")
-        return {str(t) for t in types}
+        lease = None if raw_lease is None else Lease.parse(raw_lease)
+        return _Target({str(t) for t in types}, lease)
 
     async def audit(self, action: str, target: str, reason: str | None, details: str = "") -> None:
         """Append an audit entry for an action performed outside this class."""
@@ -392,6 +460,76 @@ class WorkerManager:
         await pipe.execute()
 
 
-def _push(pipe: Any, stream: str, command: Command) -> None:
-    """Queue a command on a control stream (the push channel)."""
-    pipe.xadd(stream, encode_command(command), maxlen=CONTROL_STREAM_MAXLEN, approximate=True)
+_DRAIN_REFUSED = (
+    "worker {worker} does not support drain ({why}): use evict, which also lets "
+    "in-flight tasks finish"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """What the admin knows of a worker before writing to it."""
+
+    agent_types: set[str]
+    lease: Lease | None
+
+    @property
+    def runtime(self) -> str:
+        """Which runtime holds the lease (``unknown`` when there is none)."""
+        if self.lease is None:
+            return "unknown"
+        return "worker_runtime" if self.lease.is_worker_runtime else "by-framework"
+
+    def require(self, capability: Capability, worker_id: str, message: str) -> None:
+        """Refuse (one line) unless the live worker advertises ``capability``."""
+        if self.lease is None:
+            why = "it is offline; only a running worker_runtime worker can drain"
+        elif not self.lease.is_worker_runtime:
+            why = "it runs by-framework, which has no drain"
+        elif not self.lease.supports(capability):
+            why = "its worker_runtime version predates it"
+        else:
+            return
+        raise UnsupportedCommandError(message.format(worker=worker_id, why=why))
+
+    def result(
+        self,
+        worker_id: str,
+        action: str,
+        ts: int,
+        online: bool,
+        *,
+        pushed: bool,
+        confirmation: Confirmation | None = None,
+    ) -> ActionResult:
+        """The :class:`ActionResult` of a write to this worker."""
+        if confirmation is None:
+            confirmation = self._confirmation(action)
+        return ActionResult(
+            worker_id, action, ts, online, confirmation, runtime=self.runtime, pushed=pushed
+        )
+
+    def _confirmation(self, action: str) -> Confirmation:
+        if self.lease is None or self.lease.supports(Capability.CONFIRM):
+            return Confirmation.APPLIED_AT
+        # A by-framework worker reports nothing, but it does drop its lease on exit.
+        if action in ("evict", "force-evict"):
+            return Confirmation.LEASE_GONE
+        return Confirmation.NONE
+
+
+def _push(pipe: Any, stream: str, command: Command, lease: Lease | None) -> None:
+    """Queue a command on a worker's stream (the push channel), in a form it reads.
+
+    Lifecycle commands go in by-framework's envelope (every current worker reads it;
+    an offline worker may turn out to be either kind). A worker of ours too old to read
+    it, and our extensions (drain, deny/allow), get our own ``{kind, data}`` entry;
+    callers never send an extension to a worker without the capability.
+    """
+    legacy = lease is not None and lease.is_worker_runtime
+    legacy = legacy and lease is not None and not lease.supports(Capability.BF_ENVELOPE)
+    if envelope_action(command) is not None and not legacy:
+        fields = encode_envelope(command)
+    else:
+        fields = encode_command(command)
+    pipe.xadd(stream, fields, maxlen=CONTROL_STREAM_MAXLEN, approximate=True)

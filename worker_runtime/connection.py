@@ -12,7 +12,7 @@ import ssl
 from typing import Any, TypeAlias
 
 from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import NoPermissionError, RedisClusterException, RedisError
 from redis.retry import Retry
@@ -74,7 +74,7 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
     }
     check_tls_files(settings)
     tls = _tls_options(settings)
-    if settings.cluster_host:
+    if settings.cluster:
         from urllib.parse import urlsplit
 
         parts = urlsplit(settings.url)
@@ -87,9 +87,9 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
             # no retry, pipelines (all the fleet reader sends) keep going to a failed
             # primary long after its replica took over, and the console never recovers.
             common["retry"] = Retry(NoBackoff(), 1)
+        # Every node given (by-framework's REDIS_CLUSTER_HOST=h1:p1,h2:p2) seeds discovery.
         return RedisCluster(
-            host=settings.cluster_host,
-            port=settings.cluster_port,
+            startup_nodes=[ClusterNode(host, port) for host, port in settings.cluster_nodes],
             **common,
             **tls,
         )
@@ -170,9 +170,9 @@ def acl_refusal(exc: BaseException) -> str | None:
 
 def _tls_options(settings: RedisSettings) -> dict[str, Any]:
     opts: dict[str, Any] = {}
-    if settings.cluster_host and not settings.url.startswith("rediss://"):
+    if settings.cluster and not settings.url.startswith("rediss://"):
         return opts
-    if settings.cluster_host:
+    if settings.cluster:
         opts["ssl"] = True
     if settings.tls_ca_certs:
         opts["ssl_ca_certs"] = settings.tls_ca_certs

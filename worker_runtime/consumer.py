@@ -33,7 +33,7 @@ from worker_runtime.envelope import (
     to_task,
 )
 from worker_runtime.keys import CONSUMER_GROUP
-from worker_runtime.messages import KIND_COMMAND, decode_task
+from worker_runtime.messages import decode_task, is_control_entry
 from worker_runtime.replica import Replica
 
 log = logging.getLogger(__name__)
@@ -258,8 +258,9 @@ class Reader:
         if not fields:
             batcher.ack(stream, entry_id)  # the entry was deleted (XDEL / trimmed)
             return
-        if fields.get("kind") == KIND_COMMAND:
-            batcher.ack(stream, entry_id)  # commands are applied by the control loop
+        if is_control_entry(fields):
+            # Ours or by-framework's envelope: applied by the control loop, never a task.
+            batcher.ack(stream, entry_id)
             return
         envelope = parse_envelope(fields)
         if envelope is not None:

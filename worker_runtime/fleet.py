@@ -38,6 +38,7 @@ from worker_runtime.byframework import RUNTIME_STATUS_FIELD
 from worker_runtime.keys import Keys
 from worker_runtime.models import (
     AdminState,
+    Capability,
     Execution,
     InstanceLease,
     Lease,
@@ -178,12 +179,17 @@ def derive_command_state(
     exists (the worker deletes it when it complies). Anything else is pending while the
     worker holds a lease whose ``admin_applied_at`` is older than the admin
     ``updated_at``; an offline worker applies the state when it starts, so there is
-    nothing to wait for.
+    nothing to wait for. A worker that never confirms (by-framework) is ``sent`` while
+    an eviction waits for its exit and ``unconfirmable`` otherwise, never pending.
     """
     if admin.updated_at is None and admin.lifecycle is None:
         return None
     if lease is None or status is Status.OFFLINE:
         return CommandState.APPLIED
+    if not lease.supports(Capability.CONFIRM):
+        if admin.known_lifecycle is Lifecycle.EVICTED:
+            return CommandState.SENT
+        return CommandState.UNCONFIRMABLE
     if admin.known_lifecycle is Lifecycle.EVICTED:
         return CommandState.PENDING
     if admin.updated_at is not None and (lease.admin_applied_at or 0) < admin.updated_at:
@@ -240,11 +246,18 @@ def build_worker_view(
         admin_updated_at=admin.updated_at,
         admin_updated_by=admin.updated_by,
         command_state=derive_command_state(admin, lease, status),
+        runtime=_runtime_of(lease),
         lease_age_ms=(now - lease.last_seen) if lease and lease.last_seen is not None else None,
         lease_valid=valid,
     )
     # model_validate runs in pydantic-core: about 3x faster than model_construct here.
     return WorkerView.model_validate(data)
+
+
+def _runtime_of(lease: Lease | None) -> str | None:
+    if lease is None:
+        return None
+    return "by-framework" if lease.is_by_framework else "worker_runtime"
 
 
 def parse_lease(raw: str | None) -> Lease | str | list[Any] | Any:
@@ -531,16 +544,19 @@ class FleetReader:
                 _c("hgetall", k.scale_targets),
                 _c("zrange", k.metrics_history, -self.history_limit, -1),
                 _c("xrevrange", k.audit_stream, "+", "-", self.events_limit),
+                # by-framework's admin-state index: a suspended or evicted worker that
+                # left the registry (by-framework's do on exit) is still listed.
+                _c("smembers", k.admin_workers),
                 # Once per reader: may this client run read-only scripts (EVAL_RO is
                 # Redis 7+, and an ACL viewer may lack @scripting)?
                 *([_c("eval_ro", "return 1", 0)] if probe else []),
             ]
         )
         if probe:
-            self._bulk_script = 8 not in failed1
+            self._bulk_script = 9 not in failed1
         # Worker ids get a larger bound than other names: a worker in the registry is
         # listed, whatever its id (1 KiB used to hide a 10 kB id from every view).
-        worker_ids = sorted(_strs(r1[0], MAX_WORKER_ID))
+        worker_ids = sorted(_strs(r1[0], MAX_WORKER_ID) | _strs(r1[8], MAX_WORKER_ID))
         indexed_types = _strs(r1[1])
         instance_scores = self._instance_scores(r1[2])
         leader = _leader(r1[3], r1[4])
@@ -781,6 +797,7 @@ class FleetReader:
                 _c("hgetall", k.worker_active_snapshots(worker_id)),
                 _c("hgetall", k.worker_history_snapshots(worker_id)),
                 _c("smembers", k.agent_types),
+                _c("sismember", k.admin_workers, worker_id),
             ]
         )
         raw_lease = _str(r1[1])
@@ -808,7 +825,7 @@ class FleetReader:
         recent = _executions(_order(r1[5], history_snaps), history_snaps, limit)
         return WorkerDetail(
             worker_id=worker_id,
-            known=bool(r1[0]) or raw_lease is not None,
+            known=bool(r1[0]) or raw_lease is not None or bool(r1[10]),
             worker=view,
             lease=lease_obj if isinstance(lease_obj, dict) else None,
             lease_raw=raw_lease

@@ -78,6 +78,7 @@ async def sweep(ctx: RuntimeContext) -> dict[str, int]:
         for key in keys.all_worker_keys(wid):
             pipe.delete(key)
         pipe.srem(keys.workers, wid)
+        pipe.srem(keys.admin_workers, wid)  # its admin hash was deleted above
         pipe.hdel(keys.offline_since, wid)
         for agent_type in types:
             pipe.srem(keys.type_denied(agent_type), wid)

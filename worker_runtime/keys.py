@@ -24,8 +24,6 @@ CONSUMER_GROUP = "byai_gateway:consumer_group:agent_engines"
 
 _GATEWAY = "byai_gateway"
 _OBS = "by_framework:obs"
-_HISTORY_SLOT_TAG = "yw6"
-"""A hash tag in the slot of ``by_framework:obs:history`` (both hash to slot 450)."""
 
 
 def _tagged(head: str, entity_id: str, tail: str) -> str:
@@ -127,13 +125,30 @@ class Keys:
         """Hash: finished execution id -> small JSON snapshot (capped)."""
         return self._worker("history_snapshots", worker_id)
 
+    def _agent_type(self, suffix: str, agent_type: str) -> str:
+        # v1: byai_gateway:registry:agent_type:<suffix>:<type>
+        # v2: byai_gateway:v2:registry:agent_type:{<type>}:<suffix>, as by-framework's
+        # three SDKs spell it (routing set and denylist of a type share a slot).
+        if self.schema == "v2":
+            return _tagged(f"{self._root}:registry:agent_type", agent_type, f":{suffix}")
+        return f"{self._root}:registry:agent_type:{suffix}:{agent_type}"
+
     def type_workers(self, agent_type: str) -> str:
         """Set: routable workers of an agent type."""
-        return f"{self._root}:registry:agent_type:workers:{agent_type}"
+        return self._agent_type("workers", agent_type)
 
     def type_denied(self, agent_type: str) -> str:
         """Set: worker ids denied for an agent type."""
-        return f"{self._root}:registry:agent_type:denied:{agent_type}"
+        return self._agent_type("denied", agent_type)
+
+    @property
+    def admin_workers(self) -> str:
+        """Set: every worker id with an admin hash (by-framework's admin-state index).
+
+        Keeps suspended and evicted workers listable after they leave
+        :attr:`workers` (a by-framework worker removes itself on exit).
+        """
+        return f"{self._root}:registry:worker:admin_workers"
 
     # -- streams -------------------------------------------------------------------
 
@@ -161,6 +176,8 @@ class Keys:
         return self._session("registry", session_id)
 
     # -- observability (by_framework namespace, as the seeds) ------------------------
+    # by-framework keeps these two unversioned in both schemas (metrics/collector.py,
+    # metrics/snapshot.py): the same key on a single Redis and on a cluster.
 
     @property
     def collector_lock(self) -> str:
@@ -180,10 +197,13 @@ class Keys:
     def metrics_fence(self) -> str:
         """String: highest leader epoch that wrote the history (rejects stale leaders).
 
-        Ours alone. In v2 its hash tag puts it in the slot of the untagged history key
-        (slot 450), so the fenced write naming both stays one slot.
+        v2: hash-tagged with the history key's full name, so it lands in the history's
+        slot (an untagged key hashes its whole name) and the fenced write stays one
+        script on a cluster.
         """
-        return f"{_OBS}:fence{{{_HISTORY_SLOT_TAG}}}" if self.schema == "v2" else f"{_OBS}:fence"
+        if self.schema == "v2":
+            return f"{self._root}:{{{_OBS}:history}}:fence"
+        return f"{_OBS}:fence"
 
     # -- keys this project adds ----------------------------------------------------
 

@@ -157,6 +157,35 @@ class Lease(BaseModel):
     )
     lease_ttl: float | None = Field(default=None, validation_alias=_camel("lease_ttl"))
     admin_applied_at: int | None = Field(default=None, validation_alias=_camel("admin_applied_at"))
+    capabilities: list[str] | None = None
+    """What this worker understands beyond by-framework's protocol (:class:`Capability`)."""
+    presence_version: int | None = Field(default=None, validation_alias="version", exclude=True)
+    """by-framework's presence payload version (its lease always has one; ours never)."""
+
+    @property
+    def is_by_framework(self) -> bool:
+        """Whether a by-framework worker wrote this lease.
+
+        by-framework's lease is ``{version, token, last_seen, ip_address}``; ours always
+        carries ``runtime_version`` and ``instance_id`` (and ``capabilities``).
+        """
+        ours = self.capabilities or self.runtime_version or self.instance_id
+        return self.presence_version is not None and not ours
+
+    @property
+    def is_worker_runtime(self) -> bool:
+        """Whether this lease is ours (anything not recognisably by-framework's)."""
+        return not self.is_by_framework
+
+    def supports(self, capability: Capability) -> bool:
+        """Whether the worker that wrote this lease understands ``capability``.
+
+        A by-framework lease supports none of them. A lease of ours written before
+        capabilities were advertised supports everything but by-framework's envelope.
+        """
+        if self.capabilities:
+            return capability.value in self.capabilities
+        return self.is_worker_runtime and capability is not Capability.BF_ENVELOPE
 
     @classmethod
     def parse(cls, raw: Any) -> Lease:
@@ -192,6 +221,28 @@ class AdminState(BaseModel):
             return None
 
 
+class Capability(StrEnum):
+    """What a worker_runtime worker advertises in its lease (SPEC section 10 extensions).
+
+    A lease without capabilities from by-framework (it has no such field) supports
+    none of them: the admin then sends it only by-framework's own commands and shows
+    its state as unconfirmable.
+    """
+
+    CONFIRM = "confirm"
+    """Reports the admin ``updated_at`` it applied as ``admin_applied_at``."""
+    BF_ENVELOPE = "bf-envelope"
+    """Reads by-framework's command envelope (``action_type``/``header``/``body``)."""
+    DRAIN = "drain"
+    """Understands the ``draining`` lifecycle (leave routing, finish, exit)."""
+    PUSH_DENY = "push-deny"
+    """Applies deny/allow pushed on its stream (by-framework reads them per heartbeat)."""
+
+
+WORKER_RUNTIME_CAPABILITIES = tuple(Capability)
+"""Everything this version of worker_runtime advertises."""
+
+
 class CommandAction(StrEnum):
     """What a control command asks of a worker."""
 
@@ -219,6 +270,48 @@ class Command(BaseModel):
     reason: str | None = None
     updated_at: int = Field(default_factory=now_ms)
     updated_by: str | None = None
+
+
+# by-framework's admin lifecycle commands (core/protocol/commands.py action types).
+BF_SUSPEND = "SUSPEND_WORKER"
+BF_RESUME = "RESUME_WORKER"
+BF_EVICT = "EVICT_WORKER"
+BF_LIFECYCLE_ACTIONS: dict[str, Lifecycle] = {
+    BF_SUSPEND: Lifecycle.SUSPENDED,
+    BF_RESUME: Lifecycle.ACTIVE,
+    BF_EVICT: Lifecycle.EVICTED,
+}
+BF_CONTROL_ACTIONS = frozenset({*BF_LIFECYCLE_ACTIONS, "CANCEL_TASK", "RELOAD_PLUGINS"})
+"""by-framework's control-only action types: never a task, never dead-lettered."""
+
+
+class EnvelopeHeader(BaseModel):
+    """by-framework's ``MessageHeader`` (core/protocol/message_header.py), field for field."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    message_id: str
+    session_id: str
+    trace_id: str
+    source_agent_type: str = ""
+    target_agent_type: str = ""
+    parent_message_id: str = ""
+    task_group_id: str = ""
+    user_code: str = ""
+    user_name: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    trace_parent_span_id: str = ""
+    langfuse_parent_observation_id: str = ""
+
+
+class Envelope(BaseModel):
+    """by-framework's command envelope: the JSON in a stream entry's one ``data`` field."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    action_type: str
+    header: EnvelopeHeader
+    body: dict[str, Any] = Field(default_factory=dict)
 
 
 class Task(BaseModel):

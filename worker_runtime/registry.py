@@ -172,6 +172,7 @@ async def finish_drain(replica: Replica) -> None:
     queue_absence(pipe, replica)
     pipe.delete(keys.worker_lock(wid), keys.worker_admin(wid), keys.worker_agent_types(wid))
     pipe.srem(keys.workers, wid)
+    pipe.srem(keys.admin_workers, wid)  # its admin hash is gone with it
     add_audit(
         pipe,
         ctx.keys,

@@ -19,6 +19,7 @@ from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.context import RUNTIME_VERSION, RuntimeContext
 from worker_runtime.envelope import Envelope, is_terminal, load_record, result_messages
 from worker_runtime.models import (
+    WORKER_RUNTIME_CAPABILITIES,
     AdminState,
     Command,
     CommandAction,
@@ -132,6 +133,7 @@ class Replica:
             heartbeat_interval=ctx.settings.heartbeat_interval,
             lease_ttl=ctx.settings.lease_ttl,
             admin_applied_at=self.admin_applied_at or None,
+            capabilities=[c.value for c in WORKER_RUNTIME_CAPABILITIES],
         )
 
     # -- health ----------------------------------------------------------------------
@@ -230,6 +232,20 @@ class Replica:
             )
         return False
 
+    def apply_foreign(self, command: Command, admin: AdminState) -> bool:
+        """Apply a pushed command that carries no stamp (by-framework's admin).
+
+        by-framework writes the admin hash, then pushes: the hash gives the command its
+        time. When the hash already holds another state (a newer command), the hash
+        wins, as on the pull channel; ``force`` only travels in the push.
+        """
+        if admin.known_lifecycle is command.lifecycle and admin.updated_at:
+            return self.apply_command(command.model_copy(update={"updated_at": admin.updated_at}))
+        changed = self.apply_admin(admin)
+        if changed:
+            self.last_push_at = time.monotonic()
+        return changed
+
     def set_denied(self, denied: set[str]) -> bool:
         """Replace the denylist (pull channel truth). Returns True when it changed."""
         denied = denied & set(self.agent_types)
@@ -262,10 +278,11 @@ class Replica:
                 task.cancel()
         if old is not new:
             log.info(
-                "%s: %s -> %s%s",
+                "%s: %s -> %s%s%s",
                 self.worker_id,
                 old.value,
                 new.value,
+                " [force]" if new is Lifecycle.EVICTED and force else "",
                 f" ({reason})" if reason else "",
             )
         self.notify()

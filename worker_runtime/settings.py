@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import socket
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -44,6 +44,41 @@ class RedisSettings(BaseSettings):
     connect_timeout: float = Field(
         default=3.0, gt=0, le=120, validation_alias="BYAI_REDIS_CONNECT_TIMEOUT"
     )
+    # by-framework's own variables (common/config.py), read the way it reads them.
+    mode: str | None = Field(default=None, validation_alias="REDIS_MODE")
+    """``cluster`` or ``standalone``; when unset, ``REDIS_CLUSTER_HOST`` means cluster."""
+    cluster_nodes_env: str | None = Field(default=None, validation_alias="REDIS_CLUSTER_NODES")
+    """``h1:p1,h2:p2`` (used when ``REDIS_CLUSTER_HOST`` is unset, as by-framework)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _url_from_parts(cls, data: Any) -> Any:
+        """by-framework's ``REDIS_HOST/PORT/USERNAME/PASSWORD/DATABASE`` when no URL is set.
+
+        A URL (flag, ``BYAI_REDIS_URL``, ``REDIS_URL``) wins, as in by-admin.
+        ``REDIS_DB`` is by-framework's deprecated spelling of ``REDIS_DATABASE``.
+        """
+        if not isinstance(data, dict):
+            return data
+        if any(data.get(name) for name in ("url", "BYAI_REDIS_URL", "REDIS_URL")):
+            return data
+        env = os.environ
+        host, port = env.get("REDIS_HOST"), env.get("REDIS_PORT")
+        user, password = env.get("REDIS_USERNAME"), env.get("REDIS_PASSWORD")
+        database = env.get("REDIS_DATABASE")
+        if database is None:
+            database = env.get("REDIS_DB")
+        if not any((host, port, user, password, database)):
+            return data
+        if port and not (port.isdigit() and 1 <= int(port) <= 65535):
+            raise ValueError(f"REDIS_PORT {port[:20]!r} is not a port number (1-65535)")
+        if database and not database.isdigit():
+            raise ValueError(f"REDIS_DATABASE {database[:20]!r} is not a database number")
+        auth = ""
+        if user or password:
+            auth = f"{quote(user or '', safe='')}:{quote(password or '', safe='')}@"
+        url = f"redis://{auth}{host or 'localhost'}:{port or 6379}/{database or 0}"
+        return {**data, "url": url}
 
     @field_validator("url")
     @classmethod
@@ -62,20 +97,76 @@ class RedisSettings(BaseSettings):
             raise ValueError("has an invalid port") from None
         return value
 
-    @field_validator("cluster_host", "tls_ca_certs", "tls_certfile", "tls_keyfile")
+    @field_validator("tls_ca_certs", "tls_certfile", "tls_keyfile")
     @classmethod
     def _blank_is_none(cls, value: str | None) -> str | None:
         return value or None
 
+    @field_validator("mode")
+    @classmethod
+    def _check_mode(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        if value.lower() not in ("cluster", "standalone"):
+            raise ValueError("must be cluster or standalone")
+        return value.lower()
+
+    @model_validator(mode="after")
+    def _check_cluster(self) -> RedisSettings:
+        if self.cluster and not self.cluster_nodes:
+            raise ValueError("REDIS_MODE=cluster needs REDIS_CLUSTER_HOST or REDIS_CLUSTER_NODES")
+        return self
+
     @property
     def cluster(self) -> bool:
-        """True when ``REDIS_CLUSTER_HOST`` (or ``--cluster-host``) is set."""
+        """Cluster mode: ``REDIS_MODE`` when set, else whether ``REDIS_CLUSTER_HOST`` is set.
+
+        The precedence is by-framework's (an explicit ``REDIS_MODE`` wins).
+        """
+        if self.mode is not None:
+            return self.mode == "cluster"
         return self.cluster_host is not None
 
     @property
+    def cluster_nodes(self) -> list[tuple[str, int]]:
+        """Startup nodes: ``REDIS_CLUSTER_HOST`` (else ``REDIS_CLUSTER_NODES``) as a list.
+
+        Both by-framework's ``h1:p1,h2:p2`` and this project's single host (with
+        ``REDIS_CLUSTER_PORT``) are accepted; an entry without a port takes
+        ``REDIS_CLUSTER_PORT``.
+        """
+        raw = self.cluster_host or self.cluster_nodes_env or ""
+        nodes: list[tuple[str, int]] = []
+        for entry in (e.strip() for e in raw.split(",")):
+            if not entry:
+                continue
+            host, sep, port = entry.rpartition(":")
+            if sep and port.isdigit() and host:
+                nodes.append((host.strip("[]"), int(port)))
+            else:
+                nodes.append((entry, self.cluster_port))
+        return nodes
+
+    @field_validator("cluster_host", "cluster_nodes_env")
+    @classmethod
+    def _check_nodes(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        for entry in (e.strip() for e in value.split(",")):
+            host, sep, port = entry.rpartition(":")
+            if not entry or (sep and not host):
+                raise ValueError("must be host or host:port entries separated by commas")
+            if sep and not (port.isdigit() and 1 <= int(port) <= 65535) and "]" not in port:
+                raise ValueError(f"{entry[:60]!r} has an invalid port")
+        return value
+
+    @property
     def key_schema(self) -> SchemaVersion:
-        """v2 whenever cluster mode is on; otherwise the configured version (v1 default)."""
-        if self.cluster:
+        """v2 whenever cluster mode is on; otherwise the configured version (v1 default).
+
+        As by-framework, ``REDIS_CLUSTER_HOST`` implies v2 even in standalone mode.
+        """
+        if self.cluster or self.cluster_host:
             return "v2"
         return self.schema_version or "v1"
 
@@ -87,9 +178,10 @@ class RedisSettings(BaseSettings):
     @property
     def endpoint(self) -> str:
         """The endpoint as it may be shown or logged: never the password."""
-        if self.cluster_host:
+        if self.cluster:
             scheme = "rediss" if urlsplit(self.url).scheme == "rediss" else "redis"
-            return f"cluster {scheme}://{self.cluster_host}:{self.cluster_port}"
+            nodes = ",".join(f"{h}:{p}" for h, p in self.cluster_nodes)
+            return f"cluster {scheme}://{nodes}"
         return mask_url(self.url)
 
 

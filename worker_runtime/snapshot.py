@@ -25,6 +25,10 @@ class CommandState(StrEnum):
     """The admin hash is newer than what the worker's lease says it applied."""
     APPLIED = "applied"
     """The worker's lease confirms the latest admin state."""
+    SENT = "sent"
+    """An eviction sent to a worker that cannot confirm: it ends when its lease goes."""
+    UNCONFIRMABLE = "unconfirmable"
+    """Sent to a worker that never reports what it applied (by-framework)."""
 
 
 class WorkerView(Lease):
@@ -46,6 +50,8 @@ class WorkerView(Lease):
     admin_updated_at: int | None = None
     admin_updated_by: str | None = None
     command_state: CommandState | None = None
+    runtime: str | None = None
+    """``worker_runtime`` or ``by-framework`` (from the lease's shape); ``None``: no lease."""
     lease_age_ms: int | None = None
     lease_valid: bool = True
     """False when the online key held something that was not a JSON object."""

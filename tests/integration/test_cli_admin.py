@@ -129,11 +129,11 @@ async def test_lifecycle_commands_write_exactly_the_documented_keys(
         "pending",
     )
 
-    expected = {k.worker_admin("w1"), k.worker_stream("w1"), k.audit_stream}
+    # The admin-state index (by-framework's) lists every worker with admin state. The
+    # lease is never touched: the worker drops it itself when it complies (SPEC 10).
+    expected = {k.worker_admin("w1"), k.admin_workers, k.worker_stream("w1"), k.audit_stream}
     if lifecycle is not Lifecycle.ACTIVE:
         expected |= {k.type_workers("chat"), k.type_workers("embed")}  # leaves routing at once
-    if lifecycle is Lifecycle.EVICTED:
-        expected.add(k.worker_online("w1"))  # the lease is dropped
     assert keys == expected
 
     admin = await redis.hgetall(k.worker_admin("w1"))
@@ -360,10 +360,14 @@ async def test_read_commands_tables_and_json(fleet: Backend, env: dict[str, str]
         point = MetricsPoint(ts=now - (30 - i) * 1000, workers_online=i, queue_depth=i)
         await redis.zadd(k.metrics_history, {point.model_dump_json(): point.ts})
 
+    # Online workers by default, as by-admin; --all adds the offline ones.
     listed = run(["worker", "list"], env)
     assert listed.code == 0
-    assert "Worker ID" in listed.out and "2 worker(s)" in listed.out and "10.0.0.1" in listed.out
+    assert "Worker ID" in listed.out and "1 worker(s)" in listed.out and "10.0.0.1" in listed.out
+    assert "1 offline worker(s) not shown (--all" in listed.out
     as_json = run(["worker", "list", "--json"], env).json()
+    assert [(w["worker_id"], w["status"]) for w in as_json] == [("w1", "online")]
+    as_json = run(["worker", "list", "--all", "--json"], env).json()
     assert [(w["worker_id"], w["lifecycle"], w["status"]) for w in as_json] == [
         ("w1", "active", "online"),
         ("w2", "suspended", "offline"),

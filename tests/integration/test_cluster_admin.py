@@ -60,7 +60,7 @@ async def register(
     await client.sadd(f"{V2}:registry:worker:{{{worker_id}}}:agent_types", *types)
     await client.sadd(f"{V2}:registry:agent_types", *types)
     for agent_type in types:
-        await client.sadd(f"{V2}:registry:agent_type:workers:{agent_type}", worker_id)
+        await client.sadd(f"{V2}:registry:agent_type:{{{agent_type}}}:workers", worker_id)
 
 
 async def xrange(client: ClusterClient, key: str) -> list[tuple[str, dict[str, str]]]:
@@ -93,8 +93,8 @@ async def test_lifecycle_commands_write_v2_keys(
     assert int(admin["updated_at"]) == result.updated_at
     assert result.online is True
     # Routing reflects the suspension at once, for every declared type.
-    assert not await cluster_client.sismember(f"{V2}:registry:agent_type:workers:chat", "w1")
-    assert not await cluster_client.sismember(f"{V2}:registry:agent_type:workers:embed", "w1")
+    assert not await cluster_client.sismember(f"{V2}:registry:agent_type:{{chat}}:workers", "w1")
+    assert not await cluster_client.sismember(f"{V2}:registry:agent_type:{{embed}}:workers", "w1")
     pushed = await commands(cluster_client, "w1")
     assert pushed[-1]["action"] == CommandAction.LIFECYCLE
     assert pushed[-1]["lifecycle"] == "suspended"
@@ -109,7 +109,9 @@ async def test_lifecycle_commands_write_v2_keys(
 
     evicted = await manager.evict_worker("w1", force=True, reason="hung")
     assert evicted.action == "force-evict"
-    assert not await cluster_client.exists(f"{V2}:registry:worker:{{w1}}:online")
+    # The lease stays until the worker drops it itself (nothing fakes an eviction).
+    assert await cluster_client.exists(f"{V2}:registry:worker:{{w1}}:online")
+    assert await cluster_client.sismember(f"{V2}:registry:worker:admin_workers", "w1")
     admin = await cluster_client.hgetall(f"{V2}:registry:worker:{{w1}}:admin")
     assert admin["lifecycle"] == "evicted"
     pushed = await commands(cluster_client, "w1")
@@ -117,8 +119,9 @@ async def test_lifecycle_commands_write_v2_keys(
     assert pushed[-1]["force"] is True
 
     cleared = await manager.clear_worker_admin_state("w1")
-    assert cleared.online is False
+    assert cleared.online is True  # the seeded lease was not deleted by the eviction
     assert not await cluster_client.exists(f"{V2}:registry:worker:{{w1}}:admin")
+    assert not await cluster_client.sismember(f"{V2}:registry:worker:admin_workers", "w1")
     assert (await manager.get_worker_admin_state("w1")).lifecycle is None
 
     assert await audit_actions(cluster_client) == [
@@ -143,9 +146,12 @@ async def test_deny_and_allow_use_v2_type_sets(
 
     await manager.deny_worker_for_type("chat", "w2", reason="bad gpu")
     await manager.deny_worker_for_type("chat", "w1")
-    assert await cluster_client.smembers(f"{V2}:registry:agent_type:denied:chat") == {"w1", "w2"}
+    assert await cluster_client.smembers(f"{V2}:registry:agent_type:{{chat}}:denied") == {
+        "w1",
+        "w2",
+    }
     assert await manager.get_type_denylist("chat") == ["w1", "w2"]
-    assert await cluster_client.smembers(f"{V2}:registry:agent_type:workers:chat") == set()
+    assert await cluster_client.smembers(f"{V2}:registry:agent_type:{{chat}}:workers") == set()
 
     await manager.allow_worker_for_type("chat", "w1")
     assert await manager.get_type_denylist("chat") == ["w2"]
@@ -197,6 +203,9 @@ async def test_wait_applied_on_hand_written_lease(
     assert latency is not None and latency >= 0
 
     evicted = await manager.evict_worker("w1")
+    # Confirmed only when the worker drops its own lease; the admin never deletes it.
+    assert await manager.wait_applied(evicted, timeout=0.2, poll=0.02) is None
+    await cluster_client.delete(f"{V2}:registry:worker:{{w1}}:online")
     assert await manager.wait_applied(evicted, timeout=2.0, poll=0.02) is not None
 
 

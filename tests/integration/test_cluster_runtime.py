@@ -57,8 +57,9 @@ FAMILIES: dict[str, tuple[str, str]] = {
         rf"byai_gateway:v2:registry:worker:{_ID}:history_snapshots",
         "hash",
     ),
-    "type routing": (rf"byai_gateway:v2:registry:agent_type:workers:{_NAME}", "set"),
-    "type denylist": (rf"byai_gateway:v2:registry:agent_type:denied:{_NAME}", "set"),
+    "type routing": (rf"byai_gateway:v2:registry:agent_type:{_ID}:workers", "set"),
+    "type denylist": (rf"byai_gateway:v2:registry:agent_type:{_ID}:denied", "set"),
+    "admin-state index": (r"byai_gateway:v2:registry:worker:admin_workers", "set"),
     "agent types index": (r"byai_gateway:v2:registry:agent_types", "set"),
     "offline since": (r"byai_gateway:v2:registry:offline_since", "hash"),
     "instances": (r"byai_gateway:v2:registry:instances", "zset"),
@@ -77,10 +78,9 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "scale overrides": (rf"byai_gateway:v2:scale:overrides:{_NAME}", "hash"),
     "audit": (r"byai_gateway:v2:audit", "stream"),
     "type stats": (r"byai_gateway:v2:stats:types", "hash"),
-    # Shared with by-framework, which keeps them unversioned in v2.
     "collector lock": (r"by_framework:obs:collector_lock", "string"),
     "metrics history": (r"by_framework:obs:history", "zset"),
-    "metrics fence": (r"by_framework:obs:fence\{yw6\}", "string"),
+    "metrics fence": (r"byai_gateway:v2:\{by_framework:obs:history\}:fence", "string"),
 }
 TEST_KEYS = {"test:started", "test:done"}  # tests.handlers:record's own lists
 
@@ -222,12 +222,13 @@ async def test_a_real_worker_writes_every_v2_key_family_and_nothing_crosses_slot
     await client.sadd("byai_gateway:v2:registry:worker:{ghost}:agent_types", "chat")
     sampler = KeySampler(client)
     sampler.start()
-    # A hung worker is evicted (its lease goes) and forgotten by the operator (before the
-    # janitor runs, which would forget it by itself a second later).
+    # A hung worker is evicted (its lease stays: only the worker drops it, SPEC 10) and
+    # forgotten by the operator with --force (before the janitor runs, which would
+    # forget it by itself a second later).
     await client.sadd("byai_gateway:v2:registry:workers", "old")
     await client.set("byai_gateway:v2:registry:worker:{old}:online", "{}")
     await byconsole(cli, "worker", "evict", "old", "--force")
-    await byconsole(cli, "worker", "forget", "old")
+    await byconsole(cli, "worker", "forget", "old", "--force")
     log = tmp_path / "kf.log"
     proc = spawn_worker(
         url,

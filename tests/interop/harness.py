@@ -150,14 +150,14 @@ class Fleet:
         types: list[str],
         handler: str = "tests.handlers:noop",
         replicas: int = 1,
-        **env: str,
+        env: dict[str, str] | None = None,
     ) -> LoggedProcess:
         """``worker-runtime run``; its worker ids are ``{instance}-r{n}``."""
         args = [str(BIN / "worker-runtime"), "run", handler, "--instance", instance]
         args += ["--replicas", str(replicas)]
         for agent_type in types:
             args += ["--type", agent_type]
-        return self._spawn(f"ours-{instance}", args, self.our_process_env(**env))
+        return self._spawn(f"ours-{instance}", args, self.our_process_env(**(env or {})))
 
     def byf_admin(self, *args: str) -> dict[str, Any]:
         """by-framework's ``WorkerManager`` (see ``byf_admin.py``); its JSON result."""

@@ -27,6 +27,8 @@ PACKAGES = ("worker_runtime", "byconsole")
 
 SLOT_GROUPS: list[frozenset[str]] = [
     frozenset({"leader_lock", "leader_epoch"}),
+    # by-framework's collector lock is unversioned, apart from the history: never
+    # named in one script with it (the lock is a plain SET NX PX).
     frozenset({"metrics_fence", "metrics_history"}),
     frozenset({"scheduler_fence", "scheduler_runs"}),
 ]

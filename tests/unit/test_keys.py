@@ -49,6 +49,7 @@ def test_default_schema_is_v1() -> None:
         (V1.worker_history_snapshots("w1"), "byai_gateway:registry:worker:history_snapshots:w1"),
         (V1.collector_lock, "by_framework:obs:collector_lock"),
         (V1.metrics_history, "by_framework:obs:history"),
+        (V1.admin_workers, "byai_gateway:registry:worker:admin_workers"),
     ],
 )
 def test_v1_keys_of_spec_section_3(rendered: str, expected: str) -> None:
@@ -126,10 +127,15 @@ def test_project_keys_stay_in_the_namespace() -> None:
         (V2.instance_online("host:1"), "byai_gateway:v2:registry:instance:{host:1}:online"),
         # Single-key families: the prefix only, no hash tag.
         (V2.type_stream("chat"), "byai_gateway:v2:ctrl:agent_type:chat"),
-        (V2.type_workers("chat"), "byai_gateway:v2:registry:agent_type:workers:chat"),
-        (V2.type_denied("chat"), "byai_gateway:v2:registry:agent_type:denied:chat"),
         (V2.scale_overrides("chat"), "byai_gateway:v2:scale:overrides:chat"),
         (V2.audit_stream, "byai_gateway:v2:audit"),
+        # by-framework's v2 spelling (common/constants.py, all three SDKs): tagged by type.
+        (V2.type_workers("chat"), "byai_gateway:v2:registry:agent_type:{chat}:workers"),
+        (V2.type_denied("chat"), "byai_gateway:v2:registry:agent_type:{chat}:denied"),
+        (V2.admin_workers, "byai_gateway:v2:registry:worker:admin_workers"),
+        # by-framework keeps the observability keys unversioned in v2.
+        (V2.collector_lock, "by_framework:obs:collector_lock"),
+        (V2.metrics_history, "by_framework:obs:history"),
     ],
 )
 def test_v2_shape(rendered: str, expected: str) -> None:
@@ -140,7 +146,7 @@ def test_every_v2_key_differs_from_its_v1_twin() -> None:
     # v1 -> v2 renames every key; no v2 key may alias a v1 one (old data is not read).
     for name in ("workers", "agent_types", "instances", "leader_lock", "leader_epoch",
                  "scale_targets", "fleet_stream", "audit_stream", "type_stats",
-                 "scheduler_runs"):  # fmt: skip
+                 "scheduler_runs", "admin_workers", "metrics_fence"):  # fmt: skip
         assert getattr(V1, name) != getattr(V2, name), name
     v1_worker = set(V1.all_worker_keys("w1"))
     assert v1_worker.isdisjoint(V2.all_worker_keys("w1"))
@@ -205,6 +211,17 @@ def test_instance_key_is_tagged_by_the_instance_id(instance_id: str) -> None:
 def test_session_keys_share_a_slot(session_id: str) -> None:
     keys = [V2.session_data_stream(session_id), V2.session_registry(session_id)]
     assert slot(keys[0]) == slot(keys[1])
+
+
+@pytest.mark.parametrize("agent_type", HOSTILE_IDS)
+def test_routing_set_and_denylist_of_a_type_share_a_slot(agent_type: str) -> None:
+    assert slot(V2.type_workers(agent_type)) == slot(V2.type_denied(agent_type))
+
+
+def test_metrics_fence_shares_the_unversioned_history_slot() -> None:
+    # The fenced history write is one script: both keys must live in one slot.
+    assert slot(V2.metrics_fence) == slot(V2.metrics_history)
+    assert V2.metrics_fence.startswith("byai_gateway:v2:")
 
 
 def test_different_workers_spread_over_slots() -> None:

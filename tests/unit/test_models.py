@@ -54,6 +54,7 @@ SNAKE = {
     "heartbeat_interval": 5.0,
     "lease_ttl": 15.0,
     "admin_applied_at": 1_700_000_004_000,
+    "capabilities": ["confirm", "bf-envelope", "drain", "push-deny"],
 }
 
 
