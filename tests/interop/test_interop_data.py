@@ -141,7 +141,10 @@ async def test_mixed_fleet_runs_each_task_once(fleet: Fleet) -> None:
     await _wait_online(fleet, "byf-mix")
     await _wait_group(fleet, "mixed", "agent_engines")
     ours = fleet.start_our_worker(
-        "mix", ["mixed"], handler=HANDLER, INTEROP_SLEEP="0.05", BYAI_CONCURRENCY="2"
+        "mix",
+        ["mixed"],
+        handler=HANDLER,
+        env={"INTEROP_SLEEP": "0.05", "BYAI_CONCURRENCY": "2"},
     )
     await _wait_online(fleet, "mix-r0")
 
@@ -199,9 +202,11 @@ async def test_byf_metrics_and_our_reader_on_a_mixed_fleet(fleet: Fleet) -> None
     assert await fleet.redis.get(lock) == "byf-obs"
 
     ours = fleet.start_our_worker(
-        "obs", ["observed"], handler="tests.interop.data_handlers:busy", INTEROP_BUSY="4",
-        BYAI_METRICS_INTERVAL="0.5",
-    )  # fmt: skip
+        "obs",
+        ["observed"],
+        handler="tests.interop.data_handlers:busy",
+        env={"INTEROP_BUSY": "4", "BYAI_METRICS_INTERVAL": "0.5"},
+    )
     await _wait_online(fleet, "obs-r0")
     before = len(await _history(fleet, t0))
 
@@ -284,7 +289,7 @@ async def test_a_type_stream_without_by_framework_keeps_our_group(fleet: Fleet) 
 
 @pytest.mark.parametrize("fleet", ["single"], indirect=True)
 async def test_a_resume_nobody_serves_is_dead_lettered_not_lost(fleet: Fleet) -> None:
-    fleet.start_our_worker("alone", ["alone"], handler=HANDLER, BYAI_MAX_DELIVERIES="2")
+    fleet.start_our_worker("alone", ["alone"], handler=HANDLER, env={"BYAI_MAX_DELIVERIES": "2"})
     await _wait_online(fleet, "alone-r0")
     header = {"message_id": "msg-r", "session_id": "s-r", "trace_id": "t"}
     resume = {"action_type": "RESUME", "header": header, "body": {"status": "COMPLETED"}}
