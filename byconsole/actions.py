@@ -131,6 +131,7 @@ class ActionOutcome:
         updated_at: the admin ``updated_at`` the write carried (what the worker confirms).
         command: the admin API's name for the write (``force-evict``, ``deny`` …).
         agent_type: the type of a deny / allow / scale.
+        confirmable: False when the worker never confirms (a by-framework worker).
     """
 
     target: str
@@ -141,3 +142,4 @@ class ActionOutcome:
     updated_at: int | None = None
     command: str = ""
     agent_type: str | None = None
+    confirmable: bool = True

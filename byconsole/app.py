@@ -247,7 +247,9 @@ class ConsoleApp(App[int]):
     def _report_confirmations(self, label: str, outcomes: list[ActionOutcome]) -> None:
         applied = [o for o in outcomes if o.latency is not None]
         offline = [o for o in outcomes if not o.online and o.error is None]
-        waiting = [o for o in outcomes if o.online and o.latency is None and o.command != "scale"]
+        live = [o for o in outcomes if o.online and o.latency is None and o.command != "scale"]
+        waiting = [o for o in live if o.confirmable]
+        unconfirmable = [o for o in live if not o.confirmable and o.error is None]
         if applied:
             worst = max(o.latency or 0.0 for o in applied)
             self.notify(
@@ -259,6 +261,13 @@ class ConsoleApp(App[int]):
             self.notify(
                 f"{_names(offline)} offline: the {label.lower()} applies when it starts",
                 severity="warning",
+                markup=False,
+                timeout=6,
+            )
+        if unconfirmable:
+            self.notify(
+                f"{label} sent to {_names(unconfirmable)}: applied at once by push, but "
+                "by-framework workers never confirm (unconfirmable)",
                 markup=False,
                 timeout=6,
             )

@@ -18,7 +18,12 @@ from urllib.parse import urlsplit
 
 from byconsole.actions import Action, ActionOutcome, ActionRequest
 from byconsole.text import safe_text
-from worker_runtime.admin import ActionResult, UnknownWorkerError, WorkerManager
+from worker_runtime.admin import (
+    ActionResult,
+    UnknownWorkerError,
+    UnsupportedCommandError,
+    WorkerManager,
+)
 from worker_runtime.connection import LOOP_ERRORS, create_redis
 from worker_runtime.fleet import FleetReader
 from worker_runtime.settings import RedisSettings
@@ -157,6 +162,8 @@ class RedisBackend:
                     return ActionOutcome(worker_id, sent=False, error="incomplete request")
         except UnknownWorkerError:
             return ActionOutcome(worker_id, sent=False, error="unknown worker")
+        except UnsupportedCommandError as exc:  # drain to a by-framework worker
+            return ActionOutcome(worker_id, sent=False, error=safe_text(str(exc), limit=160))
         except _ACTION_ERRORS as exc:
             return ActionOutcome(worker_id, sent=False, error=self.describe(exc))
         return ActionOutcome(
@@ -166,6 +173,8 @@ class RedisBackend:
             updated_at=result.updated_at,
             command=result.action,
             agent_type=request.agent_type,
+            # deny/allow keep their own confirmation (the lease's denied_types).
+            confirmable=result.confirmable or result.action in ("deny", "allow"),
         )
 
     async def confirm(self, outcome: ActionOutcome, timeout: float) -> ActionOutcome:
@@ -177,7 +186,7 @@ class RedisBackend:
         """
         if not outcome.sent or not outcome.online or outcome.updated_at is None:
             return outcome
-        if outcome.command == "scale":
+        if outcome.command == "scale" or not outcome.confirmable:
             return outcome
         try:
             if outcome.command in ("deny", "allow"):

@@ -161,7 +161,9 @@ def _json_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def _write_flags(parser: argparse.ArgumentParser, wait: bool = True) -> None:
-    parser.add_argument("--reason", metavar="R", help="why (written to the admin state and audit)")
+    parser.add_argument(
+        "--reason", "-r", metavar="R", help="why (written to the admin state and audit)"
+    )
     _json_flag(parser)
     if wait:
         parser.add_argument(
@@ -334,7 +336,12 @@ def build_parser() -> _Parser:
         parents,
     )
     p.add_argument(
-        "--limit", metavar="N", type=_limit, default=20, help="most recent N points (default 20)"
+        "--limit",
+        "-n",
+        metavar="N",
+        type=_limit,
+        default=20,
+        help="most recent N points (default 20)",
     )
     _json_flag(p)
     p.set_defaults(handler=commands.metrics_history, write=False)

@@ -51,6 +51,16 @@ from worker_runtime.models import MetricsPoint, Status, now_ms
 from worker_runtime.settings import RedisSettings
 from worker_runtime.snapshot import FleetSnapshot
 
+BY_ADMIN_WORKER_FIELDS = (
+    "worker_id",
+    "agent_types",
+    "last_seen",
+    "ip_address",
+    "lifecycle",
+    "lifecycle_reason",
+)
+"""What by-admin's ``worker list|info --json`` print per worker (ours print more)."""
+
 EXIT_UNCONFIRMABLE = 3
 """``--wait`` on a worker that never confirms (by-framework): the command was sent."""
 
@@ -176,7 +186,11 @@ async def worker_info(session: Session, args: argparse.Namespace) -> int:
     if not detail.known:
         raise NotFoundError(f"unknown worker: {args.worker_id}")
     if args.json:
-        print_json(detail.model_dump(mode="json"))
+        doc = detail.model_dump(mode="json")
+        # by-admin's ``worker info --json`` fields at the top level, for its scripts.
+        view = detail.worker.model_dump(mode="json")
+        doc.update({name: view.get(name) for name in BY_ADMIN_WORKER_FIELDS if name != "worker_id"})
+        print_json(doc)
     else:
         emit(session.out, worker_detail_view(detail, now_ms()))
     return 0
@@ -316,7 +330,7 @@ async def type_denylist(session: Session, args: argparse.Namespace) -> int:
         raise NotFoundError(f"unknown agent type: {agent_type}")
     denied = await session.manager().get_type_denylist(agent_type)
     if args.json:
-        print_json({"type": agent_type, "denied": denied})
+        print_json(denied)  # by-admin's shape: a plain list of worker ids
         return 0
     emit(session.out, Text(f"Denylist of {safe_text(agent_type, 80)}", style="bold"))
     for wid in denied:

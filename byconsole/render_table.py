@@ -109,6 +109,9 @@ def lifecycle_cell(worker: WorkerView) -> Text:
     cell = safe(lifecycle, lifecycle_style(lifecycle), 40)
     if worker.command_state is CommandState.PENDING:
         cell.append(" (pending)", style=PENDING_STYLE)
+    elif worker.command_state in (CommandState.SENT, CommandState.UNCONFIRMABLE):
+        # A by-framework worker never confirms: say so rather than pending forever.
+        cell.append(f" ({worker.command_state.value})", style=PENDING_STYLE)
     return cell
 
 

@@ -242,6 +242,7 @@ def build_worker_view(
         lifecycle=admin.lifecycle or applied or Lifecycle.ACTIVE.value,
         applied_lifecycle=applied,
         reason=admin.reason or None,
+        lifecycle_reason=admin.reason or "",
         runtime_status=runtime_status,
         admin_updated_at=admin.updated_at,
         admin_updated_by=admin.updated_by,

@@ -162,6 +162,15 @@ class WorkerInstance:
             if self.singletons.eligible
             else "",
         )
+        # Seed 004: the role, instance name and modules also in Chinese, for operators
+        # who grep the deployment logs for them.
+        log.info(
+            "Worker 角色: %s, 实例名称: %s, 已启用模块: [%s], 已禁用模块: [%s]",
+            self.settings.role.value,
+            self.instance_id or "-",
+            ", ".join(enabled),
+            ", ".join(disabled) or "无",
+        )
 
     async def add_replica(self) -> Replica | None:
         """Start one more replica with the lowest free index; None if it may not start."""

@@ -43,6 +43,8 @@ class WorkerView(Lease):
     worker_id: str = Field(default="", max_length=MAX_WORKER_ID)
     status: Status = Status.OFFLINE
     reason: str | None = None
+    lifecycle_reason: str = ""
+    """by-admin's name for ``reason`` (``""`` when none), for scripts written against it."""
     runtime_status: str | None = None
     """What the worker reports it is doing (lease ``status`` field)."""
     applied_lifecycle: str | None = None

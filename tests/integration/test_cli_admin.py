@@ -197,7 +197,7 @@ async def test_deny_and_allow_write_the_denylist_and_a_command(
     assert (audit["action"], audit["target"], audit["details"]) == ("deny", "w1", "type=chat")
 
     listed = run(["type", "denylist", "chat", "--json"], env)
-    assert listed.json() == {"type": "chat", "denied": ["w1"]}
+    assert listed.json() == ["w1"]  # by-admin's shape
     table = run(["type", "denylist", "chat"], env)
     assert "w1" in table.out and "1 worker(s) denied" in table.out
 

@@ -289,12 +289,51 @@ async def test_pending_until_the_worker_confirms(backend: Backend) -> None:
     assert (w.command_state, w.applied_lifecycle) == (CommandState.APPLIED, "suspended")
     assert [(e.action, e.target, e.reason) for e in snap.events] == [("suspend", "w1", "maint")]
     await manager.evict_worker("w1")
+    # The admin leaves the lease alone: pending until the worker drops it on exit.
+    w = (await reader.read()).workers[0]
+    assert (w.status, w.lifecycle, w.command_state) == (
+        Status.ONLINE,
+        "evicted",
+        CommandState.PENDING,
+    )
+    await redis.delete(k.worker_online("w1"))
     w = (await reader.read()).workers[0]
     assert (w.status, w.lifecycle, w.command_state) == (
         Status.OFFLINE,
         "evicted",
         CommandState.APPLIED,
     )
+
+
+async def test_a_by_framework_lease_is_unconfirmable_never_pending(backend: Backend) -> None:
+    redis, k = backend.redis, backend.keys
+    # by-framework's presence payload (core/registry.py), no admin_applied_at ever.
+    lease = {"version": 1, "token": "t0k", "last_seen": now_ms(), "ip_address": "10.0.0.9"}
+    await redis.sadd(k.workers, "bf1")
+    await redis.set(k.worker_online("bf1"), json.dumps(lease))
+    manager = WorkerManager(redis, k, operator="ops@test")
+    reader = FleetReader(redis, k)
+    result = await manager.suspend_worker("bf1")
+    assert (result.runtime, result.confirmable) == ("by-framework", False)
+    assert await manager.wait_applied(result, timeout=5.0) is None  # at once, not 5 s
+    w = (await reader.read()).workers[0]
+    assert (w.runtime, w.command_state, w.lifecycle) == (
+        "by-framework",
+        CommandState.UNCONFIRMABLE,
+        "suspended",
+    )
+    assert await redis.sismember(k.admin_workers, "bf1")
+    evicted = await manager.evict_worker("bf1", force=True)
+    assert evicted.confirmation.value == "lease_gone"
+    assert (await reader.read()).workers[0].command_state is CommandState.SENT
+    # It leaves the registry on exit (as by-framework does): still listed, by the index.
+    await redis.delete(k.worker_online("bf1"))
+    await redis.srem(k.workers, "bf1")
+    w = (await reader.read()).workers[0]
+    assert (w.worker_id, w.status, w.lifecycle) == ("bf1", Status.OFFLINE, "evicted")
+    await manager.clear_worker_admin_state("bf1")
+    assert not await redis.sismember(k.admin_workers, "bf1")
+    assert (await reader.read()).workers == []
 
 
 async def test_metrics_history_tail_and_leader(backend: Backend) -> None:

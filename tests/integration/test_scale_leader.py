@@ -246,6 +246,9 @@ async def test_sigkill_leader_process_is_replaced_within_one_lease(
         assert takeover <= lease * 1.1 + 0.5, takeover
         log = (tmp_path / "C.log").read_text()
         assert "role=consumer" in log and "disabled=[leader_election, metrics_collector" in log
+        # Seed 004: the same in Chinese.
+        assert "Worker 角色: consumer, 实例名称: C, 已启用模块: [consumer" in log
+        assert "已禁用模块: [leader_election, metrics_collector" in log
     finally:
         for proc in procs.values():
             stop_process(proc)
