@@ -226,6 +226,7 @@ async def test_byf_metrics_and_our_reader_on_a_mixed_fleet(fleet: Fleet) -> None
             break
         await asyncio.sleep(0.05)
     assert jobs.get("byf-obs") == 1 and jobs.get("obs-r0") == 1, jobs  # from its hash
+    assert reader.round_trips <= 3  # the status hash read rides in the third round trip
     observed = next(t for t in snap.types if t.name == "observed")
     assert observed.pending == 1  # by-framework's task, pending in its own group
 
