@@ -308,6 +308,10 @@ class Batcher:
                 )
         for execution, _ in batch.finishes:
             base = self._records.get(execution.execution_id)
+            if base is not None and execution.state == ExecutionState.CANCELLED:
+                # Cut short and left un-acked for another worker to reclaim: the
+                # client's record must not say it finished (a replay would be skipped).
+                continue
             if execution.session_id:
                 eid = execution.execution_id
                 fields = sessions[execution.session_id]

@@ -26,6 +26,7 @@ from redis.exceptions import ResponseError
 
 from tests.handlers import DONE_LIST
 from tests.interop.harness import HERE, Fleet
+from worker_runtime.admin import WorkerManager
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.models import Lease, now_ms
@@ -307,3 +308,36 @@ async def test_a_resume_nobody_serves_is_dead_lettered_not_lost(fleet: Fleet) ->
     assert json.loads(fields["data"]) == resume  # the envelope itself, intact
     assert "only by-framework workers serve it" in fields["error"]
     assert await fleet.redis.lrange(DONE_LIST, 0, -1) == []  # never run by us
+
+
+@pytest.mark.parametrize("fleet", ["single"], indirect=True)
+async def test_a_client_task_cut_short_by_force_evict_runs_once_elsewhere(fleet: Fleet) -> None:
+    fleet.start_our_worker("ev-a", ["evicted"], handler=HANDLER, env={"INTEROP_SLEEP": "30"})
+    await _wait_online(fleet, "ev-a-r0")
+    send = asyncio.create_task(
+        asyncio.to_thread(_run_byf, fleet, "byf_client.py", "evicted", "1", "--timeout", "40")
+    )
+    active = fleet.keys.worker_active_snapshots("ev-a-r0")
+    for _ in range(400):
+        if await fleet.redis.hlen(active):
+            break
+        await asyncio.sleep(0.05)
+    assert await fleet.redis.hlen(active) == 1  # running on ev-a
+    fleet.start_our_worker("ev-b", ["evicted"], handler=HANDLER)
+    await _wait_online(fleet, "ev-b-r0")
+
+    await WorkerManager(fleet.redis, fleet.keys).evict_worker("ev-a-r0", force=True)
+    result = await send
+
+    message = result["messages"][0]
+    # Cancelled on ev-a (never recorded as finished), reclaimed and answered by ev-b.
+    assert message["record"]["status"] == "COMPLETED"
+    assert message["record"]["worker_id"] == "ev-b-r0"
+    assert message["ends"] == 1 and len(message["answers"]) == 1
+    assert await fleet.redis.lrange(DONE_LIST, 0, -1) == [message["message_id"]]
+    assert await _session_events(fleet, message["session_id"]) == [
+        "finalAnswer",
+        "appStreamResponse",
+    ]
+    assert await fleet.redis.xlen(fleet.keys.dead_letter_stream("evicted")) == 0
+    assert fleet.error_lines() == {}
