@@ -52,7 +52,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec(Action.SUSPEND, "s", "s", "Suspend", "Suspend: stop taking new tasks"),
     ActionSpec(Action.RESUME, "r", "r", "Resume", "Resume: back to active"),
     ActionSpec(
-        Action.EVICT, "e", "e", "Evict", "Evict: leave routing, drop the lease", destructive=True
+        Action.EVICT, "e", "e", "Evict", "Evict: leave routing, the worker exits", destructive=True
     ),
     ActionSpec(
         Action.FORCE_EVICT,

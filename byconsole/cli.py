@@ -269,7 +269,7 @@ def build_parser() -> _Parser:
     for name, help_text in (
         ("suspend", "stop taking new tasks; the heartbeat continues"),
         ("resume", "return to active"),
-        ("evict", "leave routing and drop the lease (--force: cancel running tasks too)"),
+        ("evict", "leave routing, then the worker exits (--force: cancel running tasks too)"),
         ("drain", "leave routing, finish in-flight tasks, then exit"),
         ("forget", "remove every key of an offline worker"),
     ):

@@ -241,6 +241,11 @@ class WorkerManager:
             # Routing reflects the operator's intent at once, even if the worker is hung.
             for agent_type in target.agent_types:
                 pipe.srem(self.keys.type_workers(agent_type), worker_id)
+        elif target.runtime == "by-framework":
+            # A by-framework worker re-joins routing only at its next heartbeat; its own
+            # admin restores the membership at once (denylist respected), so do we.
+            for agent_type in await self._routable_again(worker_id, target.agent_types):
+                pipe.sadd(self.keys.type_workers(agent_type), worker_id)
         # The lease stays: the worker drops it itself when it complies (SPEC section 10:
         # deleting it would fake a confirmation, and a live worker re-creates it).
         details = "force" if force else ""
@@ -435,6 +440,17 @@ class WorkerManager:
         add_audit(pipe, self.keys, audit_fields(self.operator, "forget", worker_id, reason))
         await pipe.execute()
         return True
+
+    async def _routable_again(self, worker_id: str, agent_types: set[str]) -> list[str]:
+        """The declared types ``worker_id`` is not denied for."""
+        ordered = sorted(agent_types)
+        if not ordered:
+            return []
+        pipe = self.redis.pipeline(transaction=False)
+        for agent_type in ordered:
+            pipe.sismember(self.keys.type_denied(agent_type), worker_id)
+        denied = await pipe.execute()
+        return [t for t, d in zip(ordered, denied, strict=True) if not d]
 
     async def _require_known(self, worker_id: str) -> _Target:
         """The worker's declared types and lease; raises when the worker is unknown.

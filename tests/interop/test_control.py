@@ -63,6 +63,9 @@ async def test_byconsole_drives_a_by_framework_worker_by_push(fleet: Fleet) -> N
     worker = fleet.start_byf_worker("byf-1", ["echo"], **SLOW_BYF_BEAT)
     await asyncio.to_thread(wait_for, lambda: "Heartbeat started" in worker.log(), 30)
     assert await _lease_of(fleet, "byf-1")
+    # by-framework wrote its routing set under the name our key factory spells (v2 on
+    # the cluster: registry:agent_type:{echo}:workers).
+    assert await fleet.redis.sismember(fleet.keys.type_workers("echo"), "byf-1")
     row = _listed(fleet, "byf-1")
     assert (row["runtime"], row["status"], row["command_state"]) == ("by-framework", "online", None)
 
@@ -86,6 +89,15 @@ async def test_byconsole_drives_a_by_framework_worker_by_push(fleet: Fleet) -> N
     assert (code, doc["state"]) == (0, "unconfirmable")
     assert latency < PUSH_BOUND_S * 1000
     await asyncio.to_thread(wait_for, lambda: "Worker resumed by admin" in worker.log())
+    # Back in routing at once, as by-framework's own resume does (its beat is 5 s away).
+    assert await fleet.redis.sismember(fleet.keys.type_workers("echo"), "byf-1")
+
+    # Denylists are one set for both admins (by-framework has no push for them).
+    fleet.byf_admin("deny", "byf-1", "--type", "echo")
+    denied = fleet.byconsole("type", "denylist", "echo", "--json")
+    assert json.loads(denied.stdout) == ["byf-1"]
+    assert fleet.byconsole("type", "allow", "echo", "byf-1").returncode == 0
+    assert fleet.byf_admin("denylist", "--type", "echo")["denied"] == []
 
     # drain does not exist in by-framework: refused, nothing written or sent.
     stream = fleet.keys.worker_stream("byf-1")
