@@ -37,9 +37,9 @@ FAST_METRICS = {"BY_FRAMEWORK_METRICS_HISTORY_INTERVAL_SECONDS": "1"}
 
 
 def _policy(fleet: Fleet) -> str:
-    # On a cluster the per-type routing set is named by schema v2, whose by-framework
-    # spelling is the control plane's part of issue 15; SEND_ANYWAY skips that check.
-    return "FAIL_FAST" if fleet.kind == "single" else "SEND_ANYWAY"
+    # FAIL_FAST: the client checks the type's routing set for an online worker first
+    # (ours too: the v2 set is spelled as by-framework spells it).
+    return "FAIL_FAST"
 
 
 def _run_byf(fleet: Fleet, script: str, *args: str, timeout: float = 90) -> dict[str, Any]:
