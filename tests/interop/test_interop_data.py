@@ -192,7 +192,7 @@ async def _history(fleet: Fleet, since: int) -> list[dict[str, Any]]:
 
 async def test_byf_metrics_and_our_reader_on_a_mixed_fleet(fleet: Fleet) -> None:
     t0 = now_ms()  # the cluster is shared: only this test's points count
-    byf = fleet.start_byf_worker("byf-obs", ["observed"], BYF_SLEEP="4", **FAST_METRICS)
+    byf = fleet.start_byf_worker("byf-obs", ["observed"], BYF_SLEEP="8", **FAST_METRICS)
     await _wait_online(fleet, "byf-obs")
     # by-framework's collector holds the shared lock and writes the history.
     lock = fleet.keys.collector_lock
@@ -202,11 +202,12 @@ async def test_byf_metrics_and_our_reader_on_a_mixed_fleet(fleet: Fleet) -> None
         await asyncio.sleep(0.05)
     assert await fleet.redis.get(lock) == "byf-obs"
 
+    # Ours serves a type of its own, so the client's task surely goes to by-framework.
     ours = fleet.start_our_worker(
         "obs",
-        ["observed"],
+        ["observed-ours"],
         handler="tests.interop.data_handlers:busy",
-        env={"INTEROP_BUSY": "4", "BYAI_METRICS_INTERVAL": "0.5"},
+        env={"INTEROP_BUSY": "8", "BYAI_METRICS_INTERVAL": "0.5"},
     )
     await _wait_online(fleet, "obs-r0")
     before = len(await _history(fleet, t0))
@@ -217,9 +218,14 @@ async def test_byf_metrics_and_our_reader_on_a_mixed_fleet(fleet: Fleet) -> None
         asyncio.to_thread(_run_byf, fleet, "byf_client.py", "observed", "1", "--policy",
                           _policy(fleet), "--timeout", "30")
     )  # fmt: skip
-    producer = Producer(fleet.redis, fleet.keys)
-    await producer.submit("observed", {"n": 1}, worker_id="obs-r0")
     reader = FleetReader(fleet.redis, fleet.keys)
+    for _ in range(600):
+        snap = await reader.read()
+        if any(w.worker_id == "byf-obs" and w.active_jobs == 1 for w in snap.workers):
+            break
+        await asyncio.sleep(0.05)
+    producer = Producer(fleet.redis, fleet.keys)
+    await producer.submit("observed-ours", {"n": 1}, worker_id="obs-r0")
     for _ in range(200):
         snap = await reader.read()
         jobs = {w.worker_id: w.active_jobs for w in snap.workers}
