@@ -19,6 +19,7 @@ counters stay queued and are retried; refusals are logged once per episode.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import defaultdict, deque
 from collections.abc import Callable
@@ -29,9 +30,11 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 
+from worker_runtime.byframework import queue_status_counters, snapshot, snapshot_json
 from worker_runtime.connection import LOOP_ERRORS
+from worker_runtime.envelope import execution_record
 from worker_runtime.keys import CONSUMER_GROUP, Keys
-from worker_runtime.models import Execution, ExecutionState
+from worker_runtime.models import Execution, ExecutionState, now_ms
 from worker_runtime.refusals import RefusalLog
 
 log = logging.getLogger(__name__)
@@ -132,6 +135,10 @@ class Batcher:
         self.execution_cap = execution_cap
         self._cluster = isinstance(redis, RedisCluster)
         self._history: dict[str, deque[str]] = {}
+        self.groups: dict[str, str] = {}
+        """stream -> consumer group, for streams not read in :data:`CONSUMER_GROUP`."""
+        self._records: dict[str, dict[str, Any]] = {}
+        """execution id -> the by-framework client's record, until its end is written."""
         self._pending = _Pending()
         self._written_starts: set[str] = set()
         """Running executions whose start was sent (or is being sent) to Redis."""
@@ -194,17 +201,39 @@ class Batcher:
         if not self._wake.is_set():
             self._wake.set()
 
-    def started(self, execution: Execution) -> None:
-        """A handler started; its running state is written only if it outlives a flush."""
+    def group_of(self, stream: str) -> str:
+        """The consumer group this process reads ``stream`` in (acks go to it)."""
+        return self.groups.get(stream, CONSUMER_GROUP)
+
+    def started(self, execution: Execution, record: dict[str, Any] | None = None) -> None:
+        """A handler started; its running state is written only if it outlives a flush.
+
+        Args:
+            execution: the execution.
+            record: a by-framework client's execution record for it (its session
+                registry entry is then kept in by-framework's format, updated).
+        """
+        if record is not None:
+            self._records[execution.execution_id] = record
         self._pending.starts[execution.execution_id] = execution
         self._queued()
 
-    def finished(self, stream: str, entry_id: str, execution: Execution, ack: bool) -> None:
+    def finished(
+        self,
+        stream: str,
+        entry_id: str,
+        execution: Execution,
+        ack: bool,
+        record: dict[str, Any] | None = None,
+    ) -> None:
         """A handler ended; queue its ack (unless ``ack`` is False) and history.
 
-        ``ack`` is False when the entry was cancelled or is moved (see :meth:`move`).
+        ``ack`` is False when the entry was cancelled or is moved (see :meth:`move`);
+        ``record`` is a by-framework client's execution record (see :meth:`started`).
         """
         eid = execution.execution_id
+        if record is not None:
+            self._records[eid] = record
         # A start sent in a flush still in flight counts as written: its ZADD lands
         # before this finish's ZREM (flushes run one after the other).
         written = eid in self._written_starts
@@ -304,7 +333,7 @@ class Batcher:
         for move in batch.moves:
             self._queue_move(pipe, move, queue, retry, refused, late_acks)
         for stream, ids in batch.acks.items():
-            pipe.xack(stream, CONSUMER_GROUP, *ids)
+            pipe.xack(stream, self.group_of(stream), *ids)
             queue(self._on_acks(stream, ids, retry, refused))
         for session_id, fields in batch.outputs:
             key = self.keys.session_data_stream(session_id)
@@ -346,6 +375,8 @@ class Batcher:
             return
         self._failures = 0
         self.refusals.accepted()
+        for execution, _ in batch.finishes:
+            self._records.pop(execution.execution_id, None)
 
     def _queue_move(
         self,
@@ -363,7 +394,12 @@ class Batcher:
             not self._cluster or key_slot(move.dest.encode()) == key_slot(move.source.encode())
         )
         if scripted:
-            args: list[str] = [CONSUMER_GROUP, move.consumer, move.entry_id, str(move.maxlen)]
+            args: list[str] = [
+                self.group_of(move.source),
+                move.consumer,
+                move.entry_id,
+                str(move.maxlen),
+            ]
             for name, value in move.fields.items():
                 args += [name, value]
             pipe.eval(_MOVE, 2, move.dest, move.source, *args)
@@ -397,7 +433,7 @@ class Batcher:
     ) -> None:
         pipe = self.redis.pipeline(transaction=False)
         for move in moves:
-            pipe.xack(move.source, CONSUMER_GROUP, move.entry_id)
+            pipe.xack(move.source, self.group_of(move.source), move.entry_id)
         try:
             replies = await pipe.execute(raise_on_error=False)
         except LOOP_ERRORS:
@@ -460,9 +496,18 @@ class Batcher:
         # One command per worker and key per flush, whatever the number of tasks: the
         # per-command cost of packing and parsing dominates at high throughput.
         keys = self.keys
+        now = now_ms()
         starts: dict[str, dict[str, Execution]] = defaultdict(dict)
         for execution in batch.starts.values():
             starts[execution.worker_id][execution.execution_id] = execution
+        finished: dict[str, list[tuple[Execution, bool]]] = defaultdict(list)
+        for execution, written in batch.finishes:
+            finished[execution.worker_id].append((execution, written))
+        # by-framework's counters in the status hash (its readers sum them fleet-wide).
+        for wid in starts.keys() | finished.keys():
+            queue_status_counters(
+                pipe, keys, wid, starts.get(wid, {}).values(), finished.get(wid, []), now
+            )
         for wid, running in starts.items():
             pipe.zadd(
                 keys.worker_active_executions(wid),
@@ -470,16 +515,13 @@ class Batcher:
             )
             pipe.hset(
                 keys.worker_active_snapshots(wid),
-                mapping={eid: _dump(e) for eid, e in running.items()},
+                mapping={eid: _dump(e, now) for eid, e in running.items()},
             )
-        finished: dict[str, list[tuple[Execution, bool]]] = defaultdict(list)
-        for execution, written in batch.finishes:
-            finished[execution.worker_id].append((execution, written))
         for wid, items in finished.items():
             was_running = [e.execution_id for e, written in items if written]
             # Only the newest `cap` of a burst can survive the cap: don't write the rest.
             items = items[-self.execution_cap :]
-            snaps = {e.execution_id: _dump(e) for e, _ in items}
+            snaps = {e.execution_id: _dump(e, now) for e, _ in items}
             if was_running:
                 pipe.zrem(keys.worker_active_executions(wid), *was_running)
                 pipe.hdel(keys.worker_active_snapshots(wid), *was_running)
@@ -494,11 +536,29 @@ class Batcher:
             )
             pipe.hset(keys.worker_history_snapshots(wid), mapping=snaps)
         sessions: dict[str, dict[str, str]] = defaultdict(dict)
+        for execution in batch.starts.values():
+            # A by-framework client follows its execution's status: RUNNING now.
+            base = self._records.get(execution.execution_id)
+            if execution.session_id and base is not None:
+                record = execution_record(base, execution, now)
+                sessions[execution.session_id][f"exec:{execution.execution_id}"] = safe_text(
+                    json.dumps(record, ensure_ascii=False, default=str)
+                )
         for execution, _ in batch.finishes:
+            base = self._records.get(execution.execution_id)
+            if base is not None and execution.state == ExecutionState.CANCELLED:
+                # Cut short and left un-acked for another worker to reclaim: the
+                # client's record must not say it finished (a replay would be skipped).
+                continue
             if execution.session_id:
                 eid = execution.execution_id
                 fields = sessions[execution.session_id]
-                fields[f"exec:{eid}"] = _dump(execution)
+                data = (
+                    snapshot(execution, now)
+                    if base is None
+                    else execution_record(base, execution, now)
+                )
+                fields[f"exec:{eid}"] = safe_text(json.dumps(data, ensure_ascii=False, default=str))
                 fields[f"msg_map:{execution.task_id}"] = eid
         for session_id, fields in sessions.items():
             reg = keys.session_registry(session_id)
@@ -543,13 +603,8 @@ def safe_text(text: str) -> str:
     return text
 
 
-def _dump(execution: Execution) -> str:
-    try:
-        return execution.model_dump_json(exclude_none=True)
-    except ValueError:
-        # Any field may hold text that is not valid UTF-8: store it escaped.
-        fields = {
-            k: safe_text(v) if isinstance(v, str) else v
-            for k, v in execution.model_dump(exclude_none=True).items()
-        }
-        return Execution.model_validate(fields).model_dump_json(exclude_none=True)
+def _dump(execution: Execution, now: int) -> str:
+    """The snapshot JSON both runtimes read, always encodable as UTF-8."""
+    # Any field may hold text that is not valid UTF-8 (a lone surrogate): store it
+    # escaped, or the whole flush would fail to encode.
+    return safe_text(snapshot_json(execution, now))

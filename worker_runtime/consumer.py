@@ -24,6 +24,14 @@ from typing import Any
 from redis.exceptions import ResponseError
 
 from worker_runtime.connection import LOOP_ERRORS
+from worker_runtime.envelope import (
+    ASK_AGENT,
+    HOPS_FIELD,
+    RESUME,
+    Envelope,
+    parse_envelope,
+    to_task,
+)
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.messages import decode_task, is_control_entry
 from worker_runtime.replica import Replica
@@ -34,13 +42,48 @@ _RECLAIM_PAGE = 100
 _PEL_PAGE = 100
 
 
-async def ensure_group(redis: Any, stream: str) -> None:
+async def ensure_group(redis: Any, stream: str, group: str = CONSUMER_GROUP) -> None:
     """Create the consumer group (and the stream) if missing; only BUSYGROUP is tolerated."""
     try:
-        await redis.xgroup_create(stream, CONSUMER_GROUP, id="0", mkstream=True)
+        await redis.xgroup_create(stream, group, id="0", mkstream=True)
     except ResponseError as exc:
         if "BUSYGROUP" not in str(exc):
             raise
+
+
+async def resolve_group(redis: Any, stream: str, configured: str = "") -> str:
+    """The consumer group to consume an agent type stream in (created if missing).
+
+    Every consumer group of a stream gets every entry, so workers of one type must
+    share one group or each task runs once per group. by-framework's workers use
+    ``agent_engines`` (its ``run_worker`` default), :data:`CONSUMER_GROUP` (its
+    runner's default) or a name suffixed per type set. So:
+    ``configured`` when set; else the stream's group when it already has one (ours
+    first when present); else :data:`CONSUMER_GROUP`. A stream with several groups is
+    logged: its tasks run once per group.
+    """
+    try:
+        reply = await redis.xinfo_groups(stream)
+    except ResponseError:
+        reply = []  # no such key yet
+    names = [str(g.get("name")) for g in reply or [] if isinstance(g, dict)]
+    if configured:
+        chosen = configured
+    elif CONSUMER_GROUP in names or not names:
+        chosen = CONSUMER_GROUP
+    else:
+        chosen = names[0]
+        log.info("%s: joining its existing consumer group %r", stream, chosen)
+    others = sorted(set(names) - {chosen})
+    if others:
+        log.warning(
+            "%s has other consumer groups %s besides %r: each of its tasks runs once per group",
+            stream,
+            others,
+            chosen,
+        )
+    await ensure_group(redis, stream, chosen)
+    return chosen
 
 
 class Reader:
@@ -51,9 +94,12 @@ class Reader:
         select: returns the streams this reader should read right now.
     """
 
-    def __init__(self, replica: Replica, select: Callable[[], list[str]]) -> None:
+    def __init__(
+        self, replica: Replica, select: Callable[[], list[str]], group: str = CONSUMER_GROUP
+    ) -> None:
         self.replica = replica
         self.select = select
+        self.group = group
         self.ctx = replica.ctx
         self._recover = True
         self._next_reclaim = time.monotonic() + self._reclaim_every()
@@ -111,7 +157,7 @@ class Reader:
                 if "NOGROUP" in str(exc):
                     # Redis restarted or the stream was deleted: recreate and go on.
                     for stream in streams:
-                        await ensure_group(self.ctx.redis, stream)
+                        await ensure_group(self.ctx.redis, stream, self.group)
                     continue
                 log.error("%s: read failed: %s", replica.worker_id, exc)
                 await asyncio.sleep(backoff)
@@ -127,7 +173,7 @@ class Reader:
         replica = self.replica
         count = min(self.ctx.settings.fetch_count, replica.free_slots())
         reply = await self.ctx.redis.xreadgroup(
-            CONSUMER_GROUP,
+            self.group,
             replica.worker_id,
             dict.fromkeys(streams, ">"),
             count=count,
@@ -152,7 +198,7 @@ class Reader:
             while not replica.ended.is_set():
                 rows = await redis.xpending_range(
                     stream,
-                    CONSUMER_GROUP,
+                    self.group,
                     min=start,
                     max="+",
                     count=_PEL_PAGE,
@@ -172,7 +218,7 @@ class Reader:
                 }
                 if deliveries:
                     claimed = await redis.xclaim(
-                        stream, CONSUMER_GROUP, replica.worker_id, 0, list(deliveries)
+                        stream, self.group, replica.worker_id, 0, list(deliveries)
                     )
                     for entry in claimed or []:
                         entry_id, fields = str(entry[0]), entry[1]
@@ -193,7 +239,7 @@ class Reader:
             while replica.free_slots() > 0 and replica.accepting:
                 sent = time.monotonic()
                 rows = await ctx.redis.xpending_range(
-                    stream, CONSUMER_GROUP, min=start, max="+", count=_RECLAIM_PAGE, idle=idle
+                    stream, self.group, min=start, max="+", count=_RECLAIM_PAGE, idle=idle
                 )
                 if not rows:
                     break
@@ -211,7 +257,7 @@ class Reader:
                         str(r["message_id"]): int(r["times_delivered"]) for r in claimable
                     }
                     claimed = await ctx.redis.xclaim(
-                        stream, CONSUMER_GROUP, replica.worker_id, idle, list(deliveries)
+                        stream, self.group, replica.worker_id, idle, list(deliveries)
                     )
                     for entry in claimed or []:
                         entry_id, fields = str(entry[0]), entry[1]
@@ -249,6 +295,10 @@ class Reader:
                     agent_type, dict(fields), "command entry on a task stream", stream, entry_id
                 )
             return
+        envelope = parse_envelope(fields)
+        if envelope is not None:
+            self._dispatch_envelope(stream, entry_id, fields, envelope, deliveries)
+            return
         task = decode_task(fields)
         if task is None:
             replica.bury(
@@ -274,6 +324,68 @@ class Reader:
             return
         task.attempt = base + deliveries - 1
         replica.start_task(stream, entry_id, task, dict(fields))
+
+    def _dispatch_envelope(
+        self, stream: str, entry_id: str, fields: Any, envelope: Envelope, deliveries: int
+    ) -> None:
+        """Run, hand back or skip an entry in by-framework's command envelope."""
+        replica = self.replica
+        batcher = self.ctx.batcher
+        agent_type = self._type_of_stream.get(stream)
+        if not envelope.served_here:
+            if agent_type is None and envelope.action_type not in (ASK_AGENT, RESUME):
+                batcher.ack(stream, entry_id)  # a command: the control loop applies it
+                return
+            self._hand_back_foreign(stream, entry_id, fields, envelope, agent_type)
+            return
+        task = to_task(envelope, agent_type or "")
+        if not replica.accepting or (agent_type is not None and agent_type in replica.denied):
+            # Delivered after we stopped accepting: give it back to the fleet.
+            replica.hand_back(stream, entry_id, task.agent_type, dict(fields))
+            return
+        if deliveries - 1 >= self.ctx.settings.max_deliveries:
+            replica.bury(
+                task.agent_type,
+                dict(fields),
+                f"delivered {deliveries - 1} times without finishing",
+                stream,
+                entry_id,
+            )
+            return
+        task.attempt = deliveries
+        replica.start_task(stream, entry_id, task, dict(fields), envelope)
+
+    def _hand_back_foreign(
+        self,
+        stream: str,
+        entry_id: str,
+        fields: Any,
+        envelope: Envelope,
+        agent_type: str | None,
+    ) -> None:
+        """Give a by-framework command only its own workers serve back to the group.
+
+        A ``RESUME`` or a sub-agent call needs by-framework's reply path (its wait
+        index); another consumer of the group (a by-framework worker) takes it. After
+        ``max_deliveries`` hand-backs nobody did: it is dead-lettered, never dropped.
+        """
+        try:
+            hops = int(fields.get(HOPS_FIELD) or 0)
+        except ValueError:
+            hops = 0
+        batcher = self.ctx.batcher
+        if agent_type is None or hops >= self.ctx.settings.max_deliveries:
+            why = (
+                f"by-framework {envelope.action_type} from "
+                f"{envelope.text('source_agent_type') or 'a client'}: only by-framework "
+                f"workers serve it and none took it after {hops} hand-backs"
+            )
+            self.replica.bury(agent_type or "unknown", dict(fields), why, stream, entry_id)
+        else:
+            back = dict(fields)
+            back[HOPS_FIELD] = str(hops + 1)
+            # The successor exists before the original is acknowledged (one move).
+            batcher.move(stream, entry_id, self.replica.worker_id, stream, back)
 
 
 def iter_reply(reply: Any) -> list[tuple[str, list[tuple[str, Any]]]]:

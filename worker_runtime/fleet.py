@@ -34,8 +34,9 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from worker_runtime.audit import parse_audit
+from worker_runtime.byframework import RUNTIME_STATUS_FIELD
 from worker_runtime.derive import derive_status as derive_status
-from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.keys import Keys
 from worker_runtime.models import (
     AdminState,
     Capability,
@@ -127,20 +128,28 @@ class _GroupInfo:
     exists: bool = False
 
 
-def _group_info(reply: Any) -> _GroupInfo:
-    """Lag and pending of :data:`CONSUMER_GROUP` from an ``XINFO GROUPS`` reply."""
+def _group_info(reply: Any, length: int = 0) -> _GroupInfo:
+    """Lag and pending over every consumer group of a stream (``XINFO GROUPS`` reply).
+
+    Workers of a type may consume in any group name (ours, by-framework's
+    ``agent_engines``, its per-type-set names): every group gets every entry, so the
+    work outstanding is the sum over the groups. A group whose lag Redis cannot tell
+    (entries deleted) counts the stream ``length``.
+    """
     if not isinstance(reply, list):
         return _GroupInfo()
+    info = _GroupInfo()
     for group in reply:
-        if not isinstance(group, dict) or str(group.get("name")) != CONSUMER_GROUP:
+        if not isinstance(group, dict):
             continue
         lag = group.get("lag")
-        return _GroupInfo(
-            depth=_int(lag) if isinstance(lag, int) else None,
-            pending=_int(group.get("pending")),
+        depth = _int(lag) if isinstance(lag, int) else length
+        info = _GroupInfo(
+            depth=(info.depth or 0) + depth,
+            pending=info.pending + _int(group.get("pending")),
             exists=True,
         )
-    return _GroupInfo()
+    return info
 
 
 # -- derivations shared by the snapshot and the detail read ---------------------------
@@ -547,7 +556,7 @@ class FleetReader:
             out[t] = _TypeReplies(
                 routable=_strs(r[0], MAX_WORKER_ID),
                 denied=_strs(r[1], MAX_WORKER_ID),
-                group=_group_info(r[2]),
+                group=_group_info(r[2], _int(r[3])),
                 length=_int(r[3]),
                 dead=_int(r[4]),
                 overrides=_counts(r[5]),
@@ -626,11 +635,25 @@ class FleetReader:
             raw = _str(r2[n_w + n_t + i])
             instance_leases[iid] = None if raw is None else InstanceLease.parse(raw)
 
-        # -- round trip 3: types only a worker knew about -------------------------------
+        # -- round trip 3: types only a worker knew about, and the active jobs of
+        # workers whose lease does not report them (by-framework keeps them in its
+        # status hash) -----------------------------------------------------------------
         extra_types = sorted(t for t in discovered - set(type_data) if len(t) <= _MAX_ID)
-        if extra_types:
-            r3 = await self._run(self._type_queue(extra_types))
-            type_data.update(self._type_replies(extra_types, r3))
+        counted = [
+            wid
+            for wid in worker_ids
+            if isinstance(leases[wid], Lease) and leases[wid].active_jobs is None
+        ]
+        if extra_types or counted:
+            queue = self._type_queue(extra_types)
+            queue += [_c("hget", k.worker_status(w), "active_count") for w in counted]
+            r3 = await self._run(queue)
+            n_x = _TYPE_COMMANDS * len(extra_types)
+            type_data.update(self._type_replies(extra_types, r3[:n_x]))
+            for wid, raw in zip(counted, r3[n_x:], strict=True):
+                active = parse_count_any(raw)
+                if active is not None:
+                    leases[wid] = leases[wid].model_copy(update={"active_jobs": active})
 
         # -- derive ---------------------------------------------------------------------
         denied_by_worker: dict[str, set[str]] = {}
@@ -805,7 +828,7 @@ class FleetReader:
                 _c("get", k.worker_online(worker_id)),
                 _c("hgetall", k.worker_admin(worker_id)),
                 _c("smembers", k.worker_agent_types(worker_id)),
-                _c("get", k.worker_status(worker_id)),
+                _c("hgetall", k.worker_status(worker_id)),
                 _c("zrevrange", k.worker_executions(worker_id), 0, limit - 1),
                 _c("zrevrange", k.worker_active_executions(worker_id), 0, limit - 1),
                 _c("hgetall", k.worker_active_snapshots(worker_id)),
@@ -825,7 +848,14 @@ class FleetReader:
         r2 = await self._run([_c("sismember", k.type_denied(t), worker_id) for t in types])
         denied = [t for t, hit in zip(types, r2, strict=True) if hit]
 
-        view = build_worker_view(worker_id, lease_obj, admin, declared, denied, now)
+        status_hash = _dict(r1[4])
+        view_lease = lease_obj
+        if isinstance(lease_obj, dict) and Lease.parse(lease_obj).active_jobs is None:
+            # A by-framework worker: its active jobs are the status hash's counter.
+            counter = parse_count_any(status_hash.get("active_count"))
+            if counter is not None:
+                view_lease = {**lease_obj, "active_jobs": counter}
+        view = build_worker_view(worker_id, view_lease, admin, declared, denied, now)
         active_snaps = _dict(r1[7])
         history_snaps = _dict(r1[8])
         active = _executions(_order(r1[6], active_snaps), active_snaps, limit)
@@ -839,7 +869,7 @@ class FleetReader:
             if raw_lease is not None and not isinstance(lease_obj, dict)
             else None,
             admin=admin,
-            runtime_status=_str(r1[4]),
+            runtime_status=_str(status_hash.get(RUNTIME_STATUS_FIELD)),
             declared_types=sorted(declared),
             denied_types=denied,
             active_executions=active,

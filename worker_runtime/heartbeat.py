@@ -144,22 +144,22 @@ async def trim_acknowledged(ctx: RuntimeContext, streams: list[str]) -> None:
     pipe = ctx.redis.pipeline(transaction=False)
     for stream in streams:
         pipe.xinfo_groups(stream)
-        pipe.xpending(stream, CONSUMER_GROUP)
+        pipe.xpending(stream, ctx.batcher.group_of(stream))
     res = await pipe.execute(raise_on_error=False)
     pipe = ctx.redis.pipeline(transaction=False)
     for i, stream in enumerate(streams):
-        minid = _safe_minid(res[2 * i], res[2 * i + 1])
+        minid = _safe_minid(res[2 * i], res[2 * i + 1], ctx.batcher.group_of(stream))
         if minid:
             pipe.xtrim(stream, minid=minid, approximate=True)
     if len(pipe):
         _check_trims(await pipe.execute(raise_on_error=False))
 
 
-def _safe_minid(groups: Any, pending: Any) -> str | None:
+def _safe_minid(groups: Any, pending: Any, ours: str = CONSUMER_GROUP) -> str | None:
     if not isinstance(groups, list) or len(groups) != 1 or not isinstance(pending, dict):
         return None  # unknown groups (another consumer group?): trim nothing
     group = groups[0]
-    if not isinstance(group, dict) or group.get("name") != CONSUMER_GROUP:
+    if not isinstance(group, dict) or group.get("name") != ours:
         return None
     last = str(group.get("last-delivered-id") or "0-0")
     ms, _, seq = last.partition("-")

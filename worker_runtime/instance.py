@@ -26,7 +26,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from worker_runtime.batcher import Batcher
 from worker_runtime.connection import LOOP_ERRORS, create_redis, is_cluster
-from worker_runtime.consumer import Reader, ensure_group, iter_reply
+from worker_runtime.consumer import Reader, ensure_group, iter_reply, resolve_group
 from worker_runtime.context import Handler, RuntimeContext
 from worker_runtime.control import control_loop
 from worker_runtime.heartbeat import beat, trim_acknowledged, trim_executions
@@ -147,7 +147,11 @@ class WorkerInstance:
         batcher.start()
         self._watch(batcher.task, "the write batcher")
         for agent_type in self.agent_types:
-            await ensure_group(redis, keys.type_stream(agent_type))
+            stream = keys.type_stream(agent_type)
+            # A by-framework fleet may already consume the type in its own group.
+            group = await resolve_group(redis, stream, self.settings.consumer_group)
+            if group != CONSUMER_GROUP:
+                batcher.groups[stream] = group
         fleet_last = await redis.xrevrange(keys.fleet_stream, count=1)
         # A target set before this instance existed is honoured from the start.
         await self._announce()
@@ -217,13 +221,18 @@ class WorkerInstance:
         ]
         loops: list[asyncio.Task[None]] = []
         for group in group_by_slot(candidates, ctx.cluster):
-            members = frozenset(group)
+            # One XREADGROUP names one consumer group: split by group as well.
+            by_group: dict[str, list[str]] = {}
+            for stream in group:
+                by_group.setdefault(ctx.batcher.group_of(stream), []).append(stream)
+            for consumer_group, streams in sorted(by_group.items()):
+                members = frozenset(streams)
 
-            def select(members: frozenset[str] = members) -> list[str]:
-                return [s for s in replica.readable_streams() if s in members]
+                def select(members: frozenset[str] = members) -> list[str]:
+                    return [s for s in replica.readable_streams() if s in members]
 
-            loops.append(asyncio.create_task(Reader(replica, select).run()))
-            self._watch(loops[-1], f"{replica.worker_id}: the consumer loop", replica)
+                loops.append(asyncio.create_task(Reader(replica, select, consumer_group).run()))
+                self._watch(loops[-1], f"{replica.worker_id}: the consumer loop", replica)
         loops.append(asyncio.create_task(control_loop(replica, publish)))
         self._watch(loops[-1], f"{replica.worker_id}: the control loop", replica)
         loops.append(asyncio.create_task(self._supervise(replica)))

@@ -97,7 +97,12 @@ class Keys:
         return self._worker("agent_types", worker_id)
 
     def worker_status(self, worker_id: str) -> str:
-        """String: runtime status (idle/busy/suspended/draining)."""
+        """Hash: by-framework's execution counters (``active_count`` …) plus ours.
+
+        Shared with by-framework, which keeps ``{status}_count`` counters and
+        ``last_*_at`` stamps here; this runtime adds ``runtime_status``
+        (idle/busy/suspended/draining), a field by-framework ignores.
+        """
         return self._worker("status", worker_id)
 
     def worker_admin(self, worker_id: str) -> str:
@@ -176,12 +181,16 @@ class Keys:
 
     @property
     def collector_lock(self) -> str:
-        """String: metrics collector lock (SET NX PX)."""
+        """String: metrics collector lock, shared with by-framework's collector.
+
+        Unversioned in v2 too, as by-framework keeps it: both collectors must see one
+        lock. Held the way by-framework holds it (see :mod:`worker_runtime.metrics`).
+        """
         return f"{_OBS}:collector_lock"
 
     @property
     def metrics_history(self) -> str:
-        """ZSet: metrics history points, score = ts ms, member = JSON."""
+        """ZSet: metrics history points, score = ts ms, member = JSON (shared, unversioned)."""
         return f"{_OBS}:history"
 
     @property

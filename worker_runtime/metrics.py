@@ -2,21 +2,32 @@
 
 A point holds workers online, agent types, active executions, total and per-type
 queue depth (undelivered lag + pending) and per-type throughput (completions per
-second since the previous point, from the runtime's counters). The collector also
-takes the seeds' ``collector_lock`` (SET NX PX) each interval, so a collector of
-another runtime sharing the Redis never doubles the points.
+second since the previous point, from the runtime's counters).
+
+The history (:attr:`Keys.metrics_history`) and its collector lock are shared with
+by-framework's collector, so both follow by-framework's discipline: one holder at a
+time, the lock taken with ``SET NX`` and *renewed by its holder* each interval (a TTL
+of three intervals), released by its holder when it stops. Whoever holds it writes the
+points; the other skips its cycle. So a fleet started by either runtime always has one
+writer, never two, and the lock changes hands only when its holder stops or dies.
+Our points carry by-framework's fields too (``generated_at``, ``queue_depth_total`` …
+see :meth:`MetricsPoint.dump`), so by-framework's readers read them; its points read
+here through the same model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+from typing import Any
 
 from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.context import RuntimeContext
 from worker_runtime.fencing import add_history_point
 from worker_runtime.fleet import FleetReader
+from worker_runtime.keys import Keys
 from worker_runtime.models import MetricsPoint, Status, TypeMetrics, now_ms
 from worker_runtime.snapshot import FleetSnapshot
 
@@ -49,34 +60,101 @@ def build_point(
             w.active_jobs or 0 for w in snapshot.workers if w.status is Status.ONLINE
         ),
         queue_depth=sum(t.depth + t.pending for t in per_type.values()),
+        consumer_pending=sum(t.pending for t in per_type.values()),
         throughput=round(total_rate, 2),
         per_type=per_type,
         epoch=epoch,
     )
 
 
+def by_framework_fields(snapshot: FleetSnapshot, counters: dict[str, int]) -> dict[str, int]:
+    """The figures of by-framework's point format that we know (missing ones read as 0).
+
+    ``success_ratio_ppm`` must be present: its readers take a missing one for 0 %.
+    """
+    completed = sum(v for k, v in counters.items() if k.startswith("processed:"))
+    failed = sum(v for k, v in counters.items() if k.startswith("failed:"))
+    terminal = completed + failed
+    return {
+        "completed_executions": completed,
+        "failed_executions": failed,
+        "terminal_executions": terminal,
+        "deadletter_count": sum(t.dead for t in snapshot.types),
+        "success_ratio_ppm": completed * 1_000_000 // terminal if terminal else 1_000_000,
+    }
+
+
+# by-framework's lock discipline, in one step: take the lock if free, or extend it if
+# we hold it. Its value is the holder's id, compared as by-framework compares it.
+_HOLD = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def lock_ttl_ms(interval: float) -> int:
+    """The collector lock's TTL: three intervals, as by-framework's collector uses."""
+    return max(1000, int(interval * 3000))
+
+
+async def hold_collector_lock(redis: Any, keys: Keys, holder: str, ttl_ms: int) -> bool:
+    """Take or renew the shared collector lock; False while someone else holds it."""
+    return bool(await redis.eval(_HOLD, 1, keys.collector_lock, holder, ttl_ms))
+
+
+async def release_collector_lock(redis: Any, keys: Keys, holder: str) -> None:
+    """Give the lock up if we still hold it (so the next collector need not wait)."""
+    await redis.eval(_RELEASE, 1, keys.collector_lock, holder)
+
+
 async def collect_forever(ctx: RuntimeContext, epoch: int) -> None:
-    """Write a point every ``metrics_interval`` seconds until cancelled."""
+    """Write a point every ``metrics_interval`` seconds while holding the collector lock."""
     interval = ctx.settings.metrics_interval
     reader = FleetReader(ctx.redis, ctx.keys, history_limit=1, events_limit=1)
     previous: dict[str, int] | None = None
     previous_at = time.monotonic()
-    while True:
-        started = time.monotonic()
-        try:
-            lock_ms = max(1, int(interval * 900))
-            if await ctx.redis.set(ctx.keys.collector_lock, ctx.instance_id, nx=True, px=lock_ms):
-                snapshot = await reader.read()
-                raw = await ctx.redis.hgetall(ctx.keys.type_stats)
-                counters = {str(k): int(v) for k, v in raw.items() if str(v).isdigit()}
-                point = build_point(snapshot, counters, previous, started - previous_at, epoch)
-                previous, previous_at = counters, started
-                keep_after = point.ts - int(ctx.settings.metrics_retention * 1000)
-                written = await add_history_point(
-                    ctx.redis, ctx.keys, epoch, point.ts, point.model_dump_json(), keep_after
-                )
-                if not written:
-                    log.warning("metrics point rejected: epoch %d is no longer current", epoch)
-        except LOOP_ERRORS as exc:
-            log.warning("metrics collector: %s", exc)
-        await asyncio.sleep(max(0.0, interval - (time.monotonic() - started)))
+    holder = ctx.instance_id
+    try:
+        while True:
+            started = time.monotonic()
+            try:
+                if await hold_collector_lock(ctx.redis, ctx.keys, holder, lock_ttl_ms(interval)):
+                    previous = await _write_point(
+                        ctx, reader, epoch, previous, started - previous_at
+                    )
+                    previous_at = started
+            except LOOP_ERRORS as exc:
+                log.warning("metrics collector: %s", exc)
+            await asyncio.sleep(max(0.0, interval - (time.monotonic() - started)))
+    finally:
+        with contextlib.suppress(*LOOP_ERRORS):
+            await release_collector_lock(ctx.redis, ctx.keys, holder)
+
+
+async def _write_point(
+    ctx: RuntimeContext,
+    reader: FleetReader,
+    epoch: int,
+    previous: dict[str, int] | None,
+    elapsed_s: float,
+) -> dict[str, int]:
+    """Read the fleet, write one point; returns the counters it was computed from."""
+    snapshot = await reader.read()
+    raw = await ctx.redis.hgetall(ctx.keys.type_stats)
+    counters = {str(k): int(v) for k, v in raw.items() if str(v).isdigit()}
+    point = build_point(snapshot, counters, previous, elapsed_s, epoch)
+    keep_after = point.ts - int(ctx.settings.metrics_retention * 1000)
+    member = point.dump(by_framework_fields(snapshot, counters))
+    written = await add_history_point(ctx.redis, ctx.keys, epoch, point.ts, member, keep_after)
+    if not written:
+        log.warning("metrics point rejected: epoch %d is no longer current", epoch)
+    return counters

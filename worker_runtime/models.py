@@ -14,7 +14,7 @@ import time
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 
 def now_ms() -> int:
@@ -336,8 +336,21 @@ class ExecutionState(StrEnum):
     CANCELLED = "cancelled"
 
 
+_STATE_OF_STATUS = {
+    "COMPLETED": ExecutionState.SUCCEEDED,
+    "FAILED": ExecutionState.FAILED,
+    "CANCELLED": ExecutionState.CANCELLED,
+    "RUNNING": ExecutionState.RUNNING,
+}
+"""by-framework's upper-case execution status -> our state (others are lower-cased)."""
+
+
 class Execution(BaseModel):
-    """The small snapshot kept per execution in the worker's indexes."""
+    """The small snapshot kept per execution in the worker's indexes.
+
+    Also reads by-framework's snapshots (``status`` in upper case, ``message_id``,
+    ``target_agent_type``, ``error_message``): they share the worker's indexes.
+    """
 
     model_config = ConfigDict(extra="ignore", str_max_length=_MAX_STR)
 
@@ -348,9 +361,33 @@ class Execution(BaseModel):
     state: str = ExecutionState.RUNNING
     attempt: int = 1
     session_id: str | None = None
+    created_at: int | None = None
     started_at: int | None = None
     finished_at: int | None = None
     error: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_by_framework(cls, data: Any) -> Any:
+        """Fill our field names from by-framework's when ours are missing."""
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        status = out.get("status")
+        if "state" not in out and isinstance(status, str) and status:
+            out["state"] = _STATE_OF_STATUS.get(status.upper(), status.lower())
+        for ours, theirs in (
+            ("task_id", "message_id"),
+            ("agent_type", "target_agent_type"),
+            ("error", "error_message"),
+        ):
+            value = out.get(theirs)
+            if not out.get(ours) and isinstance(value, str) and value:
+                out[ours] = value
+        for stamp in ("created_at", "started_at", "finished_at"):
+            if out.get(stamp) == 0:
+                out[stamp] = None  # by-framework writes 0 for "not yet"
+        return out
 
     @classmethod
     def parse(cls, raw: Any) -> Execution:
@@ -414,15 +451,27 @@ class TypeMetrics(BaseModel):
 
 
 class MetricsPoint(BaseModel):
-    """One point of the metrics history."""
+    """One point of the metrics history (:attr:`Keys.metrics_history`, shared).
+
+    by-framework's collector writes the same ZSet with its own point format
+    (``generated_at``, ``queue_depth_total``, ``consumer_pending_total`` …): such a
+    point reads here with ``ts`` and ``queue_depth`` taken from those fields. Ours
+    carry both spellings (see :meth:`dump`) so by-framework's readers read ours.
+    """
 
     model_config = ConfigDict(extra="ignore")
 
-    ts: int = 0
+    ts: int = Field(default=0, validation_alias=AliasChoices("ts", "generated_at"))
     workers_online: int = 0
     agent_types: int = 0
     active_executions: int = 0
-    queue_depth: int = 0
+    queue_depth: int = Field(
+        default=0, validation_alias=AliasChoices("queue_depth", "queue_depth_total")
+    )
+    consumer_pending: int = Field(
+        default=0,
+        validation_alias=AliasChoices("consumer_pending", "consumer_pending_total"),
+    )
     throughput: float = 0.0
     per_type: dict[str, TypeMetrics] = Field(default_factory=dict)
     epoch: int | None = None
@@ -431,3 +480,18 @@ class MetricsPoint(BaseModel):
     def parse(cls, raw: Any) -> MetricsPoint:
         """Parse a history member; never raises."""
         return lenient(cls, raw)
+
+    def dump(self, extra: dict[str, int] | None = None) -> str:
+        """The history member: our fields plus by-framework's names for the same figures.
+
+        Args:
+            extra: further by-framework point fields (integers) to include.
+        """
+        data: dict[str, Any] = self.model_dump(exclude_none=True)
+        data.update(extra or {})
+        data.update(
+            generated_at=self.ts,
+            queue_depth_total=self.queue_depth,
+            consumer_pending_total=self.consumer_pending,
+        )
+        return json.dumps(data, separators=(",", ":"))

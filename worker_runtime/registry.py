@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from worker_runtime.audit import add_audit, audit_fields
+from worker_runtime.byframework import RUNTIME_STATUS_FIELD, SESSION_TTL_S
 from worker_runtime.models import AdminState, Lifecycle
 from worker_runtime.pipeline import Batch
 from worker_runtime.replica import Replica
@@ -18,6 +19,16 @@ from worker_runtime.replica import Replica
 log = logging.getLogger(__name__)
 
 LOCK_TTL_S = 60
+
+# The status key must be a hash (by-framework's counters). An older runtime stored a
+# string there: drop it. Nothing runs in a process that is just starting, so its
+# running/active counters restart at zero (a crash left them counting its tasks).
+_STATUS_HASH = """
+if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then redis.call('DEL', KEYS[1]) end
+redis.call('HSET', KEYS[1], 'running_count', 0, 'active_count', 0)
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return 1
+"""
 
 # Take over a start-up lock only if it still holds the value we saw (its holder died).
 _TAKEOVER = """
@@ -73,6 +84,9 @@ async def register(replica: Replica) -> bool:
     wid = replica.worker_id
     batch = Batch(ctx.redis.pipeline(transaction=False))
     pipe = batch.pipe
+    # The status key is by-framework's counters hash: an older runtime's string is
+    # dropped, and a new process has nothing running or active yet.
+    pipe.eval(_STATUS_HASH, 1, keys.worker_status(wid), SESSION_TTL_S)
     pipe.sadd(keys.workers, wid)
     pipe.delete(keys.worker_agent_types(wid))
     pipe.sadd(keys.worker_agent_types(wid), *replica.agent_types)
@@ -108,7 +122,8 @@ def queue_presence(pipe: Any, replica: Replica) -> None:
     wid = replica.worker_id
     ttl = replica.ctx.lease_ttl_ms
     pipe.set(keys.worker_online(wid), replica.lease().dump(), px=ttl)
-    pipe.set(keys.worker_status(wid), replica.runtime_status.value, px=ttl)
+    # A hash shared with by-framework (its execution counters): ours is one field.
+    pipe.hset(keys.worker_status(wid), RUNTIME_STATUS_FIELD, replica.runtime_status.value)
     routable = set(replica.routable_types())
     for agent_type in replica.agent_types:
         if agent_type in routable:
@@ -122,7 +137,8 @@ def queue_absence(pipe: Any, replica: Replica) -> None:
     keys = replica.ctx.keys
     wid = replica.worker_id
     pipe.delete(keys.worker_online(wid))
-    pipe.delete(keys.worker_status(wid))
+    # Keep by-framework's counters (its views show a stopped worker's totals).
+    pipe.hdel(keys.worker_status(wid), RUNTIME_STATUS_FIELD)
     for agent_type in replica.agent_types:
         pipe.srem(keys.type_workers(agent_type), wid)
 

@@ -16,7 +16,9 @@ import time
 from typing import Any
 
 from worker_runtime.batcher import safe_text
+from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.context import RUNTIME_VERSION, RuntimeContext
+from worker_runtime.envelope import Envelope, is_terminal, load_record, result_messages
 from worker_runtime.models import (
     WORKER_RUNTIME_CAPABILITIES,
     AdminState,
@@ -290,9 +292,22 @@ class Replica:
     # -- running tasks -----------------------------------------------------------------
 
     def start_task(
-        self, stream: str, entry_id: str, task: Task, fields: dict[str, str] | None = None
+        self,
+        stream: str,
+        entry_id: str,
+        task: Task,
+        fields: dict[str, str] | None = None,
+        envelope: Envelope | None = None,
     ) -> None:
-        """Run the handler for one delivered entry (``fields``: the entry as delivered)."""
+        """Run the handler for one delivered entry.
+
+        Args:
+            stream: the stream it was delivered from.
+            entry_id: its entry id.
+            task: the task the handler sees.
+            fields: the entry as delivered (handed back as it was when cut short).
+            envelope: by-framework's envelope, when a by-framework client sent it.
+        """
         key = f"{stream} {entry_id}"
         if key in self.inflight:
             return  # already running (e.g. seen again while recovering our own PEL)
@@ -300,22 +315,48 @@ class Replica:
             # Finished while Redis was away: the ack is queued, not lost. Re-reading our
             # PEL after the outage returns the entry; running it again would duplicate it.
             return
-        self.inflight[key] = asyncio.create_task(self._execute(key, stream, entry_id, task, fields))
+        self.inflight[key] = asyncio.create_task(
+            self._execute(key, stream, entry_id, task, fields, envelope)
+        )
 
     async def _execute(
-        self, key: str, stream: str, entry_id: str, task: Task, fields: dict[str, str] | None
+        self,
+        key: str,
+        stream: str,
+        entry_id: str,
+        task: Task,
+        fields: dict[str, str] | None,
+        envelope: Envelope | None,
     ) -> None:
         ctx = self.ctx
+        record: dict[str, Any] | None = None
+        if envelope is not None:
+            try:
+                # The client's record: its execution id, and whether this is a replay.
+                record = await load_record(ctx.redis, ctx.keys, task.session_id or "", task.task_id)
+            except LOOP_ERRORS as exc:
+                log.warning(
+                    "%s: could not read %s's record (%s)", self.worker_id, task.task_id, exc
+                )
+                record = {}
+            if is_terminal(record):
+                log.info("%s: %s already finished; not running it again", self.worker_id, key)
+                ctx.batcher.ack(stream, entry_id)
+                self.inflight.pop(key, None)
+                self._freed.set()
+                return
+        created = (record or {}).get("created_at")
         execution = Execution(
-            execution_id=os.urandom(8).hex(),
+            execution_id=str((record or {}).get("execution_id") or os.urandom(8).hex()),
             task_id=task.task_id,
             worker_id=self.worker_id,
             agent_type=task.agent_type,
             attempt=task.attempt,
             session_id=task.session_id,
+            created_at=created if isinstance(created, int) and created > 0 else None,
             started_at=now_ms(),
         )
-        ctx.batcher.started(execution)
+        ctx.batcher.started(execution, record)
         ack = True
         output: Any = None
         try:
@@ -334,13 +375,20 @@ class Replica:
             # The text may hold lone surrogates (os.fsdecode of a file name).
             execution.error = safe_text(f"{type(exc).__name__}: {exc}")[:500]
             self.failed += 1
-            ack = False
-            self._retry_or_bury(stream, entry_id, task, execution.error)
+            if envelope is None:
+                ack = False
+                self._retry_or_bury(stream, entry_id, task, execution.error)
+            # by-framework's tasks are not retried (its client expects FAILED and the
+            # end of the stream, as its own workers do).
         finally:
             execution.finished_at = now_ms()
-            ctx.batcher.finished(stream, entry_id, execution, ack)
+            ctx.batcher.finished(stream, entry_id, execution, ack, record)
             if task.session_id and execution.state is not ExecutionState.CANCELLED:
-                ctx.batcher.output(task.session_id, _output_fields(execution, output))
+                if envelope is None:
+                    ctx.batcher.output(task.session_id, _output_fields(execution, output))
+                else:
+                    for message in result_messages(envelope, execution, output):
+                        ctx.batcher.output(task.session_id, message)
             self.inflight.pop(key, None)
             self._freed.set()
 

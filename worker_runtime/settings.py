@@ -210,6 +210,9 @@ class WorkerSettings(BaseSettings):
     # No BYAI_STREAM_MAXLEN: a length cap on a task stream deletes tasks nobody has
     # received. Task streams are trimmed only past their acknowledged entries (MINID).
     app_version: str = Field(default="", validation_alias="BYAI_APP_VERSION")
+    consumer_group: str = Field(default="", max_length=200, validation_alias="BYAI_CONSUMER_GROUP")
+    """Consumer group on agent type streams; empty: join the group the stream already
+    has (a by-framework fleet's, e.g. ``agent_engines``), else create the default."""
     # Upper bounds: "inf" or 1e999 passed ``gt=0`` and only failed later, inside the
     # leader's loops (an infinite sleep, an overflowing PX), instead of as a setting.
     offline_retention: float = Field(

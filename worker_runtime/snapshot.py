@@ -88,9 +88,10 @@ class TypeView(BaseModel):
     """Routable workers (online, active, not denied)."""
     denied: list[str] = Field(default_factory=list)
     depth: int = 0
-    """Entries not yet delivered to the group (lag), or stream length when unknown."""
+    """Entries not yet delivered (lag), summed over every consumer group of the stream
+    (a group whose lag is unknown counts the stream length); the length without a group."""
     pending: int = 0
-    """Delivered but not acknowledged."""
+    """Delivered but not acknowledged, summed over every consumer group."""
     length: int = 0
     dead: int = 0
     target: int | None = None

@@ -42,7 +42,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "worker online": (rf"byai_gateway:v2:registry:worker:{_ID}:online", "string"),
     "worker lock": (rf"byai_gateway:v2:registry:worker:{_ID}:lock", "string"),
     "worker agent types": (rf"byai_gateway:v2:registry:worker:{_ID}:agent_types", "set"),
-    "worker status": (rf"byai_gateway:v2:registry:worker:{_ID}:status", "string"),
+    "worker status": (rf"byai_gateway:v2:registry:worker:{_ID}:status", "hash"),
     "worker admin": (rf"byai_gateway:v2:registry:worker:{_ID}:admin", "hash"),
     "worker executions": (rf"byai_gateway:v2:registry:worker:{_ID}:executions", "zset"),
     "worker active executions": (

@@ -8,6 +8,7 @@ everything else is by-framework's stock runner.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
@@ -33,7 +34,10 @@ class TrivialWorker(GatewayWorker):  # type: ignore[misc]
         return [t for t in os.environ.get("BYF_AGENT_TYPES", "echo").split(",") if t]
 
     async def process_command(self, command: Any, context: Any) -> Any:
-        """Return the command's content unchanged."""
+        """Return the command's content unchanged (after ``BYF_SLEEP`` seconds)."""
+        delay = float(os.environ.get("BYF_SLEEP", "0"))
+        if delay:
+            await asyncio.sleep(delay)
         return {"echo": getattr(command, "content", "")}
 
 

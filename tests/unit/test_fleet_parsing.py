@@ -194,7 +194,7 @@ async def test_detail_orders_executions_and_finds_denials(
     await fake.sadd(K.agent_types, "chat", "embed")
     await fake.sadd(K.type_denied("embed"), "w1")
     await fake.set(K.worker_online("w1"), json.dumps({"last_seen": now, "agent_types": ["chat"]}))
-    await fake.set(K.worker_status("w1"), "busy")
+    await fake.hset(K.worker_status("w1"), "runtime_status", "busy")
     for i in range(5):
         snap = {"execution_id": f"e{i}", "state": "succeeded", "started_at": now + i}
         await fake.hset(K.worker_history_snapshots("w1"), f"e{i}", json.dumps(snap))
