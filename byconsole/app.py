@@ -58,6 +58,7 @@ class ConsoleApp(App[int]):
         context_name: the context in use, if any.
         backend_factory: builds a backend for another context's settings.
         clock: monotonic seconds (tests freeze it for stable screenshots).
+        notice: a message shown once the console is up (the demo's Redis URL).
     """
 
     # Absolute, so subclasses defined elsewhere (tests, embedding tools) keep the styles.
@@ -89,8 +90,10 @@ class ConsoleApp(App[int]):
         context_name: str | None = None,
         backend_factory: BackendFactory = RedisBackend,
         clock: Callable[[], float] = time.monotonic,
+        notice: str | None = None,
     ) -> None:
         super().__init__()
+        self.notice = notice
         self.backend = backend
         self.refresh_interval = max(0.1, refresh)
         self.read_only_flag = read_only
@@ -126,6 +129,17 @@ class ConsoleApp(App[int]):
         if self.read_only:
             return MonitorScreen(self.backend.endpoint, **common)  # type: ignore[arg-type]
         return OperatorScreen(self.backend.endpoint, max_scale=MAX_SCALE, **common)
+
+    def read_only_reason(self) -> str:
+        """Why the console is read-only: the flag, or the context's setting."""
+        if self.read_only_flag:
+            return "started with --read-only"
+        return f"context {safe_text(self.context_name, 40)} is marked read-only"
+
+    def on_mount(self) -> None:
+        """Show the start-up notice, if any."""
+        if self.notice:
+            self.notify(self.notice, markup=False, timeout=15)
 
     def get_default_screen(self) -> Screen[None]:
         """The main screen (read-only or operator)."""
@@ -311,7 +325,8 @@ class ConsoleApp(App[int]):
             self.main_screen = self._make_main_screen()
             await self.push_screen(self.main_screen)
         await old.aclose()
-        self.notify(f"context {safe_text(name, 40)}: {self.backend.endpoint}", markup=False)
+        mode = f" (read-only: {self.read_only_reason()})" if self.read_only else ""
+        self.notify(f"context {safe_text(name, 40)}: {self.backend.endpoint}{mode}", markup=False)
 
     async def on_unmount(self) -> None:
         """Close the connection pool."""

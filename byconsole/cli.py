@@ -457,7 +457,7 @@ def _main(argv: list[str]) -> int:
             # Imported here: the console stack (Textual) is only loaded when needed.
             from byconsole.demo import run_demo
 
-            return int(run_demo())
+            return int(run_demo(read_only=read_only, refresh=args.refresh))
         if args.command is None and not args.snapshot:
             return _run_tui(settings, args, read_only, context_name)
         if args.snapshot:

@@ -161,12 +161,13 @@ def workers_table(workers: Iterable[WorkerView], now: int, title: str | None = N
 
 
 def types_table(types: Iterable[TypeView], title: str | None = "Agent types") -> Table:
-    """Per type: routable workers, denylist, depth, pending, dead letters, target."""
+    """Per type: routable workers, denylist, depth (= undelivered + pending), dead, target."""
     table = _table(title)
     table.add_column("Type", overflow="fold")
     table.add_column("Routable", justify="right")
     table.add_column("Denied", overflow="fold")
     table.add_column("Depth", justify="right")
+    table.add_column("Undeliv", justify="right")
     table.add_column("Pending", justify="right")
     table.add_column("Dead", justify="right")
     table.add_column("Target", justify="right")
@@ -177,6 +178,7 @@ def types_table(types: Iterable[TypeView], title: str | None = "Agent types") ->
             Text(str(len(t.workers))),
             safe(", ".join(t.denied) or "-", limit=120),
             Text(str(t.depth), style="bold yellow" if t.depth else ""),
+            Text(str(t.undelivered)),
             Text(str(t.pending)),
             Text(str(t.dead), style="bold red" if t.dead else ""),
             Text("-" if t.target is None else str(t.target)),
@@ -260,7 +262,7 @@ def metrics_summary(metrics: MetricsView) -> Text:
     text.append(f"  Workers online:     {metrics.workers_online}\n")
     text.append(f"  Agent types:        {metrics.agent_types}\n")
     text.append(f"  Active executions:  {metrics.active_executions}\n")
-    text.append(f"  Queue depth total:  {metrics.queue_depth}")
+    text.append(f"  Queue depth total:  {metrics.queue_depth}  (undelivered + pending)")
     return text
 
 

@@ -35,6 +35,7 @@ ANSI_STYLES: Mapping[str, str] = {
     "draining": "magenta",
     "pending": "italic cyan",
     "applied": "green dim",
+    "on start": "dim",
     "unknown": "bold red",
 }
 """Role -> Rich style for output outside the console (no theme there)."""
@@ -47,6 +48,7 @@ THEME_VARIABLES: Mapping[str, str] = {
     "draining": "primary-lighten-2",
     "pending": "warning",
     "applied": "success-darken-2",
+    "on start": "foreground-darken-3",
     "marked": "primary-lighten-3",
     "denied": "error",
     "leader": "accent",

@@ -47,6 +47,7 @@ from worker_runtime.models import (
 )
 from worker_runtime.quota import compute_quota
 from worker_runtime.snapshot import (
+    APPLIED_FADE_MS,
     MAX_WORKER_ID,
     CommandState,
     FleetSnapshot,
@@ -56,6 +57,7 @@ from worker_runtime.snapshot import (
     RedisInfo,
     TypeView,
     WorkerDetail,
+    queue_depth,
     WorkerView,
 )
 
@@ -128,6 +130,13 @@ class _GroupInfo:
     exists: bool = False
 
 
+def _undelivered(td: _TypeReplies) -> int:
+    """The group's lag; when Redis cannot tell it, length minus pending (an upper bound)."""
+    if td.group.depth is not None:
+        return td.group.depth
+    return max(0, td.length - td.group.pending)
+
+
 def _group_info(reply: Any) -> _GroupInfo:
     """Lag and pending of :data:`CONSUMER_GROUP` from an ``XINFO GROUPS`` reply."""
     if not isinstance(reply, list):
@@ -161,25 +170,35 @@ def derive_status(lease: Lease | None, now: int) -> Status:
 
 
 def derive_command_state(
-    admin: AdminState, lease: Lease | None, status: Status
+    admin: AdminState, lease: Lease | None, status: Status, now: int | None = None
 ) -> CommandState | None:
     """Whether the worker has confirmed the operator's latest admin state.
 
     ``None`` when there is no admin state. An eviction is pending while a lease still
     exists (the worker deletes it when it complies). Anything else is pending while the
     worker holds a lease whose ``admin_applied_at`` is older than the admin
-    ``updated_at``; an offline worker applies the state when it starts, so there is
-    nothing to wait for.
+    ``updated_at``. An offline worker has applied nothing: it applies the state when it
+    starts (``on start``), except an eviction, which its missing lease fulfils. Given
+    ``now``, ``applied`` fades to ``None`` :data:`APPLIED_FADE_MS` after the command.
     """
     if admin.updated_at is None and admin.lifecycle is None:
         return None
+    evicted = admin.known_lifecycle is Lifecycle.EVICTED
     if lease is None or status is Status.OFFLINE:
-        return CommandState.APPLIED
-    if admin.known_lifecycle is Lifecycle.EVICTED:
+        state = CommandState.APPLIED if evicted else CommandState.ON_START
+    elif evicted:
         return CommandState.PENDING
-    if admin.updated_at is not None and (lease.admin_applied_at or 0) < admin.updated_at:
+    elif admin.updated_at is not None and (lease.admin_applied_at or 0) < admin.updated_at:
         return CommandState.PENDING
-    return CommandState.APPLIED
+    else:
+        state = CommandState.APPLIED
+    if (
+        state is CommandState.APPLIED
+        and now is not None
+        and (admin.updated_at is None or now - admin.updated_at > APPLIED_FADE_MS)
+    ):
+        return None
+    return state
 
 
 def build_worker_view(
@@ -230,7 +249,7 @@ def build_worker_view(
         runtime_status=runtime_status,
         admin_updated_at=admin.updated_at,
         admin_updated_by=admin.updated_by,
-        command_state=derive_command_state(admin, lease, status),
+        command_state=derive_command_state(admin, lease, status, now),
         lease_age_ms=(now - lease.last_seen) if lease and lease.last_seen is not None else None,
         lease_valid=valid,
     )
@@ -599,7 +618,8 @@ class FleetReader:
                 name=t,
                 workers=sorted(td.routable),
                 denied=sorted(td.denied),
-                depth=td.group.depth if td.group.depth is not None else td.length,
+                depth=queue_depth(_undelivered(td), td.group.pending),
+                undelivered=_undelivered(td),
                 pending=td.group.pending,
                 length=td.length,
                 dead=td.dead,

@@ -1,7 +1,8 @@
 """The metrics collector (a leader-only singleton): one history point per interval.
 
 A point holds workers online, agent types, active executions, total and per-type
-queue depth (undelivered lag + pending) and per-type throughput (completions per
+queue depth (:func:`~worker_runtime.snapshot.queue_depth`: undelivered + pending, the
+same figure the fleet snapshot reports) and per-type throughput (completions per
 second since the previous point, from the runtime's counters). The collector also
 takes the seeds' ``collector_lock`` (SET NX PX) each interval, so a collector of
 another runtime sharing the Redis never doubles the points.
@@ -39,7 +40,10 @@ def build_point(
         rate = max(0, done - before) / elapsed_s if previous is not None and elapsed_s > 0 else 0.0
         total_rate += rate
         per_type[view.name] = TypeMetrics(
-            depth=view.depth + view.pending, pending=view.pending, throughput=round(rate, 2)
+            # view.depth already counts pending (one definition: snapshot.queue_depth)
+            depth=view.depth,
+            pending=view.pending,
+            throughput=round(rate, 2),
         )
     return MetricsPoint(
         ts=now_ms(),
@@ -48,7 +52,7 @@ def build_point(
         active_executions=sum(
             w.active_jobs or 0 for w in snapshot.workers if w.status is Status.ONLINE
         ),
-        queue_depth=sum(t.depth + t.pending for t in per_type.values()),
+        queue_depth=sum(t.depth for t in per_type.values()),
         throughput=round(total_rate, 2),
         per_type=per_type,
         epoch=epoch,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -20,8 +20,10 @@ MAX_LISTED = 6
 class ConfirmScreen(ModalScreen[str | None]):
     """Ask before acting; dismisses with the reason (``""`` when none) or ``None``.
 
-    Focus starts on *Cancel*, so a stray Enter never confirms. Enter in the reason
-    field moves to the confirm button rather than confirming.
+    Focus starts on *Cancel*, so a stray Enter never confirms. A printable key typed
+    anywhere in the dialog goes to the reason field (the reason is usually typed first),
+    so no keystroke is lost; Enter in the reason field moves to the confirm button rather
+    than confirming. A hint line shows these keys.
 
     Args:
         verb: the action (``Evict``), used for the title and the button.
@@ -59,6 +61,13 @@ class ConfirmScreen(ModalScreen[str | None]):
             if self.warning:
                 yield Static(Text(self.warning), id="dialog-warning")
             yield Input(placeholder="reason (recorded in the audit log)", id="reason")
+            yield Static(
+                Text(
+                    f"type: reason · enter in reason: go to {self.verb} · "
+                    "tab: next · enter: press focused · esc: cancel"
+                ),
+                id="dialog-keys",
+            )
             with Horizontal(id="dialog-buttons"):
                 yield Button("Cancel", id="cancel", variant="primary")
                 yield Button(
@@ -68,6 +77,16 @@ class ConfirmScreen(ModalScreen[str | None]):
     def on_mount(self) -> None:
         """Default to Cancel."""
         self.query_one("#cancel", Button).focus()
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key typed while a button has focus belongs to the reason."""
+        reason = self.query_one("#reason", Input)
+        if reason.has_focus or not event.is_printable or not event.character:
+            return
+        event.stop()
+        event.prevent_default()
+        self.set_focus(reason)
+        reason.insert_text_at_cursor(event.character)
 
     @on(Input.Submitted, "#reason")
     def _reason_entered(self) -> None:

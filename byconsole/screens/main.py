@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
@@ -43,6 +43,9 @@ VIEWS: tuple[tuple[str, str], ...] = (
     ("events", "Events"),
 )
 """Tab ids and titles, in key order (``1``-``5``)."""
+
+_ACTION_KEYS: dict[str, str] = {spec.key: spec.label.lower() for spec in ACTIONS}
+"""Action key -> what it would do (for the read-only notice)."""
 
 WARNINGS: dict[Action, str] = {
     Action.EVICT: "Leaves routing and drops its lease; it takes no new tasks.",
@@ -112,6 +115,23 @@ class MonitorScreen(Screen[None]):
             with TabPane(f"5 {VIEWS[4][1]}", id="events"):
                 yield EventsView(id="events-view")
         yield Footer(compact=True)
+
+    def on_key(self, event: events.Key) -> None:
+        """An action key on a read-only console says why nothing happens."""
+        if self.read_only and event.key in _ACTION_KEYS:
+            event.stop()
+            self.notify(
+                f"read-only: {_ACTION_KEYS[event.key]} is disabled ({self.read_only_why})",
+                severity="warning",
+                markup=False,
+                timeout=4,
+            )
+
+    @property
+    def read_only_why(self) -> str:
+        """Why this console is read-only (the app knows: a flag or the context)."""
+        why = getattr(self.app, "read_only_reason", None)
+        return str(why()) if callable(why) else "--read-only"
 
     def on_mount(self) -> None:
         """Start on the workers table; the first refresh starts once the views exist."""

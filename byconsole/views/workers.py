@@ -41,7 +41,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("id", "worker"),
     Column("lifecycle", "lifecycle", 9),
     Column("status", "status", 7),
-    Column("cmd", "cmd", 7),
+    Column("cmd", "cmd", 8),
     Column("jobs", "jobs"),
     Column("seen", "seen"),
     Column("instance", "instance"),
