@@ -57,8 +57,8 @@ from worker_runtime.snapshot import (
     RedisInfo,
     TypeView,
     WorkerDetail,
-    queue_depth,
     WorkerView,
+    queue_depth,
 )
 
 DEFAULT_HEARTBEAT_INTERVAL = 5.0
@@ -186,9 +186,7 @@ def derive_command_state(
     evicted = admin.known_lifecycle is Lifecycle.EVICTED
     if lease is None or status is Status.OFFLINE:
         state = CommandState.APPLIED if evicted else CommandState.ON_START
-    elif evicted:
-        return CommandState.PENDING
-    elif admin.updated_at is not None and (lease.admin_applied_at or 0) < admin.updated_at:
+    elif evicted or (lease.admin_applied_at or 0) < (admin.updated_at or 0):
         return CommandState.PENDING
     else:
         state = CommandState.APPLIED

@@ -158,8 +158,7 @@ class MetricsView(VerticalScroll):
                 spark.data = values
         self.query_one("#metrics-per-type", Static).update(self._per_type(history))
         if history:
-            span = (history[-1].ts - history[0].ts) / 60_000
-            status = f"{len(history)} points over {span:,.1f} min"
+            status = f"{len(history)} points over the last {span}, oldest left"
         else:
             status = "no metrics history yet: the elected leader writes a point every few seconds"
         self.query_one("#metrics-status", Static).update(Text(status))
