@@ -100,6 +100,7 @@ class ActionRequest:
         instance_id: for a per-instance scale.
         count: for scale.
         reason: written to the admin hash and the audit stream.
+        plan: what a scale will change, as shown to the operator before it was sent.
     """
 
     action: Action
@@ -108,6 +109,7 @@ class ActionRequest:
     instance_id: str | None = None
     count: int | None = None
     reason: str | None = None
+    plan: str = ""
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -131,6 +133,8 @@ class ActionOutcome:
         updated_at: the admin ``updated_at`` the write carried (what the worker confirms).
         command: the admin API's name for the write (``force-evict``, ``deny`` …).
         agent_type: the type of a deny / allow / scale.
+        instance_id: the instance of a per-instance scale.
+        note: what the confirmation found (a scale: running/quota per instance).
     """
 
     target: str
@@ -141,3 +145,5 @@ class ActionOutcome:
     updated_at: int | None = None
     command: str = ""
     agent_type: str | None = None
+    instance_id: str | None = None
+    note: str = ""

@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
-from byconsole.actions import SPECS, ActionOutcome, ActionRequest
+from byconsole.actions import SPECS, Action, ActionOutcome, ActionRequest
 from byconsole.backend import Backend, RedisBackend
 from byconsole.config import Context, load_contexts, resolve_settings
 from byconsole.palette import ConsoleCommands
@@ -241,6 +241,8 @@ class ConsoleApp(App[int]):
     async def perform(self, request: ActionRequest) -> list[ActionOutcome]:
         """Send an action, report it, then report the workers' confirmations."""
         label = SPECS[request.action].label
+        if request.agent_type and request.action in (Action.DENY, Action.ALLOW):
+            label = f"{label} {safe_text(request.agent_type, 30)}"
         outcomes = await self.backend.send(request)
         failed = [o for o in outcomes if not o.sent]
         sent = [o for o in outcomes if o.sent]
@@ -248,7 +250,16 @@ class ConsoleApp(App[int]):
             lines = "\n".join(f"{safe_text(o.target, 40)}: {o.error}" for o in failed[:5])
             self.notify(f"{label} failed:\n{lines}", severity="error", markup=False, timeout=8)
         if sent:
-            self.notify(f"{label} sent to {_names(sent)}", markup=False, timeout=3)
+            if request.action is Action.SCALE:
+                plan = f": {request.plan}" if request.plan else ""
+                self.notify(
+                    f"{label} {_names(sent)} to {request.count} written{plan}; "
+                    "waiting for the replicas to converge",
+                    markup=False,
+                    timeout=4,
+                )
+            else:
+                self.notify(f"{label} sent to {_names(sent)}", markup=False, timeout=3)
             self.request_poll()
             confirmed = await asyncio.gather(
                 *(self.backend.confirm(o, CONFIRM_TIMEOUT) for o in sent)
@@ -259,9 +270,28 @@ class ConsoleApp(App[int]):
         return outcomes
 
     def _report_confirmations(self, label: str, outcomes: list[ActionOutcome]) -> None:
+        scaled = [o for o in outcomes if o.command == "scale"]
+        for o in scaled:
+            target = safe_text(o.target, 40)
+            if o.latency is not None:
+                self.notify(
+                    f"{label} {target} converged in {o.latency * 1000:.0f} ms: {o.note}",
+                    markup=False,
+                    timeout=6,
+                )
+            else:
+                why = f" ({o.error})" if o.error else ""
+                self.notify(
+                    f"{label} {target} not converged within {CONFIRM_TIMEOUT:.0f} s: "
+                    f"{o.note or 'no data'} (running/quota){why}",
+                    severity="warning",
+                    markup=False,
+                    timeout=10,
+                )
+        outcomes = [o for o in outcomes if o.command != "scale"]
         applied = [o for o in outcomes if o.latency is not None]
         offline = [o for o in outcomes if not o.online and o.error is None]
-        waiting = [o for o in outcomes if o.online and o.latency is None and o.command != "scale"]
+        waiting = [o for o in outcomes if o.online and o.latency is None]
         if applied:
             worst = max(o.latency or 0.0 for o in applied)
             self.notify(

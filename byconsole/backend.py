@@ -11,12 +11,12 @@ fleet); it has no Redis and refuses actions.
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import replace
 from typing import Protocol
 from urllib.parse import urlsplit
 
 from byconsole.actions import Action, ActionOutcome, ActionRequest
+from byconsole.outcomes import running_line, wait_converged, wait_denied
 from byconsole.text import safe_text
 from worker_runtime.admin import ActionResult, UnknownWorkerError, WorkerManager
 from worker_runtime.connection import LOOP_ERRORS, create_redis
@@ -129,6 +129,7 @@ class RedisBackend:
             updated_at=result.updated_at,
             command=result.action,
             agent_type=request.agent_type,
+            instance_id=request.instance_id,
         )
 
     async def _send_one(self, request: ActionRequest, worker_id: str) -> ActionOutcome:
@@ -172,16 +173,32 @@ class RedisBackend:
         """Wait for the worker's confirmation in its lease.
 
         Lifecycle changes are confirmed by ``admin_applied_at`` (evictions by the lease
-        disappearing); deny / allow by the lease's applied ``denied_types``. Scale is a
-        fleet-wide target and has no single worker to confirm it.
+        disappearing); deny / allow by the lease's applied ``denied_types``; a scale by
+        every instance serving the type running its quota (``note`` then says how many
+        run where).
         """
         if not outcome.sent or not outcome.online or outcome.updated_at is None:
             return outcome
-        if outcome.command == "scale":
-            return outcome
         try:
-            if outcome.command in ("deny", "allow"):
-                latency = await self._wait_denied(outcome, timeout)
+            if outcome.command == "scale" and outcome.agent_type is not None:
+                latency, snapshot = await wait_converged(
+                    self.read, outcome.agent_type, outcome.instance_id, outcome.updated_at, timeout
+                )
+                note = (
+                    running_line(snapshot, outcome.agent_type, outcome.instance_id)
+                    if snapshot is not None
+                    else ""
+                )
+                return replace(outcome, latency=latency, note=note)
+            if outcome.command in ("deny", "allow") and outcome.agent_type is not None:
+                latency = await wait_denied(
+                    self.manager,
+                    outcome.target,
+                    outcome.agent_type,
+                    outcome.command == "deny",
+                    outcome.updated_at,
+                    timeout,
+                )
             else:
                 result = ActionResult(
                     outcome.target, outcome.command, outcome.updated_at, outcome.online
@@ -190,23 +207,6 @@ class RedisBackend:
         except _WAIT_ERRORS as exc:
             return replace(outcome, error=self.describe(exc))
         return replace(outcome, latency=latency)
-
-    async def _wait_denied(self, outcome: ActionOutcome, timeout: float) -> float | None:
-        # A deny is not an admin-hash write, so there is no admin_applied_at to compare:
-        # the confirmation is the worker's lease listing (or no longer listing) the type.
-        deadline = time.monotonic() + timeout
-        assert outcome.updated_at is not None
-        agent_type = outcome.agent_type
-        while True:
-            lease = await self.manager.get_lease(outcome.target)
-            if lease is None:
-                return None
-            denied = agent_type in lease.denied_types
-            if denied == (outcome.command == "deny"):
-                return max(0.0, (time.time() * 1000 - outcome.updated_at) / 1000)
-            if time.monotonic() >= deadline:
-                return None
-            await asyncio.sleep(0.05)
 
     def describe(self, exc: BaseException) -> str:
         """One display-safe line for an error (password replaced)."""

@@ -283,7 +283,10 @@ def build_parser() -> _Parser:
         p = _sub(tsub, name, help_text, f"byconsole type {name} chat worker-01", parents)
         p.add_argument("agent_type", metavar="T")
         p.add_argument("worker_id", metavar="ID")
-        _write_flags(p, wait=False)
+        _write_flags(p)
+        p.add_argument(
+            "--force", action="store_true", help="even for a type no worker declares yet"
+        )
         p.set_defaults(handler=commands.type_deny_allow, write=True)
 
     # -- scale ----------------------------------------------------------------------
@@ -300,7 +303,7 @@ def build_parser() -> _Parser:
     p.add_argument(
         "--force", action="store_true", help="set it even for a type or instance not seen yet"
     )
-    _write_flags(p, wait=False)
+    _write_flags(p)
     p.set_defaults(handler=commands.scale, write=True)
 
     # -- metrics --------------------------------------------------------------------

@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from rich.text import Text
 
 from byconsole import checks as chk
 from byconsole.config import Context
+from byconsole.outcomes import plan_scale, serves, unconverged, wait_converged, wait_denied
 from byconsole.render_prom import render_prom
 from byconsole.render_table import (
     contexts_table,
@@ -190,13 +192,20 @@ async def _report(
     args: argparse.Namespace,
     result: ActionResult,
     description: str,
-    can_wait: bool = True,
+    waiter: Callable[[], Awaitable[float | None]] | None = None,
 ) -> int:
-    """Say what was written and whether the worker has confirmed it."""
+    """Say what was written and whether the worker has confirmed it.
+
+    ``waiter`` replaces the lifecycle wait (``admin_applied_at``) for writes the worker
+    confirms another way (a deny: its lease's ``denied_types``).
+    """
     latency: float | None = None
-    waited = bool(getattr(args, "wait", False)) and can_wait and result.online
+    waited = bool(getattr(args, "wait", False)) and result.online
     if waited:
-        latency = await _wait(session.manager(), result, args.timeout)
+        if waiter is not None:
+            latency = await waiter()
+        else:
+            latency = await _wait(session.manager(), result, args.timeout)
     if not result.online:
         state = "offline"
         note = "the worker is offline: it applies this state when it starts"
@@ -292,20 +301,53 @@ async def type_denylist(session: Session, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _type_served(session: Session, agent_type: str, worker_id: str) -> tuple[bool, bool]:
+    """(the type is real, the worker is denied it now).
+
+    Real means a worker declares it, it has a task stream or a scale target. A denylist
+    set alone does not count: that is exactly what a mistyped deny leaves behind.
+    """
+    k = session.keys
+    pipe = session.redis.pipeline(transaction=False)
+    pipe.sismember(k.worker_agent_types(worker_id), agent_type)
+    pipe.scard(k.type_workers(agent_type))
+    pipe.exists(k.type_stream(agent_type))
+    pipe.hexists(k.scale_targets, agent_type)
+    pipe.sismember(k.type_denied(agent_type), worker_id)
+    replies = await pipe.execute(raise_on_error=False)
+    real = any(r is True or (isinstance(r, int) and r > 0) for r in replies[:4])
+    denied = replies[4] is True or replies[4] == 1
+    return real, denied
+
+
 async def type_deny_allow(session: Session, args: argparse.Namespace) -> int:
-    """``type deny T ID`` / ``type allow T ID``."""
+    """``type deny T ID`` / ``type allow T ID`` (``--force`` for a type not seen yet)."""
     manager = session.manager()
     agent_type: str = args.agent_type
     wid: str = args.worker_id
+    deny = args.action == "deny"
     if not await manager.worker_exists(wid):
         raise UnknownWorkerError(f"unknown worker: {wid}")
-    if args.action == "deny":
+    real, denied = await _type_served(session, agent_type, wid)
+    # Allowing a leftover denial is always fine: it is how a phantom type is cleaned up.
+    if not real and not args.force and (deny or not denied):
+        snapshot = await session.reader(history_limit=1, events_limit=1).read()
+        known = ", ".join(sorted(t.name for t in snapshot.types)[:20]) or "none"
+        raise NotFoundError(
+            f"unknown agent type: {agent_type} (no worker declares it; known: {known}); "
+            f"--force {args.action}s it anyway"
+        )
+    if deny:
         result = await manager.deny_worker_for_type(agent_type, wid, args.reason)
     else:
         result = await manager.allow_worker_for_type(agent_type, wid, args.reason)
     what = f"{args.action} {safe_text(wid, 80)} for {safe_text(agent_type, 80)}"
-    # The lease reports applied denials, not an admin_applied_at: nothing to wait on.
-    return await _report(session, args, result, what, can_wait=False)
+
+    async def waiter() -> float | None:
+        # Confirmed by the worker's lease listing (or dropping) the type in denied_types.
+        return await wait_denied(manager, wid, agent_type, deny, result.updated_at, args.timeout)
+
+    return await _report(session, args, result, what, waiter)
 
 
 # -- scale ------------------------------------------------------------------------------
@@ -325,14 +367,31 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
             )
         if instance is not None and instance not in {i.instance_id for i in before.instances}:
             raise NotFoundError(f"unknown instance: {instance}; --force sets it anyway")
+    steps = plan_scale(before, agent_type, instance, args.count)
     manager = session.manager()
     if instance is None:
         result = await manager.scale_type(agent_type, args.count, args.reason)
     else:
         result = await manager.scale_instance(agent_type, instance, args.count, args.reason)
-    after = await session.reader(history_limit=1, events_limit=1).read()
-    quotas = {i.instance_id: i.quota[agent_type] for i in after.instances if agent_type in i.quota}
-    live = {i.instance_id: i.replicas.get(agent_type, 0) for i in after.instances if i.online}
+    latency: float | None = None
+    after: FleetSnapshot | None = None
+    if args.wait:
+        latency, after = await wait_converged(
+            session.reader(history_limit=1, events_limit=1).read,
+            agent_type,
+            instance,
+            result.updated_at,
+            args.timeout,
+        )
+    if after is None:
+        after = await session.reader(history_limit=1, events_limit=1).read()
+    serving = [
+        i
+        for i in after.instances
+        if i.online and serves(i, agent_type) and (instance is None or i.instance_id == instance)
+    ]
+    lagging = unconverged(after, agent_type, instance)
+    state = "converged" if not lagging else ("timeout" if args.wait else "pending")
     if args.json:
         print_json(
             {
@@ -340,22 +399,46 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
                 "instance": instance,
                 "count": args.count,
                 "updated_at": result.updated_at,
-                "quotas": quotas,
-                "replicas": live,
+                "plan": [
+                    {"instance": p.instance_id, "running": p.running, "quota": p.after}
+                    for p in steps
+                ],
+                "state": state,
+                "latency_s": latency,
+                "quotas": {i.instance_id: i.quota.get(agent_type) for i in serving},
+                "replicas": {i.instance_id: i.replicas.get(agent_type, 0) for i in serving},
             }
         )
-        return 0
-    where = f" on {safe_text(instance, 80)}" if instance else ""
-    emit(session.out, Text(f"scale {safe_text(agent_type, 80)}{where} to {args.count}: written"))
-    for iid in sorted(set(quotas) | set(live)):
-        want = quotas.get(iid)
-        emit(
-            session.out,
-            Text(
-                f"  {safe_text(iid, 80)}: {live.get(iid, 0)} running"
-                + ("" if want is None else f", quota {want}")
-            ),
-        )
+    else:
+        where = f" on {safe_text(instance, 80)}" if instance else ""
+        head = f"scale {safe_text(agent_type, 80)}{where} to {args.count}: written"
+        emit(session.out, Text(head))
+        emit(session.out, Text("  will:" if steps else "  will: no live instance serves it"))
+        for step in steps:
+            emit(session.out, Text(f"    {step.describe()}"))
+        if instance is not None:
+            emit(session.out, Text("    other instances are left unchanged"))
+        if state == "converged" and latency is not None:
+            note = f"converged in {latency * 1000:.0f} ms"
+        elif state == "converged":
+            note = "already converged"
+        elif state == "timeout":
+            note = f"not converged within {args.timeout:g} s"
+        else:
+            note = "pending: the instances converge within a heartbeat (--wait to wait)"
+        emit(session.out, Text(f"  did: {note}", style="green" if state == "converged" else ""))
+        for i in serving:
+            quota = i.quota.get(agent_type)
+            emit(
+                session.out,
+                Text(
+                    f"    {safe_text(i.instance_id, 80)}: {i.replicas.get(agent_type, 0)} running"
+                    + ("" if quota is None else f", quota {quota}")
+                ),
+            )
+    if state == "timeout":
+        fail(session, f"check failed: scale not converged within {args.timeout:g} s")
+        return 1
     return 0
 
 

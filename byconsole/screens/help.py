@@ -11,11 +11,52 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from byconsole.actions import ACTIONS
+from byconsole.styles import ANSI_STYLES, LIFECYCLE_STYLES, STATUS_STYLES
+
+LEGEND: tuple[tuple[str, str, str], ...] = (
+    ("●", "primary", "marked: the next action applies to every marked worker"),
+    ("!chat", ANSI_STYLES["error"], "types: the worker is denied for chat"),
+    ("★", "magenta", "instances: the elected leader"),
+    ("pending", ANSI_STYLES["pending"], "cmd: the worker has not confirmed the command yet"),
+    ("applied", ANSI_STYLES["applied"], "cmd: confirmed by the worker (fades after a minute)"),
+    ("on start", ANSI_STYLES["on start"], "cmd: the worker is offline; it applies it on start"),
+    ("STALE", ANSI_STYLES["warning"], "status line: Redis is unreachable, data is old"),
+    ("depth", "", "queue depth = undelivered + pending (dead letters apart)"),
+    ("2/3", "", "instances: replicas running / quota"),
+)
+"""Markers, colours and states the tables use: (sample, style, meaning)."""
+
+LIFECYCLE_HELP: dict[str, str] = {
+    "active": "takes tasks",
+    "suspended": "takes no new tasks; running ones finish",
+    "draining": "leaving: finishes in-flight tasks, then exits",
+    "evicted": "out of routing, lease dropped",
+}
+STATUS_HELP: dict[str, str] = {
+    "online": "lease renewed within two heartbeats",
+    "stale": "lease still there but old (frozen or slow)",
+    "offline": "no lease",
+}
+
+
+def legend_table() -> Table:
+    """Every marker, colour and state, drawn in its own style."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True)
+    table.add_column()
+    for name, meaning in LIFECYCLE_HELP.items():
+        table.add_row(Text(name, style=LIFECYCLE_STYLES[name] + " bold"), f"lifecycle: {meaning}")
+    for name, meaning in STATUS_HELP.items():
+        table.add_row(Text(name, style=STATUS_STYLES[name]), f"status: {meaning}")
+    for sample, style, meaning in LEGEND:
+        table.add_row(Text(sample, style=style), meaning)
+    return table
+
 
 NAVIGATION: tuple[tuple[str, str], ...] = (
     ("1-5", "Workers, Instances, Types, Metrics, Events"),
-    ("enter", "Worker details (Workers view)"),
-    ("/", "Filter workers (Enter applies, Esc clears)"),
+    ("enter", "Worker details; on a type or instance row: its workers (Esc back)"),
+    ("/", "Filter workers as you type, with the match count (Enter keeps, Esc clears)"),
     ("o / O", "Sort by the next column / reverse the order"),
     ("ctrl+p", "Command palette: every action, views, contexts"),
     ("?", "This help"),
@@ -56,6 +97,8 @@ class HelpScreen(ModalScreen[None]):
             yield Static(Text("keys", style="bold"), id="help-title")
             with VerticalScroll():
                 yield Static(help_table(self.read_only))
+                yield Static(Text("\nlegend", style="bold"))
+                yield Static(legend_table(), id="legend")
 
     def action_close(self) -> None:
         """Back."""

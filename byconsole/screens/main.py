@@ -18,9 +18,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
 from byconsole.actions import ACTIONS, SPECS, Action, ActionRequest
+from byconsole.outcomes import plan_scale
 from byconsole.screens.confirm import ConfirmScreen
 from byconsole.screens.detail import DetailLoader, DetailScreen
 from byconsole.screens.help import HelpScreen
@@ -233,6 +234,30 @@ class MonitorScreen(Screen[None]):
         """Show the keys."""
         self.app.push_screen(HelpScreen(self.read_only))
 
+    @on(DataTable.RowSelected, "#types-table")
+    def _drill_type(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        selected = self.query_one(TypesView).selected()
+        if selected is not None:
+            self.drill_down(("type", selected.name), "types")
+
+    @on(DataTable.RowSelected, "#instances-table")
+    def _drill_instance(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        selected = self.query_one(InstancesView).selected()
+        if selected is not None:
+            self.drill_down(("instance", selected[0]), "instances")
+
+    def drill_down(self, scope: tuple[str, str], origin: str) -> None:
+        """Open the Workers view on the workers of one type or instance (k9s style)."""
+        self.workers_view.set_scope(scope, origin)
+        self.action_show_view("workers")
+
+    @on(WorkersView.ScopeClosed)
+    def _drill_back(self, event: WorkersView.ScopeClosed) -> None:
+        if event.origin:
+            self.action_show_view(event.origin)
+
     @on(WorkersView.DetailRequested)
     def _open_detail(self, event: WorkersView.DetailRequested) -> None:
         self.app.push_screen(
@@ -329,7 +354,8 @@ class OperatorScreen(MonitorScreen):
             request = await self._worker_request(action)
         if request is not None:
             self.post_message(self.ActionRequested(request))
-            if request.action is not Action.SCALE and len(request.worker_ids) > 1:
+            if request.action is not Action.SCALE and self.workers_view.marks:
+                # The marks were the targets (one or many): done with them.
                 self.workers_view.clear_marks()
 
     async def _worker_request(self, action: Action) -> ActionRequest | None:
@@ -410,13 +436,19 @@ class OperatorScreen(MonitorScreen):
         if count is None:
             return None
         reason: str | None = None
-        if current is not None and count < current:
+        steps = plan_scale(snapshot, agent_type, instance_id, count)
+        plan = "; ".join(step.describe() for step in steps) or "no live instance serves it"
+        shrinks = any(step.after < step.running for step in steps)
+        if shrinks or (current is not None and count < current):
             target = f"{agent_type}@{instance_id}" if instance_id else agent_type
+            lines = [step.describe() for step in steps[:6]]
+            if instance_id:
+                lines.append("other instances are left unchanged")
             reason = await self.app.push_screen_wait(
                 ConfirmScreen(
                     "Scale down",
                     [target],
-                    warning=f"{current} -> {count} replicas: the extra replicas drain.",
+                    warning="\n".join(lines) or "no live instance serves it",
                 )
             )
             if reason is None:
@@ -427,6 +459,7 @@ class OperatorScreen(MonitorScreen):
             instance_id=instance_id,
             count=count,
             reason=reason or None,
+            plan=plan,
         )
 
 
