@@ -29,6 +29,7 @@ from textual.timer import Timer
 from byconsole.actions import SPECS, Action, ActionOutcome, ActionRequest
 from byconsole.backend import Backend, RedisBackend
 from byconsole.config import Context, load_contexts, resolve_settings
+from byconsole.dead_letters import DeadLetter
 from byconsole.palette import ConsoleCommands
 from byconsole.screens.main import MonitorScreen, OperatorScreen
 from byconsole.text import safe_text
@@ -125,6 +126,7 @@ class ConsoleApp(App[int]):
             "refresh": self.refresh_interval,
             "describe": self.describe_error,
             "clock": self.clock,
+            "dead_loader": self.read_dead,
         }
         if self.read_only:
             return MonitorScreen(self.backend.endpoint, **common)  # type: ignore[arg-type]
@@ -148,6 +150,10 @@ class ConsoleApp(App[int]):
     def describe_error(self, exc: BaseException) -> str:
         """One display-safe line for an error, by the current backend (its password)."""
         return self.backend.describe(exc)
+
+    async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
+        """The Dead view's loader."""
+        return await self.backend.read_dead(agent_types, limit)
 
     async def read_detail(self, worker_id: str) -> WorkerDetail:
         """The detail screen's loader."""
@@ -249,6 +255,11 @@ class ConsoleApp(App[int]):
         if failed:
             lines = "\n".join(f"{safe_text(o.target, 40)}: {o.error}" for o in failed[:5])
             self.notify(f"{label} failed:\n{lines}", severity="error", markup=False, timeout=8)
+        if sent and request.action in (Action.REQUEUE, Action.PURGE):
+            for o in sent:
+                self.notify(f"{label} {safe_text(o.target, 40)}: {o.note}", markup=False)
+            self.request_poll()
+            return outcomes
         if sent:
             if request.action is Action.SCALE:
                 plan = f": {request.plan}" if request.plan else ""

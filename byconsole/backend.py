@@ -16,6 +16,7 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from byconsole.actions import Action, ActionOutcome, ActionRequest
+from byconsole.dead_letters import DeadLetter, DeadLetters
 from byconsole.outcomes import running_line, wait_converged, wait_denied
 from byconsole.text import safe_text
 from worker_runtime.admin import ActionResult, UnknownWorkerError, WorkerManager
@@ -53,6 +54,10 @@ class Backend(Protocol):
 
     async def confirm(self, outcome: ActionOutcome, timeout: float) -> ActionOutcome:
         """Wait until the worker confirms a sent action (``latency`` set) or time out."""
+        ...
+
+    async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
+        """The newest ``limit`` dead letters of each type, newest first; raises on outage."""
         ...
 
     def describe(self, exc: BaseException) -> str:
@@ -101,10 +106,19 @@ class RedisBackend:
         async with asyncio.timeout(self.read_timeout):
             return await self.reader.read_worker_detail(worker_id)
 
+    async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
+        """The newest ``limit`` dead letters of each type, newest first."""
+        dead = DeadLetters(self.redis, self.settings.keys, self.manager.operator)
+        async with asyncio.timeout(self.read_timeout):
+            found = [d for t in agent_types for d in await dead.newest(t, limit)]
+        return sorted(found, key=lambda d: d.buried_at or 0, reverse=True)
+
     async def send(self, request: ActionRequest) -> list[ActionOutcome]:
         """Write the action for each target through :class:`WorkerManager`."""
         if request.action is Action.SCALE:
             return [await self._send_scale(request)]
+        if request.action in (Action.REQUEUE, Action.PURGE):
+            return [await self._send_dead(request)]
         return [await self._send_one(request, worker_id) for worker_id in request.worker_ids]
 
     async def _send_scale(self, request: ActionRequest) -> ActionOutcome:
@@ -130,6 +144,31 @@ class RedisBackend:
             command=result.action,
             agent_type=request.agent_type,
             instance_id=request.instance_id,
+        )
+
+    async def _send_dead(self, request: ActionRequest) -> ActionOutcome:
+        agent_type = request.agent_type
+        target = request.targets[0]
+        if agent_type is None:
+            return ActionOutcome(target, sent=False, error="no type")
+        dead = DeadLetters(self.redis, self.settings.keys, self.manager.operator)
+        ids = list(request.entry_ids) or None
+        try:
+            if request.action is Action.REQUEUE:
+                count = len(await dead.requeue(agent_type, ids, request.reason))
+                note = f"{count} requeued to the {safe_text(agent_type, 30)} stream"
+            else:
+                count = await dead.purge(agent_type, ids, request.reason)
+                note = f"{count} dead letter(s) of {safe_text(agent_type, 30)} purged"
+            left = await dead.count(agent_type)
+        except _ACTION_ERRORS as exc:
+            return ActionOutcome(target, sent=False, error=self.describe(exc))
+        return ActionOutcome(
+            target,
+            sent=True,
+            command=request.action.value,
+            agent_type=agent_type,
+            note=f"{note}; {left} left",
         )
 
     async def _send_one(self, request: ActionRequest, worker_id: str) -> ActionOutcome:
@@ -231,13 +270,18 @@ class StaticBackend:
         snapshot: what :meth:`read` returns.
         details: what :meth:`read_detail` returns per worker id; a worker without an
             entry gets a detail built from its row in ``snapshot``.
+        dead: the dead letters :meth:`read_dead` serves.
     """
 
     def __init__(
-        self, snapshot: FleetSnapshot, details: dict[str, WorkerDetail] | None = None
+        self,
+        snapshot: FleetSnapshot,
+        details: dict[str, WorkerDetail] | None = None,
+        dead: list[DeadLetter] | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.details = details or {}
+        self.dead = list(dead or [])
         self.endpoint = snapshot.redis.endpoint or "static snapshot"
 
     async def read(self) -> FleetSnapshot:
@@ -256,6 +300,10 @@ class StaticBackend:
             declared_types=list(view.agent_types) if view else [],
             denied_types=list(view.denied_types) if view else [],
         )
+
+    async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
+        """The fixed dead letters of those types."""
+        return [d for d in self.dead if d.agent_type in agent_types][: limit * len(agent_types)]
 
     async def send(self, request: ActionRequest) -> list[ActionOutcome]:
         """Refuse: a static snapshot has nothing to act on."""

@@ -327,6 +327,34 @@ def build_parser() -> _Parser:
     _json_flag(p)
     p.set_defaults(handler=commands.metrics_history, write=False)
 
+    # -- dead letters -------------------------------------------------------------
+    dead = _sub(group, "dead", "dead letters of a type", "byconsole dead list chat", [])
+    dsub = dead.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = _sub(dsub, "list", "why tasks died, newest first", "byconsole dead list chat", parents)
+    p.add_argument("agent_type", metavar="T")
+    p.add_argument("--limit", metavar="N", type=_limit, default=20, help="newest N (default 20)")
+    _json_flag(p)
+    p.set_defaults(handler=commands.dead_list, write=False)
+    p = _sub(dsub, "show", "one dead letter in full", "byconsole dead show chat 1-0", parents)
+    p.add_argument("agent_type", metavar="T")
+    p.add_argument("entry_id", metavar="ID")
+    _json_flag(p)
+    p.set_defaults(handler=commands.dead_show, write=False)
+    for name, help_text in (
+        ("requeue", "put dead letters back on the type's stream (attempts reset)"),
+        ("purge", "delete dead letters for good"),
+    ):
+        example = f'byconsole dead {name} chat 1-0 --reason "fixed the bug"'
+        p = _sub(dsub, name, help_text, example, parents)
+        p.add_argument("agent_type", metavar="T")
+        p.add_argument("entry_ids", metavar="ID", nargs="*", help="entry ids (or --all)")
+        p.add_argument("--all", action="store_true", help="every dead letter of the type")
+        p.add_argument(
+            "--reason", metavar="R", required=True, help="why (required; written to the audit)"
+        )
+        _json_flag(p)
+        p.set_defaults(handler=commands.dead_write, write=True)
+
     # -- contexts -------------------------------------------------------------------
     p = _sub(group, "contexts", "list the named contexts", "byconsole contexts", parents)
     _json_flag(p)

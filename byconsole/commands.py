@@ -23,7 +23,9 @@ from rich.text import Text
 
 from byconsole import checks as chk
 from byconsole.config import Context
+from byconsole.dead_letters import DeadLetter, DeadLetters
 from byconsole.outcomes import plan_scale, serves, unconverged, wait_converged, wait_denied
+from byconsole.render_dead import dead_detail, dead_table
 from byconsole.render_prom import render_prom
 from byconsole.render_table import (
     contexts_table,
@@ -469,6 +471,81 @@ async def metrics_history(session: Session, args: argparse.Namespace) -> int:
         return 0
     emit(session.out, history_table(points))
     emit(session.out, Text(f"{len(points)} point(s)"))
+    return 0
+
+
+# -- dead letters ----------------------------------------------------------------------------
+
+
+def _dead(session: Session) -> DeadLetters:
+    return DeadLetters(session.redis, session.keys, session.manager().operator)
+
+
+def _dead_doc(dead: DeadLetter) -> dict[str, Any]:
+    return {
+        "id": dead.entry_id,
+        "type": dead.agent_type,
+        "task_id": dead.task_id,
+        "error": dead.error,
+        "attempts": dead.attempts,
+        "worker_id": dead.worker_id,
+        "buried_at": dead.buried_at,
+        "payload": dead.payload,
+    }
+
+
+async def dead_list(session: Session, args: argparse.Namespace) -> int:
+    """``dead list T``: newest first, with the error and a payload excerpt."""
+    dl = _dead(session)
+    items = await dl.newest(args.agent_type, args.limit)
+    total = await dl.count(args.agent_type)
+    if args.json:
+        print_json({"type": args.agent_type, "total": total, "dead": [_dead_doc(d) for d in items]})
+        return 0
+    emit(session.out, dead_table(items, now_ms()))
+    shown = f"{len(items)} of {total}" if total > len(items) else f"{total}"
+    emit(session.out, Text(f"{shown} dead letter(s) of {safe_text(args.agent_type, 80)}"))
+    return 0
+
+
+async def dead_show(session: Session, args: argparse.Namespace) -> int:
+    """``dead show T ID``: one dead letter, every field (made safe)."""
+    dead = await _dead(session).get(args.agent_type, args.entry_id)
+    if dead is None:
+        raise NotFoundError(f"no dead letter {args.entry_id} in {args.agent_type}")
+    if args.json:
+        print_json({**_dead_doc(dead), "fields": dead.fields})
+        return 0
+    emit(session.out, dead_detail(dead))
+    return 0
+
+
+async def dead_write(session: Session, args: argparse.Namespace) -> int:
+    """``dead requeue|purge T (ID… | --all) --reason R``."""
+    agent_type: str = args.agent_type
+    if bool(args.entry_ids) == bool(args.all):
+        raise RefusedError("name the dead letters (ID …) or pass --all, not both")
+    reason = (args.reason or "").strip()
+    if not reason:
+        raise RefusedError("--reason must say why (it goes to the audit stream)")
+    dl = _dead(session)
+    ids: list[str] | None = None if args.all else list(args.entry_ids)
+    if ids is not None:
+        missing = [i for i in ids if await dl.get(agent_type, i) is None]
+        if missing:
+            raise NotFoundError(f"no dead letter {', '.join(missing[:5])} in {agent_type}")
+    if args.action == "requeue":
+        done = await dl.requeue(agent_type, ids, reason)
+        count = len(done)
+        note = f"requeued {count} to {safe_text(agent_type, 80)}'s stream (attempts reset)"
+    else:
+        count = await dl.purge(agent_type, ids, reason)
+        note = f"purged {count} dead letter(s) of {safe_text(agent_type, 80)}"
+    left = await dl.count(agent_type)
+    if args.json:
+        print_json({"type": agent_type, "action": args.action, "count": count, "left": left})
+    else:
+        emit(session.out, Text(f"{note} · {left} left · audited"))
     return 0
 
 

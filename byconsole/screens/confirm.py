@@ -60,7 +60,13 @@ class ConfirmScreen(ModalScreen[str | None]):
             yield Static(Text(listed), id="dialog-targets")
             if self.warning:
                 yield Static(Text(self.warning), id="dialog-warning")
-            yield Input(placeholder="reason (recorded in the audit log)", id="reason")
+            # No select-on-focus: the first key typed moves focus here, and a selection
+            # would let the second key replace the first.
+            yield Input(
+                placeholder="reason (recorded in the audit log)",
+                id="reason",
+                select_on_focus=False,
+            )
             yield Static(
                 Text(
                     f"type: reason · enter in reason: go to {self.verb} · "

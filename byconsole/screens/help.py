@@ -54,7 +54,7 @@ def legend_table() -> Table:
 
 
 NAVIGATION: tuple[tuple[str, str], ...] = (
-    ("1-5", "Workers, Instances, Types, Metrics, Events"),
+    ("1-6", "Workers, Instances, Types, Metrics, Events, Dead letters"),
     ("enter", "Worker details; on a type or instance row: its workers (Esc back)"),
     ("/", "Filter workers as you type, with the match count (Enter keeps, Esc clears)"),
     ("o / O", "Sort by the next column / reverse the order"),
