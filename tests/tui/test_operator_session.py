@@ -46,7 +46,8 @@ def _text(app: ConsoleApp, selector: str) -> str:
 
 
 async def _audit(redis: Redis) -> list[dict[str, str]]:
-    return [fields for _, fields in await redis.xrange(KEYS.audit_stream)]
+    entries: list[Any] = await redis.xrange(KEYS.audit_stream) or []
+    return [fields for _, fields in entries]
 
 
 async def _noop(task: Task) -> None:
@@ -228,7 +229,7 @@ async def test_dead_letters_view_requeue_and_purge(
     ids = []
     for i in range(3):
         task = {"task_id": f"t{i}", "agent_type": "chat", "payload": {"n": i, "x": "\x1b[31m"}}
-        fields = {
+        fields: dict[Any, Any] = {
             "kind": "task",
             "data": json.dumps(task),
             "error": f"ValueError: bad {i}",
@@ -256,7 +257,7 @@ async def test_dead_letters_view_requeue_and_purge(
         await pilot.press(*"fixed", "enter", "enter")
         await until(pilot, lambda: view.table.row_count == 2)
         assert await redis.xlen(dead_stream) == 2
-        requeued = await redis.xrange(KEYS.type_stream("chat"))
+        requeued: list[Any] = await redis.xrange(KEYS.type_stream("chat")) or []
         assert len(requeued) == 1
         fields = requeued[0][1]
         assert json.loads(fields["data"])["task_id"] == "t2" and "error" not in fields
@@ -329,7 +330,8 @@ async def redis_target(url: str) -> str | None:
     """The global scale target of chat."""
     client: Redis = Redis.from_url(url, decode_responses=True)
     try:
-        return await client.hget(KEYS.scale_targets, "chat")
+        value: Any = await client.hget(KEYS.scale_targets, "chat")
+        return None if value is None else str(value)
     finally:
         await client.aclose()
 
