@@ -15,6 +15,8 @@ from dataclasses import replace
 from typing import Protocol
 from urllib.parse import urlsplit
 
+from redis.exceptions import InvalidResponse
+
 from byconsole.actions import Action, ActionOutcome, ActionRequest
 from byconsole.dead_letters import DeadLetter, DeadLetters
 from byconsole.outcomes import running_line, wait_converged, wait_denied
@@ -69,7 +71,14 @@ class Backend(Protocol):
         ...
 
 
+def not_redis_server(exc: BaseException) -> bool:
+    """The endpoint answered, but not in the Redis protocol (an HTTP server, say)."""
+    return isinstance(exc, InvalidResponse) or "protocol error" in str(exc).lower()
+
+
 def _describe(exc: BaseException, secret: str | None) -> str:
+    if not_redis_server(exc):
+        return "that URL is not a Redis server (it does not answer in the Redis protocol)"
     text = str(exc) or type(exc).__name__
     if isinstance(exc, TimeoutError) and not str(exc):
         text = "timed out"

@@ -30,6 +30,7 @@ from redis.exceptions import (
 
 from byconsole import checks as chk
 from byconsole import commands
+from byconsole.backend import not_redis_server
 from byconsole.config import Context, default_config_path, load_config, resolve_settings
 from byconsole.config import select_context as pick_context
 from byconsole.render_prom import render_prom_down
@@ -418,6 +419,8 @@ def _scrub(message: str, settings: RedisSettings | None) -> str:
 def _redis_error(exc: BaseException, settings: RedisSettings) -> str:
     detail = _scrub(" ".join(str(exc).split()) or type(exc).__name__, settings)
     where = settings.endpoint
+    if not_redis_server(exc):
+        return f"{where} is not a Redis server (it does not answer in the Redis protocol)"
     if isinstance(exc, AuthenticationError):
         return f"Redis at {where} refused the credentials: {detail}"
     refusal = acl_refusal(exc)

@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import threading
 from pathlib import Path
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.exceptions import InvalidResponse
 
+from byconsole.backend import RedisBackend, not_redis_server
 from tests.integration.cli_helpers import add_worker, cli_env, run
 from tests.integration.runtime_helpers import make_instance
 from worker_runtime.keys import Keys
 from worker_runtime.models import Task, now_ms
+from worker_runtime.settings import RedisSettings
 
 K = Keys()
 
@@ -145,3 +150,35 @@ async def test_dead_letters_list_show_requeue_purge(
     assert await redis.xlen(stream) == 0
     audit = [(e["action"], e["target"], e["reason"]) for e in await _audit(redis)]
     assert audit == [("dead-requeue", "chat", "bug fixed"), ("dead-purge", "chat", "noise")]
+
+
+def test_a_url_that_is_not_redis_says_so(tmp_path: Path) -> None:
+    # An HTTP server where Redis should be: one clear line, not "Protocol error, got '<'".
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+
+    def answer() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(1024)
+                conn.sendall(b"<html><body>400 Bad Request</body></html>\r\n")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    try:
+        result = run(["worker", "list"], cli_env(f"redis://127.0.0.1:{port}/0", tmp_path))
+    finally:
+        server.close()
+    assert result.code == 2 and "Traceback" not in result.err
+    assert f"127.0.0.1:{port}/0 is not a Redis server" in result.err
+    assert "Protocol" not in result.err
+    assert not_redis_server(InvalidResponse("Protocol Error: b'<'"))
+    assert "not a Redis server" in RedisBackend(RedisSettings()).describe(
+        InvalidResponse("Protocol error, got '<' as reply type byte")
+    )
