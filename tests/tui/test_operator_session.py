@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from redis.asyncio import Redis
+from rich.console import Console
 from textual.containers import VerticalScroll
 from textual.widgets import Input, Static
 
@@ -18,8 +19,10 @@ from byconsole.app import ConsoleApp
 from byconsole.backend import RedisBackend
 from byconsole.render_prom import render_prom
 from byconsole.screens.confirm import ConfirmScreen
+from byconsole.screens.detail import render_detail
 from byconsole.screens.help import HelpScreen
 from byconsole.screens.prompt import ChoiceScreen, CountScreen
+from byconsole.views.cells import clock
 from byconsole.views.dead import DeadView
 from byconsole.views.metrics import bars
 from tests.integration.runtime_helpers import make_instance
@@ -27,8 +30,9 @@ from tests.tui.conftest import KEYS, AppFactory, until, until_async, write_worke
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.metrics import build_point
-from worker_runtime.models import Task, now_ms
+from worker_runtime.models import AdminState, Task, now_ms
 from worker_runtime.settings import RedisSettings
+from worker_runtime.snapshot import WorkerDetail, WorkerView
 
 
 def _toasts(app: Any) -> list[str]:
@@ -345,3 +349,30 @@ def test_sparkline_is_anchored_at_zero() -> None:
     assert bars([], 3, 2) == ["   ", "   "]
     # More points than columns: the max of each bucket, so a spike is never lost.
     assert bars([0, 0, 0, 8, 0, 0], 3, 1) == [" █ "]
+
+
+def test_times_older_than_a_day_carry_the_date() -> None:
+    now = 1_780_000_000_000
+    assert re.fullmatch(r"\d\d:\d\d:\d\d", clock(now - 5_000, now))
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", clock(now - 2 * 86_400_000, now))
+
+
+def test_detail_labels_line_up_across_sections() -> None:
+    worker = WorkerView(worker_id="w-1", reason="disk", instance_id="i-1")
+    detail = WorkerDetail(
+        worker_id="w-1",
+        known=True,
+        worker=worker,
+        lease={"worker_id": "w-1", "heartbeat_interval": 5},
+        admin=AdminState(lifecycle="suspended", reason="disk"),
+    )
+    console = Console(width=100, record=True, color_system=None)
+    for part in render_detail(detail, now_ms()):
+        console.print(part)
+    lines = console.export_text().splitlines()
+    starts = {
+        line.split()[0]: len(line) - len(line.split(None, 1)[1])
+        for line in lines
+        if line.split() and line.split()[0] in ("id", "reason", "heartbeat_interval")
+    }
+    assert len(starts) == 3 and len(set(starts.values())) == 1, starts
