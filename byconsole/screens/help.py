@@ -11,20 +11,20 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from byconsole.actions import ACTIONS
-from byconsole.styles import ANSI_STYLES, LIFECYCLE_STYLES, STATUS_STYLES
+from byconsole.styles import CellStyles
 
 LEGEND: tuple[tuple[str, str, str], ...] = (
-    ("●", "primary", "marked: the next action applies to every marked worker"),
-    ("!chat", ANSI_STYLES["error"], "types: the worker is denied for chat"),
-    ("★", "magenta", "instances: the elected leader"),
-    ("pending", ANSI_STYLES["pending"], "cmd: the worker has not confirmed the command yet"),
-    ("applied", ANSI_STYLES["applied"], "cmd: confirmed by the worker (fades after a minute)"),
-    ("on start", ANSI_STYLES["on start"], "cmd: the worker is offline; it applies it on start"),
-    ("STALE", ANSI_STYLES["warning"], "status line: Redis is unreachable, data is old"),
+    ("●", "marked", "marked: the next action applies to every marked worker"),
+    ("!chat", "denied", "types: the worker is denied for chat"),
+    ("★", "leader", "instances: the elected leader"),
+    ("pending", "pending", "cmd: the worker has not confirmed the command yet"),
+    ("applied", "applied", "cmd: confirmed by the worker (fades after a minute)"),
+    ("on start", "on start", "cmd: the worker is offline; it applies it on start"),
+    ("STALE", "warning", "status line: Redis is unreachable, the data is old"),
     ("depth", "", "queue depth = undelivered + pending (dead letters apart)"),
     ("2/3", "", "instances: replicas running / quota"),
 )
-"""Markers, colours and states the tables use: (sample, style, meaning)."""
+"""Markers, colours and states the tables use: (sample, style role, meaning)."""
 
 LIFECYCLE_HELP: dict[str, str] = {
     "active": "takes tasks",
@@ -39,17 +39,17 @@ STATUS_HELP: dict[str, str] = {
 }
 
 
-def legend_table() -> Table:
-    """Every marker, colour and state, drawn in its own style."""
+def legend_table(styles: CellStyles) -> Table:
+    """Every marker, colour and state, drawn in the style the tables use (same theme)."""
     table = Table.grid(padding=(0, 2))
-    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True, min_width=9)
     table.add_column()
     for name, meaning in LIFECYCLE_HELP.items():
-        table.add_row(Text(name, style=LIFECYCLE_STYLES[name] + " bold"), f"lifecycle: {meaning}")
+        table.add_row(Text(name, style=styles.lifecycle(name)), f"lifecycle: {meaning}")
     for name, meaning in STATUS_HELP.items():
-        table.add_row(Text(name, style=STATUS_STYLES[name]), f"status: {meaning}")
-    for sample, style, meaning in LEGEND:
-        table.add_row(Text(sample, style=style), meaning)
+        table.add_row(Text(name, style=styles.status(name)), f"status: {meaning}")
+    for sample, role, meaning in LEGEND:
+        table.add_row(Text(sample, style=styles.marker(role) if role else ""), meaning)
     return table
 
 
@@ -98,7 +98,8 @@ class HelpScreen(ModalScreen[None]):
             with VerticalScroll():
                 yield Static(help_table(self.read_only))
                 yield Static(Text("\nlegend", style="bold"))
-                yield Static(legend_table(), id="legend")
+                styles = CellStyles.from_variables(self.app.theme_variables)
+                yield Static(legend_table(styles), id="legend")
 
     def action_close(self) -> None:
         """Back."""

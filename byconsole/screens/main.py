@@ -206,7 +206,7 @@ class MonitorScreen(Screen[None]):
         except Exception as exc:  # an outage: the view says so, the console carries on
             view.show_error(self.describe(exc))
             return
-        view.show_dead(items, totals)
+        view.show_dead(items, totals, snapshot.generated_at)
 
     def show_failure(self, error: str, retry_in: float) -> None:
         """A failed refresh: say so, keep the last data and mark it stale."""

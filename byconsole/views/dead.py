@@ -55,7 +55,7 @@ def dead_cells(dead: DeadLetter, now_ms: int) -> list[Text]:
     ]
 
 
-def detail_text(dead: DeadLetter | None, total: int) -> Text:
+def detail_text(dead: DeadLetter | None, total: int, now_ms: int | None = None) -> Text:
     """The pane under the table: the selected letter in full."""
     if dead is None:
         if total:
@@ -64,7 +64,7 @@ def detail_text(dead: DeadLetter | None, total: int) -> Text:
     text = Text(no_wrap=False)
     text.append(f"{safe_text(dead.agent_type, 40)} {safe_text(dead.entry_id, 40)}", "bold")
     text.append(f"  task {safe_text(dead.task_id or DASH, 60)}")
-    text.append(f"  died {clock(dead.buried_at)}  attempts {dead.attempts or DASH}")
+    text.append(f"  died {clock(dead.buried_at, now_ms)}  attempts {dead.attempts or DASH}")
     text.append(f"  worker {safe_text(dead.worker_id or DASH, 40)}\n")
     text.append("error   ", "bold")
     text.append(safe_text(dead.error or DASH, 400) + "\n", "red")
@@ -80,6 +80,7 @@ class DeadView(Vertical):
         super().__init__(**kwargs)
         self.items: dict[str, DeadLetter] = {}
         self.error: str = ""
+        self.now_ms: int | None = None
 
     def compose(self) -> ComposeResult:
         """The table, the selected letter, a one-line summary."""
@@ -92,14 +93,18 @@ class DeadView(Vertical):
         """The dead-letter table."""
         return self.query_one(KeyedTable)
 
-    def show_dead(self, items: list[DeadLetter], totals: dict[str, int]) -> None:
+    def show_dead(
+        self, items: list[DeadLetter], totals: dict[str, int], now_ms: int | None = None
+    ) -> None:
         """Diff the table against freshly read dead letters.
 
         Args:
             items: the letters read, newest first.
             totals: dead letters per type in Redis (the table may show fewer).
+            now_ms: the reference time for ages (the snapshot's ``generated_at``).
         """
-        now = int(time.time() * 1000)
+        now = now_ms if now_ms is not None else int(time.time() * 1000)
+        self.now_ms = now
         order: list[str] = []
         cells: dict[str, list[Text]] = {}
         fresh: dict[str, DeadLetter] = {}
@@ -134,7 +139,9 @@ class DeadView(Vertical):
         return self.items.get(key) if key is not None else None
 
     def _show_selected(self) -> None:
-        self.query_one("#dead-detail", Static).update(detail_text(self.selected(), len(self.items)))
+        self.query_one("#dead-detail", Static).update(
+            detail_text(self.selected(), len(self.items), self.now_ms)
+        )
 
     @on(DataTable.RowHighlighted, "#dead-table")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

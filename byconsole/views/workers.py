@@ -42,15 +42,23 @@ COLUMNS: tuple[Column, ...] = (
     Column("lifecycle", "lifecycle", 9),
     Column("status", "status", 7),
     Column("cmd", "cmd", 8),
+    Column("reason", "reason"),
     Column("jobs", "jobs"),
     Column("seen", "seen"),
+    Column("types", "types"),
     Column("instance", "instance"),
     Column("role", "role"),
-    Column("types", "types"),
-    Column("ip", "ip"),
     Column("version", "version"),
-    Column("reason", "reason"),
+    Column("ip", "ip"),
 )
+"""In priority order: what a narrow terminal must show comes first (id, lifecycle,
+status, command state and the operator's reason: the "why"), so as the terminal narrows
+the low-value columns (ip, version, role) are the ones pushed off to the right, never
+the id or the reason. The reason is cut at :data:`REASON_WIDTH` so it cannot push
+everything else off a wide screen either."""
+
+REASON_WIDTH = 32
+"""Characters of reason a row shows (the detail screen has it whole)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +141,7 @@ def row_values(worker: WorkerView, marked: bool) -> RowValues:
         types=tuple((clean(t, 20), t in denied) for t in worker.agent_types[:12]),
         ip=clean(worker.ip_address, 40),
         version=clean(worker.app_version, 16),
-        reason=clean(worker.reason, 40),
+        reason=clean(worker.reason, REASON_WIDTH),
     )
 
 
@@ -155,14 +163,14 @@ def row_cells(values: RowValues, styles: CellStyles) -> list[Text]:
         t(values.lifecycle, styles.lifecycle(values.lifecycle)),
         t(values.status, styles.status(values.status)),
         Text(values.command, style=styles.marker(values.command), end=""),
+        Text(values.reason, no_wrap=True, end=""),
         t(values.jobs, justify="right"),
         t(values.seen, justify="right"),
+        types if values.types else t(""),
         t(values.instance),
         t(values.role),
-        types if values.types else t(""),
-        t(values.ip),
         t(values.version),
-        Text(values.reason, end=""),
+        t(values.ip),
     ]
 
 

@@ -376,3 +376,21 @@ def test_detail_labels_line_up_across_sections() -> None:
         if line.split() and line.split()[0] in ("id", "reason", "heartbeat_interval")
     }
     assert len(starts) == 3 and len(set(starts.values())) == 1, starts
+
+
+async def test_the_reason_is_on_an_80x24_screen(
+    redis: Redis, fleet: dict[str, list[str]], make_app: AppFactory
+) -> None:
+    await redis.hset(
+        KEYS.worker_admin("w-2"),
+        mapping={"lifecycle": "suspended", "reason": "disk full", "updated_at": now_ms()},
+    )
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.main_screen.workers_view.table
+        await until(pilot, lambda: table.row_count == 3)
+        await until(pilot, lambda: "disk full" in _screen(app))
+        screen = _screen(app)
+        # The "why" and what never drops: id, lifecycle, status, command state.
+        for text in ("w-2", "suspended", "online", "pending", "disk full"):
+            assert text in screen
