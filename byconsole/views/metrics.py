@@ -69,7 +69,7 @@ def bars(values: Sequence[float], width: int, height: int) -> list[str]:
     """A zero-anchored bar chart of ``values`` squeezed into ``width`` x ``height`` cells.
 
     Values are bucketed into ``width`` columns (the maximum of each bucket, so a spike is
-    never averaged away) and scaled against ``0 .. max``: zero is an empty column, any
+    never averaged away; fewer values than columns are stretched) and scaled against ``0 .. max``: zero is an empty column, any
     positive value shows at least one eighth. Returns ``height`` lines, top first.
     """
     width, height = max(1, width), max(1, height)
@@ -82,7 +82,9 @@ def bars(values: Sequence[float], width: int, height: int) -> list[str]:
             for i in range(width)
         ]
     else:
-        columns = list(values)
+        # Fewer points than columns: each point gets an equal run of columns.
+        n = len(values)
+        columns = [values[i * n // width] for i in range(width)]
     top = max(max(columns), 0.0)
     levels = height * 8
     heights = [0 if v <= 0 or top <= 0 else max(1, round(v / top * levels)) for v in columns]

@@ -347,6 +347,7 @@ def test_sparkline_is_anchored_at_zero() -> None:
     # Heights are relative to 0..max: 1 of 4 is a quarter, not the bottom.
     assert bars([1, 4], 2, 1) == ["▂█"]
     assert bars([], 3, 2) == ["   ", "   "]
+    assert bars([0, 4], 4, 1) == ["  ██"]  # stretched over the whole width
     # More points than columns: the max of each bucket, so a spike is never lost.
     assert bars([0, 0, 0, 8, 0, 0], 3, 1) == [" █ "]
 
