@@ -6,7 +6,9 @@ What it starts, all in this process except the Redis server:
   ``redis-server`` is installed);
 * two instances of real ``worker_runtime`` workers: ``demo-a`` (chat + embed, role
   ``all``) and ``demo-b`` (chat + report, role ``consumer``), two replicas each;
-* a producer submitting chat, embed and report tasks at an uneven rate;
+* a producer submitting chat, embed and report tasks at an uneven rate (and now and
+  then a report that always fails, so the Dead view has something to show); it keeps
+  going through a Redis outage;
 * one worker suspended and one denied for a type, so every colour shows up.
 
 Quitting the console (``q``) stops the producer, the workers (gracefully) and the
@@ -41,6 +43,9 @@ TYPES = ("chat", "embed", "report")
 async def demo_handler(task: Task) -> dict[str, Any]:
     """Pretend to work for a while; fail now and then."""
     await asyncio.sleep(random.uniform(0.05, 0.6))
+    if task.payload.get("poison"):
+        # Fails every attempt: ends in the type's dead letters (the Dead view, 6).
+        raise ValueError(f"demo: cannot parse record {task.payload.get('n')}")
     if random.random() < 0.03:
         raise RuntimeError("demo failure")
     return {"ok": True, "type": task.agent_type}
@@ -157,6 +162,8 @@ class DemoFleet:
                     await producer.submit("embed", {"n": tick})
                     if tick % 4 == 0:
                         await producer.submit("report", {"n": tick})
+                    if tick % 24 == 1:
+                        await producer.submit("report", {"n": tick, "poison": True})
                 except LOOP_ERRORS:
                     # Redis is down or restarting: traffic resumes once it is back
                     # (a demo whose traffic stops after one outage shows nothing).

@@ -96,7 +96,9 @@ class ConfirmScreen(ModalScreen[str | None]):
 
     @on(Input.Submitted, "#reason")
     def _reason_entered(self) -> None:
-        self.query_one("#confirm", Button).focus()
+        # Synchronously (focus() is deferred): an Enter typed right after this one,
+        # already queued, must press the confirm button, not submit the reason again.
+        self.set_focus(self.query_one("#confirm", Button))
 
     @on(Button.Pressed, "#confirm")
     def _confirmed(self) -> None:
