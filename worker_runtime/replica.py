@@ -326,6 +326,7 @@ class Replica:
             fields["attempt"] = str(task.attempt + 1)
             self.ctx.batcher.readd(stream, fields)
         else:
+            fields["attempt"] = str(task.attempt)  # the dead letter says how often it ran
             self.bury(task.agent_type, fields, error)
 
     def bury(self, agent_type: str, fields: dict[str, str], error: str) -> None:
