@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from redis.exceptions import InvalidResponse
 
 from byconsole.backend import RedisBackend, not_redis_server
 from tests.integration.cli_helpers import add_worker, cli_env, run
-from tests.integration.runtime_helpers import make_instance
+from tests.integration.runtime_helpers import BIN, make_instance
 from worker_runtime.keys import Keys
 from worker_runtime.models import Task, now_ms
 from worker_runtime.settings import RedisSettings
@@ -182,3 +183,42 @@ def test_a_url_that_is_not_redis_says_so(tmp_path: Path) -> None:
     assert "not a Redis server" in RedisBackend(RedisSettings()).describe(
         InvalidResponse("Protocol error, got '<' as reply type byte")
     )
+
+
+async def _echo(task: Task) -> dict[str, Any]:
+    if task.payload.get("fail"):
+        raise ValueError("cannot echo that")
+    return {"echo": task.payload}
+
+
+async def test_submit_wait_prints_the_result_or_the_error(redis_url: str, tmp_path: Path) -> None:
+    env = cli_env(redis_url, tmp_path)
+    instance = make_instance(redis_url, _echo, ["chat"], "submit-a", max_deliveries=2)
+    await instance.start()
+    submit = [str(BIN / "worker-runtime"), "submit", "chat"]
+    try:
+        ok = await asyncio.to_thread(
+            subprocess.run,
+            [*submit, '{"x": 1}', "--wait", "--timeout", "20"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert ok.returncode == 0, ok.stderr
+        task_id = ok.stdout.splitlines()[0]
+        assert f'{task_id} result: {{"echo": {{"x": 1}}}}' in ok.stdout
+
+        bad = await asyncio.to_thread(
+            subprocess.run,
+            [*submit, '{"fail": true}', "--wait", "--timeout", "3"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert bad.returncode == 1 and "Traceback" not in bad.stderr
+        assert "error: ValueError: cannot echo that" in bad.stdout
+        assert "failed: ValueError: cannot echo that within 3 s" in bad.stderr
+    finally:
+        await instance.stop()
