@@ -17,6 +17,7 @@ from textual.widgets import Input, Static
 
 from byconsole.app import ConsoleApp
 from byconsole.backend import RedisBackend
+from byconsole.config import Context
 from byconsole.render_prom import render_prom
 from byconsole.screens.confirm import ConfirmScreen
 from byconsole.screens.detail import render_detail
@@ -395,3 +396,67 @@ async def test_the_reason_is_on_an_80x24_screen(
         # The "why" and what never drops: id, lifecycle, status, command state.
         for text in ("w-2", "suspended", "online", "pending", "disk full"):
             assert text in screen
+
+
+async def test_a_writable_context_under_read_only_says_why(redis: Redis, redis_url: str) -> None:
+    await write_worker(redis, "w-1", ["chat"])
+    contexts = {"prod": Context(url=redis_url, read_only=True), "dev": Context(url=redis_url)}
+    app = ConsoleApp(
+        RedisBackend(RedisSettings(url=redis_url)),
+        refresh=0.2,
+        contexts=contexts,
+        context_name="prod",
+    )
+    async with app.run_test(size=(120, 36), notifications=True) as pilot:
+        await until(pilot, lambda: app.main_screen.workers_view.table.row_count == 1)
+        await pilot.press("s")
+        await until(
+            pilot, lambda: any("context prod is marked read-only" in t for t in _toasts(app))
+        )
+        await app.switch_context("dev")  # writable: the action keys come back
+        await until(pilot, lambda: any(t.startswith("context dev:") for t in _toasts(app)))
+        assert not app.read_only
+    flagged = ConsoleApp(
+        RedisBackend(RedisSettings(url=redis_url)),
+        refresh=0.2,
+        read_only=True,
+        contexts=contexts,
+        context_name="prod",
+    )
+    async with flagged.run_test(size=(120, 36), notifications=True) as pilot:
+        await until(pilot, lambda: flagged.main_screen.workers_view.table.row_count == 1)
+        await flagged.switch_context("dev")
+        # Still read-only, and the toast says why: the flag, not the context.
+        await until(
+            pilot,
+            lambda: any("(read-only: started with --read-only)" in t for t in _toasts(flagged)),
+        )
+        await pilot.press("s")
+        await until(pilot, lambda: any("read-only: suspend" in t for t in _toasts(flagged)))
+    assert await redis.hgetall(KEYS.worker_admin("w-1")) == {}
+
+
+async def test_deny_toast_names_the_type(redis_url: str) -> None:
+    settings = RedisSettings(url=redis_url)
+    instance = make_instance(settings, _noop, ["chat", "embed"], "deny-t")
+    await instance.start()
+    try:
+        (wid,) = instance.worker_ids
+        app = ConsoleApp(RedisBackend(settings), refresh=0.2)
+        async with app.run_test(size=(120, 36), notifications=True) as pilot:
+            table = app.main_screen.workers_view.table
+            await until(pilot, lambda: table.row_count == 1)
+            await pilot.press("x")
+            await until(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+            await pilot.press("down", "enter")  # embed
+            await until(
+                pilot, lambda: any(f"Deny embed applied by {wid}" in t for t in _toasts(app))
+            )
+            assert any("Deny embed sent to" in t for t in _toasts(app))
+            client: Redis = Redis.from_url(redis_url, decode_responses=True)
+            try:
+                assert await client.smembers(KEYS.type_denied("embed")) == {wid}
+            finally:
+                await client.aclose()
+    finally:
+        await instance.stop()
