@@ -9,6 +9,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -91,16 +92,17 @@ def test_requeue_a_dead_letter_and_drill_down(server: RedisServer, tmp_path: Pat
         term.wait(lambda s: "1 requeued" in s)
         term.wait(lambda s: "1 dead letters (chat 1)" in s)
         assert client.xlen(dead) == 1
-        audit = [f for _, f in client.xrange(K.audit_stream)]
+        audit_entries: list[Any] = client.xrange(K.audit_stream) or []
+        audit = [f for _, f in audit_entries]
         assert [(a["action"], a["reason"]) for a in audit] == [
             ("dead-requeue", "replayed after fix")
         ]
         # The live worker runs the requeued task: delivered and acknowledged.
-        entries = client.xrange(K.type_stream("chat"))
+        entries: list[Any] = client.xrange(K.type_stream("chat")) or []
         assert [json.loads(f["data"])["task_id"] for _, f in entries] == ["dead-1"]
 
         def done() -> bool:
-            groups = client.xinfo_groups(K.type_stream("chat"))
+            groups: list[Any] = client.xinfo_groups(K.type_stream("chat"))
             group = next(g for g in groups if g["name"] == CONSUMER_GROUP)
             return int(group["lag"] or 0) == 0 and int(group["pending"]) == 0
 

@@ -113,7 +113,7 @@ async def test_dead_letters_list_show_requeue_purge(
     env = cli_env(redis_url, tmp_path)
     await add_worker(redis, "w1", ["chat"])
     stream = K.dead_letter_stream("chat")
-    ids = []
+    ids: list[str] = []
     for i in range(3):
         task = {"task_id": f"t{i}", "agent_type": "chat", "payload": {"i": i, "evil": "\x1b[2J"}}
         fields: dict[Any, Any] = {
@@ -123,7 +123,7 @@ async def test_dead_letters_list_show_requeue_purge(
             "worker_id": "w1",
             "buried_at": str(now_ms()),
         }
-        ids.append(await redis.xadd(stream, fields))
+        ids.append(str(await redis.xadd(stream, fields)))
 
     listed = await asyncio.to_thread(run, ["dead", "list", "chat"], env)
     assert listed.code == 0 and "3 dead letter(s) of chat" in listed.out
