@@ -13,16 +13,18 @@ and purge is written to the audit stream with the operator and a reason.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
 
 from byconsole.text import safe_text
 from worker_runtime.audit import add_audit, audit_fields
 from worker_runtime.keys import Keys
 from worker_runtime.messages import KIND_TASK
+
+if TYPE_CHECKING:  # the views import the model; only the backend and CLI hold a client
+    from redis.asyncio import Redis
+    from redis.asyncio.cluster import RedisCluster
 
 BURIAL_FIELDS = ("error", "worker_id", "buried_at")
 """Fields the runtime adds when it buries an entry (dropped again on requeue)."""
@@ -92,9 +94,6 @@ def parse_dead_letter(agent_type: str, entry_id: str, raw: Any) -> DeadLetter:
     )
 
 
-Client = Redis | RedisCluster
-
-
 class DeadLetters:
     """Dead-letter operations for one Redis.
 
@@ -104,7 +103,7 @@ class DeadLetters:
         operator: ``user@host`` written to the audit stream.
     """
 
-    def __init__(self, redis: Client, keys: Keys, operator: str) -> None:
+    def __init__(self, redis: Redis | RedisCluster, keys: Keys, operator: str) -> None:
         self.redis = redis
         self.keys = keys
         self.operator = operator

@@ -13,12 +13,15 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from byconsole.text import safe_text
-from worker_runtime.admin import WorkerManager
 from worker_runtime.models import now_ms
 from worker_runtime.quota import compute_quotas
 from worker_runtime.snapshot import FleetSnapshot, InstanceView
+
+if TYPE_CHECKING:  # the screens import the plan; only the backend and CLI hold a client
+    from worker_runtime.admin import WorkerManager
 
 
 @dataclass(frozen=True, slots=True)

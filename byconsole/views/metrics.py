@@ -69,8 +69,9 @@ def bars(values: Sequence[float], width: int, height: int) -> list[str]:
     """A zero-anchored bar chart of ``values`` squeezed into ``width`` x ``height`` cells.
 
     Values are bucketed into ``width`` columns (the maximum of each bucket, so a spike is
-    never averaged away; fewer values than columns are stretched) and scaled against ``0 .. max``: zero is an empty column, any
-    positive value shows at least one eighth. Returns ``height`` lines, top first.
+    never averaged away; fewer values than columns are stretched) and scaled against
+    ``0 .. max``: zero is an empty column, any positive value shows at least one eighth.
+    Returns ``height`` lines, top first.
     """
     width, height = max(1, width), max(1, height)
     if not values:
