@@ -85,9 +85,15 @@ class ConfirmScreen(ModalScreen[str | None]):
         self.query_one("#cancel", Button).focus()
 
     def on_key(self, event: events.Key) -> None:
-        """A printable key typed while a button has focus belongs to the reason."""
+        """A printable key typed while a button has focus belongs to the reason.
+
+        Keys typed quickly were all queued to the button that had focus before the
+        first one moved it, so this must not ask where focus is *now*: a printable key
+        that reaches the screen was not taken by the reason field (which stops every
+        printable key it inserts), so it goes there.
+        """
         reason = self.query_one("#reason", Input)
-        if reason.has_focus or not event.is_printable or not event.character:
+        if not event.is_printable or not event.character:
             return
         event.stop()
         event.prevent_default()

@@ -250,7 +250,8 @@ class WorkersView(Vertical):
         """Breadcrumb (in a drill-down), filter input (hidden until ``/``), table, status."""
         yield Static(id="workers-crumb")
         yield Input(
-            placeholder="filter as you type: words to match (Enter keep, Esc clear)", id="filter"
+            placeholder="filter: words to match, as you type (Enter keeps, Esc clears)",
+            id="filter",
         )
         yield KeyedTable(COLUMNS, id="workers-table", fixed_columns=2)
         yield Static(id="workers-status")
@@ -358,7 +359,7 @@ class WorkersView(Vertical):
         total = len(self._workers)
         parts = [f"{len(self._order):,} of {total:,} workers"]
         if self.filter_text:
-            parts[0] = f"{len(self._order):,} match of {total:,} workers"
+            parts[0] = f"{len(self._order):,} of {total:,} workers match"
         _, label, _ = SORTS[self.sort_index]
         parts.append(f"sort {label} {'▼' if self.sort_reverse else '▲'} (o)")
         if self.filter_text:

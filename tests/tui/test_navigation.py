@@ -31,7 +31,7 @@ async def test_filter_is_live_enter_keeps_it_escape_clears(
         await pilot.press(*"emb")
         # As you type: the rows and the match count follow every key.
         assert view.table.ordered_keys() == ["w-2", "w-3"]
-        assert "2 match of 3 workers" in str(status.render())
+        assert "2 of 3 workers match" in str(status.render())
         await pilot.press("escape")  # Escape while typing clears
         assert view.table.ordered_keys() == ["w-1", "w-2", "w-3"]
         assert filter_input.value == "" and app.focused is view.table
