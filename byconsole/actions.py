@@ -21,6 +21,8 @@ class Action(StrEnum):
     SCALE = "scale"
     DENY = "deny"
     ALLOW = "allow"
+    REQUEUE = "requeue"
+    PURGE = "purge"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +85,25 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec(
         Action.ALLOW, "a", "a", "Allow", "Allow the worker again for a denied type", footer=False
     ),
+    ActionSpec(
+        Action.REQUEUE,
+        "R",
+        "R",
+        "Requeue",
+        "Dead view: requeue the selected dead letter (or all of its type) to its stream",
+        per_worker=False,
+        footer=False,
+    ),
+    ActionSpec(
+        Action.PURGE,
+        "P",
+        "P",
+        "Purge",
+        "Dead view: delete the selected dead letter (or all of its type) for good",
+        destructive=True,
+        per_worker=False,
+        footer=False,
+    ),
 )
 """Every action, in the order the help screen lists them."""
 
@@ -100,6 +121,8 @@ class ActionRequest:
         instance_id: for a per-instance scale.
         count: for scale.
         reason: written to the admin hash and the audit stream.
+        plan: what a scale will change, as shown to the operator before it was sent.
+        entry_ids: the dead letters of a requeue / purge (empty: all of ``agent_type``).
     """
 
     action: Action
@@ -108,6 +131,8 @@ class ActionRequest:
     instance_id: str | None = None
     count: int | None = None
     reason: str | None = None
+    plan: str = ""
+    entry_ids: tuple[str, ...] = ()
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -115,6 +140,8 @@ class ActionRequest:
         if self.action is Action.SCALE:
             where = f"@{self.instance_id}" if self.instance_id else ""
             return (f"{self.agent_type}{where}",)
+        if self.action in (Action.REQUEUE, Action.PURGE):
+            return self.entry_ids or (f"every dead letter of {self.agent_type}",)
         return self.worker_ids
 
 
@@ -132,6 +159,8 @@ class ActionOutcome:
         command: the admin API's name for the write (``force-evict``, ``deny`` …).
         agent_type: the type of a deny / allow / scale.
         confirmable: False when the worker never confirms (a by-framework worker).
+        instance_id: the instance of a per-instance scale.
+        note: what the confirmation found (a scale: running/quota per instance).
     """
 
     target: str
@@ -143,3 +172,5 @@ class ActionOutcome:
     command: str = ""
     agent_type: str | None = None
     confirmable: bool = True
+    instance_id: str | None = None
+    note: str = ""

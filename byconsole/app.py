@@ -26,9 +26,10 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
-from byconsole.actions import SPECS, ActionOutcome, ActionRequest
+from byconsole.actions import SPECS, Action, ActionOutcome, ActionRequest
 from byconsole.backend import Backend, RedisBackend
 from byconsole.config import Context, load_contexts, resolve_settings
+from byconsole.dead_letters import DeadLetter
 from byconsole.palette import ConsoleCommands
 from byconsole.screens.main import MonitorScreen, OperatorScreen
 from byconsole.text import safe_text
@@ -58,6 +59,7 @@ class ConsoleApp(App[int]):
         context_name: the context in use, if any.
         backend_factory: builds a backend for another context's settings.
         clock: monotonic seconds (tests freeze it for stable screenshots).
+        notice: a message shown once the console is up (the demo's Redis URL).
     """
 
     # Absolute, so subclasses defined elsewhere (tests, embedding tools) keep the styles.
@@ -89,8 +91,10 @@ class ConsoleApp(App[int]):
         context_name: str | None = None,
         backend_factory: BackendFactory = RedisBackend,
         clock: Callable[[], float] = time.monotonic,
+        notice: str | None = None,
     ) -> None:
         super().__init__()
+        self.notice = notice
         self.backend = backend
         self.refresh_interval = max(0.1, refresh)
         self.read_only_flag = read_only
@@ -122,10 +126,22 @@ class ConsoleApp(App[int]):
             "refresh": self.refresh_interval,
             "describe": self.describe_error,
             "clock": self.clock,
+            "dead_loader": self.read_dead,
         }
         if self.read_only:
             return MonitorScreen(self.backend.endpoint, **common)  # type: ignore[arg-type]
         return OperatorScreen(self.backend.endpoint, max_scale=MAX_SCALE, **common)
+
+    def read_only_reason(self) -> str:
+        """Why the console is read-only: the flag, or the context's setting."""
+        if self.read_only_flag:
+            return "started with --read-only"
+        return f"context {safe_text(self.context_name, 40)} is marked read-only"
+
+    def on_mount(self) -> None:
+        """Show the start-up notice, if any."""
+        if self.notice:
+            self.notify(self.notice, markup=False, timeout=15)
 
     def get_default_screen(self) -> Screen[None]:
         """The main screen (read-only or operator)."""
@@ -134,6 +150,10 @@ class ConsoleApp(App[int]):
     def describe_error(self, exc: BaseException) -> str:
         """One display-safe line for an error, by the current backend (its password)."""
         return self.backend.describe(exc)
+
+    async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
+        """The Dead view's loader."""
+        return await self.backend.read_dead(agent_types, limit)
 
     async def read_detail(self, worker_id: str) -> WorkerDetail:
         """The detail screen's loader."""
@@ -227,14 +247,30 @@ class ConsoleApp(App[int]):
     async def perform(self, request: ActionRequest) -> list[ActionOutcome]:
         """Send an action, report it, then report the workers' confirmations."""
         label = SPECS[request.action].label
+        if request.agent_type and request.action in (Action.DENY, Action.ALLOW):
+            label = f"{label} {safe_text(request.agent_type, 30)}"
         outcomes = await self.backend.send(request)
         failed = [o for o in outcomes if not o.sent]
         sent = [o for o in outcomes if o.sent]
         if failed:
             lines = "\n".join(f"{safe_text(o.target, 40)}: {o.error}" for o in failed[:5])
             self.notify(f"{label} failed:\n{lines}", severity="error", markup=False, timeout=8)
+        if sent and request.action in (Action.REQUEUE, Action.PURGE):
+            for o in sent:
+                self.notify(f"{label} {safe_text(o.target, 40)}: {o.note}", markup=False)
+            self.request_poll()
+            return outcomes
         if sent:
-            self.notify(f"{label} sent to {_names(sent)}", markup=False, timeout=3)
+            if request.action is Action.SCALE:
+                plan = f": {request.plan}" if request.plan else ""
+                self.notify(
+                    f"{label} {_names(sent)} to {request.count} written{plan}; "
+                    "waiting for the replicas to converge",
+                    markup=False,
+                    timeout=4,
+                )
+            else:
+                self.notify(f"{label} sent to {_names(sent)}", markup=False, timeout=3)
             self.request_poll()
             confirmed = await asyncio.gather(
                 *(self.backend.confirm(o, CONFIRM_TIMEOUT) for o in sent)
@@ -245,9 +281,28 @@ class ConsoleApp(App[int]):
         return outcomes
 
     def _report_confirmations(self, label: str, outcomes: list[ActionOutcome]) -> None:
+        scaled = [o for o in outcomes if o.command == "scale"]
+        for o in scaled:
+            target = safe_text(o.target, 40)
+            if o.latency is not None:
+                self.notify(
+                    f"{label} {target} converged in {o.latency * 1000:.0f} ms: {o.note}",
+                    markup=False,
+                    timeout=6,
+                )
+            else:
+                why = f" ({o.error})" if o.error else ""
+                self.notify(
+                    f"{label} {target} not converged within {CONFIRM_TIMEOUT:.0f} s: "
+                    f"{o.note or 'no data'} (running/quota){why}",
+                    severity="warning",
+                    markup=False,
+                    timeout=10,
+                )
+        outcomes = [o for o in outcomes if o.command != "scale"]
         applied = [o for o in outcomes if o.latency is not None]
         offline = [o for o in outcomes if not o.online and o.error is None]
-        live = [o for o in outcomes if o.online and o.latency is None and o.command != "scale"]
+        live = [o for o in outcomes if o.online and o.latency is None]
         waiting = [o for o in live if o.confirmable]
         unconfirmable = [o for o in live if not o.confirmable and o.error is None]
         if applied:
@@ -320,7 +375,8 @@ class ConsoleApp(App[int]):
             self.main_screen = self._make_main_screen()
             await self.push_screen(self.main_screen)
         await old.aclose()
-        self.notify(f"context {safe_text(name, 40)}: {self.backend.endpoint}", markup=False)
+        mode = f" (read-only: {self.read_only_reason()})" if self.read_only else ""
+        self.notify(f"context {safe_text(name, 40)}: {self.backend.endpoint}{mode}", markup=False)
 
     async def on_unmount(self) -> None:
         """Close the connection pool."""

@@ -11,11 +11,12 @@ fleet); it has no Redis and refuses actions.
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import replace
 from typing import Protocol
 
 from byconsole.actions import Action, ActionOutcome, ActionRequest
+from byconsole.dead_letters import DeadLetter, DeadLetters
+from byconsole.outcomes import running_line, wait_converged, wait_denied
 from byconsole.text import safe_text
 from worker_runtime.admin import (
     ActionResult,
@@ -23,7 +24,7 @@ from worker_runtime.admin import (
     UnsupportedCommandError,
     WorkerManager,
 )
-from worker_runtime.connection import LOOP_ERRORS, create_redis
+from worker_runtime.connection import LOOP_ERRORS, create_redis, not_redis_server
 from worker_runtime.fleet import FleetReader
 from worker_runtime.redact import redact
 from worker_runtime.settings import RedisSettings
@@ -60,6 +61,10 @@ class Backend(Protocol):
         """Wait until the worker confirms a sent action (``latency`` set) or time out."""
         ...
 
+    async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
+        """The newest ``limit`` dead letters of each type, newest first; raises on outage."""
+        ...
+
     def describe(self, exc: BaseException) -> str:
         """One display-safe line for an error, never containing a password."""
         ...
@@ -70,6 +75,8 @@ class Backend(Protocol):
 
 
 def _describe(exc: BaseException, url: str | None) -> str:
+    if not_redis_server(exc):
+        return "that URL is not a Redis server (it does not answer in the Redis protocol)"
     text = str(exc) or type(exc).__name__
     if isinstance(exc, TimeoutError) and not str(exc):
         text = "timed out"
@@ -103,10 +110,19 @@ class RedisBackend:
         async with asyncio.timeout(self.read_timeout):
             return await self.reader.read_worker_detail(worker_id)
 
+    async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
+        """The newest ``limit`` dead letters of each type, newest first."""
+        dead = DeadLetters(self.redis, self.settings.keys, self.manager.operator)
+        async with asyncio.timeout(self.read_timeout):
+            found = [d for t in agent_types for d in await dead.newest(t, limit)]
+        return sorted(found, key=lambda d: d.buried_at or 0, reverse=True)
+
     async def send(self, request: ActionRequest) -> list[ActionOutcome]:
         """Write the action for each target through :class:`WorkerManager`."""
         if request.action is Action.SCALE:
             return [await self._send_scale(request)]
+        if request.action in (Action.REQUEUE, Action.PURGE):
+            return [await self._send_dead(request)]
         return [await self._send_one(request, worker_id) for worker_id in request.worker_ids]
 
     async def _send_scale(self, request: ActionRequest) -> ActionOutcome:
@@ -131,6 +147,32 @@ class RedisBackend:
             updated_at=result.updated_at,
             command=result.action,
             agent_type=request.agent_type,
+            instance_id=request.instance_id,
+        )
+
+    async def _send_dead(self, request: ActionRequest) -> ActionOutcome:
+        agent_type = request.agent_type
+        target = request.targets[0]
+        if agent_type is None:
+            return ActionOutcome(target, sent=False, error="no type")
+        dead = DeadLetters(self.redis, self.settings.keys, self.manager.operator)
+        ids = list(request.entry_ids) or None
+        try:
+            if request.action is Action.REQUEUE:
+                count = len(await dead.requeue(agent_type, ids, request.reason))
+                note = f"{count} requeued to the {safe_text(agent_type, 30)} stream"
+            else:
+                count = await dead.purge(agent_type, ids, request.reason)
+                note = f"{count} dead letter(s) of {safe_text(agent_type, 30)} purged"
+            left = await dead.count(agent_type)
+        except _ACTION_ERRORS as exc:
+            return ActionOutcome(target, sent=False, error=self.describe(exc))
+        return ActionOutcome(
+            target,
+            sent=True,
+            command=request.action.value,
+            agent_type=agent_type,
+            note=f"{note}; {left} left",
         )
 
     async def _send_one(self, request: ActionRequest, worker_id: str) -> ActionOutcome:
@@ -178,16 +220,34 @@ class RedisBackend:
         """Wait for the worker's confirmation in its lease.
 
         Lifecycle changes are confirmed by ``admin_applied_at`` (evictions by the lease
-        disappearing); deny / allow by the lease's applied ``denied_types``. Scale is a
-        fleet-wide target and has no single worker to confirm it.
+        disappearing); deny / allow by the lease's applied ``denied_types``; a scale by
+        every instance serving the type running its quota (``note`` then says how many
+        run where).
         """
         if not outcome.sent or not outcome.online or outcome.updated_at is None:
             return outcome
-        if outcome.command == "scale" or not outcome.confirmable:
-            return outcome
+        if not outcome.confirmable:
+            return outcome  # a by-framework worker never reports what it applied
         try:
-            if outcome.command in ("deny", "allow"):
-                latency = await self._wait_denied(outcome, timeout)
+            if outcome.command == "scale" and outcome.agent_type is not None:
+                latency, snapshot = await wait_converged(
+                    self.read, outcome.agent_type, outcome.instance_id, outcome.updated_at, timeout
+                )
+                note = (
+                    running_line(snapshot, outcome.agent_type, outcome.instance_id)
+                    if snapshot is not None
+                    else ""
+                )
+                return replace(outcome, latency=latency, note=note)
+            if outcome.command in ("deny", "allow") and outcome.agent_type is not None:
+                latency = await wait_denied(
+                    self.manager,
+                    outcome.target,
+                    outcome.agent_type,
+                    outcome.command == "deny",
+                    outcome.updated_at,
+                    timeout,
+                )
             else:
                 result = ActionResult(
                     outcome.target, outcome.command, outcome.updated_at, outcome.online
@@ -196,23 +256,6 @@ class RedisBackend:
         except _WAIT_ERRORS as exc:
             return replace(outcome, error=self.describe(exc))
         return replace(outcome, latency=latency)
-
-    async def _wait_denied(self, outcome: ActionOutcome, timeout: float) -> float | None:
-        # A deny is not an admin-hash write, so there is no admin_applied_at to compare:
-        # the confirmation is the worker's lease listing (or no longer listing) the type.
-        deadline = time.monotonic() + timeout
-        assert outcome.updated_at is not None
-        agent_type = outcome.agent_type
-        while True:
-            lease = await self.manager.get_lease(outcome.target)
-            if lease is None:
-                return None
-            denied = agent_type in lease.denied_types
-            if denied == (outcome.command == "deny"):
-                return max(0.0, (time.time() * 1000 - outcome.updated_at) / 1000)
-            if time.monotonic() >= deadline:
-                return None
-            await asyncio.sleep(0.05)
 
     def describe(self, exc: BaseException) -> str:
         """One display-safe line for an error (password replaced)."""
@@ -230,13 +273,18 @@ class StaticBackend:
         snapshot: what :meth:`read` returns.
         details: what :meth:`read_detail` returns per worker id; a worker without an
             entry gets a detail built from its row in ``snapshot``.
+        dead: the dead letters :meth:`read_dead` serves.
     """
 
     def __init__(
-        self, snapshot: FleetSnapshot, details: dict[str, WorkerDetail] | None = None
+        self,
+        snapshot: FleetSnapshot,
+        details: dict[str, WorkerDetail] | None = None,
+        dead: list[DeadLetter] | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.details = details or {}
+        self.dead = list(dead or [])
         self.endpoint = snapshot.redis.endpoint or "static snapshot"
 
     async def read(self) -> FleetSnapshot:
@@ -255,6 +303,10 @@ class StaticBackend:
             declared_types=list(view.agent_types) if view else [],
             denied_types=list(view.denied_types) if view else [],
         )
+
+    async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
+        """The fixed dead letters of those types."""
+        return [d for d in self.dead if d.agent_type in agent_types][: limit * len(agent_types)]
 
     async def send(self, request: ActionRequest) -> list[ActionOutcome]:
         """Refuse: a static snapshot has nothing to act on."""

@@ -289,7 +289,10 @@ def build_parser() -> _Parser:
         p = _sub(tsub, name, help_text, f"byconsole type {name} chat worker-01", parents)
         p.add_argument("agent_type", metavar="T")
         p.add_argument("worker_id", metavar="ID")
-        _write_flags(p, wait=False)
+        _write_flags(p)
+        p.add_argument(
+            "--force", action="store_true", help="even for a type no worker declares yet"
+        )
         p.set_defaults(handler="type_deny_allow", write=True)
 
     # -- scale ----------------------------------------------------------------------
@@ -306,7 +309,7 @@ def build_parser() -> _Parser:
     p.add_argument(
         "--force", action="store_true", help="set it even for a type or instance not seen yet"
     )
-    _write_flags(p, wait=False)
+    _write_flags(p)
     p.set_defaults(handler="scale", write=True)
 
     # -- metrics --------------------------------------------------------------------
@@ -334,6 +337,34 @@ def build_parser() -> _Parser:
     )
     _json_flag(p)
     p.set_defaults(handler="metrics_history", write=False)
+
+    # -- dead letters -------------------------------------------------------------
+    dead = _sub(group, "dead", "dead letters of a type", "byconsole dead list chat", [])
+    dsub = dead.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = _sub(dsub, "list", "why tasks died, newest first", "byconsole dead list chat", parents)
+    p.add_argument("agent_type", metavar="T")
+    p.add_argument("--limit", metavar="N", type=_limit, default=20, help="newest N (default 20)")
+    _json_flag(p)
+    p.set_defaults(handler="dead_list", write=False)
+    p = _sub(dsub, "show", "one dead letter in full", "byconsole dead show chat 1-0", parents)
+    p.add_argument("agent_type", metavar="T")
+    p.add_argument("entry_id", metavar="ID")
+    _json_flag(p)
+    p.set_defaults(handler="dead_show", write=False)
+    for name, help_text in (
+        ("requeue", "put dead letters back on the type's stream (attempts reset)"),
+        ("purge", "delete dead letters for good"),
+    ):
+        example = f'byconsole dead {name} chat 1-0 --reason "fixed the bug"'
+        p = _sub(dsub, name, help_text, example, parents)
+        p.add_argument("agent_type", metavar="T")
+        p.add_argument("entry_ids", metavar="ID", nargs="*", help="entry ids (or --all)")
+        p.add_argument("--all", action="store_true", help="every dead letter of the type")
+        p.add_argument(
+            "--reason", metavar="R", required=True, help="why (required; written to the audit)"
+        )
+        _json_flag(p)
+        p.set_defaults(handler="dead_write", write=True)
 
     # -- contexts -------------------------------------------------------------------
     p = _sub(group, "contexts", "list the named contexts", "byconsole contexts", parents)
@@ -457,7 +488,7 @@ def _main(argv: list[str]) -> int:
             # Imported here: the console stack (Textual) is only loaded when needed.
             from byconsole.demo import run_demo
 
-            return int(run_demo())
+            return int(run_demo(read_only=read_only, refresh=args.refresh))
         if args.command is None and not args.snapshot:
             return _run_tui(settings, args, read_only, context_name)
         if args.snapshot:

@@ -12,11 +12,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from rich.text import Text
 
 from byconsole import checks as chk
 from byconsole.config import Context
+from byconsole.dead_letters import DeadLetter, DeadLetters
 from byconsole.headless import (  # noqa: F401  (re-exported for the subcommands)
     NotFoundError,
     RefusedError,
@@ -26,6 +29,8 @@ from byconsole.headless import (  # noqa: F401  (re-exported for the subcommands
     print_json,
     run_snapshot,
 )
+from byconsole.outcomes import plan_scale, serves, unconverged, wait_converged, wait_denied
+from byconsole.render_dead import dead_detail, dead_table
 from byconsole.render_table import (
     contexts_table,
     emit,
@@ -46,6 +51,7 @@ from worker_runtime.admin import (
 )
 from worker_runtime.models import MetricsPoint, Status, now_ms
 from worker_runtime.quota import check_scale_count
+from worker_runtime.snapshot import FleetSnapshot
 
 BY_ADMIN_WORKER_FIELDS = (
     "worker_id",
@@ -132,15 +138,22 @@ async def _report(
     args: argparse.Namespace,
     result: ActionResult,
     description: str,
-    can_wait: bool = True,
+    waiter: Callable[[], Awaitable[float | None]] | None = None,
 ) -> int:
-    """Say what was written and whether the worker has confirmed it."""
+    """Say what was written and whether the worker has confirmed it.
+
+    ``waiter`` replaces the lifecycle wait (``admin_applied_at``) for writes the worker
+    confirms another way (a deny: its lease's ``denied_types``).
+    """
     latency: float | None = None
     asked = bool(getattr(args, "wait", False))
-    unconfirmable = can_wait and result.confirmation is Confirmation.NONE
-    waited = asked and can_wait and result.online and not unconfirmable
+    unconfirmable = result.confirmation is Confirmation.NONE
+    waited = asked and result.online and not unconfirmable
     if waited:
-        latency = await _wait(session.manager(), result, args.timeout)
+        if waiter is not None:
+            latency = await waiter()
+        else:
+            latency = await _wait(session.manager(), result, args.timeout)
     if not result.online:
         state = "offline"
         note = "the worker is offline: it applies this state when it starts"
@@ -148,7 +161,7 @@ async def _report(
         # by-framework applies the push at once but never reports what it applied.
         state = "unconfirmable"
         note = f"sent; a {result.runtime} worker cannot confirm it (it applies pushes at once)"
-    elif can_wait and not waited and result.confirmation is Confirmation.LEASE_GONE:
+    elif not waited and result.confirmation is Confirmation.LEASE_GONE:
         state = "sent"
         note = "sent; confirmed when the worker exits and drops its lease (--wait to wait)"
     elif latency is not None:
@@ -251,20 +264,53 @@ async def type_denylist(session: Session, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _type_served(session: Session, agent_type: str, worker_id: str) -> tuple[bool, bool]:
+    """(the type is real, the worker is denied it now).
+
+    Real means a worker declares it, it has a task stream or a scale target. A denylist
+    set alone does not count: that is exactly what a mistyped deny leaves behind.
+    """
+    k = session.keys
+    pipe = session.redis.pipeline(transaction=False)
+    pipe.sismember(k.worker_agent_types(worker_id), agent_type)
+    pipe.scard(k.type_workers(agent_type))
+    pipe.exists(k.type_stream(agent_type))
+    pipe.hexists(k.scale_targets, agent_type)
+    pipe.sismember(k.type_denied(agent_type), worker_id)
+    replies = await pipe.execute(raise_on_error=False)
+    real = any(r is True or (isinstance(r, int) and r > 0) for r in replies[:4])
+    denied = replies[4] is True or replies[4] == 1
+    return real, denied
+
+
 async def type_deny_allow(session: Session, args: argparse.Namespace) -> int:
-    """``type deny T ID`` / ``type allow T ID``."""
+    """``type deny T ID`` / ``type allow T ID`` (``--force`` for a type not seen yet)."""
     manager = session.manager()
     agent_type: str = args.agent_type
     wid: str = args.worker_id
+    deny = args.action == "deny"
     if not await manager.worker_exists(wid):
         raise UnknownWorkerError(f"unknown worker: {wid}")
-    if args.action == "deny":
+    real, denied = await _type_served(session, agent_type, wid)
+    # Allowing a leftover denial is always fine: it is how a phantom type is cleaned up.
+    if not real and not args.force and (deny or not denied):
+        snapshot = await session.reader(history_limit=1, events_limit=1).read()
+        known = ", ".join(sorted(t.name for t in snapshot.types)[:20]) or "none"
+        raise NotFoundError(
+            f"unknown agent type: {agent_type} (no worker declares it; known: {known}); "
+            f"--force {args.action}s it anyway"
+        )
+    if deny:
         result = await manager.deny_worker_for_type(agent_type, wid, args.reason)
     else:
         result = await manager.allow_worker_for_type(agent_type, wid, args.reason)
     what = f"{args.action} {safe_text(wid, 80)} for {safe_text(agent_type, 80)}"
-    # The lease reports applied denials, not an admin_applied_at: nothing to wait on.
-    return await _report(session, args, result, what, can_wait=False)
+
+    async def waiter() -> float | None:
+        # Confirmed by the worker's lease listing (or dropping) the type in denied_types.
+        return await wait_denied(manager, wid, agent_type, deny, result.updated_at, args.timeout)
+
+    return await _report(session, args, result, what, waiter)
 
 
 # -- scale ------------------------------------------------------------------------------
@@ -284,14 +330,31 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
             )
         if instance is not None and instance not in {i.instance_id for i in before.instances}:
             raise NotFoundError(f"unknown instance: {instance}; --force sets it anyway")
+    steps = plan_scale(before, agent_type, instance, args.count)
     manager = session.manager()
     if instance is None:
         result = await manager.scale_type(agent_type, args.count, args.reason)
     else:
         result = await manager.scale_instance(agent_type, instance, args.count, args.reason)
-    after = await session.reader(history_limit=1, events_limit=1).read()
-    quotas = {i.instance_id: i.quota[agent_type] for i in after.instances if agent_type in i.quota}
-    live = {i.instance_id: i.replicas.get(agent_type, 0) for i in after.instances if i.online}
+    latency: float | None = None
+    after: FleetSnapshot | None = None
+    if args.wait:
+        latency, after = await wait_converged(
+            session.reader(history_limit=1, events_limit=1).read,
+            agent_type,
+            instance,
+            result.updated_at,
+            args.timeout,
+        )
+    if after is None:
+        after = await session.reader(history_limit=1, events_limit=1).read()
+    serving = [
+        i
+        for i in after.instances
+        if i.online and serves(i, agent_type) and (instance is None or i.instance_id == instance)
+    ]
+    lagging = unconverged(after, agent_type, instance)
+    state = "converged" if not lagging else ("timeout" if args.wait else "pending")
     if args.json:
         print_json(
             {
@@ -299,22 +362,49 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
                 "instance": instance,
                 "count": args.count,
                 "updated_at": result.updated_at,
-                "quotas": quotas,
-                "replicas": live,
+                "plan": [
+                    {"instance": p.instance_id, "running": p.running, "quota": p.after}
+                    for p in steps
+                ],
+                "state": state,
+                "latency_s": latency,
+                "quotas": {i.instance_id: i.quota.get(agent_type) for i in serving},
+                "replicas": {i.instance_id: i.replicas.get(agent_type, 0) for i in serving},
             }
         )
-        return 0
-    where = f" on {safe_text(instance, 80)}" if instance else ""
-    emit(session.out, Text(f"scale {safe_text(agent_type, 80)}{where} to {args.count}: written"))
-    for iid in sorted(set(quotas) | set(live)):
-        want = quotas.get(iid)
+    else:
+        where = f" on {safe_text(instance, 80)}" if instance else ""
+        head = f"scale {safe_text(agent_type, 80)}{where} to {args.count}: written"
+        emit(session.out, Text(head))
+        emit(session.out, Text("  will:" if steps else "  will: no live instance serves it"))
+        for step in steps:
+            emit(session.out, Text(f"    {step.describe()}"))
+        if instance is not None:
+            emit(session.out, Text("    other instances are left unchanged"))
+        if state == "converged" and latency is not None:
+            note = f"converged in {latency * 1000:.0f} ms"
+        elif state == "converged":
+            note = "already converged"
+        elif state == "timeout":
+            note = f"not converged within {args.timeout:g} s"
+        else:
+            note = "pending: the instances converge within a heartbeat (--wait to wait)"
         emit(
             session.out,
-            Text(
-                f"  {safe_text(iid, 80)}: {live.get(iid, 0)} running"
-                + ("" if want is None else f", quota {want}")
-            ),
+            Text(f"  did: {note}", style=ansi_style("success") if state == "converged" else ""),
         )
+        for i in serving:
+            quota = i.quota.get(agent_type)
+            emit(
+                session.out,
+                Text(
+                    f"    {safe_text(i.instance_id, 80)}: {i.replicas.get(agent_type, 0)} running"
+                    + ("" if quota is None else f", quota {quota}")
+                ),
+            )
+    if state == "timeout":
+        fail(session, f"check failed: scale not converged within {args.timeout:g} s")
+        return 1
     return 0
 
 
@@ -345,6 +435,81 @@ async def metrics_history(session: Session, args: argparse.Namespace) -> int:
         return 0
     emit(session.out, history_table(points))
     emit(session.out, Text(f"{len(points)} point(s)"))
+    return 0
+
+
+# -- dead letters ----------------------------------------------------------------------------
+
+
+def _dead(session: Session) -> DeadLetters:
+    return DeadLetters(session.redis, session.keys, session.manager().operator)
+
+
+def _dead_doc(dead: DeadLetter) -> dict[str, Any]:
+    return {
+        "id": dead.entry_id,
+        "type": dead.agent_type,
+        "task_id": dead.task_id,
+        "error": dead.error,
+        "attempts": dead.attempts,
+        "worker_id": dead.worker_id,
+        "buried_at": dead.buried_at,
+        "payload": dead.payload,
+    }
+
+
+async def dead_list(session: Session, args: argparse.Namespace) -> int:
+    """``dead list T``: newest first, with the error and a payload excerpt."""
+    dl = _dead(session)
+    items = await dl.newest(args.agent_type, args.limit)
+    total = await dl.count(args.agent_type)
+    if args.json:
+        print_json({"type": args.agent_type, "total": total, "dead": [_dead_doc(d) for d in items]})
+        return 0
+    emit(session.out, dead_table(items, now_ms()))
+    shown = f"{len(items)} of {total}" if total > len(items) else f"{total}"
+    emit(session.out, Text(f"{shown} dead letter(s) of {safe_text(args.agent_type, 80)}"))
+    return 0
+
+
+async def dead_show(session: Session, args: argparse.Namespace) -> int:
+    """``dead show T ID``: one dead letter, every field (made safe)."""
+    dead = await _dead(session).get(args.agent_type, args.entry_id)
+    if dead is None:
+        raise NotFoundError(f"no dead letter {args.entry_id} in {args.agent_type}")
+    if args.json:
+        print_json({**_dead_doc(dead), "fields": dead.fields})
+        return 0
+    emit(session.out, dead_detail(dead))
+    return 0
+
+
+async def dead_write(session: Session, args: argparse.Namespace) -> int:
+    """``dead requeue|purge T (ID… | --all) --reason R``."""
+    agent_type: str = args.agent_type
+    if bool(args.entry_ids) == bool(args.all):
+        raise RefusedError("name the dead letters (ID …) or pass --all, not both")
+    reason = (args.reason or "").strip()
+    if not reason:
+        raise RefusedError("--reason must say why (it goes to the audit stream)")
+    dl = _dead(session)
+    ids: list[str] | None = None if args.all else list(args.entry_ids)
+    if ids is not None:
+        missing = [i for i in ids if await dl.get(agent_type, i) is None]
+        if missing:
+            raise NotFoundError(f"no dead letter {', '.join(missing[:5])} in {agent_type}")
+    if args.action == "requeue":
+        done = await dl.requeue(agent_type, ids, reason)
+        count = len(done)
+        note = f"requeued {count} to {safe_text(agent_type, 80)}'s stream (attempts reset)"
+    else:
+        count = await dl.purge(agent_type, ids, reason)
+        note = f"purged {count} dead letter(s) of {safe_text(agent_type, 80)}"
+    left = await dl.count(agent_type)
+    if args.json:
+        print_json({"type": agent_type, "action": args.action, "count": count, "left": left})
+    else:
+        emit(session.out, Text(f"{note} · {left} left · audited"))
     return 0
 
 

@@ -6,7 +6,9 @@ What it starts, all in this process except the Redis server:
   ``redis-server`` is installed);
 * two instances of real ``worker_runtime`` workers: ``demo-a`` (chat + embed, role
   ``all``) and ``demo-b`` (chat + report, role ``consumer``), two replicas each;
-* a producer submitting chat, embed and report tasks at an uneven rate;
+* a producer submitting chat, embed and report tasks at an uneven rate (and now and
+  then a report that always fails, so the Dead view has something to show); it keeps
+  going through a Redis outage;
 * one worker suspended and one denied for a type, so every colour shows up.
 
 Quitting the console (``q``) stops the producer, the workers (gracefully) and the
@@ -28,7 +30,7 @@ from types import TracebackType
 from typing import Any
 
 from worker_runtime.admin import WorkerManager
-from worker_runtime.connection import create_redis
+from worker_runtime.connection import LOOP_ERRORS, create_redis
 from worker_runtime.embedded import RedisServer, free_port
 from worker_runtime.instance import WorkerInstance
 from worker_runtime.models import Task
@@ -41,6 +43,9 @@ TYPES = ("chat", "embed", "report")
 async def demo_handler(task: Task) -> dict[str, Any]:
     """Pretend to work for a while; fail now and then."""
     await asyncio.sleep(random.uniform(0.05, 0.6))
+    if task.payload.get("poison"):
+        # Fails every attempt: ends in the type's dead letters (the Dead view, 6).
+        raise ValueError(f"demo: cannot parse record {task.payload.get('n')}")
     if random.random() < 0.03:
         raise RuntimeError("demo failure")
     return {"ok": True, "type": task.agent_type}
@@ -86,6 +91,10 @@ class DemoFleet:
     instances: list[WorkerInstance] = field(default_factory=list)
     suspended: str | None = None
     denied: tuple[str, str] | None = None
+    submitted: int = 0
+    """Producer ticks that went through (traffic resumes after an outage)."""
+    produce_errors: int = 0
+    """Consecutive ticks that failed (Redis down)."""
     _server: RedisServer | _FakeServer | None = None
     _producer: asyncio.Task[None] | None = None
     _log_handler: logging.Handler | None = None
@@ -142,15 +151,27 @@ class DemoFleet:
     async def _produce(self, producer: Producer) -> None:
         """Uneven traffic: bursts of chat, steady embed, occasional reports."""
         tick = 0
+        self.produce_errors = 0
         try:
             while True:
                 tick += 1
                 burst = 6 if tick % 20 < 5 else 2
-                for _ in range(random.randint(1, burst)):
-                    await producer.submit("chat", {"n": tick})
-                await producer.submit("embed", {"n": tick})
-                if tick % 4 == 0:
-                    await producer.submit("report", {"n": tick})
+                try:
+                    for _ in range(random.randint(1, burst)):
+                        await producer.submit("chat", {"n": tick})
+                    await producer.submit("embed", {"n": tick})
+                    if tick % 4 == 0:
+                        await producer.submit("report", {"n": tick})
+                    if tick % 24 == 1:
+                        await producer.submit("report", {"n": tick, "poison": True})
+                except LOOP_ERRORS:
+                    # Redis is down or restarting: traffic resumes once it is back
+                    # (a demo whose traffic stops after one outage shows nothing).
+                    self.produce_errors += 1
+                    await asyncio.sleep(min(2.0, 0.25 * self.produce_errors))
+                    continue
+                self.produce_errors = 0
+                self.submitted += 1
                 await asyncio.sleep(0.25)
         finally:
             with contextlib.suppress(Exception):
@@ -186,22 +207,36 @@ class DemoFleet:
         self._log_handler = handler
 
 
-async def _run() -> int:
+async def _run(*, read_only: bool = False, refresh: float = 1.0) -> int:
     from byconsole.app import ConsoleApp
     from byconsole.backend import RedisBackend
 
     async with DemoFleet() as fleet:
         assert fleet.settings is not None
-        app = ConsoleApp(RedisBackend(fleet.settings), refresh=1.0)
+        url = fleet.settings.url
+        # Printed before the console takes the screen (and shown in a toast): a second
+        # terminal can attach a worker or a CLI to this Redis.
+        print(f"byconsole demo: Redis at {url}", flush=True)
+        app = ConsoleApp(
+            RedisBackend(fleet.settings),
+            refresh=refresh,
+            read_only=read_only,
+            notice=f"demo Redis: {url} (byconsole --redis-url {url} … in another terminal)",
+        )
         await app.run_async()
-    print(f"demo stopped; worker log: {fleet.log_path}")
+    print(f"demo stopped; Redis was {url}; worker log: {fleet.log_path}")
     return app.return_code or 0
 
 
-def run_demo() -> int:
-    """Run the demo until the operator quits; returns the exit code."""
+def run_demo(*, read_only: bool = False, refresh: float = 1.0) -> int:
+    """Run the demo until the operator quits; returns the exit code.
+
+    Args:
+        read_only: open the console without action keys (``--read-only``).
+        refresh: the console's refresh interval (``--refresh``).
+    """
     try:
-        return asyncio.run(_run())
+        return asyncio.run(_run(read_only=read_only, refresh=refresh))
     except KeyboardInterrupt:
         return 130
     except RuntimeError as exc:  # e.g. no redis-server and no fakeredis

@@ -337,6 +337,7 @@ TYPE_COLUMNS = (
     PlainColumn("Routable", 1, "right"),
     PlainColumn("Denied", 3),
     PlainColumn("Depth", 0, "right"),
+    PlainColumn("Undeliv", 1, "right"),
     PlainColumn("Pending", 1, "right"),
     PlainColumn("Dead", 1, "right"),
     PlainColumn("Target", 2, "right"),
@@ -345,7 +346,7 @@ TYPE_COLUMNS = (
 
 
 def types_table(types: Iterable[TypeView], title: str | None = "Agent types") -> PlainTable:
-    """Per type: routable workers, denylist, depth, pending, dead letters, target."""
+    """Per type: routable workers, denylist, depth (= undelivered + pending), dead, target."""
     rows: list[Sequence[Cell]] = []
     for t in types:
         overrides = ", ".join(f"{i}={n}" for i, n in sorted(t.overrides.items()))
@@ -355,6 +356,7 @@ def types_table(types: Iterable[TypeView], title: str | None = "Agent types") ->
                 str(len(t.workers)),
                 _safe(", ".join(t.denied) or "-", 120),
                 (str(t.depth), "bold yellow" if t.depth else ""),
+                str(t.undelivered),
                 str(t.pending),
                 (str(t.dead), "bold red" if t.dead else ""),
                 "-" if t.target is None else str(t.target),

@@ -73,8 +73,13 @@ def render_prom(
     )
     out.gauge(
         "byconsole_type_depth",
-        "Task stream entries not yet delivered to the consumer group.",
+        "Queue depth: tasks accepted and not finished (undelivered + pending).",
         [(_label("type", t.name), t.depth) for t in types],
+    )
+    out.gauge(
+        "byconsole_type_undelivered",
+        "Task stream entries not yet delivered to the consumer group.",
+        [(_label("type", t.name), t.undelivered) for t in types],
     )
     out.gauge(
         "byconsole_type_pending",

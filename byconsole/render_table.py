@@ -127,7 +127,7 @@ def metrics_summary(metrics: MetricsView) -> Text:
     text.append(f"  Workers online:     {metrics.workers_online}\n")
     text.append(f"  Agent types:        {metrics.agent_types}\n")
     text.append(f"  Active executions:  {metrics.active_executions}\n")
-    text.append(f"  Queue depth total:  {metrics.queue_depth}")
+    text.append(f"  Queue depth total:  {metrics.queue_depth}  (undelivered + pending)")
     return text
 
 

@@ -18,6 +18,8 @@ import inspect
 import json
 import logging
 import sys
+import time
+import uuid
 from typing import Any, NoReturn
 
 from worker_runtime.connection import REDIS_ERRORS, create_redis, redis_error_line
@@ -101,6 +103,17 @@ def build_parser() -> OneLineParser:
         "--require-online", action="store_true", help="fail unless an online worker serves it"
     )
     submit.add_argument("--redis-url", help="default: BYAI_REDIS_URL, REDIS_URL, localhost")
+    submit.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait for the result (or error) on the session stream and print it",
+    )
+    submit.add_argument(
+        "--timeout",
+        type=_positive("--timeout", 3600),
+        default=30,
+        help="seconds --wait waits (default 30); a timeout or a failure exits 1",
+    )
     return parser
 
 
@@ -131,10 +144,13 @@ async def _submit(args: argparse.Namespace, redis_settings: RedisSettings) -> in
         raise UsageError(f"JSON is not valid: {exc}") from None
     if not isinstance(payload, dict):
         raise UsageError('JSON must be an object, e.g. \'{"text": "hi"}\'')
+    if args.wait and args.session is None:
+        # The result travels on a session stream: without one, make one for this wait.
+        args.session = f"submit-{uuid.uuid4().hex[:12]}"
     redis = create_redis(redis_settings, retries=0)
     try:
         producer = Producer(redis, redis_settings.keys)
-        if args.count == 1 or args.require_online:
+        if args.count == 1 or args.require_online or args.wait:
             ids = [
                 await producer.submit(
                     args.agent_type,
@@ -162,13 +178,52 @@ async def _submit(args: argparse.Namespace, redis_settings: RedisSettings) -> in
                     session_id=args.session,
                 )
                 remaining -= batch
+        if args.count == 1:
+            print(ids[0], flush=True)
+        else:
+            print(f"submitted {len(ids)} task(s) to {args.worker or args.agent_type}", flush=True)
+        if args.wait:
+            return await _wait_results(redis, redis_settings, args.session, ids, args.timeout)
     finally:
         await redis.aclose()
-    if args.count == 1:
-        print(ids[0])
-    else:
-        print(f"submitted {len(ids)} task(s) to {args.worker or args.agent_type}")
     return 0
+
+
+async def _wait_results(
+    redis: Any, redis_settings: RedisSettings, session: str, ids: list[str], timeout: float
+) -> int:
+    """Print each task's result (or error) from the session stream as it arrives.
+
+    A failed attempt that will be retried is printed and waited past; the exit code is 0
+    when every task succeeded in time, else 1.
+    """
+    stream = redis_settings.keys.session_data_stream(session)
+    waiting, failed = set(ids), False
+    last_error: dict[str, str] = {}
+    cursor = "0"
+    deadline = time.monotonic() + timeout
+    while waiting and time.monotonic() < deadline:
+        # A BLOCK well below the client's socket timeout (see SPEC section 4).
+        block = int(min(1.0, max(0.05, deadline - time.monotonic())) * 1000)
+        reply = await redis.xread({stream: cursor}, block=block, count=100)
+        for _stream, entries in reply or []:
+            for entry_id, fields in entries:
+                cursor = entry_id
+                task_id = fields.get("task_id")
+                if task_id not in waiting:
+                    continue
+                if fields.get("error") is not None:
+                    last_error[task_id] = fields["error"]
+                    print(f"{task_id} error: {fields['error']}", flush=True)
+                else:
+                    waiting.discard(task_id)
+                    last_error.pop(task_id, None)
+                    print(f"{task_id} result: {fields.get('result', 'null')}", flush=True)
+    for task_id in sorted(waiting):
+        failed = True
+        why = f"failed: {last_error[task_id]}" if task_id in last_error else "no result"
+        print(f"{task_id} {why} within {timeout:g} s (session {session})", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def run(argv: list[str] | None = None) -> int:

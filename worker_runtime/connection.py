@@ -16,6 +16,7 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import (
     AuthenticationError,
+    InvalidResponse,
     NoPermissionError,
     RedisClusterException,
     RedisError,
@@ -212,6 +213,11 @@ DETAIL_LIMIT = 300
 """Characters of the library's own message kept in :func:`redis_error_line`."""
 
 
+def not_redis_server(exc: BaseException) -> bool:
+    """The endpoint answered, but not in the Redis protocol (an HTTP server, say)."""
+    return isinstance(exc, InvalidResponse) or "protocol error" in str(exc).lower()
+
+
 def redis_error_line(
     exc: BaseException, *, endpoint: str | None = None, url: str | None = None
 ) -> str:
@@ -228,6 +234,9 @@ def redis_error_line(
         url: the URL in use, whose password is removed from the library's message.
     """
     where = f"Redis at {endpoint}" if endpoint else "Redis"
+    if not_redis_server(exc):
+        shown = endpoint or "that URL"
+        return f"{shown} is not a Redis server (it does not answer in the Redis protocol)"
     # Redact before cutting, so a cut can never leave half a password behind.
     detail = redact(one_line(exc), url, shown=endpoint)[:DETAIL_LIMIT]
     if isinstance(exc, AuthenticationError):

@@ -50,6 +50,7 @@ from worker_runtime.models import (
 )
 from worker_runtime.quota import compute_quota, parse_count, parse_count_any
 from worker_runtime.snapshot import (
+    APPLIED_FADE_MS,
     MAX_WORKER_ID,
     CommandState,
     FleetSnapshot,
@@ -60,6 +61,7 @@ from worker_runtime.snapshot import (
     TypeView,
     WorkerDetail,
     WorkerView,
+    queue_depth,
 )
 
 _MAX_ID = 1024  # ids longer than this are not ours to track (and would bloat every view)
@@ -128,13 +130,20 @@ class _GroupInfo:
     exists: bool = False
 
 
+def _undelivered(td: _TypeReplies) -> int:
+    """Entries no group has been delivered yet (summed lag; see :func:`_group_info`)."""
+    if td.group.depth is not None:
+        return td.group.depth
+    return max(0, td.length - td.group.pending)
+
+
 def _group_info(reply: Any, length: int = 0) -> _GroupInfo:
     """Lag and pending over every consumer group of a stream (``XINFO GROUPS`` reply).
 
     Workers of a type may consume in any group name (ours, by-framework's
     ``agent_engines``, its per-type-set names): every group gets every entry, so the
     work outstanding is the sum over the groups. A group whose lag Redis cannot tell
-    (entries deleted) counts the stream ``length``.
+    (entries deleted) counts the stream ``length`` minus its pending (an upper bound).
     """
     if not isinstance(reply, list):
         return _GroupInfo()
@@ -143,10 +152,11 @@ def _group_info(reply: Any, length: int = 0) -> _GroupInfo:
         if not isinstance(group, dict):
             continue
         lag = group.get("lag")
-        depth = _int(lag) if isinstance(lag, int) else length
+        pending = _int(group.get("pending"))
+        depth = _int(lag) if isinstance(lag, int) else max(0, length - pending)
         info = _GroupInfo(
             depth=(info.depth or 0) + depth,
-            pending=info.pending + _int(group.get("pending")),
+            pending=info.pending + pending,
             exists=True,
         )
     return info
@@ -156,30 +166,37 @@ def _group_info(reply: Any, length: int = 0) -> _GroupInfo:
 
 
 def derive_command_state(
-    admin: AdminState, lease: Lease | None, status: Status
+    admin: AdminState, lease: Lease | None, status: Status, now: int | None = None
 ) -> CommandState | None:
     """Whether the worker has confirmed the operator's latest admin state.
 
     ``None`` when there is no admin state. An eviction is pending while a lease still
     exists (the worker deletes it when it complies). Anything else is pending while the
     worker holds a lease whose ``admin_applied_at`` is older than the admin
-    ``updated_at``; an offline worker applies the state when it starts, so there is
-    nothing to wait for. A worker that never confirms (by-framework) is ``sent`` while
-    an eviction waits for its exit and ``unconfirmable`` otherwise, never pending.
+    ``updated_at``. An offline worker has applied nothing: it applies the state when it
+    starts (``on start``), except an eviction, which its missing lease fulfils. A
+    worker that never confirms (by-framework) is ``sent`` while an eviction waits for
+    its exit and ``unconfirmable`` otherwise, never pending. Given ``now``,
+    ``applied`` fades to ``None`` :data:`APPLIED_FADE_MS` after the command.
     """
     if admin.updated_at is None and admin.lifecycle is None:
         return None
+    evicted = admin.known_lifecycle is Lifecycle.EVICTED
     if lease is None or status is Status.OFFLINE:
-        return CommandState.APPLIED
-    if not lease.supports(Capability.CONFIRM):
-        if admin.known_lifecycle is Lifecycle.EVICTED:
-            return CommandState.SENT
-        return CommandState.UNCONFIRMABLE
-    if admin.known_lifecycle is Lifecycle.EVICTED:
+        state = CommandState.APPLIED if evicted else CommandState.ON_START
+    elif not lease.supports(Capability.CONFIRM):
+        return CommandState.SENT if evicted else CommandState.UNCONFIRMABLE
+    elif evicted or (lease.admin_applied_at or 0) < (admin.updated_at or 0):
         return CommandState.PENDING
-    if admin.updated_at is not None and (lease.admin_applied_at or 0) < admin.updated_at:
-        return CommandState.PENDING
-    return CommandState.APPLIED
+    else:
+        state = CommandState.APPLIED
+    if (
+        state is CommandState.APPLIED
+        and now is not None
+        and (admin.updated_at is None or now - admin.updated_at > APPLIED_FADE_MS)
+    ):
+        return None
+    return state
 
 
 def build_worker_view(
@@ -231,7 +248,7 @@ def build_worker_view(
         runtime_status=runtime_status,
         admin_updated_at=admin.updated_at,
         admin_updated_by=admin.updated_by,
-        command_state=derive_command_state(admin, lease, status),
+        command_state=derive_command_state(admin, lease, status, now),
         runtime=_runtime_of(lease),
         lease_age_ms=(now - lease.last_seen) if lease and lease.last_seen is not None else None,
         lease_valid=valid,
@@ -675,7 +692,8 @@ class FleetReader:
                 name=t,
                 workers=sorted(td.routable),
                 denied=sorted(td.denied),
-                depth=td.group.depth if td.group.depth is not None else td.length,
+                depth=queue_depth(_undelivered(td), td.group.pending),
+                undelivered=_undelivered(td),
                 pending=td.group.pending,
                 length=td.length,
                 dead=td.dead,

@@ -1,7 +1,8 @@
 """The metrics collector (a leader-only singleton): one history point per interval.
 
 A point holds workers online, agent types, active executions, total and per-type
-queue depth (undelivered lag + pending) and per-type throughput (completions per
+queue depth (:func:`~worker_runtime.snapshot.queue_depth`: undelivered + pending, the
+same figure the fleet snapshot reports) and per-type throughput (completions per
 second since the previous point, from the runtime's counters).
 
 The history (:attr:`Keys.metrics_history`) and its collector lock are shared with
@@ -50,7 +51,10 @@ def build_point(
         rate = max(0, done - before) / elapsed_s if previous is not None and elapsed_s > 0 else 0.0
         total_rate += rate
         per_type[view.name] = TypeMetrics(
-            depth=view.depth + view.pending, pending=view.pending, throughput=round(rate, 2)
+            # view.depth already counts pending (one definition: snapshot.queue_depth)
+            depth=view.depth,
+            pending=view.pending,
+            throughput=round(rate, 2),
         )
     return MetricsPoint(
         ts=now_ms(),
@@ -59,7 +63,7 @@ def build_point(
         active_executions=sum(
             w.active_jobs or 0 for w in snapshot.workers if w.status is Status.ONLINE
         ),
-        queue_depth=sum(t.depth + t.pending for t in per_type.values()),
+        queue_depth=sum(t.depth for t in per_type.values()),
         consumer_pending=sum(t.pending for t in per_type.values()),
         throughput=round(total_rate, 2),
         per_type=per_type,

@@ -400,6 +400,7 @@ class Replica:
             fields["attempt"] = str(task.attempt + 1)
             self.ctx.batcher.move(stream, entry_id, self.worker_id, stream, fields)
         else:
+            fields["attempt"] = str(task.attempt)  # the dead letter says how often it ran
             self.bury(task.agent_type, fields, error, stream, entry_id)
 
     def hand_back(

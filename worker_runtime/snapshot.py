@@ -24,11 +24,18 @@ class CommandState(StrEnum):
     PENDING = "pending"
     """The admin hash is newer than what the worker's lease says it applied."""
     APPLIED = "applied"
-    """The worker's lease confirms the latest admin state."""
+    """The worker's lease confirms the latest admin state (shown for
+    :data:`APPLIED_FADE_MS` after the command, then the column goes blank)."""
+    ON_START = "on start"
+    """The worker is offline: it applies the admin state when it starts."""
     SENT = "sent"
     """An eviction sent to a worker that cannot confirm: it ends when its lease goes."""
     UNCONFIRMABLE = "unconfirmable"
     """Sent to a worker that never reports what it applied (by-framework)."""
+
+
+APPLIED_FADE_MS = 60_000
+"""How long after a command its ``applied`` confirmation stays on screen."""
 
 
 class WorkerView(Lease):
@@ -78,6 +85,17 @@ class InstanceView(BaseModel):
     """agent type -> replicas this instance should run under the current targets."""
 
 
+def queue_depth(undelivered: int, pending: int) -> int:
+    """The one definition of a type's queue depth: tasks accepted and not finished.
+
+    ``undelivered`` (waiting in the stream for a worker) plus ``pending`` (delivered,
+    not yet acknowledged). Dead letters are finished (they failed for good) and are
+    reported on their own. Every view, the metrics history, ``--snapshot`` and the
+    Prometheus output use this function's result, so they always agree.
+    """
+    return max(0, undelivered) + max(0, pending)
+
+
 class TypeView(BaseModel):
     """One agent type: routing, denylist, queue and scale target."""
 
@@ -88,10 +106,13 @@ class TypeView(BaseModel):
     """Routable workers (online, active, not denied)."""
     denied: list[str] = Field(default_factory=list)
     depth: int = 0
-    """Entries not yet delivered (lag), summed over every consumer group of the stream
-    (a group whose lag is unknown counts the stream length); the length without a group."""
+    """The queue depth: ``undelivered + pending`` (see :func:`queue_depth`), summed over
+    every consumer group of the stream. Dead letters are not part of it (``dead``)."""
+    undelivered: int = 0
+    """Entries not yet delivered, summed over every consumer group (a group's lag; when
+    Redis cannot tell it, the stream length minus that group's pending, an upper bound)."""
     pending: int = 0
-    """Delivered but not acknowledged, summed over every consumer group."""
+    """Delivered to a worker but not acknowledged yet, summed over every consumer group."""
     length: int = 0
     dead: int = 0
     target: int | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -20,8 +20,10 @@ MAX_LISTED = 6
 class ConfirmScreen(ModalScreen[str | None]):
     """Ask before acting; dismisses with the reason (``""`` when none) or ``None``.
 
-    Focus starts on *Cancel*, so a stray Enter never confirms. Enter in the reason
-    field moves to the confirm button rather than confirming.
+    Focus starts on *Cancel*, so a stray Enter never confirms. A printable key typed
+    anywhere in the dialog goes to the reason field (the reason is usually typed first),
+    so no keystroke is lost; Enter in the reason field moves to the confirm button rather
+    than confirming. A hint line shows these keys.
 
     Args:
         verb: the action (``Evict``), used for the title and the button.
@@ -58,7 +60,20 @@ class ConfirmScreen(ModalScreen[str | None]):
             yield Static(Text(listed), id="dialog-targets")
             if self.warning:
                 yield Static(Text(self.warning), id="dialog-warning")
-            yield Input(placeholder="reason (recorded in the audit log)", id="reason")
+            # No select-on-focus: the first key typed moves focus here, and a selection
+            # would let the second key replace the first.
+            yield Input(
+                placeholder="reason (recorded in the audit log)",
+                id="reason",
+                select_on_focus=False,
+            )
+            yield Static(
+                Text(
+                    f"type: reason · enter in reason: go to {self.verb} · "
+                    "tab: next · enter: press focused · esc: cancel"
+                ),
+                id="dialog-keys",
+            )
             with Horizontal(id="dialog-buttons"):
                 yield Button("Cancel", id="cancel", variant="primary")
                 yield Button(
@@ -69,9 +84,27 @@ class ConfirmScreen(ModalScreen[str | None]):
         """Default to Cancel."""
         self.query_one("#cancel", Button).focus()
 
+    def on_key(self, event: events.Key) -> None:
+        """A printable key typed while a button has focus belongs to the reason.
+
+        Keys typed quickly were all queued to the button that had focus before the
+        first one moved it, so this must not ask where focus is *now*: a printable key
+        that reaches the screen was not taken by the reason field (which stops every
+        printable key it inserts), so it goes there.
+        """
+        reason = self.query_one("#reason", Input)
+        if not event.is_printable or not event.character:
+            return
+        event.stop()
+        event.prevent_default()
+        self.set_focus(reason)
+        reason.insert_text_at_cursor(event.character)
+
     @on(Input.Submitted, "#reason")
     def _reason_entered(self) -> None:
-        self.query_one("#confirm", Button).focus()
+        # Synchronously (focus() is deferred): an Enter typed right after this one,
+        # already queued, must press the confirm button, not submit the reason again.
+        self.set_focus(self.query_one("#confirm", Button))
 
     @on(Button.Pressed, "#confirm")
     def _confirmed(self) -> None:

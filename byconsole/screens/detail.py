@@ -35,12 +35,16 @@ def _value(value: object) -> str:
         return safe_text(repr(value), 300)
 
 
+LABEL_WIDTH = 20
+"""Width of every label column, so the sections' values line up with each other."""
+
+
 def _pairs(title: str, pairs: list[tuple[str, object]]) -> Table:
     table = Table.grid(padding=(0, 2))
     table.title = title
     table.title_justify = "left"
     table.title_style = "bold"
-    table.add_column(style="bold", no_wrap=True)
+    table.add_column(style="bold", no_wrap=True, min_width=LABEL_WIDTH, max_width=LABEL_WIDTH)
     table.add_column(overflow="fold")
     for name, value in pairs:
         table.add_row(Text(safe_text(name, 40)), Text(_value(value)))

@@ -11,11 +11,52 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from byconsole.actions import ACTIONS
+from byconsole.styles import CellStyles
+
+LEGEND: tuple[tuple[str, str, str], ...] = (
+    ("●", "marked", "marked: the next action applies to every marked worker"),
+    ("!chat", "denied", "types: the worker is denied for chat"),
+    ("★", "leader", "instances: the elected leader"),
+    ("pending", "pending", "cmd: the worker has not confirmed the command yet"),
+    ("applied", "applied", "cmd: confirmed by the worker (fades after a minute)"),
+    ("on start", "on start", "cmd: the worker is offline; it applies it on start"),
+    ("STALE", "warning", "status line: Redis is unreachable, the data is old"),
+    ("depth", "", "queue depth = undelivered + pending (dead letters apart)"),
+    ("2/3", "", "instances: replicas running / quota"),
+)
+"""Markers, colours and states the tables use: (sample, style role, meaning)."""
+
+LIFECYCLE_HELP: dict[str, str] = {
+    "active": "takes tasks",
+    "suspended": "takes no new tasks; running ones finish",
+    "draining": "leaving: finishes in-flight tasks, then exits",
+    "evicted": "out of routing, lease dropped",
+}
+STATUS_HELP: dict[str, str] = {
+    "online": "lease renewed within two heartbeats",
+    "stale": "lease still there but old (frozen or slow)",
+    "offline": "no lease",
+}
+
+
+def legend_table(styles: CellStyles) -> Table:
+    """Every marker, colour and state, drawn in the style the tables use (same theme)."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True, min_width=9)
+    table.add_column()
+    for name, meaning in LIFECYCLE_HELP.items():
+        table.add_row(Text(name, style=styles.lifecycle(name)), f"lifecycle: {meaning}")
+    for name, meaning in STATUS_HELP.items():
+        table.add_row(Text(name, style=styles.status(name)), f"status: {meaning}")
+    for sample, role, meaning in LEGEND:
+        table.add_row(Text(sample, style=styles.marker(role) if role else ""), meaning)
+    return table
+
 
 NAVIGATION: tuple[tuple[str, str], ...] = (
-    ("1-5", "Workers, Instances, Types, Metrics, Events"),
-    ("enter", "Worker details (Workers view)"),
-    ("/", "Filter workers (Enter applies, Esc clears)"),
+    ("1-6", "Workers, Instances, Types, Metrics, Events, Dead letters"),
+    ("enter", "Worker details; on a type or instance row: its workers (Esc back)"),
+    ("/", "Filter workers as you type, with the match count (Enter keeps, Esc clears)"),
     ("o / O", "Sort by the next column / reverse the order"),
     ("ctrl+p", "Command palette: every action, views, contexts"),
     ("?", "This help"),
@@ -56,6 +97,9 @@ class HelpScreen(ModalScreen[None]):
             yield Static(Text("keys", style="bold"), id="help-title")
             with VerticalScroll():
                 yield Static(help_table(self.read_only))
+                yield Static(Text("\nlegend", style="bold"))
+                styles = CellStyles.from_variables(self.app.theme_variables)
+                yield Static(legend_table(styles), id="legend")
 
     def action_close(self) -> None:
         """Back."""

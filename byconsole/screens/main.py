@@ -11,21 +11,25 @@ Action keys run as: key -> prompts/confirmation (modal screens, awaited in a wor
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
 from byconsole.actions import ACTIONS, SPECS, Action, ActionRequest
+from byconsole.dead_letters import DeadLetter
+from byconsole.outcomes import plan_scale
 from byconsole.screens.confirm import ConfirmScreen
 from byconsole.screens.detail import DetailLoader, DetailScreen
 from byconsole.screens.help import HelpScreen
 from byconsole.screens.prompt import ChoiceScreen, CountScreen
 from byconsole.text import safe_text
+from byconsole.views.dead import LIMIT as DEAD_LIMIT
+from byconsole.views.dead import DeadView
 from byconsole.views.events import EventsView
 from byconsole.views.instances import InstancesView
 from byconsole.views.metrics import MetricsView
@@ -41,8 +45,15 @@ VIEWS: tuple[tuple[str, str], ...] = (
     ("types", "Types"),
     ("metrics", "Metrics"),
     ("events", "Events"),
+    ("dead", "Dead"),
 )
-"""Tab ids and titles, in key order (``1``-``5``)."""
+"""Tab ids and titles, in key order (``1``-``6``)."""
+
+DeadLoader = Callable[[list[str], int], Awaitable[list[DeadLetter]]]
+"""Reads the newest N dead letters of some types."""
+
+_ACTION_KEYS: dict[str, str] = {spec.key: spec.label.lower() for spec in ACTIONS}
+"""Action key -> what it would do (for the read-only notice)."""
 
 WARNINGS: dict[Action, str] = {
     Action.EVICT: "Leaves routing and drops its lease; it takes no new tasks.",
@@ -62,6 +73,7 @@ class MonitorScreen(Screen[None]):
         refresh: seconds between refreshes (the detail screen reuses it).
         describe: turns an error into one display-safe line.
         clock: monotonic seconds (tests freeze it).
+        dead_loader: reads the dead letters of some types (the Dead view).
     """
 
     read_only = True
@@ -85,8 +97,10 @@ class MonitorScreen(Screen[None]):
         refresh: float,
         describe: Callable[[BaseException], str],
         clock: Callable[[], float] = time.monotonic,
+        dead_loader: DeadLoader | None = None,
     ) -> None:
         super().__init__()
+        self.dead_loader = dead_loader
         self.endpoint = endpoint
         self.context = context
         self.detail_loader = detail_loader
@@ -111,7 +125,26 @@ class MonitorScreen(Screen[None]):
                 yield MetricsView(id="metrics-view")
             with TabPane(f"5 {VIEWS[4][1]}", id="events"):
                 yield EventsView(id="events-view")
+            with TabPane(f"6 {VIEWS[5][1]}", id="dead"):
+                yield DeadView(id="dead-view")
         yield Footer(compact=True)
+
+    def on_key(self, event: events.Key) -> None:
+        """An action key on a read-only console says why nothing happens."""
+        if self.read_only and event.key in _ACTION_KEYS:
+            event.stop()
+            self.notify(
+                f"read-only: {_ACTION_KEYS[event.key]} is disabled ({self.read_only_why})",
+                severity="warning",
+                markup=False,
+                timeout=4,
+            )
+
+    @property
+    def read_only_why(self) -> str:
+        """Why this console is read-only (the app knows: a flag or the context)."""
+        why = getattr(self.app, "read_only_reason", None)
+        return str(why()) if callable(why) else "--read-only"
 
     def on_mount(self) -> None:
         """Start on the workers table; the first refresh starts once the views exist."""
@@ -157,6 +190,23 @@ class MonitorScreen(Screen[None]):
         self.query_one(TypesView).show_snapshot(snapshot)
         self.query_one(MetricsView).show_snapshot(snapshot)
         self.query_one(EventsView).show_snapshot(snapshot)
+        if self.active_view == "dead":
+            self.load_dead()
+
+    @work(exclusive=True, group="dead", exit_on_error=False)
+    async def load_dead(self) -> None:
+        """Read the dead letters of every type that has some (only while shown)."""
+        snapshot, loader = self.snapshot, self.dead_loader
+        if snapshot is None or loader is None:
+            return
+        totals = {t.name: t.dead for t in snapshot.types if t.dead}
+        view = self.query_one(DeadView)
+        try:
+            items = await loader(sorted(totals), DEAD_LIMIT) if totals else []
+        except Exception as exc:  # an outage: the view says so, the console carries on
+            view.show_error(self.describe(exc))
+            return
+        view.show_dead(items, totals, snapshot.generated_at)
 
     def show_failure(self, error: str, retry_in: float) -> None:
         """A failed refresh: say so, keep the last data and mark it stale."""
@@ -199,6 +249,8 @@ class MonitorScreen(Screen[None]):
         # the next key (already queued) focuses, e.g. the filter input.
         self.set_focus(tables.first() if tables else None)
         self.refresh_bindings()
+        if view == "dead":
+            self.load_dead()
 
     @on(TabbedContent.TabActivated)
     def _tab_changed(self) -> None:
@@ -212,6 +264,30 @@ class MonitorScreen(Screen[None]):
     def action_help(self) -> None:
         """Show the keys."""
         self.app.push_screen(HelpScreen(self.read_only))
+
+    @on(DataTable.RowSelected, "#types-table")
+    def _drill_type(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        selected = self.query_one(TypesView).selected()
+        if selected is not None:
+            self.drill_down(("type", selected.name), "types")
+
+    @on(DataTable.RowSelected, "#instances-table")
+    def _drill_instance(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        selected = self.query_one(InstancesView).selected()
+        if selected is not None:
+            self.drill_down(("instance", selected[0]), "instances")
+
+    def drill_down(self, scope: tuple[str, str], origin: str) -> None:
+        """Open the Workers view on the workers of one type or instance (k9s style)."""
+        self.workers_view.set_scope(scope, origin)
+        self.action_show_view("workers")
+
+    @on(WorkersView.ScopeClosed)
+    def _drill_back(self, event: WorkersView.ScopeClosed) -> None:
+        if event.origin:
+            self.action_show_view(event.origin)
 
     @on(WorkersView.DetailRequested)
     def _open_detail(self, event: WorkersView.DetailRequested) -> None:
@@ -259,6 +335,9 @@ class OperatorScreen(MonitorScreen):
             return True
         if spec.per_worker and self.is_mounted and self.active_view != "workers":
             return None
+        dead_action = spec.action in (Action.REQUEUE, Action.PURGE)
+        if self.is_mounted and dead_action != (self.active_view == "dead"):
+            return None if dead_action else True
         return True
 
     # -- the action keys ------------------------------------------------------------------------
@@ -300,16 +379,27 @@ class OperatorScreen(MonitorScreen):
         """``S``."""
         self.request_action(Action.SCALE)
 
+    def action_requeue(self) -> None:
+        """``R`` (Dead view)."""
+        self.request_action(Action.REQUEUE)
+
+    def action_purge(self) -> None:
+        """``P`` (Dead view)."""
+        self.request_action(Action.PURGE)
+
     @work(exclusive=True, group="operator")
     async def request_action(self, action: Action) -> None:
         """Ask what is needed (type, count, confirmation), then hand the request up."""
         if action is Action.SCALE:
             request = await self._scale_request()
+        elif action in (Action.REQUEUE, Action.PURGE):
+            request = await self._dead_request(action)
         else:
             request = await self._worker_request(action)
         if request is not None:
             self.post_message(self.ActionRequested(request))
-            if request.action is not Action.SCALE and len(request.worker_ids) > 1:
+            if request.action is not Action.SCALE and self.workers_view.marks:
+                # The marks were the targets (one or many): done with them.
                 self.workers_view.clear_marks()
 
     async def _worker_request(self, action: Action) -> ActionRequest | None:
@@ -345,6 +435,43 @@ class OperatorScreen(MonitorScreen):
             if reason is None:
                 return None
         return ActionRequest(action, ids, agent_type=agent_type, reason=reason or None)
+
+    async def _dead_request(self, action: Action) -> ActionRequest | None:
+        spec = SPECS[action]
+        if self.active_view != "dead":
+            self.notify("Pick dead letters in the Dead view (6).", severity="warning")
+            return None
+        dead = self.query_one(DeadView).selected()
+        if dead is None:
+            self.notify("No dead letter selected.", severity="warning")
+            return None
+        agent_type = dead.agent_type
+        total = next(
+            (
+                t.dead
+                for t in (self.snapshot.types if self.snapshot else ())
+                if t.name == agent_type
+            ),
+            0,
+        )
+        one = f"this dead letter ({safe_text(dead.entry_id, 30)})"
+        every = f"all {total:,} dead letters of {safe_text(agent_type, 30)}"
+        scope = await self._choose(f"{spec.label} what?", [one, every]) if total > 1 else one
+        if scope is None:
+            return None
+        ids = (dead.entry_id,) if scope == one else ()
+        where = "back on its stream, attempts reset" if action is Action.REQUEUE else "for good"
+        reason = await self.app.push_screen_wait(
+            ConfirmScreen(
+                spec.label,
+                list(ids) or [f"every dead letter of {agent_type}"],
+                warning=f"{spec.label} {scope} {where}. Written to the audit log.",
+                destructive=spec.destructive,
+            )
+        )
+        if reason is None:
+            return None
+        return ActionRequest(action, agent_type=agent_type, entry_ids=ids, reason=reason or None)
 
     async def _choose(self, title: str, choices: Sequence[str]) -> str | None:
         if not choices:
@@ -390,13 +517,19 @@ class OperatorScreen(MonitorScreen):
         if count is None:
             return None
         reason: str | None = None
-        if current is not None and count < current:
+        steps = plan_scale(snapshot, agent_type, instance_id, count)
+        plan = "; ".join(step.describe() for step in steps) or "no live instance serves it"
+        shrinks = any(step.after < step.running for step in steps)
+        if shrinks or (current is not None and count < current):
             target = f"{agent_type}@{instance_id}" if instance_id else agent_type
+            lines = [step.describe() for step in steps[:6]]
+            if instance_id:
+                lines.append("other instances are left unchanged")
             reason = await self.app.push_screen_wait(
                 ConfirmScreen(
                     "Scale down",
                     [target],
-                    warning=f"{current} -> {count} replicas: the extra replicas drain.",
+                    warning="\n".join(lines) or "no live instance serves it",
                 )
             )
             if reason is None:
@@ -407,6 +540,7 @@ class OperatorScreen(MonitorScreen):
             instance_id=instance_id,
             count=count,
             reason=reason or None,
+            plan=plan,
         )
 
 

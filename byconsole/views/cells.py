@@ -47,12 +47,20 @@ def exact_age(ms: int | None) -> str:
     return f"{age(ms)[0]} ago"
 
 
-def clock(ms: int | None) -> str:
-    """A timestamp (ms) as local ``HH:MM:SS``."""
+DAY_MS = 86_400_000
+
+
+def clock(ms: int | None, now_ms: int | None = None) -> str:
+    """A timestamp (ms) as local ``HH:MM:SS``; with the date when older than a day.
+
+    A bare time more than a day old reads as today's: ``2024-05-01 09:12`` never does.
+    """
     if not ms or ms < 0:
         return DASH
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    fmt = "%H:%M:%S" if abs(now - ms) < DAY_MS else "%Y-%m-%d %H:%M"
     try:
-        return time.strftime("%H:%M:%S", time.localtime(ms / 1000))
+        return time.strftime(fmt, time.localtime(ms / 1000))
     except (OverflowError, OSError, ValueError):
         return DASH
 

@@ -22,14 +22,14 @@ COLUMNS: tuple[Column, ...] = (
     Column("details", "details"),
 )
 
-_DESTRUCTIVE = {"evict", "force-evict", "drain", "forget", "deny"}
+_DESTRUCTIVE = {"evict", "force-evict", "drain", "forget", "deny", "dead-purge"}
 
 
-def event_cells(event: AuditEvent, styles: CellStyles) -> list[Text]:
-    """The cells of one audit entry."""
+def event_cells(event: AuditEvent, styles: CellStyles, now_ms: int | None = None) -> list[Text]:
+    """The cells of one audit entry (the time carries its date when older than a day)."""
     style = styles.marker("denied") if event.action in _DESTRUCTIVE else ""
     return [
-        Text(clock(event.ts), end=""),
+        Text(clock(event.ts, now_ms), end=""),
         cell(event.operator, limit=32),
         cell(event.action, style, limit=16),
         cell(event.target, limit=40),
@@ -51,7 +51,7 @@ class EventsView(Vertical):
         styles = CellStyles.from_variables(self.app.theme_variables)
         cells: dict[str, list[Text]] = {}
         for i, event in enumerate(snapshot.events):
-            cells.setdefault(event.id or f"#{i}", event_cells(event, styles))
+            cells.setdefault(event.id or f"#{i}", event_cells(event, styles, snapshot.generated_at))
         self.query_one(KeyedTable).sync(list(cells), cells)
         self.query_one("#events-status", Static).update(
             Text(f"{len(cells)} most recent operator actions")

@@ -1,14 +1,20 @@
-"""View 4: sparklines of the metrics history next to the live snapshot figures."""
+"""View 4: sparklines of the metrics history next to the live snapshot figures.
+
+Every sparkline is anchored at zero (a constant 2 is a flat bar at 2/max, never an empty
+line) and labelled with its current and maximum values and the time span it covers.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Sparkline, Static
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Static
 
 from byconsole.text import safe_text
 from worker_runtime.models import MetricsPoint
@@ -55,6 +61,71 @@ SERIES: tuple[Series, ...] = (
 )
 
 
+BLOCKS = " ▁▂▃▄▅▆▇█"
+"""Eighths of a cell, from empty to full."""
+
+
+def bars(values: Sequence[float], width: int, height: int) -> list[str]:
+    """A zero-anchored bar chart of ``values`` squeezed into ``width`` x ``height`` cells.
+
+    Values are bucketed into ``width`` columns (the maximum of each bucket, so a spike is
+    never averaged away; fewer values than columns are stretched) and scaled against
+    ``0 .. max``: zero is an empty column, any positive value shows at least one eighth.
+    Returns ``height`` lines, top first.
+    """
+    width, height = max(1, width), max(1, height)
+    if not values:
+        return [" " * width for _ in range(height)]
+    if len(values) > width:
+        step = len(values) / width
+        columns = [
+            max(values[int(i * step) : max(int(i * step) + 1, int((i + 1) * step))])
+            for i in range(width)
+        ]
+    else:
+        # Fewer points than columns: each point gets an equal run of columns.
+        n = len(values)
+        columns = [values[i * n // width] for i in range(width)]
+    top = max(max(columns), 0.0)
+    levels = height * 8
+    heights = [0 if v <= 0 or top <= 0 else max(1, round(v / top * levels)) for v in columns]
+    lines = []
+    for row in range(height - 1, -1, -1):
+        base = row * 8
+        lines.append("".join(BLOCKS[min(8, max(0, h - base))] for h in heights))
+    return lines
+
+
+class ZeroSparkline(Widget):
+    """A sparkline whose baseline is zero (Textual's scales min..max)."""
+
+    DEFAULT_CSS = """
+    ZeroSparkline {
+        height: 3;
+        width: 1fr;
+        color: $accent;
+    }
+    """
+
+    data: reactive[tuple[float, ...]] = reactive(())
+    """The points, oldest first."""
+
+    def render(self) -> Text:
+        """The bars, sized to the widget."""
+        lines = bars(self.data, self.size.width, self.size.height)
+        return Text("\n".join(lines), no_wrap=True, end="")
+
+
+def span_label(ms: int) -> str:
+    """A duration as ``45s``, ``12m`` or ``3.5h``."""
+    s = max(0, ms) / 1000
+    if s < 120:
+        return f"{s:.0f}s"
+    if s < 7200:
+        return f"{s / 60:.0f}m"
+    return f"{s / 3600:.1f}h"
+
+
 def _fmt(value: float | None, unit: str = "") -> str:
     if value is None:
         return "-"
@@ -69,36 +140,35 @@ class MetricsView(VerticalScroll):
         for series in SERIES:
             with Horizontal(classes="metric"):
                 yield Static(id=f"label-{series.key}", classes="metric-label")
-                yield Sparkline([], id=f"spark-{series.key}")
+                yield ZeroSparkline(id=f"spark-{series.key}")
         yield Static(id="metrics-per-type")
         yield Static(id="metrics-status", classes="view-status")
 
     def show_snapshot(self, snapshot: FleetSnapshot) -> None:
         """Plot the history and print the live figures."""
         history = snapshot.metrics.history
+        span = span_label(history[-1].ts - history[0].ts) if len(history) > 1 else "-"
         for series in SERIES:
-            values = [float(series.history(p)) for p in history]
+            values = tuple(float(series.history(p)) for p in history)
             label = Text(series.label, style="bold", end="")
             label.append(f"\nnow {_fmt(series.live(snapshot), series.unit)}")
             if values:
-                label.append(
-                    f"  min {_fmt(min(values), series.unit)}  max {_fmt(max(values), series.unit)}"
-                )
+                label.append(f"  max {_fmt(max(values), series.unit)}")
+            label.append(f"\nscale 0..max · last {span}", style="dim")
             self.query_one(f"#label-{series.key}", Static).update(label)
-            spark = self.query_one(f"#spark-{series.key}", Sparkline)
-            if list(spark.data or []) != values:
+            spark = self.query_one(f"#spark-{series.key}", ZeroSparkline)
+            if spark.data != values:
                 spark.data = values
         self.query_one("#metrics-per-type", Static).update(self._per_type(history))
         if history:
-            span = (history[-1].ts - history[0].ts) / 60_000
-            status = f"{len(history)} points over {span:,.1f} min"
+            status = f"{len(history)} points over the last {span}, oldest left"
         else:
             status = "no metrics history yet: the elected leader writes a point every few seconds"
         self.query_one("#metrics-status", Static).update(Text(status))
 
     @staticmethod
     def _per_type(history: list[MetricsPoint]) -> Text:
-        text = Text("per type (last point)", style="bold", end="")
+        text = Text("per type (last point; depth = undelivered + pending)", style="bold", end="")
         if not history or not history[-1].per_type:
             text.append("\n-")
             return text

@@ -1,4 +1,8 @@
-"""View 3: agent types — routing, denylist, queue depth, pending and scale targets."""
+"""View 3: agent types — routing, denylist, queue depth, pending and scale targets.
+
+Queue depth is :func:`worker_runtime.snapshot.queue_depth` (undelivered + pending), the
+figure the Metrics view, the history, ``--snapshot`` and Prometheus show too.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("routable", "routable"),
     Column("denied", "denied"),
     Column("depth", "depth"),
+    Column("undelivered", "undeliv"),
     Column("pending", "pending"),
     Column("dead", "dead"),
     Column("target", "target"),
@@ -45,7 +50,8 @@ def type_cells(view: TypeView, styles: CellStyles) -> list[Text]:
             styles.status("online") if view.workers else styles.status("offline"),
         ),
         cell(_ids(view.denied), styles.marker("denied") if view.denied else "", limit=80),
-        number(view.depth),
+        number(view.depth, styles.marker("pending") if view.depth else ""),
+        number(view.undelivered),
         number(view.pending),
         number(view.dead, styles.marker("denied") if view.dead else ""),
         number(view.target) if view.target is not None else Text(DASH, justify="right"),
@@ -76,10 +82,14 @@ class TypesView(Vertical):
         styles = CellStyles.from_variables(self.app.theme_variables)
         cells = {t.name: type_cells(t, styles) for t in snapshot.types}
         self.table.sync(list(cells), cells)
-        depth = sum(t.depth for t in snapshot.types)
+        depth = snapshot.metrics.queue_depth
         pending = sum(t.pending for t in snapshot.types)
+        dead = sum(t.dead for t in snapshot.types)
         self.query_one("#types-status", Static).update(
-            Text(f"{len(snapshot.types)} types  ·  depth {depth:,}  ·  pending {pending:,}")
+            Text(
+                f"{len(snapshot.types)} types  ·  depth {depth:,} (undelivered + pending)"
+                f"  ·  pending {pending:,}  ·  dead {dead:,}  ·  enter: workers of the type"
+            )
         )
 
     def selected(self) -> TypeView | None:

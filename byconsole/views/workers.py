@@ -41,16 +41,24 @@ COLUMNS: tuple[Column, ...] = (
     Column("id", "worker"),
     Column("lifecycle", "lifecycle", 9),
     Column("status", "status", 7),
-    Column("cmd", "cmd", 7),
+    Column("cmd", "cmd", 8),
+    Column("reason", "reason"),
     Column("jobs", "jobs"),
     Column("seen", "seen"),
+    Column("types", "types"),
     Column("instance", "instance"),
     Column("role", "role"),
-    Column("types", "types"),
-    Column("ip", "ip"),
     Column("version", "version"),
-    Column("reason", "reason"),
+    Column("ip", "ip"),
 )
+"""In priority order: what a narrow terminal must show comes first (id, lifecycle,
+status, command state and the operator's reason: the "why"), so as the terminal narrows
+the low-value columns (ip, version, role) are the ones pushed off to the right, never
+the id or the reason. The reason is cut at :data:`REASON_WIDTH` so it cannot push
+everything else off a wide screen either."""
+
+REASON_WIDTH = 32
+"""Characters of reason a row shows (the detail screen has it whole)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +141,7 @@ def row_values(worker: WorkerView, marked: bool) -> RowValues:
         types=tuple((clean(t, 20), t in denied) for t in worker.agent_types[:12]),
         ip=clean(worker.ip_address, 40),
         version=clean(worker.app_version, 16),
-        reason=clean(worker.reason, 40),
+        reason=clean(worker.reason, REASON_WIDTH),
     )
 
 
@@ -155,15 +163,22 @@ def row_cells(values: RowValues, styles: CellStyles) -> list[Text]:
         t(values.lifecycle, styles.lifecycle(values.lifecycle)),
         t(values.status, styles.status(values.status)),
         Text(values.command, style=styles.marker(values.command), end=""),
+        Text(values.reason, no_wrap=True, end=""),
         t(values.jobs, justify="right"),
         t(values.seen, justify="right"),
+        types if values.types else t(""),
         t(values.instance),
         t(values.role),
-        types if values.types else t(""),
-        t(values.ip),
         t(values.version),
-        Text(values.reason, end=""),
+        t(values.ip),
     ]
+
+
+def _in_scope(worker: WorkerView, scope: tuple[str, str]) -> bool:
+    kind, name = scope
+    if kind == "type":
+        return name in worker.agent_types
+    return worker.instance_id == name
 
 
 SortKey = Callable[[RowValues, WorkerView], Any]
@@ -208,6 +223,15 @@ class WorkersView(Vertical):
     """Descending order."""
     stale: reactive[bool] = reactive(False)
     """The data is from before an outage."""
+    scope: reactive[tuple[str, str] | None] = reactive(None, init=False)
+    """A drill-down: ``("type", name)`` or ``("instance", id)`` shows only its workers."""
+
+    class ScopeClosed(Message):
+        """Escape left a drill-down; the screen goes back to where it came from."""
+
+        def __init__(self, origin: str | None) -> None:
+            super().__init__()
+            self.origin = origin
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -220,10 +244,15 @@ class WorkersView(Vertical):
         self._workers: dict[str, WorkerView] = {}
         self._order: list[str] = []
         self._styles: CellStyles | None = None
+        self._scope_origin: str | None = None
 
     def compose(self) -> ComposeResult:
-        """Filter input (hidden until ``/``), table, status line."""
-        yield Input(placeholder="filter: words to match (Enter apply, Esc clear)", id="filter")
+        """Breadcrumb (in a drill-down), filter input (hidden until ``/``), table, status."""
+        yield Static(id="workers-crumb")
+        yield Input(
+            placeholder="filter: words to match, as you type (Enter keeps, Esc clears)",
+            id="filter",
+        )
         yield KeyedTable(COLUMNS, id="workers-table", fixed_columns=2)
         yield Static(id="workers-status")
 
@@ -256,6 +285,8 @@ class WorkersView(Vertical):
         self._values.clear()
         self._workers = {}
         self._order = []
+        self._scope_origin = None
+        self.scope = None
         self.table.reset()
 
     def _theme_changed(self, _theme: object) -> None:
@@ -277,9 +308,12 @@ class WorkersView(Vertical):
         shown = self._shown
         cache = self._values
         budget, more = ADD_BUDGET, False
+        scope = self.scope
         for worker in snapshot.workers:
             wid = worker.worker_id
             if wid in workers:  # a duplicate id cannot be shown twice in a keyed table
+                continue
+            if scope is not None and not _in_scope(worker, scope):
                 continue
             workers[wid] = worker
             marked = wid in self.marks
@@ -324,10 +358,12 @@ class WorkersView(Vertical):
     def _update_status(self) -> None:
         total = len(self._workers)
         parts = [f"{len(self._order):,} of {total:,} workers"]
+        if self.filter_text:
+            parts[0] = f"{len(self._order):,} of {total:,} workers match"
         _, label, _ = SORTS[self.sort_index]
         parts.append(f"sort {label} {'▼' if self.sort_reverse else '▲'} (o)")
         if self.filter_text:
-            parts.append(f"filter “{safe_text(self.filter_text, 40)}”")
+            parts.append(f"filter “{safe_text(self.filter_text, 40)}” (esc clears)")
         if self.marks:
             parts.append(f"{len(self.marks)} marked")
         if self.stale:
@@ -389,6 +425,12 @@ class WorkersView(Vertical):
         # land in the input, never on the table, where 'r' or 's' are actions.
         self.screen.set_focus(filter_input)
 
+    @on(Input.Changed, "#filter")
+    def _filter_live(self, event: Input.Changed) -> None:
+        # As you type (k9s, htop): the table and the match count follow every key.
+        event.stop()
+        self.filter_text = event.value.strip()
+
     @on(Input.Submitted, "#filter")
     def _apply_filter(self, event: Input.Submitted) -> None:
         event.stop()
@@ -397,12 +439,44 @@ class WorkersView(Vertical):
         self.screen.set_focus(self.table)
 
     def action_clear_filter(self) -> None:
-        """Escape: drop the filter and go back to the table."""
+        """Escape: drop the filter; with no filter, leave the drill-down (go back)."""
         filter_input = self.query_one("#filter", Input)
-        filter_input.value = ""
-        filter_input.remove_class("-open")
-        self.filter_text = ""
-        self.screen.set_focus(self.table)
+        if self.filter_text or filter_input.has_class("-open"):
+            filter_input.value = ""
+            filter_input.remove_class("-open")
+            self.filter_text = ""
+            self.screen.set_focus(self.table)
+        elif self.scope is not None:
+            origin = self._scope_origin
+            self.set_scope(None)
+            self.post_message(self.ScopeClosed(origin))
+
+    # -- drill-down ------------------------------------------------------------------------
+
+    def set_scope(self, scope: tuple[str, str] | None, origin: str | None = None) -> None:
+        """Show only the workers of one type or instance (``None``: all of them).
+
+        Args:
+            scope: ``("type", name)`` or ``("instance", id)``.
+            origin: the view the drill-down came from (Escape goes back to it).
+        """
+        self._scope_origin = origin if scope is not None else None
+        self.scope = scope
+
+    def watch_scope(self, scope: tuple[str, str] | None) -> None:
+        """Show the breadcrumb and re-filter."""
+        crumb = self.query_one("#workers-crumb", Static)
+        crumb.set_class(scope is not None, "-open")
+        if scope is not None:
+            kind, name = scope
+            back = (self._scope_origin or "workers").capitalize()
+            text = Text(f" {back} \u203a ", style="bold")
+            text.append(f"workers of {kind} {safe_text(name, 48)}")
+            text.append("   esc: back", style="dim")
+            crumb.update(text)
+        else:
+            crumb.update("")
+        self._refresh_rows()
 
     def watch_filter_text(self) -> None:
         """Re-filter the last snapshot."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import signal
 import time
@@ -307,8 +306,12 @@ async def test_one_scheduler_and_one_collector_for_the_whole_fleet(
         )
         # One point per interval from the leader only, not one per instance.
         assert len(points) <= (window + 2 * every) / 0.5 + 1
-        gaps = [b[1] - a[1] for a, b in itertools.pairwise(points)]
-        assert gaps and min(gaps) >= 0.5 * 1000 * 0.8, gaps
+        # The rate over the whole run, not the smallest gap: one late tick under load
+        # shortens the next gap (370 ms of 500 seen), while four collectors (one per
+        # instance) would average 125 ms.
+        assert len(points) >= 3, points
+        mean_gap = (points[-1][1] - points[0][1]) / (len(points) - 1)
+        assert mean_gap >= 0.5 * 1000 * 0.8, [p[1] for p in points]
         assert "leader modules started" in (tmp_path / "lead.log").read_text()
     finally:
         for proc in procs:

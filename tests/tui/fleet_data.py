@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from byconsole.dead_letters import DeadLetter, parse_dead_letter
 from worker_runtime.fleet import build_worker_view
 from worker_runtime.models import AdminState, AuditEvent, MetricsPoint, TypeMetrics
 from worker_runtime.snapshot import (
@@ -156,13 +158,23 @@ def sample_snapshot() -> FleetSnapshot:
             workers=["chat-01", "chat-02", "legacy-01"],
             denied=["embed-01"],
             depth=14,
+            undelivered=12,
             pending=2,
             length=120,
+            dead=3,
             target=4,
             overrides={"host-b:5151": 1},
         ),
-        TypeView(name="embed", workers=["embed-01"], depth=6, pending=1, length=40, target=3),
-        TypeView(name="report", workers=["report-02"], depth=3, length=9, dead=1),
+        TypeView(
+            name="embed",
+            workers=["embed-01"],
+            depth=6,
+            undelivered=5,
+            pending=1,
+            length=40,
+            target=3,
+        ),
+        TypeView(name="report", workers=["report-02"], depth=3, undelivered=3, length=9, dead=1),
     ]
     instances = [
         InstanceView(
@@ -231,3 +243,26 @@ def sample_snapshot() -> FleetSnapshot:
         leader=LeaderView(instance_id="host-a:4242", epoch=7),
         events=events,
     )
+
+
+def sample_dead() -> list[DeadLetter]:
+    """The sample fleet's dead letters (chat 3, report 1), newest first; one hostile."""
+    rows = [
+        ("report", "report-02", "TimeoutError: upstream took 30 s", {"month": "2025-11"}),
+        ("chat", "chat-02", "delivered 6 times", {"prompt": "summarise \x1b[2Jthis"}),
+        ("chat", "chat-01", "ValueError: empty prompt", {"prompt": ""}),
+        ("chat", "legacy-01", "KeyError: 'user'", {"session": "s-19", "lang": "de"}),
+    ]
+    out = []
+    for i, (agent_type, worker, error, payload) in enumerate(rows):
+        task = {"task_id": f"task-{900 + i}", "agent_type": agent_type, "payload": payload}
+        fields = {
+            "kind": "task",
+            "data": json.dumps(task),
+            "error": error,
+            "worker_id": worker,
+            "buried_at": str(NOW - (i + 1) * 95_000),
+            "attempt": "5",
+        }
+        out.append(parse_dead_letter(agent_type, f"{NOW - (i + 1) * 95_000}-0", fields))
+    return out

@@ -87,7 +87,7 @@ def test_views_and_widgets_never_import_redis() -> None:
     code = (
         "import sys\n"
         "import byconsole.views.workers, byconsole.views.instances, byconsole.views.types\n"
-        "import byconsole.views.metrics, byconsole.views.events\n"
+        "import byconsole.views.metrics, byconsole.views.events, byconsole.views.dead\n"
         "import byconsole.widgets.header, byconsole.widgets.keyed_table, byconsole.styles\n"
         "import byconsole.screens.main, byconsole.screens.detail, byconsole.palette\n"
         "bad = sorted(m for m in sys.modules if m == 'redis' or m.startswith('redis.'))\n"

@@ -31,19 +31,25 @@ def _palette_open(app: App[Any]) -> bool:
     return isinstance(app.screen, CommandPalette)
 
 
-async def test_filter_applies_on_enter_and_escape_clears(
+async def test_filter_is_live_enter_keeps_it_escape_clears(
     fleet: dict[str, list[str]], make_app: AppFactory
 ) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         view = app.main_screen.workers_view
+        status = view.query_one("#workers-status", Static)
         await until(pilot, lambda: view.table.row_count == 3)
         await pilot.press("slash")
         filter_input = view.query_one("#filter", Input)
         assert _focused(app) is filter_input
-        await pilot.press(*"embed")
-        assert view.table.row_count == 3  # typing alone does not filter
-        await pilot.press("enter")
+        await pilot.press(*"emb")
+        # As you type: the rows and the match count follow every key.
+        assert view.table.ordered_keys() == ["w-2", "w-3"]
+        assert "2 of 3 workers match" in str(status.render())
+        await pilot.press("escape")  # Escape while typing clears
+        assert view.table.ordered_keys() == ["w-1", "w-2", "w-3"]
+        assert filter_input.value == "" and _focused(app) is view.table
+        await pilot.press("slash", *"embed", "enter")  # Enter keeps it
         assert view.table.ordered_keys() == ["w-2", "w-3"]
         assert _focused(app) is view.table
         await pilot.pause(0.5)  # refreshes keep the filter

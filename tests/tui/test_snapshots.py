@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 from byconsole.app import ConsoleApp
 from byconsole.backend import StaticBackend
 from tests.tui.conftest import until
-from tests.tui.fleet_data import sample_snapshot
+from tests.tui.fleet_data import sample_dead, sample_snapshot
 
 SnapCompare = Callable[..., bool]
 
@@ -35,7 +35,10 @@ def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def _app(read_only: bool = False) -> ConsoleApp:
     return ConsoleApp(
-        StaticBackend(sample_snapshot()), refresh=3600, read_only=read_only, clock=lambda: 1000.0
+        StaticBackend(sample_snapshot(), dead=sample_dead()),
+        refresh=3600,
+        read_only=read_only,
+        clock=lambda: 1000.0,
     )
 
 
@@ -53,7 +56,14 @@ def _after_load(*keys: str) -> Callable[[Pilot[Any]], Any]:
 
 @pytest.mark.parametrize(
     ("key", "view"),
-    [("1", "workers"), ("2", "instances"), ("3", "types"), ("4", "metrics"), ("5", "events")],
+    [
+        ("1", "workers"),
+        ("2", "instances"),
+        ("3", "types"),
+        ("4", "metrics"),
+        ("5", "events"),
+        ("6", "dead"),
+    ],
 )
 def test_view_120x36(snap_compare: SnapCompare, key: str, view: str) -> None:
     assert snap_compare(_app(), terminal_size=(120, 36), run_before=_after_load(key))
@@ -69,3 +79,16 @@ def test_workers_read_only_80x24(snap_compare: SnapCompare) -> None:
 
 def test_confirm_dialog_80x24(snap_compare: SnapCompare) -> None:
     assert snap_compare(_app(), terminal_size=(80, 24), run_before=_after_load("down", "down", "e"))
+
+
+def test_dead_letters_80x24(snap_compare: SnapCompare) -> None:
+    assert snap_compare(_app(), terminal_size=(80, 24), run_before=_after_load("6"))
+
+
+def test_drill_down_from_a_type_120x36(snap_compare: SnapCompare) -> None:
+    # Types view, cursor on chat, Enter: the workers of chat under a breadcrumb.
+    assert snap_compare(_app(), terminal_size=(120, 36), run_before=_after_load("3", "enter"))
+
+
+def test_help_legend_120x36(snap_compare: SnapCompare) -> None:
+    assert snap_compare(_app(), terminal_size=(120, 36), run_before=_after_load("question_mark"))

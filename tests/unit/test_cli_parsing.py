@@ -149,5 +149,5 @@ def test_demo_branch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import byconsole.demo
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    monkeypatch.setattr(byconsole.demo, "run_demo", lambda: 7)
+    monkeypatch.setattr(byconsole.demo, "run_demo", lambda **_: 7)
     assert main(["--demo"]) == 7

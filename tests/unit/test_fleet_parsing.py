@@ -15,8 +15,9 @@ from worker_runtime.fleet import (
     derive_command_state,
 )
 from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.metrics import build_point
 from worker_runtime.models import AdminState, Lease, Status, now_ms
-from worker_runtime.snapshot import CommandState
+from worker_runtime.snapshot import APPLIED_FADE_MS, CommandState
 
 K = Keys()
 
@@ -48,7 +49,17 @@ def test_command_state() -> None:
     assert derive_command_state(admin, Lease(admin_applied_at=499), online) is CommandState.PENDING
     assert derive_command_state(admin, Lease(admin_applied_at=500), online) is CommandState.APPLIED
     assert derive_command_state(admin, Lease(), online) is CommandState.PENDING
-    assert derive_command_state(admin, None, Status.OFFLINE) is CommandState.APPLIED
+    # Offline: nothing was applied; the worker applies it when it starts.
+    assert derive_command_state(admin, None, Status.OFFLINE) is CommandState.ON_START
+    frozen = Lease(admin_applied_at=100)  # a lease left behind by a worker that froze
+    assert derive_command_state(admin, frozen, Status.OFFLINE) is CommandState.ON_START
+    # "applied" fades once the command is old; "pending" never does.
+    fade = APPLIED_FADE_MS
+    applied = Lease(admin_applied_at=500)
+    assert derive_command_state(admin, applied, online, 500 + fade) is CommandState.APPLIED
+    assert derive_command_state(admin, applied, online, 501 + fade) is None
+    stuck = Lease(admin_applied_at=1)
+    assert derive_command_state(admin, stuck, online, 10 * fade) is CommandState.PENDING
     evicted = AdminState(lifecycle="evicted", updated_at=500)
     lease = Lease(admin_applied_at=900)
     assert derive_command_state(evicted, lease, Status.STALE) is CommandState.PENDING
@@ -118,7 +129,8 @@ async def test_read_tolerates_wrong_key_types(fake: fakeredis.FakeAsyncRedis) ->
     assert snap.metrics.history == [] and snap.events == []
 
 
-async def test_depth_is_group_lag_else_length(fake: fakeredis.FakeAsyncRedis) -> None:
+async def test_depth_is_undelivered_plus_pending(fake: fakeredis.FakeAsyncRedis) -> None:
+    """One definition: depth = undelivered (group lag, else length) + pending; dead apart."""
     await fake.sadd(K.agent_types, "grouped", "plain")
     await fake.xgroup_create(K.type_stream("grouped"), CONSUMER_GROUP, id="0", mkstream=True)
     for _ in range(4):
@@ -128,9 +140,17 @@ async def test_depth_is_group_lag_else_length(fake: fakeredis.FakeAsyncRedis) ->
     await fake.xadd(K.dead_letter_stream("plain"), {"x": "1"})
     snap = await FleetReader(fake, K).read()
     by_name = {t.name: t for t in snap.types}
-    assert (by_name["grouped"].depth, by_name["grouped"].pending) == (1, 3)
-    assert (by_name["plain"].depth, by_name["plain"].pending, by_name["plain"].dead) == (4, 0, 1)
-    assert snap.metrics.queue_depth == 5
+    grouped, plain = by_name["grouped"], by_name["plain"]
+    assert (grouped.depth, grouped.undelivered, grouped.pending) == (4, 1, 3)
+    assert (plain.depth, plain.undelivered, plain.pending, plain.dead) == (4, 4, 0, 1)
+    assert snap.metrics.queue_depth == 8 == sum(t.depth for t in snap.types)
+    # The metrics history point built from this snapshot says the same (no double count).
+    point = build_point(snap, {}, None, 0.0, None)
+    assert point.queue_depth == snap.metrics.queue_depth
+    assert {n: (m.depth, m.pending) for n, m in point.per_type.items()} == {
+        "grouped": (4, 3),
+        "plain": (4, 0),
+    }
 
 
 async def test_leader_lock_parsed_leniently(fake: fakeredis.FakeAsyncRedis) -> None:

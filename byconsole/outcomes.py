@@ -1,0 +1,162 @@
+"""What an action will do, and whether it did: one verdict shared by the console and the CLI.
+
+No Textual here (the CLI imports it). A scale is planned from the snapshot before the
+write (``host-a: 2 -> 1, 1 replica drains``) and confirmed by reading snapshots after it
+until every instance serving the type runs its quota ("converged in N ms"), the way a
+lifecycle action is confirmed by the worker's lease. A deny or allow is confirmed by the
+worker's lease listing (or no longer listing) the type in its applied ``denied_types``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from byconsole.text import safe_text
+from worker_runtime.models import now_ms
+from worker_runtime.quota import compute_quotas
+from worker_runtime.snapshot import FleetSnapshot, InstanceView
+
+if TYPE_CHECKING:  # the screens import the plan; only the backend and CLI hold a client
+    from worker_runtime.admin import WorkerManager
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleStep:
+    """One instance's part of a scale: replicas running now and its quota before/after."""
+
+    instance_id: str
+    running: int
+    before: int | None
+    after: int
+
+    def describe(self) -> str:
+        """``host-a: 2 running -> 1 (1 replica drains)``."""
+        change = self.after - self.running
+        if change > 0:
+            what = f"{change} replica{'s' if change > 1 else ''} start{'s' if change == 1 else ''}"
+        elif change < 0:
+            n = -change
+            what = f"{n} replica{'s' if n > 1 else ''} drain{'s' if n == 1 else ''}"
+        else:
+            what = "unchanged"
+        return f"{safe_text(self.instance_id, 40)}: {self.running} running -> {self.after} ({what})"
+
+
+def serves(instance: InstanceView, agent_type: str) -> bool:
+    """The instance runs the type or holds a quota for it (the others are not listed)."""
+    return agent_type in instance.quota or instance.replicas.get(agent_type, 0) > 0
+
+
+def plan_scale(
+    snapshot: FleetSnapshot, agent_type: str, instance_id: str | None, count: int
+) -> list[ScaleStep]:
+    """What a scale will change, per instance serving the type.
+
+    A global target is split evenly over the live instances serving the type (it clears
+    every override); a per-instance count changes that instance only.
+    """
+    online = {i.instance_id: i for i in snapshot.instances if i.online}
+    if instance_id is not None:
+        inst = online.get(instance_id) or next(
+            (i for i in snapshot.instances if i.instance_id == instance_id), None
+        )
+        running = inst.replicas.get(agent_type, 0) if inst else 0
+        before = inst.quota.get(agent_type) if inst else None
+        return [ScaleStep(instance_id, running, before, count)]
+    serving = sorted(iid for iid, i in online.items() if serves(i, agent_type))
+    after = compute_quotas(count, {}, serving)
+    return [
+        ScaleStep(
+            iid,
+            online[iid].replicas.get(agent_type, 0),
+            online[iid].quota.get(agent_type),
+            after.get(iid, 0),
+        )
+        for iid in serving
+    ]
+
+
+def unconverged(
+    snapshot: FleetSnapshot, agent_type: str, instance_id: str | None
+) -> list[tuple[str, int, int]]:
+    """Instances whose running replicas differ from their quota: ``(id, running, quota)``."""
+    out = []
+    for inst in snapshot.instances:
+        if not inst.online or (instance_id is not None and inst.instance_id != instance_id):
+            continue
+        quota = inst.quota.get(agent_type)
+        if quota is None:
+            continue
+        running = inst.replicas.get(agent_type, 0)
+        if running != quota:
+            out.append((inst.instance_id, running, quota))
+    return out
+
+
+def running_line(snapshot: FleetSnapshot, agent_type: str, instance_id: str | None) -> str:
+    """``host-a 1/1, host-b 2/2`` (running/quota) for the instances serving the type."""
+    parts = []
+    for inst in snapshot.instances:
+        if not inst.online or not serves(inst, agent_type):
+            continue
+        if instance_id is not None and inst.instance_id != instance_id:
+            continue
+        quota = inst.quota.get(agent_type)
+        want = "" if quota is None else f"/{quota}"
+        parts.append(f"{safe_text(inst.instance_id, 32)} {inst.replicas.get(agent_type, 0)}{want}")
+    return ", ".join(parts) or "no live instance serves it"
+
+
+async def wait_converged(
+    read: Callable[[], Awaitable[FleetSnapshot]],
+    agent_type: str,
+    instance_id: str | None,
+    written_at: int,
+    timeout: float,
+    poll: float = 0.1,
+) -> tuple[float | None, FleetSnapshot | None]:
+    """Read snapshots until every instance serving the type runs its quota.
+
+    Returns:
+        ``(seconds since the write, last snapshot)``; seconds is ``None`` on timeout.
+    """
+    deadline = time.monotonic() + timeout
+    snapshot: FleetSnapshot | None = None
+    while True:
+        snapshot = await read()
+        if not unconverged(snapshot, agent_type, instance_id):
+            return max(0.0, (now_ms() - written_at) / 1000), snapshot
+        if time.monotonic() >= deadline:
+            return None, snapshot
+        await asyncio.sleep(poll)
+
+
+async def wait_denied(
+    manager: WorkerManager,
+    worker_id: str,
+    agent_type: str,
+    deny: bool,
+    written_at: int,
+    timeout: float,
+    poll: float = 0.05,
+) -> float | None:
+    """Seconds until the worker's lease reports the deny (or allow); ``None`` on timeout.
+
+    A deny is not an admin-hash write, so there is no ``admin_applied_at`` to compare:
+    the worker confirms by listing (or no longer listing) the type in its lease's
+    applied ``denied_types``.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        lease = await manager.get_lease(worker_id)
+        if lease is None:
+            return None  # offline: it applies the denylist when it starts
+        if (agent_type in lease.denied_types) == deny:
+            return max(0.0, (now_ms() - written_at) / 1000)
+        if time.monotonic() >= deadline:
+            return None
+        await asyncio.sleep(poll)

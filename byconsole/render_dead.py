@@ -1,0 +1,55 @@
+"""Dead letters as plain Rich renderables (the CLI's ``dead list`` and ``dead show``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from byconsole.dead_letters import DeadLetter
+from byconsole.plain_table import age, timestamp
+from byconsole.text import safe, safe_text
+
+
+def dead_table(items: Iterable[DeadLetter], now: int) -> Table:
+    """Newest first: id, when, attempts, worker, error, payload excerpt (all made safe)."""
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
+    table.add_column("ID", no_wrap=True)
+    table.add_column("Died", no_wrap=True)
+    table.add_column("Att", justify="right")
+    table.add_column("Worker", overflow="fold")
+    table.add_column("Error", overflow="fold", style="red")
+    table.add_column("Payload", overflow="ellipsis", no_wrap=True, max_width=40)
+    for d in items:
+        table.add_row(
+            safe(d.entry_id, limit=40),
+            Text(f"{age(d.buried_at, now)} ago" if d.buried_at else "-"),
+            Text("-" if d.attempts is None else str(d.attempts)),
+            safe(d.worker_id or "-", limit=60),
+            safe(d.error or "-", limit=200),
+            Text(d.excerpt(60) or "-"),
+        )
+    return table
+
+
+def dead_detail(dead: DeadLetter) -> RenderableType:
+    """Every field of one dead letter; the payload whole, control characters escaped."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    rows = (
+        ("id", dead.entry_id),
+        ("type", dead.agent_type),
+        ("task", dead.task_id or "-"),
+        ("died", timestamp(dead.buried_at)),
+        ("attempts", "-" if dead.attempts is None else str(dead.attempts)),
+        ("worker", dead.worker_id or "-"),
+        ("error", dead.error or "-"),
+    )
+    for key, value in rows:
+        grid.add_row(key, safe(value, limit=2000))
+    payload = Text(safe_text(dead.payload, limit=16_000) or "-")
+    return Group(grid, Text("payload", style="bold"), payload)

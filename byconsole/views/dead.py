@@ -1,0 +1,149 @@
+"""View 6: dead letters — why tasks died, and requeue or purge them (Sidekiq's Dead page).
+
+Rows are keyed by ``type`` + entry id, newest first. The pane under the table shows the
+selected letter's error and payload in full, every character made safe (a payload is
+whatever a producer sent: never markup, never a control sequence).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from byconsole.dead_letters import DeadLetter
+from byconsole.text import safe_text
+from byconsole.views.cells import DASH, age, cell, clock, number
+from byconsole.widgets.keyed_table import Column, KeyedTable
+
+COLUMNS: tuple[Column, ...] = (
+    Column("type", "type"),
+    Column("id", "id"),
+    Column("died", "died"),
+    Column("attempts", "att"),
+    Column("worker", "worker"),
+    Column("error", "error"),
+    Column("payload", "payload"),
+)
+
+LIMIT = 200
+"""Dead letters read per type (the newest)."""
+
+
+def row_key(dead: DeadLetter) -> str:
+    """The table key of a dead letter (a type name cannot contain a NUL from Redis
+    that survived :func:`safe_text`, so the separator is unambiguous)."""
+    return f"{dead.agent_type}\x00{dead.entry_id}"
+
+
+def dead_cells(dead: DeadLetter, now_ms: int) -> list[Text]:
+    """One row: every value made safe, the payload as a one-line excerpt."""
+    died = age(now_ms - dead.buried_at)[0] if dead.buried_at else DASH
+    return [
+        cell(dead.agent_type, limit=24),
+        cell(dead.entry_id, limit=24),
+        cell(died),
+        number(dead.attempts),
+        cell(dead.worker_id or DASH, limit=28),
+        cell(dead.error or DASH, "red", limit=60),
+        cell(dead.excerpt(60) or DASH, limit=60),
+    ]
+
+
+def detail_text(dead: DeadLetter | None, total: int, now_ms: int | None = None) -> Text:
+    """The pane under the table: the selected letter in full."""
+    if dead is None:
+        if total:
+            return Text("select a dead letter to see its error and payload", style="dim")
+        return Text("no dead letters: every task finished or is still queued", style="dim")
+    text = Text(no_wrap=False)
+    text.append(f"{safe_text(dead.agent_type, 40)} {safe_text(dead.entry_id, 40)}", "bold")
+    text.append(f"  task {safe_text(dead.task_id or DASH, 60)}")
+    text.append(f"  died {clock(dead.buried_at, now_ms)}  attempts {dead.attempts or DASH}")
+    text.append(f"  worker {safe_text(dead.worker_id or DASH, 40)}\n")
+    text.append("error   ", "bold")
+    text.append(safe_text(dead.error or DASH, 400) + "\n", "red")
+    text.append("payload ", "bold")
+    text.append(safe_text(" ".join(dead.payload.split()), 600) or DASH)
+    return text
+
+
+class DeadView(Vertical):
+    """The dead letters of every type that has some."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.items: dict[str, DeadLetter] = {}
+        self.error: str = ""
+        self.now_ms: int | None = None
+
+    def compose(self) -> ComposeResult:
+        """The table, the selected letter, a one-line summary."""
+        yield KeyedTable(COLUMNS, id="dead-table")
+        yield Static(id="dead-detail")
+        yield Static(id="dead-status", classes="view-status")
+
+    @property
+    def table(self) -> KeyedTable:
+        """The dead-letter table."""
+        return self.query_one(KeyedTable)
+
+    def show_dead(
+        self, items: list[DeadLetter], totals: dict[str, int], now_ms: int | None = None
+    ) -> None:
+        """Diff the table against freshly read dead letters.
+
+        Args:
+            items: the letters read, newest first.
+            totals: dead letters per type in Redis (the table may show fewer).
+            now_ms: the reference time for ages (the snapshot's ``generated_at``).
+        """
+        now = now_ms if now_ms is not None else int(time.time() * 1000)
+        self.now_ms = now
+        order: list[str] = []
+        cells: dict[str, list[Text]] = {}
+        fresh: dict[str, DeadLetter] = {}
+        for dead in items:
+            key = row_key(dead)
+            if key in fresh:
+                continue
+            fresh[key] = dead
+            order.append(key)
+            if self.items.get(key) != dead:
+                cells[key] = dead_cells(dead, now)
+        self.items = fresh
+        self.error = ""
+        self.table.sync(order, cells)
+        total = sum(totals.values())
+        per_type = ", ".join(f"{safe_text(t, 20)} {n:,}" for t, n in sorted(totals.items()) if n)
+        status = f"{total:,} dead letters" + (f" ({per_type})" if per_type else "")
+        if total > len(order):
+            status += f"  ·  newest {len(order):,} shown"
+        status += "  ·  R requeue  ·  P purge (this one or all of its type)"
+        self.query_one("#dead-status", Static).update(Text(status))
+        self._show_selected()
+
+    def show_error(self, error: str) -> None:
+        """The read failed: keep the rows, say why."""
+        self.error = error
+        self.query_one("#dead-status", Static).update(Text(f"dead letters: {error}"))
+
+    def selected(self) -> DeadLetter | None:
+        """The dead letter under the cursor."""
+        key = self.table.cursor_key
+        return self.items.get(key) if key is not None else None
+
+    def _show_selected(self) -> None:
+        self.query_one("#dead-detail", Static).update(
+            detail_text(self.selected(), len(self.items), self.now_ms)
+        )
+
+    @on(DataTable.RowHighlighted, "#dead-table")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self._show_selected()
