@@ -597,6 +597,115 @@ def _profiles(r: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _side(r: dict[str, Any], unit: str = "s", scale: float = 1.0) -> str:
+    return f"{r['median'] * scale:.3f} {unit} (min {r['min'] * scale:.3f})"
+
+
+def _ratio(r: dict[str, Any], a: str, b: str) -> str:
+    med = r[a]["median"] / r[b]["median"] if r[b]["median"] else float("inf")
+    low = r[a]["min"] / r[b]["min"] if r[b]["min"] else float("inf")
+    return f"{med:.2f}x / {low:.2f}x"
+
+
+def _headless(r: dict[str, Any]) -> list[str]:
+    lines = [
+        "## Headless paths, interleaved",
+        "",
+        f"A B A B … ({r.get('repeats', '?')} recorded rounds after one warm-up), median "
+        "(min) per side, ratio of medians / ratio of mins; load average before -> after "
+        "each comparison (a shared machine: the ratios, not the times, are the figures).",
+        "",
+    ]
+    rows = []
+    cold = r.get("cold_start")
+    if cold:
+        rows.append(
+            [
+                "cold start, empty Redis",
+                "byconsole --snapshot --format json",
+                _side(cold["byconsole_json"]),
+                "rq info",
+                _side(cold["rq_info"]),
+                _ratio(cold, "byconsole_json", "rq_info"),
+                f"{cold['load_before']} -> {cold['load_after']}",
+            ]
+        )
+    for n, row in r.get("sizes", {}).items():
+        tj = row["table_vs_json"]
+        rows.append(
+            [
+                f"{int(n):,} workers",
+                "--snapshot --format table",
+                _side(tj["table"]),
+                "--format json",
+                _side(tj["json"]),
+                _ratio(tj, "table", "json"),
+                f"{tj['load_before']} -> {tj['load_after']}",
+            ]
+        )
+        rf = row["read_vs_floor"]
+        rows.append(
+            [
+                f"{int(n):,} workers",
+                "FleetReader.read (read + build)",
+                _side(rf["read_build"], "ms"),
+                "bare pipelined read (floor)",
+                _side(rf["floor"], "ms"),
+                _ratio(rf, "read_build", "floor"),
+                f"{rf['load_before']} -> {rf['load_after']}",
+            ]
+        )
+    lines += _table(["", "A", "A median (min)", "B", "B median (min)", "A/B", "load"], rows)
+    return lines
+
+
+def _console_stall(r: dict[str, Any]) -> list[str]:
+    lines = [
+        "## Console responsiveness (event-loop stalls, keys, paints)",
+        "",
+        f"Load average {r.get('load_before')} -> {r.get('load_after')} (shared machine).",
+        "",
+    ]
+    for n, f in r.get("live", {}).items():
+        if "error" in f:
+            lines += [f"Live {n}: failed: {f['error']}", ""]
+            continue
+        keys = f["keys_during_refresh_ms"]
+        rows = [
+            ["first paint after the read", _ms(f["first_paint_after_read_ms"])],
+            ["every row in the table after the read", _ms(f["all_rows_after_read_ms"])],
+            ["longest stall during the first load", _ms(f["first_load_longest_stall_ms"])],
+            [
+                "longest stall during a refresh (median / max)",
+                f"{_ms(f['refresh_longest_stall_ms']['median'])} / "
+                f"{_ms(f['refresh_longest_stall_ms']['max'])}",
+            ],
+            [
+                "keys pressed during refreshes: median / max / over 50 ms",
+                f"{_ms(keys['median'])} / {_ms(keys['max'])} / {keys['over_50ms']} of {keys['n']}",
+            ],
+            ["1% changed: applied after the read", _ms(f["changed_1pct_applied_after_read_ms"])],
+            ["1% changed: painted after the read", _ms(f["changed_1pct_painted_after_read_ms"])],
+            ["peak RSS", _f(f["peak_rss_mb"], ".0f", " MB")],
+        ]
+        lines += [f"Live fleet of {int(n):,} workers (real Redis backend):", ""]
+        lines += _table(["", ""], rows)
+    for n, f in r.get("static", {}).items():
+        if "error" in f:
+            lines += [f"Static {n}: failed: {f['error']}", ""]
+            continue
+        rows = [
+            ["first paint after the snapshot", _ms(f["first_paint_after_read_ms"])],
+            ["every row in the table", _ms(f["all_rows_after_read_ms"])],
+            ["longest stall during the first load", _ms(f["first_load_longest_stall_ms"])],
+        ]
+        rows += [[f"{k} (until painted)", _ms(v)] for k, v in f["latency_ms"].items()]
+        rows.append(["peak RSS", _f(f["peak_rss_mb"], ".0f", " MB")])
+        lines += [f"Synthetic fleet of {int(n):,} workers:", ""]
+        lines += _table(["", ""], rows)
+    return lines
+
+
 SECTIONS = {
     "fleet_listing": _fleet_listing,
     "throughput": _throughput,
@@ -604,6 +713,8 @@ SECTIONS = {
     "console": _console,
     "heartbeat": _heartbeat,
     "profiles": _profiles,
+    "headless": _headless,
+    "console_stall": _console_stall,
 }
 
 

@@ -57,6 +57,16 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
         ["--sizes", "1000,10000,50000", "--repeats", "3"],
         ["--sizes", "1000,5000", "--repeats", "1"],
     ),
+    "headless": (
+        "bench.headless_scale",
+        ["--sizes", "1000,10000", "--repeats", "5"],
+        ["--sizes", "500", "--repeats", "5"],
+    ),
+    "console_stall": (
+        "bench.console_stall",
+        ["--live", "10000", "--static", "100000", "--refreshes", "5"],
+        ["--live", "1000", "--static", "5000", "--refreshes", "2"],
+    ),
     "heartbeat": (
         "bench.heartbeat_load",
         ["--replicas", "10000", "--instances", "100", "--window", "20"],

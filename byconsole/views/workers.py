@@ -33,8 +33,12 @@ from worker_runtime.snapshot import FleetSnapshot, WorkerView
 MARK = "●"
 
 ADD_BUDGET = 1_000
-"""New rows added per pass. A 10,000-worker first load is spread over several frames
-(each add costs a measure and a paint), so keys keep working while it fills."""
+"""New rows added by the first pass of a load; each later pass adds as many rows as the
+table already shows (1,000, 1,000, 2,000, 4,000 …) up to :data:`ADD_BUDGET_MAX`. The
+first rows paint at once and a 100,000-worker load takes ~14 passes, not 100 (every
+pass walks the whole fleet), none of them building more than 10,000 rows of cells."""
+
+ADD_BUDGET_MAX = 10_000
 
 COLUMNS: tuple[Column, ...] = (
     Column("mark", " ", 1),
@@ -307,7 +311,7 @@ class WorkersView(Vertical):
         workers: dict[str, WorkerView] = {}
         shown = self._shown
         cache = self._values
-        budget, more = ADD_BUDGET, False
+        budget, more = min(max(ADD_BUDGET, len(shown)), ADD_BUDGET_MAX), False
         scope = self.scope
         for worker in snapshot.workers:
             wid = worker.worker_id

@@ -244,7 +244,6 @@ class KeyedTable(ScrollView, can_focus=True):
         self.cell_padding = max(0, cell_padding)
         self._widths = [c.width if c.width is not None else len(c.label) for c in self._columns]
         self._cells: dict[str, list[Text]] = {}
-        self._shadow: dict[str, list[CellSignature]] = {}
         self._order: list[str] = []
         self._index: dict[str, int] = {}
         self._lines: dict[tuple[str, int], list[Segment]] = {}
@@ -341,26 +340,24 @@ class KeyedTable(ScrollView, can_focus=True):
         for key, row in cells.items():
             if key not in index:
                 continue
-            shadow = self._shadow.get(key)
-            if shadow is None:
+            current = self._cells.get(key)
+            if current is None:
                 kept = [literal(c) for c in row[:n]]
                 kept += [Text("", end="")] * (n - len(kept))
                 self._cells[key] = kept
-                self._shadow[key] = [signature(c) for c in kept]
                 added += 1
                 for i, c in enumerate(kept):
                     if self._columns[i].width is None and c.cell_len > widths[i]:
                         widths[i] = c.cell_len
                         grew = True
                 continue
-            current = self._cells[key]
             changed = False
+            # Compared with the kept cell itself: no per-cell signature is stored (at
+            # 100,000 rows that was a million tuples), and only changed rows get here.
             for i, c in enumerate(row[:n]):
-                sig = signature(c)
-                if sig != shadow[i]:
-                    c = literal(c)
+                c = literal(c)
+                if signature(c) != signature(current[i]):
                     current[i] = c
-                    shadow[i] = sig
                     updated += 1
                     changed = True
                     if self._columns[i].width is None and c.cell_len > widths[i]:
@@ -374,7 +371,6 @@ class KeyedTable(ScrollView, can_focus=True):
         removed = [k for k in self._cells if k not in index]
         for key in removed:
             del self._cells[key]
-            del self._shadow[key]
         resorted = list(index) != self._order
         self._order = list(index)
         self._index = index
@@ -393,7 +389,6 @@ class KeyedTable(ScrollView, can_focus=True):
     def reset(self) -> None:
         """Drop every row (another fleet was selected)."""
         self._cells.clear()
-        self._shadow.clear()
         self._order = []
         self._index = {}
         self._lines.clear()
