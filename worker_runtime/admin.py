@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
-from worker_runtime.audit import add_audit, audit_fields, default_operator
+from worker_runtime.audit import add_audit, audit_fields, default_operator, redis_user
 from worker_runtime.connection import default_keys
 from worker_runtime.keys import Keys
 from worker_runtime.messages import CONTROL_STREAM_MAXLEN, encode_command
@@ -32,17 +32,38 @@ from worker_runtime.models import (
     now_ms,
 )
 
-# Write the admin hash unless it holds a newer ``updated_at``. On a tie the later write
-# wins, as a plain HSET would; workers then follow the hash (Replica.apply_admin).
-_SET_ADMIN_IF_NOT_OLDER = """
+# Stamp and write the admin hash with Redis's clock, never a console's: consoles with
+# skewed clocks must not order each other's commands (one an hour ahead used to block
+# every later command for an hour). The stamp is also strictly above the stored one,
+# so the latest write always wins and its stamp is what the worker confirms.
+_STAMP = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local current = tonumber(redis.call('HGET', KEYS[1], 'updated_at'))
-if current and tonumber(ARGV[1]) < current then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'lifecycle', ARGV[2], 'reason', ARGV[3],
-           'updated_at', ARGV[1], 'updated_by', ARGV[4])
-return 1
+if current and now <= current then now = current + 1 end
 """
+
+_SET_ADMIN = (
+    _STAMP
+    + """
+redis.call('HSET', KEYS[1], 'lifecycle', ARGV[1], 'reason', ARGV[2],
+           'updated_at', now, 'updated_by', ARGV[3])
+return now
+"""
+)
+
+_CLEAR_ADMIN = (
+    _STAMP
+    + """
+redis.call('DEL', KEYS[1])
+return now
+"""
+)
+
+
+class CommandLostError(RuntimeError):
+    """The admin hash did not take a command (it was refused or overtaken)."""
+
 
 MAX_SCALE = 1_000
 """Upper bound for any replica count an operator may ask for."""
@@ -89,6 +110,8 @@ class ActionResult:
     action: str
     updated_at: int
     online: bool
+    written_at: float = field(default_factory=time.monotonic, compare=False)
+    """This process's monotonic time of the write (latency without comparing clocks)."""
 
 
 class WorkerManager:
@@ -108,6 +131,7 @@ class WorkerManager:
         self.redis = redis
         self.keys = keys or default_keys(redis)
         self.operator = operator or default_operator()
+        self._redis_user: str | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -139,7 +163,7 @@ class WorkerManager:
     ) -> ActionResult:
         """Delete the admin state (the worker returns to the default, active)."""
         await self._require_known(worker_id)
-        ts = now_ms()
+        ts = _stamp(await self.redis.eval(_CLEAR_ADMIN, 1, self.keys.worker_admin(worker_id)))
         command = Command(
             action=CommandAction.LIFECYCLE,
             lifecycle=Lifecycle.ACTIVE,
@@ -148,12 +172,11 @@ class WorkerManager:
             updated_by=self.operator,
         )
         pipe = self.redis.pipeline(transaction=False)
-        pipe.delete(self.keys.worker_admin(worker_id))
         _push(pipe, self.keys.worker_stream(worker_id), command)
         pipe.exists(self.keys.worker_online(worker_id))
-        add_audit(pipe, self.keys, audit_fields(self.operator, "clear", worker_id, reason))
+        add_audit(pipe, self.keys, await self._audit_fields("clear", worker_id, reason))
         res = await pipe.execute()
-        return ActionResult(worker_id, "clear", ts, bool(res[2]))
+        return ActionResult(worker_id, "clear", ts, bool(res[1]))
 
     async def _set_lifecycle(
         self,
@@ -165,7 +188,17 @@ class WorkerManager:
         force: bool = False,
     ) -> ActionResult:
         agent_types = await self._require_known(worker_id)
-        ts = now_ms()
+        # Round trip 1: the admin hash, stamped by Redis (the push needs the stamp).
+        ts = _stamp(
+            await self.redis.eval(
+                _SET_ADMIN,
+                1,
+                self.keys.worker_admin(worker_id),
+                lifecycle.value,
+                reason or "",
+                self.operator,
+            )
+        )
         command = Command(
             action=CommandAction.LIFECYCLE,
             lifecycle=lifecycle,
@@ -176,26 +209,19 @@ class WorkerManager:
         )
         pipe = self.redis.pipeline(transaction=False)
         pipe.exists(self.keys.worker_online(worker_id))
-        # Conditional: a command stamped earlier that reaches Redis later (two consoles,
-        # a slow link) must not roll the admin state back under a newer one.
-        pipe.eval(
-            _SET_ADMIN_IF_NOT_OLDER,
-            1,
-            self.keys.worker_admin(worker_id),
-            str(ts),
-            lifecycle.value,
-            reason or "",
-            self.operator,
-        )
         _push(pipe, self.keys.worker_stream(worker_id), command)
         if lifecycle is not Lifecycle.ACTIVE:
             # Routing reflects the operator's intent at once, even if the worker is hung.
             for agent_type in agent_types:
                 pipe.srem(self.keys.type_workers(agent_type), worker_id)
-        if lifecycle is Lifecycle.EVICTED:
+        if lifecycle is Lifecycle.EVICTED and force:
+            # Only a forced eviction may make the worker's pending tasks reclaimable at
+            # once. A graceful one keeps the lease until the running tasks have finished
+            # (the worker drops it then); deleting it here made other workers take the
+            # tasks for dead and run them a second time.
             pipe.delete(self.keys.worker_online(worker_id))
         details = "force" if force else ""
-        add_audit(pipe, self.keys, audit_fields(self.operator, action, worker_id, reason, details))
+        add_audit(pipe, self.keys, await self._audit_fields(action, worker_id, reason, details))
         res = await pipe.execute()
         return ActionResult(worker_id, action, ts, bool(res[0]))
 
@@ -236,7 +262,7 @@ class WorkerManager:
         add_audit(
             pipe,
             self.keys,
-            audit_fields(self.operator, action.value, worker_id, reason, f"type={agent_type}"),
+            await self._audit_fields(action.value, worker_id, reason, f"type={agent_type}"),
         )
         res = await pipe.execute()
         return ActionResult(worker_id, action.value, ts, bool(res[0]))
@@ -289,7 +315,7 @@ class WorkerManager:
         pipe.sadd(self.keys.agent_types, agent_type)
         _push(pipe, self.keys.fleet_stream, command)
         add_audit(
-            pipe, self.keys, audit_fields(self.operator, "scale", target, reason, f"count={count}")
+            pipe, self.keys, await self._audit_fields("scale", target, reason, f"count={count}")
         )
         await pipe.execute()
         return ActionResult(target, "scale", ts, True)
@@ -338,9 +364,9 @@ class WorkerManager:
             lease = await self.get_lease(result.worker_id)
             if result.action in ("evict", "force-evict"):
                 if lease is None:
-                    return max(0.0, (now_ms() - result.updated_at) / 1000)
+                    return max(0.0, time.monotonic() - result.written_at)
             elif lease is not None and (lease.admin_applied_at or 0) >= result.updated_at:
-                return max(0.0, (now_ms() - result.updated_at) / 1000)
+                return max(0.0, time.monotonic() - result.written_at)
             if time.monotonic() >= deadline:
                 return None
             await asyncio.sleep(poll)
@@ -370,9 +396,17 @@ class WorkerManager:
         for agent_type in types:
             pipe.srem(self.keys.type_workers(agent_type), worker_id)
             pipe.srem(self.keys.type_denied(agent_type), worker_id)
-        add_audit(pipe, self.keys, audit_fields(self.operator, "forget", worker_id, reason))
+        add_audit(pipe, self.keys, await self._audit_fields("forget", worker_id, reason))
         await pipe.execute()
         return True
+
+    async def _audit_fields(
+        self, action: str, target: str, reason: str | None, details: str = ""
+    ) -> dict[str, Any]:
+        """An audit entry naming the OS user and the Redis ACL user (asked once)."""
+        if self._redis_user is None:
+            self._redis_user = await redis_user(self.redis)
+        return audit_fields(self.operator, action, target, reason, details, self._redis_user)
 
     async def _require_known(self, worker_id: str) -> set[str]:
         """The worker's declared agent types; raises when the worker is unknown."""
@@ -388,8 +422,19 @@ class WorkerManager:
     async def audit(self, action: str, target: str, reason: str | None, details: str = "") -> None:
         """Append an audit entry for an action performed outside this class."""
         pipe = self.redis.pipeline(transaction=False)
-        add_audit(pipe, self.keys, audit_fields(self.operator, action, target, reason, details))
+        add_audit(pipe, self.keys, await self._audit_fields(action, target, reason, details))
         await pipe.execute()
+
+
+def _stamp(reply: Any) -> int:
+    """The Redis-clock stamp a script returned; a refusal is never reported as applied."""
+    try:
+        ts = int(reply)
+    except (TypeError, ValueError):
+        ts = 0
+    if ts <= 0:
+        raise CommandLostError("Redis did not record the command; nothing was changed")
+    return ts
 
 
 def _push(pipe: Any, stream: str, command: Command) -> None:

@@ -199,7 +199,7 @@ def run(argv: list[str] | None = None) -> int:
         periodic=periodic,
     )
     asyncio.run(instance.run())
-    return 0
+    return 1 if instance.failed else 0
 
 
 def main(argv: list[str] | None = None) -> None:

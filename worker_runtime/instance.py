@@ -95,6 +95,8 @@ class WorkerInstance:
         self._scale_lock = asyncio.Lock()
         self.scaled = False
         """Whether a scale target or override applies to this instance."""
+        self.failed = False
+        """The instance stopped because of a fault (the CLI then exits non-zero)."""
 
     @property
     def worker_ids(self) -> list[str]:
@@ -229,6 +231,24 @@ class WorkerInstance:
             log.info("instance %s has no replicas left; stopping", self.instance_id)
             self._stop_task = asyncio.create_task(self.stop())
 
+    async def _abandon(self, replica: Replica) -> None:
+        """Stop a replica whose worker id another process now holds.
+
+        Its running tasks are cancelled (their entries stay pending under the id, and
+        the process that holds it now runs them: at-least-once, never side by side),
+        and nothing of the id is deleted: the lease, routing and lock are the other
+        process's now.
+        """
+        replica.ended.set()
+        replica.notify()
+        replica.cancel_all()
+        await cancel_and_wait(self._loops.pop(replica.worker_id, []))
+        self.replicas.pop(replica.worker_id, None)
+        if not self.replicas and not self._stopping:
+            log.error("instance %s has no replicas left; stopping", self.instance_id)
+            self.failed = True
+            self._stop_task = asyncio.create_task(self.stop())
+
     # -- heartbeat ---------------------------------------------------------------------
 
     def instance_lease(self) -> InstanceLease:
@@ -329,8 +349,11 @@ class WorkerInstance:
         while not self._stopping:
             try:
                 changed = await beat(ctx, list(self.replicas.values()), self.instance_lease())
+                for replica in [r for r in self.replicas.values() if r.lock_lost]:
+                    await self._abandon(replica)
                 for replica in changed:
-                    await publish(replica)
+                    if not replica.lock_lost:
+                        await publish(replica)
                 await self.reconcile()
                 beats += 1
                 if beats % _TRIM_EVERY_BEATS == 1:

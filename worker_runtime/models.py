@@ -297,6 +297,9 @@ class AuditEvent(BaseModel):
     id: str = ""
     ts: int = 0
     operator: str = ""
+    """Who claims to act (``$USER@host``): anyone may set it."""
+    redis_user: str = ""
+    """The Redis ACL user of the connection that wrote the entry (``ACL WHOAMI``)."""
     action: str = ""
     target: str = ""
     reason: str = ""

@@ -62,6 +62,8 @@ class Replica:
         self.ended = asyncio.Event()
         """Set once the replica is gone (evicted, drained or stopped)."""
         self.lock_token = os.urandom(8).hex()
+        self.lock_lost = False
+        """Another process took this id's start-up lock: this replica must stop."""
         self.ctrl_last_id = "0-0"
         self.last_push_at = 0.0
         """Monotonic time a pushed command last changed state (orders pull reads)."""
@@ -87,6 +89,20 @@ class Replica:
         return [keys.type_stream(t) for t in self.allowed_types()] + [
             keys.worker_stream(self.worker_id)
         ]
+
+    def keeps_lease(self) -> bool:
+        """Whether the heartbeat renews this replica's lease.
+
+        A graceful eviction keeps the lease until the running tasks have finished: the
+        lease is what tells other workers those tasks are alive, so without it they
+        would reclaim and run them a second time. Only a forced eviction (which cancels
+        the tasks) gives the lease up at once.
+        """
+        if self.lock_lost or self.ended.is_set():
+            return False
+        if self.lifecycle is Lifecycle.EVICTED:
+            return not self.force_evicted and bool(self.inflight)
+        return True
 
     def routable_types(self) -> list[str]:
         """Types whose routing set should hold this replica."""
