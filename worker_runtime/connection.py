@@ -186,6 +186,19 @@ def _tls_options(settings: RedisSettings) -> dict[str, Any]:
     return opts
 
 
+async def redis_now_ms(client: Redis | RedisCluster) -> int:
+    """Redis's clock in milliseconds (``TIME``): the one clock every process shares.
+
+    Used wherever two processes compare times (the janitor's offline ages, for one),
+    so a process whose own clock is skewed cannot act early or never.
+    """
+    reply: Any = await client.time()
+    if isinstance(reply, dict):  # a cluster client may answer per node
+        reply = next(iter(reply.values()))
+    seconds, micros = reply
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
 def is_cluster(client: Redis | RedisCluster) -> bool:
     """True for a cluster client."""
     return isinstance(client, RedisCluster)

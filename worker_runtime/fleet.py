@@ -147,15 +147,38 @@ def _group_info(reply: Any) -> _GroupInfo:
 # -- derivations shared by the snapshot and the detail read ---------------------------
 
 
-def derive_status(lease: Lease | None, now: int) -> Status:
-    """SPEC section 2: online, stale (lease but old or unknown last beat) or offline."""
+def derive_status(lease: Lease | None, now: int, ttl_ms: int | None = None) -> Status:
+    """SPEC section 2 / seed 002: liveness from the lease's existence and remaining TTL.
+
+    Redis expires the lease by its own clock, so the remaining TTL says how long ago
+    the worker last renewed it without comparing the worker's clock with ours (a
+    worker 30 s behind used to show stale and be refused by ``--require-online``).
+    ``online`` while the last renewal is at most two heartbeat intervals old
+    (remaining TTL >= lease TTL - 2 intervals), ``stale`` for the rest of the lease,
+    ``offline`` without a lease.
+
+    Args:
+        lease: the parsed lease, ``None`` when the key is absent.
+        now: the reader's time (ms), used only when the TTL was not read.
+        ttl_ms: the lease key's ``PTTL`` (``None`` when not read, ``-1`` without expiry).
+    """
     if lease is None:
         return Status.OFFLINE
-    if lease.last_seen is None:
-        return Status.STALE
     interval = lease.heartbeat_interval
     if interval is None or not interval > 0:
         interval = DEFAULT_HEARTBEAT_INTERVAL
+    if ttl_ms is not None and ttl_ms >= 0:
+        if ttl_ms == 0:
+            return Status.OFFLINE  # expiring this very millisecond
+        full = lease.lease_ttl
+        if full is None or not full > 0:
+            # Another runtime's lease (no TTL of ours to compare with): a live key whose
+            # writer keeps it alive is online; when the writer dies, it expires.
+            return Status.ONLINE
+        age = full * 1000 - ttl_ms
+        return Status.ONLINE if age <= 2 * interval * 1000 else Status.STALE
+    if lease.last_seen is None:
+        return Status.ONLINE  # no beat time of ours to judge by; the key exists
     # A clock a little ahead of ours (negative age) is still a fresh beat.
     return Status.ONLINE if now - lease.last_seen <= 2 * interval * 1000 else Status.STALE
 
@@ -189,6 +212,7 @@ def build_worker_view(
     declared: Iterable[str],
     denied: Iterable[str],
     now: int,
+    ttl_ms: int | None = None,
 ) -> WorkerView:
     """The operator's view of one worker from its raw parts.
 
@@ -200,6 +224,7 @@ def build_worker_view(
         declared: the worker's declared agent types (its ``agent_types`` set).
         denied: the types whose denylist names this worker.
         now: the reference time (ms) for ages.
+        ttl_ms: the lease key's remaining TTL (``PTTL``), when read.
     """
     lease: Lease | None
     valid = True
@@ -208,7 +233,8 @@ def build_worker_view(
     else:
         valid = isinstance(lease_obj, dict)
         lease = Lease.parse(lease_obj if valid else {})
-    status = derive_status(lease, now)
+    # A malformed lease says nothing trustworthy: stale, whatever its TTL.
+    status = derive_status(lease, now, ttl_ms) if valid else Status.STALE
     # Every value below is already validated (lease, admin) or derived here, so the
     # view is built without a second validation pass: this runs 10,000 times a refresh.
     # A copy of the validated fields (a dict copy, ~10x cheaper than getattr per field).
@@ -341,6 +367,13 @@ return out
 
 _SCRIPT_CHUNK = 1_000
 
+# The remaining TTL of every lease in KEYS (one reply per chunk of workers).
+_PTTLS = """
+local out = {}
+for i, key in ipairs(KEYS) do out[i] = redis.call('PTTL', key) end
+return out
+"""
+
 
 def _pairs_to_dict(flat: Any) -> dict[str, Any] | None:
     """A Lua HGETALL reply (flat field/value list) as a dict."""
@@ -465,6 +498,29 @@ class FleetReader:
         leases = list(mget) if isinstance(mget, list) and len(mget) == n else [None] * n
         return leases, admins, types
 
+    def _ttl_queue(self, worker_ids: Sequence[str], bulk: bool) -> list[_Cmd]:
+        """The leases' remaining TTLs (status comes from them, not from clocks)."""
+        k = self.keys
+        if not bulk:
+            return [_c("pttl", k.worker_online(w)) for w in worker_ids]
+        return [
+            _c("eval_ro", _PTTLS, len(chunk), *(k.worker_online(w) for w in chunk))
+            for at in range(0, len(worker_ids), _SCRIPT_CHUNK)
+            if (chunk := worker_ids[at : at + _SCRIPT_CHUNK])
+        ]
+
+    @staticmethod
+    def _split_ttls(replies: Sequence[Any], n: int, bulk: bool) -> list[int | None]:
+        flat: list[Any] = []
+        if bulk:
+            for at, reply in zip(range(0, n, _SCRIPT_CHUNK), replies, strict=False):
+                size = min(_SCRIPT_CHUNK, n - at)
+                flat += reply if isinstance(reply, list) and len(reply) == size else [None] * size
+        else:
+            flat = list(replies)
+        flat += [None] * (n - len(flat))
+        return [v if isinstance(v, int) and not isinstance(v, bool) else None for v in flat[:n]]
+
     def _type_queue(self, types: Iterable[str]) -> list[_Cmd]:
         k = self.keys
         queue: list[_Cmd] = []
@@ -551,7 +607,10 @@ class FleetReader:
         queue += self._type_queue(known_types)
         instance_ids = sorted(instance_scores)
         queue += [_c("get", k.instance_online(i)) for i in instance_ids]
+        n_before_ttl = len(queue)
+        queue += self._ttl_queue(worker_ids, bulk)
         r2 = await self._run(queue)
+        ttls = self._split_ttls(r2[n_before_ttl:], len(worker_ids), bulk)
         raw_leases, raw_admins, raw_types = self._split_workers(r2[:n_w], worker_ids, cluster, bulk)
         n_t = _TYPE_COMMANDS * len(known_types)
         leases: dict[str, Any] = {}
@@ -591,8 +650,9 @@ class FleetReader:
                 declared[wid],
                 denied_by_worker.get(wid, ()),
                 now,
+                ttls[i],
             )
-            for wid in worker_ids
+            for i, wid in enumerate(worker_ids)
         ]
         types = [
             TypeView(
@@ -758,6 +818,7 @@ class FleetReader:
                 _c("hgetall", k.worker_active_snapshots(worker_id)),
                 _c("hgetall", k.worker_history_snapshots(worker_id)),
                 _c("smembers", k.agent_types),
+                _c("pttl", k.worker_online(worker_id)),
             ]
         )
         raw_lease = _str(r1[1])
@@ -771,7 +832,8 @@ class FleetReader:
         r2 = await self._run([_c("sismember", k.type_denied(t), worker_id) for t in types])
         denied = [t for t, hit in zip(types, r2, strict=True) if hit]
 
-        view = build_worker_view(worker_id, lease_obj, admin, declared, denied, now)
+        ttl = r1[10] if isinstance(r1[10], int) else None
+        view = build_worker_view(worker_id, lease_obj, admin, declared, denied, now, ttl)
         active_snaps = _dict(r1[7])
         history_snaps = _dict(r1[8])
         active = _executions(_order(r1[6], active_snaps), active_snaps, limit)

@@ -101,19 +101,21 @@ class Producer:
         for wid in worker_ids:
             pipe.get(self.keys.worker_online(wid))
             pipe.hget(self.keys.worker_admin(wid), "lifecycle")
+            pipe.pttl(self.keys.worker_online(wid))
         pipe.smembers(self.keys.type_denied(agent_type))
         res = await pipe.execute()
         denied = {str(m) for m in res[-1]}
         usable = []
         now = now_ms()
         for i, wid in enumerate(worker_ids):
-            raw, admin_lifecycle = res[2 * i], res[2 * i + 1]
+            raw, admin_lifecycle, ttl = res[3 * i], res[3 * i + 1], res[3 * i + 2]
             if raw is None or wid in denied:
                 continue
             lease = Lease.parse(raw)
             lifecycle = admin_lifecycle or lease.lifecycle or Lifecycle.ACTIVE
             if lifecycle != Lifecycle.ACTIVE:
                 continue
-            if derive_status(lease, now) is Status.ONLINE:
+            # The lease's remaining TTL, not the worker's clock, says whether it is fresh.
+            if derive_status(lease, now, ttl if isinstance(ttl, int) else None) is Status.ONLINE:
                 usable.append(wid)
         return usable

@@ -331,7 +331,7 @@ async def test_janitor_prunes_dead_entries(
     await eventually(pruned, timeout=5)
     assert await redis.sismember(keys.workers, "jan-r0")  # the live one stays
     events = await redis.xrange(keys.audit_stream)
-    assert any(e[1]["action"] == "forget" and "ghost" in e[1]["target"] for e in events)
+    assert any(e[1]["action"] == "prune" and "ghost" in e[1]["target"] for e in events)
 
 
 async def _value(value: object) -> object:

@@ -7,20 +7,23 @@ that no task runs twice without a fault and that every task completes.
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
 
 from tests.handlers import DONE_LIST, STARTED_LIST
-from tests.integration.runtime_helpers import eventually, spawn_worker, stop_process
+from tests.integration.runtime_helpers import eventually, make_instance, spawn_worker, stop_process
 from tests.redis_server import RedisServer
 from worker_runtime.admin import WorkerManager
 from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.models import Task
 from worker_runtime.producer import Producer
 
 pytestmark = pytest.mark.timeout(90)
@@ -199,3 +202,65 @@ async def test_force_evict_hands_running_tasks_to_another_worker(
     finally:
         stop_process(busy)
         stop_process(spare)
+
+
+async def _ignore(task: Task) -> None:
+    del task
+
+
+async def test_janitor_keeps_operator_intent_and_moves_direct_tasks_of_a_gone_worker(
+    redis_url: str, redis: Redis
+) -> None:
+    gone, plain = "gone-r0", "plain-r0"
+    stream = KEYS.worker_stream(gone)
+    for wid in (gone, plain):
+        await redis.sadd(KEYS.workers, wid)
+        await redis.sadd(KEYS.worker_agent_types(wid), "jt")
+    manager = WorkerManager(redis, KEYS, operator="ops")
+    await manager.evict_worker(gone, reason="bad host")
+    await manager.deny_worker_for_type("jt", gone, reason="bad host")
+    producer = Producer(redis, KEYS)
+    acked = await producer.submit("jt", {"n": 1}, worker_id=gone)
+    unacked = await producer.submit("jt", {"n": 2}, worker_id=gone)
+    await redis.xgroup_create(stream, CONSUMER_GROUP, id="0", mkstream=True)
+    reply: Any = await redis.xreadgroup(CONSUMER_GROUP, gone, {stream: ">"}, count=4)
+    delivered = [(str(e[0]), e[1]) for e in reply[0][1] if e[1].get("kind") != "command"]
+    assert [json.loads(f["data"])["task_id"] for _, f in delivered] == [acked, unacked]
+    await redis.xack(stream, CONSUMER_GROUP, delivered[0][0])
+    queued = await producer.submit("jt", {"n": 3}, worker_id=gone)
+    await redis.xadd(stream, {"kind": "task", "data": "not json", "agent_type": "jt"})
+    # A leader with a short retention, serving another type (the moved tasks stay put).
+    inst = make_instance(
+        redis_url, _ignore, ["other"], "jan", offline_retention=0.5, janitor_interval=0.2
+    )
+    await inst.start()
+    try:
+
+        async def plain_pruned() -> bool:
+            return not await redis.sismember(KEYS.workers, plain)
+
+        await eventually(plain_pruned, timeout=10)
+        await eventually(lambda: _gone_stream(redis, stream), timeout=10)
+    finally:
+        await inst.stop(grace=0)
+    # Operator intent survives: still listed, still evicted, still denied.
+    assert await redis.sismember(KEYS.workers, gone)
+    admin = await manager.get_worker_admin_state(gone)
+    assert admin.lifecycle == "evicted" and admin.reason == "bad host"
+    assert gone in await manager.get_type_denylist("jt")
+    # Undelivered and unacknowledged direct tasks moved to the type, each once.
+    entries: Any = await redis.xrange(KEYS.type_stream("jt"))
+    moved = [
+        json.loads(f["data"])["task_id"] for _, f in entries if f.get("data", "").startswith("{")
+    ]
+    assert sorted(moved) == sorted([unacked, queued])
+    dead: Any = await redis.xrange(KEYS.dead_letter_stream("jt"))
+    assert len(dead) == 1 and "offline for good" in dead[0][1]["error"]
+    events: Any = await redis.xrange(KEYS.audit_stream)
+    assert any(
+        e[1]["action"] == "prune" and "moved=2 dead-lettered=1" in e[1]["details"] for e in events
+    )
+
+
+async def _gone_stream(redis: Redis, stream: str) -> bool:
+    return not await redis.exists(stream)

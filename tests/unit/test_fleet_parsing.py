@@ -31,7 +31,8 @@ async def fake() -> AsyncIterator[fakeredis.FakeAsyncRedis]:
 def test_status_thresholds_use_the_lease_heartbeat_interval() -> None:
     now = 1_000_000
     assert derive_status(None, now) is Status.OFFLINE
-    assert derive_status(Lease(), now) is Status.STALE  # no last_seen
+    # A lease without our last_seen (another runtime's) is not stale (issue 15 item 8).
+    assert derive_status(Lease(), now) is Status.ONLINE
     assert derive_status(Lease(last_seen=now - 10_000), now) is Status.ONLINE  # 2 x 5 s
     assert derive_status(Lease(last_seen=now - 10_001), now) is Status.STALE
     assert derive_status(Lease(last_seen=now - 2_001, heartbeat_interval=1), now) is Status.STALE
@@ -39,6 +40,22 @@ def test_status_thresholds_use_the_lease_heartbeat_interval() -> None:
     # A nonsense interval falls back to the default; a clock ahead of ours is fresh.
     assert derive_status(Lease(last_seen=now - 9_000, heartbeat_interval=-3), now) is Status.ONLINE
     assert derive_status(Lease(last_seen=now + 5_000), now) is Status.ONLINE
+
+
+def test_status_from_the_remaining_ttl_ignores_the_workers_clock() -> None:
+    now = 1_000_000
+    # Lease TTL 15 s, beat every 5 s: online while at most 10 s since the renewal.
+    lease = Lease(last_seen=now - 30_000, heartbeat_interval=5, lease_ttl=15)
+    assert derive_status(lease, now, ttl_ms=14_000) is Status.ONLINE  # clock 30 s behind
+    assert derive_status(lease, now, ttl_ms=5_000) is Status.ONLINE
+    assert derive_status(lease, now, ttl_ms=4_999) is Status.STALE
+    ahead = Lease(last_seen=now + 3_600_000, heartbeat_interval=5, lease_ttl=15)
+    assert derive_status(ahead, now, ttl_ms=1_000) is Status.STALE  # clock 1 h ahead
+    assert derive_status(lease, now, ttl_ms=0) is Status.OFFLINE
+    # Another runtime's lease (no TTL of ours): the live key is what counts.
+    assert derive_status(Lease(), now, ttl_ms=500) is Status.ONLINE
+    # No expiry at all (-1): the last beat decides.
+    assert derive_status(lease, now, ttl_ms=-1) is Status.STALE
 
 
 def test_command_state() -> None:
