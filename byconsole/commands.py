@@ -333,6 +333,7 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
     after = await session.reader(history_limit=1, events_limit=1).read()
     quotas = {i.instance_id: i.quota[agent_type] for i in after.instances if agent_type in i.quota}
     live = {i.instance_id: i.replicas.get(agent_type, 0) for i in after.instances if i.online}
+    notes = {i.instance_id: i.scale_note for i in after.instances if i.scale_note}
     if args.json:
         print_json(
             {
@@ -342,6 +343,7 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
                 "updated_at": result.updated_at,
                 "quotas": quotas,
                 "replicas": live,
+                "notes": notes,
             }
         )
         return 0
@@ -354,6 +356,7 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
             Text(
                 f"  {safe_text(iid, 80)}: {live.get(iid, 0)} running"
                 + ("" if want is None else f", quota {want}")
+                + (f" ({safe_text(notes[iid], 200)})" if iid in notes else "")
             ),
         )
     return 0

@@ -221,7 +221,9 @@ class Reader:
             replica.bury(agent_type or "unknown", dict(fields), "malformed task entry")
             batcher.ack(stream, entry_id)
             return
-        if not replica.accepting or (agent_type is not None and agent_type in replica.denied):
+        if not replica.accepting or (
+            agent_type is not None and agent_type not in replica.allowed_types()
+        ):
             # Delivered after we stopped accepting: give it back to the fleet.
             batcher.readd(stream, dict(fields))
             batcher.ack(stream, entry_id)

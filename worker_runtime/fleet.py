@@ -786,6 +786,7 @@ class FleetReader:
                     workers=sorted(worker_ids),
                     replicas=dict(sorted(replicas[iid].items())),
                     quota=quota,
+                    scale_note=lease.scale_note if lease else None,
                 )
             )
         return views

@@ -282,6 +282,8 @@ class InstanceLease(BaseModel):
     started_at: int | None = None
     last_seen: int | None = None
     modules: list[str] = Field(default_factory=list)
+    scale_note: str | None = None
+    """Why the instance runs fewer replicas than its quota (e.g. an evicted id skipped)."""
 
     @classmethod
     def parse(cls, raw: Any) -> InstanceLease:

@@ -52,6 +52,8 @@ class Replica:
         self.scaled_down = False
         """Draining because the instance scaled down (not an operator's command)."""
         self.denied: set[str] = set()
+        self.scaled_off: set[str] = set()
+        """Types this replica stopped serving because their quota is below its rank."""
         self.inflight: dict[str, asyncio.Task[None]] = {}
         self.processed = 0
         self.failed = 0
@@ -78,8 +80,26 @@ class Replica:
         return self.lifecycle is Lifecycle.ACTIVE and not self.stopping and not self.ended.is_set()
 
     def allowed_types(self) -> list[str]:
-        """Declared types that are not denied."""
-        return [t for t in self.agent_types if t not in self.denied]
+        """Declared types that are neither denied nor scaled off."""
+        return [t for t in self.agent_types if t not in self.denied and t not in self.scaled_off]
+
+    def set_scaled_off(self, types: set[str]) -> bool:
+        """Stop (or resume) serving ``types`` for scale; True when it changed.
+
+        Leaving a type works like a drain of that type alone: no new reads of it, its
+        running tasks finish.
+        """
+        types = types & set(self.agent_types)
+        if types == self.scaled_off:
+            return False
+        log.info(
+            "%s: serving %s (per-type scale)",
+            self.worker_id,
+            ",".join(t for t in self.agent_types if t not in types) or "nothing",
+        )
+        self.scaled_off = types
+        self.notify()
+        return True
 
     def readable_streams(self) -> list[str]:
         """Streams the consumer may read right now (empty when not accepting)."""

@@ -116,9 +116,10 @@ async def test_instance_override_holds_until_global_scale_clears_it(
     await mgr.scale_type("chat", 4)
     await converge(a, b, (2, 2), within=2)
     await mgr.scale_instance("chat", "ob", 3)
-    await converge(a, b, (1, 3), within=2)  # ob pinned to 3, oa keeps the rest of 4
+    # ob pinned to 3; oa is left unchanged with its even share of 4 (seed 001).
+    await converge(a, b, (2, 3), within=2)
     await asyncio.sleep(1.2)  # several heartbeats: the override holds
-    assert (serving(a), serving(b)) == (1, 3)
+    assert (serving(a), serving(b)) == (2, 3)
     assert (await mgr.get_scale("chat"))[1] == {"ob": 3}
     await mgr.scale_type("chat", 2)
     await converge(a, b, (1, 1), within=2)

@@ -177,7 +177,8 @@ async def test_instance_quota_uses_the_shared_rule(fake: fakeredis.FakeAsyncRedi
     await fake.set(K.worker_online("foreign"), json.dumps(foreign))
     snap = await FleetReader(fake, K).read()
     quotas = {i.instance_id: i.quota.get("chat") for i in snap.instances}
-    assert quotas == {"i-a": 4, "i-b": 3, "i-c": 1, "i-dead": 4, "i-foreign": None}
+    # i-c runs its override; the others keep their share of 8 as if none existed.
+    assert quotas == {"i-a": 3, "i-b": 3, "i-c": 1, "i-dead": 4, "i-foreign": None}
     assert [i.instance_id for i in snap.instances if i.is_leader] == ["i-b"]
     assert [i.online for i in snap.instances] == [True, True, True, False, True]
     assert snap.instances[-1].replicas == {"chat": 1}
