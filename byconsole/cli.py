@@ -37,6 +37,7 @@ from byconsole.render_table import make_console
 from byconsole.text import safe_text
 from worker_runtime.admin import MAX_SCALE, UnknownWorkerError
 from worker_runtime.connection import acl_refusal, create_redis, tls_hint
+from worker_runtime.names import InvalidNameError, check_agent_type, check_utf8, check_worker_id
 from worker_runtime.settings import ConfigError, RedisSettings
 
 EXIT_OK = 0
@@ -65,6 +66,23 @@ def _positive_float(text: str) -> float:
     if not 0 < value <= 3600:
         raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 and at most 3600")
     return value
+
+
+def _checked(check: Callable[[str], str]) -> Callable[[str], str]:
+    """An argparse ``type`` that validates a name where it enters (issue 11 item 13)."""
+
+    def parse(text: str) -> str:
+        try:
+            return check(text)
+        except InvalidNameError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+_AGENT_TYPE = _checked(check_agent_type)
+_WORKER_ID = _checked(check_worker_id)
+_ANY_ID = _checked(lambda text: check_utf8("worker id", text))
 
 
 def _refresh(text: str) -> float:
@@ -246,7 +264,7 @@ def build_parser() -> _Parser:
         "byconsole worker info worker-01",
         parents,
     )
-    p.add_argument("worker_id", metavar="ID")
+    p.add_argument("worker_id", metavar="ID", type=_ANY_ID)
     _json_flag(p)
     p.set_defaults(handler=commands.worker_info, write=False)
     for name, help_text in (
@@ -258,7 +276,8 @@ def build_parser() -> _Parser:
     ):
         example = f'byconsole worker {name} worker-01 --reason "maintenance window"'
         p = _sub(wsub, name, help_text, example, parents)
-        p.add_argument("worker_id", metavar="ID")
+        # forget must still reach oddly named entries other runtimes registered.
+        p.add_argument("worker_id", metavar="ID", type=_ANY_ID if name == "forget" else _WORKER_ID)
         _write_flags(p, wait=name != "forget")
         if name in ("evict", "forget"):
             force_help = (
@@ -281,8 +300,8 @@ def build_parser() -> _Parser:
         ("allow", "lift a deny"),
     ):
         p = _sub(tsub, name, help_text, f"byconsole type {name} chat worker-01", parents)
-        p.add_argument("agent_type", metavar="T")
-        p.add_argument("worker_id", metavar="ID")
+        p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
+        p.add_argument("worker_id", metavar="ID", type=_WORKER_ID)
         _write_flags(p, wait=False)
         p.set_defaults(handler=commands.type_deny_allow, write=True)
 
@@ -294,7 +313,7 @@ def build_parser() -> _Parser:
         "byconsole scale chat 6   |   byconsole scale chat 2 --instance host-a:4242",
         parents,
     )
-    p.add_argument("agent_type", metavar="T")
+    p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
     p.add_argument("count", metavar="N", type=_count, help=f"replicas, 0 to {MAX_SCALE}")
     p.add_argument("--instance", metavar="ID", help="pin this instance to exactly N replicas")
     p.add_argument(

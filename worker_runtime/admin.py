@@ -31,6 +31,7 @@ from worker_runtime.models import (
     Lifecycle,
     now_ms,
 )
+from worker_runtime.names import check_agent_type, check_utf8, check_worker_id
 
 # Stamp and write the admin hash with Redis's clock, never a console's: consoles with
 # skewed clocks must not order each other's commands (one an hour ahead used to block
@@ -242,6 +243,8 @@ class WorkerManager:
     async def _deny_allow(
         self, agent_type: str, worker_id: str, action: CommandAction, reason: str | None
     ) -> ActionResult:
+        check_agent_type(agent_type)
+        check_worker_id(worker_id)
         ts = now_ms()
         command = Command(
             action=action,
@@ -294,6 +297,9 @@ class WorkerManager:
         self, agent_type: str, instance_id: str | None, count: int, reason: str | None
     ) -> ActionResult:
         check_scale_count(count)
+        check_agent_type(agent_type)
+        if instance_id is not None:
+            check_worker_id(instance_id)
         ts = now_ms()
         command = Command(
             action=CommandAction.RESCALE,
@@ -384,6 +390,7 @@ class WorkerManager:
         Raises:
             WorkerOnlineError: the worker still holds a lease and ``force`` is False.
         """
+        check_utf8("worker id", worker_id)
         if not await self.worker_exists(worker_id):
             return False
         if not force and await self.redis.exists(self.keys.worker_online(worker_id)):
@@ -410,6 +417,7 @@ class WorkerManager:
 
     async def _require_known(self, worker_id: str) -> set[str]:
         """The worker's declared agent types; raises when the worker is unknown."""
+        check_worker_id(worker_id)
         pipe = self.redis.pipeline(transaction=False)
         pipe.sismember(self.keys.workers, worker_id)
         pipe.exists(self.keys.worker_online(worker_id))

@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 from worker_runtime.connection import REDIS_ERRORS, acl_refusal, create_redis, tls_hint
 from worker_runtime.context import Handler
 from worker_runtime.instance import WorkerInstance
+from worker_runtime.names import InvalidNameError
 from worker_runtime.producer import NoOnlineWorkerError, Producer
 from worker_runtime.registry import WorkerIdInUseError
 from worker_runtime.scheduler import parse_periodic
@@ -211,7 +212,7 @@ def run_safely(argv: list[str] | None = None) -> int:
     """:func:`run` with every expected failure turned into one line and an exit code."""
     try:
         return run(argv)
-    except (UsageError, ConfigError) as exc:
+    except (UsageError, ConfigError, InvalidNameError) as exc:
         print(f"{PROG}: {exc}" if not str(exc).startswith(PROG) else str(exc), file=sys.stderr)
         return 2
     except REDIS_ERRORS as exc:

@@ -212,10 +212,14 @@ class Reader:
         if not fields:
             batcher.ack(stream, entry_id)  # the entry was deleted (XDEL / trimmed)
             return
-        if fields.get("kind") == KIND_COMMAND:
-            batcher.ack(stream, entry_id)  # commands are applied by the control loop
-            return
         agent_type = self._type_of_stream.get(stream)
+        if fields.get("kind") == KIND_COMMAND:
+            if agent_type is not None:
+                # Commands belong on a worker's own stream; on a task stream nobody
+                # applies them, so keep the entry visible instead of dropping it.
+                replica.bury(agent_type, dict(fields), "a command entry on a task stream")
+            batcher.ack(stream, entry_id)  # on the worker's stream: the control loop's
+            return
         task = decode_task(fields)
         if task is None:
             replica.bury(agent_type or "unknown", dict(fields), "malformed task entry")

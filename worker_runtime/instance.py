@@ -26,6 +26,7 @@ from worker_runtime.heartbeat import beat, trim_acknowledged, trim_executions
 from worker_runtime.ipaddr import detect_ip
 from worker_runtime.messages import decode_command
 from worker_runtime.models import CommandAction, InstanceLease, Lifecycle, now_ms
+from worker_runtime.names import check_agent_type
 from worker_runtime.registry import (
     WorkerIdInUseError,
     acquire_lock,
@@ -75,6 +76,8 @@ class WorkerInstance:
     ) -> None:
         if not agent_types:
             raise ValueError("at least one agent type is required")
+        for agent_type in agent_types:
+            check_agent_type(agent_type)
         self.handler = handler
         self.agent_types = tuple(dict.fromkeys(agent_types))
         self.initial_replicas = replicas

@@ -13,6 +13,7 @@ from worker_runtime.fleet import derive_status
 from worker_runtime.keys import Keys
 from worker_runtime.messages import encode_task
 from worker_runtime.models import Lease, Lifecycle, Status, Task, now_ms
+from worker_runtime.names import check_agent_type, check_worker_id
 
 
 class NoOnlineWorkerError(LookupError):
@@ -47,7 +48,11 @@ class Producer:
         Raises:
             NoOnlineWorkerError: ``require_online_worker`` and no online, active,
                 non-denied worker serves the type (or the named worker is not one).
+            InvalidNameError: the type or worker id is unusable (one-line reason).
         """
+        check_agent_type(agent_type)
+        if worker_id is not None:
+            check_worker_id(worker_id)
         task = Task(
             task_id=task_id or uuid.uuid4().hex,
             agent_type=agent_type,
@@ -66,6 +71,9 @@ class Producer:
         self, agent_type: str, payloads: list[dict[str, Any]], *, worker_id: str | None = None
     ) -> list[str]:
         """Submit many tasks in one pipelined round trip."""
+        check_agent_type(agent_type)
+        if worker_id is not None:
+            check_worker_id(worker_id)
         stream = (
             self.keys.worker_stream(worker_id) if worker_id else self.keys.type_stream(agent_type)
         )

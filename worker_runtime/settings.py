@@ -151,8 +151,12 @@ class WorkerSettings(BaseSettings):
     @field_validator("instance_id")
     @classmethod
     def _check_instance(cls, value: str) -> str:
-        if len(value) > 200 or any(ord(c) < 32 or c in "{} " for c in value):
-            raise ValueError("must be at most 200 printable characters without spaces or braces")
+        if len(value) > 200 or any(
+            ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF or c in "{} " for c in value
+        ):
+            raise ValueError(
+                "must be at most 200 printable characters (UTF-8) without spaces or braces"
+            )
         return value
 
     @model_validator(mode="after")
