@@ -36,9 +36,9 @@ from byconsole.render_prom import render_prom_down
 from byconsole.render_table import make_console
 from byconsole.text import safe_text
 from worker_runtime.admin import MAX_SCALE, UnknownWorkerError
-from worker_runtime.connection import acl_refusal, create_redis, tls_hint
+from worker_runtime.connection import acl_refusal, create_redis, describe_redis_error, tls_hint
 from worker_runtime.names import InvalidNameError, check_agent_type, check_utf8, check_worker_id
-from worker_runtime.settings import ConfigError, RedisSettings
+from worker_runtime.settings import ConfigError, RedisSettings, argv_password_warning
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -118,7 +118,7 @@ _FORMATTER = argparse.RawDescriptionHelpFormatter
 _MAIN_EPILOG = """\
 examples:
   byconsole                                   live console (Redis from BYAI_REDIS_URL / REDIS_URL)
-  byconsole --redis-url rediss://ops:PASS@redis:6380/0 --read-only
+  byconsole --redis-url-file /run/secrets/redis-url --read-only
   byconsole --context prod                    an endpoint from the config file
   byconsole --demo                            a small live fleet on an embedded Redis
   byconsole --snapshot --min-online chat=2 --fail-on stale,evicted --max-depth 1000
@@ -138,6 +138,12 @@ def _common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     default: object = argparse.SUPPRESS if suppress else None
     parser.add_argument(
         "--redis-url", metavar="URL", default=default, help="Redis URL (password never shown)"
+    )
+    parser.add_argument(
+        "--redis-url-file",
+        metavar="PATH",
+        default=default,
+        help="read the Redis URL from a file (keeps a password out of ps)",
     )
     parser.add_argument(
         "--context", metavar="NAME", default=default, help="a named endpoint of the config file"
@@ -414,7 +420,8 @@ def _redis_error(exc: BaseException, settings: RedisSettings) -> str:
     if isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
         hint = tls_hint(exc)
         return f"cannot reach Redis at {where}: {detail}" + (f" ({hint})" if hint else "")
-    return f"Redis at {where}: {detail}"
+    # The reason first (out of memory, read-only replica ...), never a script or pipeline.
+    return f"{_scrub(describe_redis_error(exc), settings)} (Redis at {where})"
 
 
 async def _with_client(
@@ -469,7 +476,11 @@ def _main(argv: list[str]) -> int:
             )
         selected = pick_context(config, args.context)
         context_name, context = selected if selected else (None, None)
-        settings = resolve_settings(args.redis_url, context)
+        settings = resolve_settings(args.redis_url, context, redis_url_file=args.redis_url_file)
+        # After validation: a rejected URL is one error line, not a warning plus one.
+        warning = argv_password_warning(args.redis_url)
+        if warning:
+            _say(warning, prefix="byconsole: ")
         read_only = bool(args.read_only or (context and context.read_only))
 
         if args.demo:

@@ -14,7 +14,13 @@ from typing import Any, TypeAlias
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.backoff import ExponentialBackoff, NoBackoff
-from redis.exceptions import NoPermissionError, RedisClusterException, RedisError
+from redis.exceptions import (
+    NoPermissionError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    RedisClusterException,
+    RedisError,
+)
 from redis.retry import Retry
 
 from worker_runtime.keys import Keys
@@ -75,13 +81,13 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
     check_tls_files(settings)
     tls = _tls_options(settings)
     if settings.cluster_host:
-        from urllib.parse import urlsplit
+        from urllib.parse import unquote, urlsplit
 
         parts = urlsplit(settings.url)
         if parts.username:
-            common["username"] = parts.username
+            common["username"] = unquote(parts.username)
         if parts.password:
-            common["password"] = parts.password
+            common["password"] = unquote(parts.password)
         if not retries:
             # redis-py's cluster client rediscovers the slot map only when it retries: with
             # no retry, pipelines (all the fleet reader sends) keep going to a failed
@@ -166,6 +172,50 @@ def acl_refusal(exc: BaseException) -> str | None:
     match = _NOPERM_COMMAND.search(str(exc))
     what = f"run {match.group(1).upper()}" if match else "use these keys"
     return f"the Redis ACL user may not {what}"
+
+
+_OOM = "Redis is out of memory (maxmemory); it refuses writes until memory is freed"
+_READ_ONLY = "this is a read-only replica: point the URL at the primary"
+
+# Redis error prefixes -> the reason, first, in the operator's words.
+_SERVER_REASONS = (
+    ("OOM", _OOM),
+    ("READONLY", _READ_ONLY),
+    ("LOADING", "Redis is loading its data set; retry in a moment"),
+    ("BUSY", "Redis is busy running a script (SCRIPT KILL or wait)"),
+    ("MASTERDOWN", "the replica lost its primary"),
+    ("CLUSTERDOWN", "the cluster is down (slots not served)"),
+    ("MISCONF", "Redis cannot persist to disk and refuses writes (MISCONF)"),
+    ("NOAUTH", "Redis requires a password"),
+    ("WRONGPASS", "Redis refused the user name or password"),
+)
+
+_PIPELINE_PREFIX = re.compile(r"^Command # \d+ \(.*?\) of pipeline caused error: ", re.S)
+_SCRIPT_TAIL = re.compile(r"\s*script: \S+, on @user_script:\d+\.?", re.S)
+
+
+def describe_redis_error(exc: BaseException) -> str:
+    """One line for a Redis error: the reason first, never Lua source or pipeline dumps.
+
+    redis-py prefixes a pipeline's error with the failed command, which for ``EVAL``
+    is the whole script ("Command # 2 (EVAL local t = ...) of pipeline caused error");
+    scripts add "script: <sha>, on @user_script:3". Both are dropped; known server
+    refusals (OOM, READONLY ...) become the operator's words.
+    """
+    refusal = acl_refusal(exc)
+    if refusal:
+        return refusal
+    # redis-py strips the code for these two and raises its own classes.
+    if isinstance(exc, OutOfMemoryError) or "used memory > 'maxmemory'" in str(exc):
+        return _OOM
+    if isinstance(exc, ReadOnlyError) or "read only replica" in str(exc):
+        return _READ_ONLY
+    text = " ".join(_SCRIPT_TAIL.sub("", _PIPELINE_PREFIX.sub("", str(exc))).split())
+    # A script's error may wrap the server's: "Error ... user_script:3: OOM ...".
+    for code, reason in _SERVER_REASONS:
+        if text.startswith(code) or f": {code} " in text or f" {code} command not allowed" in text:
+            return reason
+    return text[:300] or type(exc).__name__
 
 
 def _tls_options(settings: RedisSettings) -> dict[str, Any]:

@@ -118,13 +118,13 @@ async def dump_all(redis: Redis) -> dict[str, Any]:
     state: dict[str, Any] = {}
     async for key in redis.scan_iter(count=1000):
         kind = await redis.type(key)
-        reader = {
+        readers: dict[str, Any] = {
             "string": redis.get,
             "hash": redis.hgetall,
             "set": redis.smembers,
             "zset": lambda k: redis.zrange(k, 0, -1, withscores=True),
             "list": lambda k: redis.lrange(k, 0, -1),
             "stream": redis.xrange,
-        }[kind]
-        state[key] = (kind, await reader(key))
+        }
+        state[key] = (kind, await readers[str(kind)](key))
     return state

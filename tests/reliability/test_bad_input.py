@@ -70,6 +70,8 @@ def _bad_values(name: str, info: FieldInfo) -> list[str]:
         values += ["has space", "x{y}", "a" * 201, "tab\there"]
     if name == "url":
         values += ["http://example.com", "redis://", "redis://h:99999/0", "localhost:6379"]
+    if name in ("url_file", "password_file"):
+        values += ["/nonexistent/secret", "/"]  # missing, a directory
     return values
 
 
