@@ -283,6 +283,16 @@ class Replica:
 
     def _transition(self, new: Lifecycle, ts: int, reason: str | None, force: bool) -> bool:
         if self.lifecycle is Lifecycle.EVICTED:
+            if new is Lifecycle.EVICTED and force and not self.force_evicted:
+                # A graceful eviction still finishing, escalated to --force: cancel now
+                # (the entries stay pending and are reclaimed once the lease is gone).
+                self.admin_applied_at = max(self.admin_applied_at, ts)
+                self.force_evicted = True
+                log.info("%s: eviction forced; cancelling running tasks", self.worker_id)
+                for task in list(self.inflight.values()):
+                    task.cancel()
+                self.notify()
+                return True
             return False  # an evicted replica is gone; a restart picks up later state
         if self.scaled_down and new is not Lifecycle.EVICTED:
             return False  # leaving by scale-down; only an eviction may cut it short

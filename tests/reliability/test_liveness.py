@@ -264,3 +264,50 @@ async def test_janitor_keeps_operator_intent_and_moves_direct_tasks_of_a_gone_wo
 
 async def _gone_stream(redis: Redis, stream: str) -> bool:
     return not await redis.exists(stream)
+
+
+class _Counting:
+    """Counts starts and completions per task id; sleeps ``payload['sleep']``."""
+
+    def __init__(self) -> None:
+        self.started: Counter[str] = Counter()
+        self.done: Counter[str] = Counter()
+
+    async def __call__(self, task: Task) -> None:
+        self.started[task.task_id] += 1
+        await asyncio.sleep(float(task.payload.get("sleep", 0)))
+        self.done[task.task_id] += 1
+
+
+async def test_a_graceful_eviction_escalated_to_force_cancels_and_hands_over(
+    redis_url: str, redis: Redis
+) -> None:
+    rec = _Counting()
+    busy = make_instance(redis_url, rec, ["esc"], "esc-a")
+    await busy.start()
+    spare = None
+    try:
+        (task_id,) = await _submit(redis, "esc", 1, sleep=3.0)
+
+        async def running() -> bool:
+            return rec.started[task_id] == 1
+
+        await eventually(running)
+        spare = make_instance(redis_url, rec, ["esc"], "esc-b")
+        await spare.start()
+        manager = WorkerManager(redis, KEYS, operator="test")
+        await manager.evict_worker("esc-a-r0")
+        await asyncio.sleep(0.5)
+        assert await manager.get_lease("esc-a-r0") is not None  # still finishing
+        await manager.evict_worker("esc-a-r0", force=True)
+
+        async def rerun_done() -> bool:
+            return rec.done[task_id] == 1 and rec.started[task_id] == 2
+
+        # Cancelled on esc-a, reclaimed and completed once by esc-b; the lease is gone.
+        await eventually(rerun_done, timeout=15)
+        assert await manager.get_lease("esc-a-r0") is None
+    finally:
+        await busy.stop(grace=0)
+        if spare is not None:
+            await spare.stop(grace=0)
