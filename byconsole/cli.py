@@ -35,7 +35,7 @@ from byconsole.config import select_context as pick_context
 from byconsole.render_prom import render_prom_down
 from byconsole.render_table import make_console
 from byconsole.text import safe_text
-from worker_runtime.admin import MAX_SCALE, UnknownWorkerError
+from worker_runtime.admin import MAX_SCALE, CommandLostError, UnknownWorkerError
 from worker_runtime.connection import acl_refusal, create_redis, describe_redis_error, tls_hint
 from worker_runtime.names import InvalidNameError, check_agent_type, check_utf8, check_worker_id
 from worker_runtime.settings import ConfigError, RedisSettings, argv_password_warning
@@ -505,7 +505,12 @@ def _main(argv: list[str]) -> int:
             message = message.replace("BYAI_REDIS_URL/REDIS_URL", "--redis-url")
         _say(_scrub(message, settings))
         return EXIT_ERROR
-    except (commands.NotFoundError, commands.RefusedError, UnknownWorkerError) as exc:
+    except (
+        commands.NotFoundError,
+        commands.RefusedError,
+        UnknownWorkerError,
+        CommandLostError,
+    ) as exc:
         _say(str(exc.args[0] if exc.args else exc), prefix="byconsole: ")
         return EXIT_FAILED
     except ValueError as exc:  # e.g. a scale count out of bounds

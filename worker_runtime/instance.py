@@ -332,6 +332,9 @@ class WorkerInstance:
             self.scaled = wanted is not None
             if wanted is None:
                 self.scale_note = None
+                for replica in self._serving():
+                    if replica.set_scaled_off(set()):  # no quota any more: serve every type
+                        await publish(replica)
                 return
             await self._forget_resumed_skips()
             serving = self._serving()
