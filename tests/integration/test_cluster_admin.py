@@ -197,6 +197,9 @@ async def test_wait_applied_on_hand_written_lease(
     assert latency is not None and latency >= 0
 
     evicted = await manager.evict_worker("w1")
+    # Graceful: pending until the worker drops its own lease (its tasks have finished).
+    assert await manager.wait_applied(evicted, timeout=0.2, poll=0.02) is None
+    await cluster_client.delete(f"{V2}:registry:worker:{{w1}}:online")
     assert await manager.wait_applied(evicted, timeout=2.0, poll=0.02) is not None
 
 
