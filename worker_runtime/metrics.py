@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 
-from worker_runtime.connection import LOOP_ERRORS
+from worker_runtime.connection import LOOP_ERRORS, redis_now_ms
 from worker_runtime.context import RuntimeContext
 from worker_runtime.fencing import add_history_point
 from worker_runtime.fleet import FleetReader
@@ -70,6 +70,10 @@ async def collect_forever(ctx: RuntimeContext, epoch: int) -> None:
                 raw = await ctx.redis.hgetall(ctx.keys.type_stats)
                 counters = {str(k): int(v) for k, v in raw.items() if str(v).isdigit()}
                 point = build_point(snapshot, counters, previous, started - previous_at, epoch)
+                # Stamped by Redis's clock: points of successive leaders are compared (and
+                # trimmed) by time, and a leader whose clock is skewed must not write
+                # points into the future or trim its successor's away.
+                point = point.model_copy(update={"ts": await redis_now_ms(ctx.redis)})
                 previous, previous_at = counters, started
                 keep_after = point.ts - int(ctx.settings.metrics_retention * 1000)
                 written = await add_history_point(

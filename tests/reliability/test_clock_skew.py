@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -149,7 +150,7 @@ async def test_periodic_tasks_keep_running_after_failover_from_a_leader_an_hour_
         "tests.handlers:record",
         ["idle"],
         "ahead",
-        extra_env=_skewed({}, tmp_path, 3600),
+        extra_env=_skewed({"BYAI_METRICS_INTERVAL": "0.3"}, tmp_path, 3600),
         log_path=tmp_path / "ahead.log",
         extra_args=common,
     )
@@ -160,6 +161,11 @@ async def test_periodic_tasks_keep_running_after_failover_from_a_leader_an_hour_
             return int(await redis.xlen(stream)) >= n
 
         await eventually(lambda: ticks(2), timeout=20)
+        # Its metrics points carry Redis's time, not its own (an hour ahead).
+        await eventually(lambda: redis.exists(KEYS.metrics_history), timeout=10)
+        newest: Any = await redis.zrange(KEYS.metrics_history, -1, -1, withscores=True)
+        seconds, _ = await redis.time()
+        assert abs(newest[0][1] / 1000 - seconds) < 60
         normal = spawn_worker(
             redis_url,
             "tests.handlers:record",
