@@ -4,15 +4,29 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck bench screenshots redis-server clean
+.PHONY: demo test check lint typecheck bench screenshots redis-server lock clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev]'
+# constraints.txt pins the whole dev environment (tools exactly as pyproject's dev extra names
+# them), so lint and type checks report the same on every machine.
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
+
+# Refresh constraints.txt on purpose: resolve the dev extra afresh in a scratch venv.
+LOCK_VENV := .lock-venv
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PY) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip
+	$(LOCK_VENV)/bin/python -m pip install -q -e '.[dev]'
+	{ echo "# The dev environment \`make\` installs (pip install -c constraints.txt -e '.[dev]')."; \
+	  echo "# Refresh on purpose with \`make lock\` (resolves afresh in a scratch venv), then review the diff."; \
+	  $(LOCK_VENV)/bin/python -m pip freeze --exclude-editable; } > constraints.txt
+	rm -rf $(LOCK_VENV)
 
 # Tests and the demo start their own redis-server; install Debian's when it is missing.
 redis-server:
@@ -51,7 +65,7 @@ bench: $(STAMP) redis-server
 	$(BIN)/python bench/run_all.py
 
 screenshots: $(STAMP) redis-server
-	$(BIN)/python -m byconsole.screenshots screenshots
+	$(BIN)/python tools/screenshots.py screenshots
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(LOCK_VENV) .mypy_cache .ruff_cache .pytest_cache

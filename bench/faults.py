@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import random
 import signal
@@ -459,7 +460,7 @@ async def worker_chaos(
                 job = restart_after_term(index, proc)
             else:
                 os.kill(proc.pid, signal.SIGSTOP)
-                await until(lambda pid=proc.pid: _stopped(pid), 5.0, "process stopped", 0.01)
+                await until(functools.partial(_stopped, proc.pid), 5.0, "process stopped", 0.01)
                 seconds = (
                     rng.uniform(0.2, LEASE_TTL_S - 3 * HEARTBEAT_S)
                     if kind == "stop-short"

@@ -63,7 +63,7 @@ def register_rq_workers(url: str, count: int) -> None:
         worker = Worker(
             [TYPES[host % len(TYPES)]], name=f"rq-host-{host:04d}-r{replica}", connection=conn
         )
-        worker.register_birth()  # type: ignore[no-untyped-call]
+        worker.register_birth()
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(one, range(count)))

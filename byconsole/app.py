@@ -32,7 +32,7 @@ from byconsole.config import Context, load_contexts, resolve_settings
 from byconsole.palette import ConsoleCommands
 from byconsole.screens.main import MonitorScreen, OperatorScreen
 from byconsole.text import safe_text
-from worker_runtime.admin import MAX_SCALE
+from worker_runtime.quota import MAX_SCALE
 from worker_runtime.settings import ConfigError, RedisSettings
 from worker_runtime.snapshot import FleetSnapshot, WorkerDetail
 

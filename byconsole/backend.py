@@ -14,13 +14,13 @@ import asyncio
 import time
 from dataclasses import replace
 from typing import Protocol
-from urllib.parse import urlsplit
 
 from byconsole.actions import Action, ActionOutcome, ActionRequest
 from byconsole.text import safe_text
 from worker_runtime.admin import ActionResult, UnknownWorkerError, WorkerManager
 from worker_runtime.connection import LOOP_ERRORS, create_redis
 from worker_runtime.fleet import FleetReader
+from worker_runtime.redact import redact
 from worker_runtime.settings import RedisSettings
 from worker_runtime.snapshot import FleetSnapshot, WorkerDetail, WorkerView
 
@@ -64,13 +64,11 @@ class Backend(Protocol):
         ...
 
 
-def _describe(exc: BaseException, secret: str | None) -> str:
+def _describe(exc: BaseException, url: str | None) -> str:
     text = str(exc) or type(exc).__name__
     if isinstance(exc, TimeoutError) and not str(exc):
         text = "timed out"
-    if secret:
-        text = text.replace(secret, "***")
-    return safe_text(f"{type(exc).__name__}: {text}", limit=160)
+    return safe_text(f"{type(exc).__name__}: {redact(text, url)}", limit=160)
 
 
 class RedisBackend:
@@ -89,7 +87,6 @@ class RedisBackend:
         self.redis = create_redis(settings, retries=0)
         self.reader = FleetReader(self.redis, settings.keys, endpoint=settings.endpoint)
         self.manager = WorkerManager(self.redis, settings.keys)
-        self._secret = _password(settings.url)
 
     async def read(self) -> FleetSnapshot:
         """One snapshot; raises ``RedisError`` / ``OSError`` / ``TimeoutError``."""
@@ -210,18 +207,11 @@ class RedisBackend:
 
     def describe(self, exc: BaseException) -> str:
         """One display-safe line for an error (password replaced)."""
-        return _describe(exc, self._secret)
+        return _describe(exc, self.settings.url)
 
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self.redis.aclose()
-
-
-def _password(url: str) -> str | None:
-    try:
-        return urlsplit(url).password or None
-    except ValueError:
-        return None
 
 
 class StaticBackend:

@@ -14,19 +14,8 @@ import sys
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn
-from urllib.parse import urlsplit
 
-from redis.exceptions import (
-    AuthenticationError,
-    RedisClusterException,
-    RedisError,
-)
-from redis.exceptions import (
-    ConnectionError as RedisConnectionError,
-)
-from redis.exceptions import (
-    TimeoutError as RedisTimeoutError,
-)
+from redis.exceptions import RedisClusterException, RedisError
 
 from byconsole import checks as chk
 from byconsole import commands
@@ -35,9 +24,11 @@ from byconsole.config import select_context as pick_context
 from byconsole.render_prom import render_prom_down
 from byconsole.render_table import make_console
 from byconsole.text import safe_text
-from worker_runtime.admin import MAX_SCALE, CommandLostError, UnknownWorkerError
-from worker_runtime.connection import acl_refusal, create_redis, describe_redis_error, tls_hint
+from worker_runtime.admin import CommandLostError, UnknownWorkerError
+from worker_runtime.connection import create_redis, redis_error_line
 from worker_runtime.names import InvalidNameError, check_agent_type, check_utf8, check_worker_id
+from worker_runtime.quota import MAX_SCALE
+from worker_runtime.redact import one_line, redact
 from worker_runtime.settings import ConfigError, RedisSettings, argv_password_warning
 
 EXIT_OK = 0
@@ -390,7 +381,7 @@ def _check_modes(args: argparse.Namespace) -> chk.Checks:
 
 
 def _say(message: str, prefix: str = "byconsole: error: ") -> None:
-    line = " ".join(safe_text(message, 1000).split())
+    line = one_line(safe_text(message, 1000))
     sys.stderr.write(f"{prefix}{line}\n")
     sys.stderr.flush()
 
@@ -399,29 +390,7 @@ def _scrub(message: str, settings: RedisSettings | None) -> str:
     """Remove the password from a message, whatever the library put in it."""
     if settings is None:
         return message
-    try:
-        password = urlsplit(settings.url).password
-    except ValueError:
-        password = None
-    message = message.replace(settings.url, settings.endpoint)
-    if password:
-        message = message.replace(password, "***")
-    return message
-
-
-def _redis_error(exc: BaseException, settings: RedisSettings) -> str:
-    detail = _scrub(" ".join(str(exc).split()) or type(exc).__name__, settings)
-    where = settings.endpoint
-    if isinstance(exc, AuthenticationError):
-        return f"Redis at {where} refused the credentials: {detail}"
-    refusal = acl_refusal(exc)
-    if refusal:
-        return f"Redis at {where} refused the command: {refusal}"
-    if isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
-        hint = tls_hint(exc)
-        return f"cannot reach Redis at {where}: {detail}" + (f" ({hint})" if hint else "")
-    # The reason first (out of memory, read-only replica ...), never a script or pipeline.
-    return f"{_scrub(describe_redis_error(exc), settings)} (Redis at {where})"
+    return redact(message, settings.url, shown=settings.endpoint)
 
 
 async def _with_client(
@@ -520,7 +489,7 @@ def _main(argv: list[str]) -> int:
         assert settings is not None  # no Redis call happens before settings exist
         if getattr(args, "format", None) == "prom":
             sys.stdout.write(render_prom_down())
-        _say(_redis_error(exc, settings))
+        _say(redis_error_line(exc, endpoint=settings.endpoint, url=settings.url))
         return EXIT_ERROR
     except Exception as exc:  # a bug must still not dump a traceback on an operator
         if os.environ.get("BYCONSOLE_DEBUG"):

@@ -34,17 +34,18 @@ from byconsole.render_table import (
     worker_detail_view,
     workers_table,
 )
+from byconsole.styles import ansi_style
 from byconsole.text import safe_text
 from worker_runtime.admin import (
     ActionResult,
     UnknownWorkerError,
     WorkerManager,
     WorkerOnlineError,
-    check_scale_count,
 )
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
 from worker_runtime.models import MetricsPoint, now_ms
+from worker_runtime.quota import check_scale_count
 from worker_runtime.settings import RedisSettings
 from worker_runtime.snapshot import FleetSnapshot
 
@@ -222,7 +223,8 @@ async def _report(
         )
     else:
         line = Text(f"{description}: written · ")
-        line.append(note, style={"applied": "green", "timeout": "bold red"}.get(state, ""))
+        role = {"applied": "success", "timeout": "alert"}.get(state)
+        line.append(note, style=ansi_style(role) if role else "")
         emit(session.out, line)
     if state == "timeout":
         fail(session, f"check failed: {note}")
@@ -285,7 +287,7 @@ async def type_denylist(session: Session, args: argparse.Namespace) -> int:
     if args.json:
         print_json({"type": agent_type, "denied": denied})
         return 0
-    emit(session.out, Text(f"Denylist of {safe_text(agent_type, 80)}", style="bold"))
+    emit(session.out, Text(f"Denylist of {safe_text(agent_type, 80)}", style=ansi_style("heading")))
     for wid in denied:
         emit(session.out, Text(f"  {safe_text(wid, 120)}"))
     emit(session.out, Text(f"{len(denied)} worker(s) denied"))

@@ -30,7 +30,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from worker_runtime.connection import check_tls_files
-from worker_runtime.settings import ConfigError, RedisSettings, load, mask_url
+from worker_runtime.redact import mask_url, one_line
+from worker_runtime.settings import ConfigError, RedisSettings, load
 
 ENDPOINT_ENV = ("BYAI_REDIS_URL", "REDIS_URL", "REDIS_CLUSTER_HOST", "BYAI_REDIS_URL_FILE")
 """Environment variables that name an endpoint (any of them overrides a context's)."""
@@ -105,11 +106,11 @@ def load_config(path: str | Path | None = None) -> ContextsFile:
             raise ConfigError(f"config file {file} does not exist") from None
         return ContextsFile()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {file}: {_one_line(exc)}") from None
+        raise ConfigError(f"cannot read config file {file}: {one_line(exc)}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: invalid TOML: {_one_line(exc)}") from None
+        raise ConfigError(f"{file}: invalid TOML: {one_line(exc)}") from None
     try:
         return ContextsFile.model_validate(data)
     except ValidationError as exc:
@@ -186,7 +187,3 @@ def resolve_settings(
     # (switching context in the console builds its client outside any handler).
     check_tls_files(settings)
     return settings
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())

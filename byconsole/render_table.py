@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from byconsole.config import Context
-from byconsole.styles import PENDING_STYLE, lifecycle_style, status_style
+from byconsole.styles import PENDING_STYLE, ansi_style, lifecycle_style, status_style
 from byconsole.text import safe, safe_text
 from worker_runtime.models import Execution, MetricsPoint
 from worker_runtime.snapshot import (
@@ -122,7 +122,7 @@ def _table(title: str | None = None) -> Table:
         title=title,
         title_justify="left",
         box=box.SIMPLE_HEAD,
-        header_style="bold",
+        header_style=ansi_style("heading"),
         pad_edge=False,
         show_edge=False,
         expand=False,
@@ -147,7 +147,9 @@ def workers_table(workers: Iterable[WorkerView], now: int, title: str | None = N
         table.add_row(
             safe(w.worker_id, limit=80),
             lifecycle_cell(w),
-            status_cell(w.status.value) if w.lease_valid else Text("stale (bad lease)", "yellow"),
+            status_cell(w.status.value)
+            if w.lease_valid
+            else Text("stale (bad lease)", ansi_style("warning")),
             safe(w.instance_id or "-", limit=60),
             safe(w.role or "-", limit=20),
             safe(", ".join(w.agent_types) or "-", limit=80),
@@ -176,9 +178,9 @@ def types_table(types: Iterable[TypeView], title: str | None = "Agent types") ->
             safe(t.name, limit=80),
             Text(str(len(t.workers))),
             safe(", ".join(t.denied) or "-", limit=120),
-            Text(str(t.depth), style="bold yellow" if t.depth else ""),
+            Text(str(t.depth), style=ansi_style("backlog") if t.depth else ""),
             Text(str(t.pending)),
-            Text(str(t.dead), style="bold red" if t.dead else ""),
+            Text(str(t.dead), style=ansi_style("alert") if t.dead else ""),
             Text("-" if t.target is None else str(t.target)),
             safe(", ".join(f"{i}={n}" for i, n in sorted(t.overrides.items())) or "-", limit=120),
         )
@@ -211,7 +213,7 @@ def instances_table(instances: Iterable[InstanceView], now: int) -> Table:
             safe(i.instance_id, limit=80),
             status_cell("online" if i.online else "offline"),
             safe(i.role or "-", limit=20),
-            Text("leader", style="bold") if i.is_leader else Text(""),
+            Text("leader", style=ansi_style("leader")) if i.is_leader else Text(""),
             Text(str(len(i.workers))),
             safe(_replicas(i), limit=200),
             Text(age(i.last_seen, now)),
@@ -239,15 +241,15 @@ def snapshot_view(snapshot: FleetSnapshot) -> RenderableType:
     """The whole ``--snapshot`` table output (already scoped to ``--type``)."""
     now = snapshot.generated_at
     header = Text("Redis ")
-    header.append(safe_text(snapshot.redis.endpoint), style="bold")
+    header.append(safe_text(snapshot.redis.endpoint), style=ansi_style("heading"))
     header.append(f" · schema {snapshot.redis.schema_version} · read {timestamp(now)} UTC")
     leader = Text("Leader: ")
     if snapshot.leader.instance_id:
-        leader.append(safe_text(snapshot.leader.instance_id, 80), style="bold")
+        leader.append(safe_text(snapshot.leader.instance_id, 80), style=ansi_style("leader"))
         if snapshot.leader.epoch is not None:
             leader.append(f" (epoch {snapshot.leader.epoch})")
     else:
-        leader.append("none", style="yellow")
+        leader.append("none", style=ansi_style("warning"))
     parts: list[RenderableType] = [header, leader, Text("")]
     workers = snapshot.workers
     parts += [workers_table(workers, now, "Workers"), counts_line(workers), Text("")]
@@ -258,7 +260,7 @@ def snapshot_view(snapshot: FleetSnapshot) -> RenderableType:
 
 def metrics_summary(metrics: MetricsView) -> Text:
     """The seed's ``metrics snapshot`` block."""
-    text = Text("Cluster Snapshot\n", style="bold")
+    text = Text("Cluster Snapshot\n", style=ansi_style("heading"))
     text.append(f"  Workers online:     {metrics.workers_online}\n")
     text.append(f"  Agent types:        {metrics.agent_types}\n")
     text.append(f"  Active executions:  {metrics.active_executions}\n")
@@ -286,7 +288,7 @@ def history_table(points: Iterable[MetricsPoint]) -> Table:
 
 def _kv(rows: Mapping[str, Any], title: str) -> Table:
     table = _table(title)
-    table.add_column("Field", style="bold")
+    table.add_column("Field", style=ansi_style("heading"))
     table.add_column("Value", overflow="fold")
     for key, value in rows.items():
         if not isinstance(value, Text):
@@ -298,12 +300,13 @@ def _kv(rows: Mapping[str, Any], title: str) -> Table:
 
 def _executions(executions: list[Execution], title: str) -> RenderableType:
     if not executions:
-        return Text(f"{title}: none", style="dim")
+        return Text(f"{title}: none", style=ansi_style("muted"))
     table = _table(title)
     for name in ("Execution", "Type", "State", "Attempt", "Started (UTC)", "Finished", "Error"):
         table.add_column(name, overflow="fold")
     for e in executions:
-        style = {"succeeded": "green", "failed": "red", "running": "cyan"}.get(e.state, "")
+        role = {"succeeded": "success", "failed": "error", "running": "running"}.get(e.state)
+        style = ansi_style(role) if role else ""
         table.add_row(
             safe(e.execution_id, limit=60),
             safe(e.agent_type or "-", limit=40),
@@ -341,7 +344,7 @@ def worker_detail_view(detail: WorkerDetail, now: int) -> RenderableType:
     elif detail.lease_raw is not None:
         parts.append(_kv({"(not a JSON object)": detail.lease_raw}, "Lease"))
     else:
-        parts.append(Text("Lease: none (offline)", style="dim"))
+        parts.append(Text("Lease: none (offline)", style=ansi_style("muted")))
     parts.append(Text(""))
     admin = detail.admin
     if admin.lifecycle or admin.updated_at:
@@ -360,7 +363,7 @@ def worker_detail_view(detail: WorkerDetail, now: int) -> RenderableType:
             )
         )
     else:
-        parts.append(Text("Admin state: none (default active)", style="dim"))
+        parts.append(Text("Admin state: none (default active)", style=ansi_style("muted")))
     parts.append(Text(""))
     parts.append(_executions(detail.active_executions, "Running executions"))
     parts.append(Text(""))
@@ -383,6 +386,6 @@ def contexts_table(contexts: Mapping[str, Context], current: str | None) -> Tabl
     for name, ctx in sorted(contexts.items()):
         label = safe(name, limit=60)
         if name == current:
-            label.append(" (default)", style="dim")
+            label.append(" (default)", style=ansi_style("muted"))
         table.add_row(label, safe(ctx.endpoint, limit=200), "yes" if ctx.read_only else "no")
     return table

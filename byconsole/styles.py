@@ -36,8 +36,19 @@ ANSI_STYLES: Mapping[str, str] = {
     "pending": "italic cyan",
     "applied": "green dim",
     "unknown": "bold red",
+    "alert": "bold red",
+    "backlog": "bold yellow",
+    "running": "cyan",
+    "heading": "bold",
+    "leader": "bold",
+    "muted": "dim",
 }
-"""Role -> Rich style for output outside the console (no theme there)."""
+"""Role -> Rich style for output outside the console (no theme there).
+
+``alert``: something failed or is stuck (dead letters, a timed-out wait); ``backlog``:
+work waiting; ``running``: an execution in progress; ``heading``: titles and the names
+an operator looks for; ``muted``: "none" placeholders.
+"""
 
 THEME_VARIABLES: Mapping[str, str] = {
     "success": "success",
@@ -72,6 +83,15 @@ LIFECYCLE_ORDER: Mapping[str, int] = {"evicted": 0, "draining": 1, "suspended": 
 
 STATUS_ORDER: Mapping[str, int] = {"offline": 0, "stale": 1, "online": 2}
 """Sort rank: the unhealthy first."""
+
+
+def ansi_style(role: str) -> str:
+    """The Rich style of ``role`` for plain output (``--snapshot`` and the admin CLI).
+
+    Raises:
+        KeyError: ``role`` is not one of :data:`ANSI_STYLES` (a typo is a bug).
+    """
+    return ANSI_STYLES[role]
 
 
 def lifecycle_style(lifecycle: str | None) -> str:

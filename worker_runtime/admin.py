@@ -33,6 +33,11 @@ from worker_runtime.models import (
 )
 from worker_runtime.names import check_agent_type, check_utf8, check_worker_id
 
+# The replica-count rules live in worker_runtime.quota; re-exported for existing callers.
+from worker_runtime.quota import MAX_SCALE as MAX_SCALE
+from worker_runtime.quota import check_scale_count as check_scale_count
+from worker_runtime.quota import parse_count as parse_count
+
 # Stamp and write the admin hash with Redis's clock, never a console's: consoles with
 # skewed clocks must not order each other's commands (one an hour ahead used to block
 # every later command for an hour). The stamp is also strictly above the stored one,
@@ -64,27 +69,6 @@ return now
 
 class CommandLostError(RuntimeError):
     """The admin hash did not take a command (it was refused or overtaken)."""
-
-
-MAX_SCALE = 1_000
-"""Upper bound for any replica count an operator may ask for."""
-
-
-def check_scale_count(count: int) -> None:
-    """Reject replica counts outside ``0..MAX_SCALE`` with the bound named."""
-    if isinstance(count, bool) or not isinstance(count, int):
-        raise ValueError(f"scale count must be a whole number from 0 to {MAX_SCALE}")
-    if not 0 <= count <= MAX_SCALE:
-        raise ValueError(f"scale count {count} is out of range: 0 to {MAX_SCALE}")
-
-
-def parse_count(raw: object) -> int | None:
-    """A replica count stored in Redis, or ``None`` when absent or malformed."""
-    try:
-        value = int(str(raw))
-    except (TypeError, ValueError):
-        return None
-    return value if 0 <= value <= MAX_SCALE else None
 
 
 class UnknownWorkerError(LookupError):

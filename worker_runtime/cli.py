@@ -22,15 +22,7 @@ import logging
 import sys
 from typing import Any, NoReturn
 
-from redis.exceptions import ResponseError
-
-from worker_runtime.connection import (
-    REDIS_ERRORS,
-    acl_refusal,
-    create_redis,
-    describe_redis_error,
-    tls_hint,
-)
+from worker_runtime.connection import REDIS_ERRORS, create_redis, redis_error_line
 from worker_runtime.context import Handler
 from worker_runtime.instance import WorkerInstance
 from worker_runtime.names import InvalidNameError
@@ -242,27 +234,10 @@ def run_safely(argv: list[str] | None = None) -> int:
         print(f"{PROG}: {exc}" if not str(exc).startswith(PROG) else str(exc), file=sys.stderr)
         return 2
     except REDIS_ERRORS as exc:
-        refusal = acl_refusal(exc)
-        if refusal:
-            print(f"{PROG}: Redis refused the command: {refusal}", file=sys.stderr)
-            return 2
-        if isinstance(exc, ResponseError):
-            # Redis answered and refused: say why (OOM, read-only replica ...), not "unreachable".
-            print(f"{PROG}: {describe_redis_error(exc)}", file=sys.stderr)
-            return 2
-        endpoint = "Redis"
-        hint = tls_hint(exc)
-        print(
-            f"{PROG}: cannot reach {endpoint}: {_one_line(exc)}" + (f" ({hint})" if hint else ""),
-            file=sys.stderr,
-        )
+        print(f"{PROG}: {redis_error_line(exc)}", file=sys.stderr)
         return 2
     except (NoOnlineWorkerError, WorkerIdInUseError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300] or type(exc).__name__

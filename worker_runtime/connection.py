@@ -15,15 +15,19 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import (
+    AuthenticationError,
     NoPermissionError,
     OutOfMemoryError,
     ReadOnlyError,
     RedisClusterException,
     RedisError,
 )
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from worker_runtime.keys import Keys
+from worker_runtime.redact import one_line, redact
 from worker_runtime.settings import ConfigError, RedisSettings
 
 AnyRedis: TypeAlias = "Redis | RedisCluster"
@@ -205,17 +209,26 @@ def describe_redis_error(exc: BaseException) -> str:
     refusal = acl_refusal(exc)
     if refusal:
         return refusal
+    return known_refusal(exc) or _clean(exc)[:300] or type(exc).__name__
+
+
+def _clean(exc: BaseException) -> str:
+    return " ".join(_SCRIPT_TAIL.sub("", _PIPELINE_PREFIX.sub("", str(exc))).split())
+
+
+def known_refusal(exc: BaseException) -> str | None:
+    """The operator's words for a server refusal with a known cause (OOM, READONLY ...)."""
     # redis-py strips the code for these two and raises its own classes.
     if isinstance(exc, OutOfMemoryError) or "used memory > 'maxmemory'" in str(exc):
         return _OOM
     if isinstance(exc, ReadOnlyError) or "read only replica" in str(exc):
         return _READ_ONLY
-    text = " ".join(_SCRIPT_TAIL.sub("", _PIPELINE_PREFIX.sub("", str(exc))).split())
+    text = _clean(exc)
     # A script's error may wrap the server's: "Error ... user_script:3: OOM ...".
     for code, reason in _SERVER_REASONS:
         if text.startswith(code) or f": {code} " in text or f" {code} command not allowed" in text:
             return reason
-    return text[:300] or type(exc).__name__
+    return None
 
 
 def _tls_options(settings: RedisSettings) -> dict[str, Any]:
@@ -261,3 +274,41 @@ def default_keys(client: Redis | RedisCluster) -> Keys:
     ``REDIS_CLUSTER_HOST`` does); v2 on a single Redis must be asked for explicitly.
     """
     return Keys("v2") if is_cluster(client) else Keys()
+
+
+DETAIL_LIMIT = 300
+"""Characters of the library's own message kept in :func:`redis_error_line`."""
+
+
+def redis_error_line(
+    exc: BaseException, *, endpoint: str | None = None, url: str | None = None
+) -> str:
+    """One line for an operator about a failed Redis call, never holding the password.
+
+    Shared by both CLIs so the same failure reads the same in ``worker-runtime`` and
+    ``byconsole``: refused credentials, an ACL refusal (naming the command), an
+    unreachable server (with a TLS hint when the handshake failed), anything else.
+
+    Args:
+        exc: the error raised by redis-py or the socket layer.
+        endpoint: the endpoint as it may be shown (``RedisSettings.endpoint``); the
+            line then says ``Redis at <endpoint>``.
+        url: the URL in use, whose password is removed from the library's message.
+    """
+    where = f"Redis at {endpoint}" if endpoint else "Redis"
+    # Redact before cutting, so a cut can never leave half a password behind.
+    detail = redact(one_line(exc), url, shown=endpoint)[:DETAIL_LIMIT]
+    if isinstance(exc, AuthenticationError):
+        return f"{where} refused the credentials: {detail}"
+    refusal = acl_refusal(exc)
+    if refusal:
+        return f"{where} refused the command: {refusal}"
+    if isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
+        hint = tls_hint(exc)
+        return f"cannot reach {where}: {detail}" + (f" ({hint})" if hint else "")
+    # Redis answered and refused: a known reason comes first (out of memory, read-only
+    # replica ...); never a script or pipeline dump.
+    known = known_refusal(exc)
+    if known:
+        return f"{known} ({where})"
+    return f"{where}: {redact(describe_redis_error(exc), url, shown=endpoint)[:DETAIL_LIMIT]}"

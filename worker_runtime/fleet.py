@@ -32,8 +32,8 @@ from pydantic import ValidationError
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
-from worker_runtime.admin import parse_count
 from worker_runtime.audit import parse_audit
+from worker_runtime.derive import derive_status as derive_status
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.models import (
     AdminState,
@@ -45,7 +45,7 @@ from worker_runtime.models import (
     Status,
     now_ms,
 )
-from worker_runtime.quota import compute_quota
+from worker_runtime.quota import compute_quota, parse_count, parse_count_any
 from worker_runtime.snapshot import (
     MAX_WORKER_ID,
     CommandState,
@@ -58,9 +58,6 @@ from worker_runtime.snapshot import (
     WorkerDetail,
     WorkerView,
 )
-
-DEFAULT_HEARTBEAT_INTERVAL = 5.0
-"""Seconds; used when a lease does not say how often its worker beats."""
 
 _MAX_ID = 1024  # ids longer than this are not ours to track (and would bloat every view)
 
@@ -145,42 +142,6 @@ def _group_info(reply: Any) -> _GroupInfo:
 
 
 # -- derivations shared by the snapshot and the detail read ---------------------------
-
-
-def derive_status(lease: Lease | None, now: int, ttl_ms: int | None = None) -> Status:
-    """SPEC section 2 / seed 002: liveness from the lease's existence and remaining TTL.
-
-    Redis expires the lease by its own clock, so the remaining TTL says how long ago
-    the worker last renewed it without comparing the worker's clock with ours (a
-    worker 30 s behind used to show stale and be refused by ``--require-online``).
-    ``online`` while the last renewal is at most two heartbeat intervals old
-    (remaining TTL >= lease TTL - 2 intervals), ``stale`` for the rest of the lease,
-    ``offline`` without a lease.
-
-    Args:
-        lease: the parsed lease, ``None`` when the key is absent.
-        now: the reader's time (ms), used only when the TTL was not read.
-        ttl_ms: the lease key's ``PTTL`` (``None`` when not read, ``-1`` without expiry).
-    """
-    if lease is None:
-        return Status.OFFLINE
-    interval = lease.heartbeat_interval
-    if interval is None or not interval > 0:
-        interval = DEFAULT_HEARTBEAT_INTERVAL
-    if ttl_ms is not None and ttl_ms >= 0:
-        if ttl_ms == 0:
-            return Status.OFFLINE  # expiring this very millisecond
-        full = lease.lease_ttl
-        if full is None or not full > 0:
-            # Another runtime's lease (no TTL of ours to compare with): a live key whose
-            # writer keeps it alive is online; when the writer dies, it expires.
-            return Status.ONLINE
-        age = full * 1000 - ttl_ms
-        return Status.ONLINE if age <= 2 * interval * 1000 else Status.STALE
-    if lease.last_seen is None:
-        return Status.ONLINE  # no beat time of ours to judge by; the key exists
-    # A clock a little ahead of ours (negative age) is still a fresh beat.
-    return Status.ONLINE if now - lease.last_seen <= 2 * interval * 1000 else Status.STALE
 
 
 def derive_command_state(
@@ -298,17 +259,6 @@ def _leader(lock_raw: Any, epoch_raw: Any) -> LeaderView:
         lock_epoch = parse_count_any(lock.get("epoch"))
         epoch = lock_epoch if lock_epoch is not None else epoch
     return LeaderView(instance_id=instance_id, epoch=epoch)
-
-
-def parse_count_any(raw: Any) -> int | None:
-    """A non-negative integer from a Redis reply or JSON value, else ``None``."""
-    if isinstance(raw, bool) or raw is None:
-        return None
-    try:
-        value = int(str(raw))
-    except ValueError:
-        return None
-    return value if value >= 0 else None
 
 
 # -- the reader ----------------------------------------------------------------------

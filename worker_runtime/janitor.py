@@ -26,6 +26,7 @@ from worker_runtime.connection import LOOP_ERRORS, redis_now_ms
 from worker_runtime.context import RuntimeContext
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.messages import KIND_COMMAND, decode_task
+from worker_runtime.pipeline import Batch
 
 log = logging.getLogger(__name__)
 
@@ -38,43 +39,35 @@ async def sweep(ctx: RuntimeContext) -> dict[str, int]:
     # Redis's clock, not this leader's: after a failover between leaders with skewed
     # clocks, offline ages must not jump (and forget workers early, or never).
     now = await redis_now_ms(redis)
-    pipe = redis.pipeline(transaction=False)
-    pipe.smembers(keys.workers)
-    pipe.hgetall(keys.offline_since)
-    pipe.zrange(keys.instances, 0, -1)
-    pipe.smembers(keys.agent_types)
-    workers_raw, since_raw, instances_raw, types_raw = await pipe.execute()
-    workers = sorted(str(w) for w in workers_raw)
-    since = {str(k): _int(v) for k, v in since_raw.items()}
-    instances = [str(i) for i in instances_raw]
-    types = sorted(str(t) for t in types_raw)
+    batch = Batch(redis.pipeline(transaction=False))
+    workers_slot = batch.slot(batch.pipe.smembers(keys.workers))
+    since_slot = batch.slot(batch.pipe.hgetall(keys.offline_since))
+    instances_slot = batch.slot(batch.pipe.zrange(keys.instances, 0, -1))
+    types_slot = batch.slot(batch.pipe.smembers(keys.agent_types))
+    await batch.execute()
+    workers = sorted(str(w) for w in workers_slot.value)
+    since = {str(k): _int(v) for k, v in since_slot.value.items()}
+    instances = [str(i) for i in instances_slot.value]
+    types = sorted(str(t) for t in types_slot.value)
 
-    pipe = redis.pipeline(transaction=False)
-    for wid in workers:
-        pipe.exists(keys.worker_online(wid))
-    for wid in workers:
-        pipe.exists(keys.worker_admin(wid))
-    for iid in instances:
-        pipe.exists(keys.instance_online(iid))
-    for agent_type in types:
-        pipe.smembers(keys.type_workers(agent_type))
-        pipe.xinfo_consumers(keys.type_stream(agent_type), CONSUMER_GROUP)
-    res = await pipe.execute(raise_on_error=False)
-    online = {w for w, e in zip(workers, res[: len(workers)], strict=True) if e is True or e == 1}
-    offset = len(workers)
-    with_intent = {
-        w for w, e in zip(workers, res[offset : 2 * offset], strict=True) if e is True or e == 1
+    batch = Batch(redis.pipeline(transaction=False))
+    leases = {w: batch.slot(batch.pipe.exists(keys.worker_online(w))) for w in workers}
+    admins = {w: batch.slot(batch.pipe.exists(keys.worker_admin(w))) for w in workers}
+    instance_leases = {i: batch.slot(batch.pipe.exists(keys.instance_online(i))) for i in instances}
+    routed = {t: batch.slot(batch.pipe.smembers(keys.type_workers(t))) for t in types}
+    groups = {
+        t: batch.slot(batch.pipe.xinfo_consumers(keys.type_stream(t), CONSUMER_GROUP))
+        for t in types
     }
-    offset += len(workers)
-    dead_instances = [
-        i for i, e in zip(instances, res[offset : offset + len(instances)], strict=True) if e == 0
-    ]
-    offset += len(instances)
+    await batch.execute(raise_on_error=False)
+    online = {w for w, s in leases.items() if (e := s.get()) is True or e == 1}
+    with_intent = {w for w, s in admins.items() if (e := s.get()) is True or e == 1}
+    dead_instances = [i for i, s in instance_leases.items() if s.get() == 0]
     routing: dict[str, set[str]] = {}
     consumers: dict[str, list[Any]] = {}
-    for n, agent_type in enumerate(types):
-        members, info = res[offset + 2 * n], res[offset + 2 * n + 1]
-        routing[agent_type] = {str(m) for m in members} if isinstance(members, set) else set()
+    for agent_type in types:
+        found, info = routed[agent_type].get(), groups[agent_type].get()
+        routing[agent_type] = {str(m) for m in found} if isinstance(found, set) else set()
         consumers[agent_type] = info if isinstance(info, list) else []
 
     counts = {"workers": 0, "routing": 0, "instances": 0, "consumers": 0}

@@ -9,7 +9,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from worker_runtime.connection import default_keys
-from worker_runtime.fleet import derive_status
+from worker_runtime.derive import derive_status
 from worker_runtime.keys import Keys
 from worker_runtime.messages import encode_task
 from worker_runtime.models import Lease, Lifecycle, Status, Task, now_ms

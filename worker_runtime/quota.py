@@ -1,4 +1,9 @@
-"""How many replicas of a type each instance should run: one pure rule for everyone.
+"""Replica counts: the bounds an operator may ask for, how a stored count is read, and how
+many replicas of a type each instance should run. Pure rules, one home, no I/O.
+
+The admin write API (``scale``), the fleet reader, the leader's scaler and both front
+ends all check and read counts here, so a count the console accepts is one the runtime
+applies and one the reader shows.
 
 Every live instance and the console compute quotas from the same data (the global
 target, the per-instance overrides, the live instance ids), so they agree without
@@ -16,6 +21,45 @@ talking to each other:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
+
+MAX_SCALE = 1_000
+"""Upper bound for any replica count an operator may ask for."""
+
+
+def check_scale_count(count: int) -> None:
+    """Reject replica counts outside ``0..MAX_SCALE`` with the bound named.
+
+    Raises:
+        ValueError: ``count`` is not a whole number (``bool`` included) or out of range.
+    """
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise ValueError(f"scale count must be a whole number from 0 to {MAX_SCALE}")
+    if not 0 <= count <= MAX_SCALE:
+        raise ValueError(f"scale count {count} is out of range: 0 to {MAX_SCALE}")
+
+
+def parse_count(raw: object) -> int | None:
+    """A replica count stored in Redis, or ``None`` when absent, malformed or out of range."""
+    try:
+        value = int(str(raw))
+    except (TypeError, ValueError):
+        return None
+    return value if 0 <= value <= MAX_SCALE else None
+
+
+def parse_count_any(raw: Any) -> int | None:
+    """A non-negative integer from a Redis reply or JSON value (no upper bound), else ``None``.
+
+    For counters that are not replica counts (the leader epoch): JSON ``true`` is not 1.
+    """
+    if isinstance(raw, bool) or raw is None:
+        return None
+    try:
+        value = int(str(raw))
+    except ValueError:
+        return None
+    return value if value >= 0 else None
 
 
 def compute_quota(

@@ -12,6 +12,7 @@ from typing import Any
 
 from worker_runtime.audit import add_audit, audit_fields
 from worker_runtime.models import AdminState, Lifecycle
+from worker_runtime.pipeline import Batch
 from worker_runtime.replica import Replica
 
 log = logging.getLogger(__name__)
@@ -82,11 +83,12 @@ async def acquire_lock(replica: Replica) -> None:
     ttl = lock_ttl_s(ctx.settings.heartbeat_interval)
     if await ctx.redis.set(key, value, nx=True, ex=ttl):
         return
-    pipe = ctx.redis.pipeline(transaction=False)
-    pipe.get(key)
-    pipe.exists(ctx.keys.worker_online(replica.worker_id))
-    current, online = await pipe.execute()
-    if online:
+    batch = Batch(ctx.redis.pipeline(transaction=False))
+    held = batch.slot(batch.pipe.get(key))
+    lease = batch.slot(batch.pipe.exists(ctx.keys.worker_online(replica.worker_id)))
+    await batch.execute()
+    current = held.value
+    if lease.value:
         raise WorkerIdInUseError(f"worker id {replica.worker_id} is already running elsewhere")
     if current is None:
         if await ctx.redis.set(key, value, nx=True, ex=ttl):
@@ -106,20 +108,20 @@ async def register(replica: Replica) -> bool:
     ctx = replica.ctx
     keys = ctx.keys
     wid = replica.worker_id
-    pipe = ctx.redis.pipeline(transaction=False)
+    batch = Batch(ctx.redis.pipeline(transaction=False))
+    pipe = batch.pipe
     pipe.sadd(keys.workers, wid)
     pipe.delete(keys.worker_agent_types(wid))
     pipe.sadd(keys.worker_agent_types(wid), *replica.agent_types)
     pipe.sadd(keys.agent_types, *replica.agent_types)
-    pipe.hgetall(keys.worker_admin(wid))
-    pipe.xrevrange(keys.worker_stream(wid), count=1)
-    for agent_type in replica.agent_types:
-        pipe.sismember(keys.type_denied(agent_type), wid)
-    res = await pipe.execute()
-    admin = AdminState.parse(res[4])
-    last = res[5]
+    admin_slot = batch.slot(pipe.hgetall(keys.worker_admin(wid)))
+    last_slot = batch.slot(pipe.xrevrange(keys.worker_stream(wid), count=1))
+    denied = {t: batch.slot(pipe.sismember(keys.type_denied(t), wid)) for t in replica.agent_types}
+    await batch.execute()
+    admin = AdminState.parse(admin_slot.value)
+    last = last_slot.value
     replica.ctrl_last_id = str(last[0][0]) if last else "0-0"
-    replica.set_denied({t for t, d in zip(replica.agent_types, res[6:], strict=True) if d})
+    replica.set_denied({t for t, slot in denied.items() if slot.value})
     if admin.known_lifecycle is Lifecycle.DRAINING:
         # A drain ends with the replica's exit; a new start of the id is a new replica.
         await ctx.redis.delete(keys.worker_admin(wid))

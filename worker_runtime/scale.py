@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
-from worker_runtime.admin import parse_count
 from worker_runtime.keys import Keys
 from worker_runtime.models import InstanceLease
-from worker_runtime.quota import compute_quota
+from worker_runtime.quota import compute_quota, parse_count
 
 
 @dataclass(frozen=True, slots=True)

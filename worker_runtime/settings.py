@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worker_runtime.keys import Keys, SchemaVersion
 from worker_runtime.models import Role
+from worker_runtime.redact import mask_url
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 
@@ -154,21 +155,6 @@ def argv_password_warning(url: str | None, flag: str = "--redis-url") -> str | N
         f"warning: the password in {flag} is visible to every local user (ps); "
         "use --redis-url-file / BYAI_REDIS_URL_FILE or BYAI_REDIS_PASSWORD_FILE instead"
     )
-
-
-def mask_url(url: str) -> str:
-    """Return ``url`` with any password replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        user = parts.username or ""
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-        netloc = f"{user}:***@{host}{port}" if user else f":***@{host}{port}"
-        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-    except ValueError:
-        return "<unparseable url>"
 
 
 class WorkerSettings(BaseSettings):

@@ -13,7 +13,7 @@ app.conf.broker_connection_retry_on_startup = True
 app.conf.worker_hijack_root_logger = False
 
 
-@app.task(ignore_result=True)  # type: ignore[untyped-decorator]
+@app.task(ignore_result=True)
 def noop() -> None:
     """The no-op task."""
     tick()

@@ -9,7 +9,7 @@ from dramatiq.brokers.redis import RedisBroker
 
 from bench.peers.counter import tick
 
-broker = RedisBroker(url=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"))  # type: ignore[no-untyped-call]
+broker = RedisBroker(url=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"))
 dramatiq.set_broker(broker)
 
 

@@ -16,7 +16,7 @@ from redis.asyncio.cluster import RedisCluster as ClusterClient
 
 from tests.backends import Backend
 from tests.integration.cli_helpers import BYCONSOLE, Result, add_worker, cli_env, run
-from worker_runtime.connection import default_keys
+from worker_runtime.connection import AnyRedis, default_keys
 from worker_runtime.messages import decode_command
 from worker_runtime.models import (
     CommandAction,
@@ -78,7 +78,7 @@ def changed(before: dict[str, Any], after: dict[str, Any]) -> set[str]:
     return {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
 
 
-async def last_command(redis: Redis, stream: str) -> Any:
+async def last_command(redis: AnyRedis, stream: str) -> Any:
     entries: Any = await redis.xrevrange(stream, count=1)
     fields = entries[0][1]
     assert fields["kind"] == "command"
@@ -87,7 +87,7 @@ async def last_command(redis: Redis, stream: str) -> Any:
     return command
 
 
-async def last_audit(redis: Redis) -> dict[str, str]:
+async def last_audit(redis: AnyRedis) -> dict[str, str]:
     entries: Any = await redis.xrevrange(default_keys(redis).audit_stream, count=1)
     fields: dict[str, str] = entries[0][1]
     return fields
@@ -281,7 +281,9 @@ async def test_offline_worker_applies_on_start(fleet: Backend, env: dict[str, st
     assert "offline: it applies this state when it starts" in text.out
 
 
-async def _confirm_when_asked(redis: Redis, worker_id: str, *, exit_instead: bool = False) -> None:
+async def _confirm_when_asked(
+    redis: AnyRedis, worker_id: str, *, exit_instead: bool = False
+) -> None:
     """Play the worker: apply the admin state to the lease (or exit) once it changes."""
     k = default_keys(redis)
     seen = await redis.hget(k.worker_admin(worker_id), "updated_at")

@@ -59,7 +59,7 @@ class CountingRedis:
             pipe.execute = execute  # type: ignore[method-assign]
             return pipe
 
-        client.pipeline = pipeline  # type: ignore[method-assign]
+        client.pipeline = pipeline  # type: ignore[method-assign, assignment]
 
 
 async def test_foreign_v1_workers_snake_camel_offline_malformed(redis: Redis) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from tests.backends import Backend
 from tests.integration.runtime_helpers import eventually, make_instance
+from tests.streams import stream_entries
 from worker_runtime.admin import WorkerManager
 from worker_runtime.instance import WorkerInstance
 from worker_runtime.messages import CONTROL_STREAM_MAXLEN, encode_command
@@ -272,7 +273,7 @@ async def test_failures_retry_then_dead_letter(
     task_id = await Producer(redis).submit("chat", {"fail": True})
     await eventually(lambda: redis.xlen(keys.dead_letter_stream("chat")))
     assert rec.started[task_id] == 3
-    (entry,) = await redis.xrange(keys.dead_letter_stream("chat"))
+    (entry,) = await stream_entries(redis, keys.dead_letter_stream("chat"))
     assert "asked to fail" in entry[1]["error"]
 
     async def failed_in_lease() -> bool:
@@ -339,7 +340,7 @@ async def test_executions_tracked_and_active_jobs_real(
     assert await redis.zcard(keys.worker_active_executions("ex-r0")) == 0
     registry = await redis.hgetall(keys.session_registry("s1"))
     assert registry.get(f"msg_map:{slow}")
-    outputs = await redis.xrange(keys.session_data_stream("s1"))
+    outputs = await stream_entries(redis, keys.session_data_stream("s1"))
     assert outputs and outputs[0][1]["task_id"] == slow
 
 

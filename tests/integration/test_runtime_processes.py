@@ -9,12 +9,11 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-from redis.asyncio import Redis
-
 from tests.backends import Backend
 from tests.handlers import DONE_LIST, STARTED_LIST
 from tests.integration.runtime_helpers import BIN, ROOT, eventually, spawn_worker, stop_process
 from tests.redis_server import env_with
+from worker_runtime.connection import AnyRedis
 from worker_runtime.keys import CONSUMER_GROUP
 
 
@@ -31,8 +30,9 @@ def submit_cli(url: str, agent_type: str, payload: str, count: int) -> str:
     return out.stdout
 
 
-async def _count(redis: Redis, key: str) -> Counter[str]:
-    return Counter(await redis.lrange(key, 0, -1))
+async def _count(redis: AnyRedis, key: str) -> Counter[str]:
+    # The test clients decode responses: every entry is a str.
+    return Counter(str(entry) for entry in await redis.lrange(key, 0, -1))
 
 
 async def test_two_replicas_consume_100_tasks_exactly_once(

@@ -10,11 +10,13 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from tests.backends import Backend
 from tests.integration.runtime_helpers import eventually, make_instance, spawn_worker, stop_process
+from tests.streams import stream_entries
 from worker_runtime.admin import WorkerManager
 from worker_runtime.fencing import add_history_point
 from worker_runtime.instance import WorkerInstance
@@ -290,13 +292,17 @@ async def test_one_scheduler_and_one_collector_for_the_whole_fleet(
         t0 = time.monotonic()
         await asyncio.sleep(5 * every + 0.2)
         window = time.monotonic() - t0
-        entries = await redis.xrange(keys.type_stream("report"))
+        entries = await stream_entries(redis, keys.type_stream("report"))
         periods = [json.loads(fields["data"])["payload"]["period"] for _, fields in entries]
         # One submission per period, consecutive, never twice.
         assert len(periods) == len(set(periods))
         assert periods == list(range(periods[0], periods[0] + len(periods)))
         assert 6 <= len(periods) <= 7  # the first one plus five (or six) periods elapsed
-        points = await redis.zrange(keys.metrics_history, 0, -1, withscores=True)
+        # withscores: (member, score) pairs (redis-py's reply type cannot say so).
+        points = cast(
+            list[tuple[str, float]],
+            await redis.zrange(keys.metrics_history, 0, -1, withscores=True),
+        )
         # One point per interval from the leader only, not one per instance.
         assert len(points) <= (window + 2 * every) / 0.5 + 1
         gaps = [b[1] - a[1] for a, b in itertools.pairwise(points)]
@@ -331,7 +337,7 @@ async def test_janitor_prunes_dead_entries(
 
     await eventually(pruned, timeout=5)
     assert await redis.sismember(keys.workers, "jan-r0")  # the live one stays
-    events = await redis.xrange(keys.audit_stream)
+    events = await stream_entries(redis, keys.audit_stream)
     assert any(e[1]["action"] == "prune" and "ghost" in e[1]["target"] for e in events)
 
 

@@ -17,7 +17,7 @@ DEL, XTRIM or XDEL it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,8 +117,8 @@ async def dump_all(redis: Redis) -> dict[str, Any]:
     """Every key with its type and content: the whole state of the server."""
     state: dict[str, Any] = {}
     async for key in redis.scan_iter(count=1000):
-        kind = await redis.type(key)
-        readers: dict[str, Any] = {
+        kind = str(await redis.type(key))
+        readers: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "string": redis.get,
             "hash": redis.hgetall,
             "set": redis.smembers,
@@ -126,5 +126,5 @@ async def dump_all(redis: Redis) -> dict[str, Any]:
             "list": lambda k: redis.lrange(k, 0, -1),
             "stream": redis.xrange,
         }
-        state[key] = (kind, await readers[str(kind)](key))
+        state[key] = (kind, await readers[kind](key))
     return state

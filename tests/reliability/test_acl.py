@@ -29,6 +29,7 @@ from tests.integration.cli_helpers import BYCONSOLE, add_worker
 from tests.integration.runtime_helpers import BIN, FAST_ENV, ROOT, eventually, stop_process
 from tests.redis_server import env_with
 from tests.reliability.acl import Secured, dump_all, start_secured
+from tests.streams import stream_entries
 from worker_runtime.admin import WorkerManager
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.settings import RedisSettings
@@ -147,7 +148,7 @@ async def test_worker_user_runs_the_whole_runtime(
 
         async def worked() -> bool:
             done = journal.read_text().count("D ") if journal.exists() else 0
-            return (
+            return bool(
                 done >= 12  # 10 tasks + periodic ones
                 and await admin.exists(K.leader_lock)  # elected
                 and await admin.zcard(K.metrics_history) > 0  # the collector wrote
@@ -168,7 +169,7 @@ async def test_worker_user_runs_the_whole_runtime(
     text = log.read_text()
     for bad in ("no permissions", "NOPERM", "Traceback", " ERROR "):
         assert bad not in text, text[-2000:]
-    audit = await admin.xrange(K.audit_stream)
+    audit = await stream_entries(admin, K.audit_stream)
     assert [f["action"] for _, f in audit] == ["drain", "drained"]
 
 

@@ -16,6 +16,7 @@ from redis.asyncio import Redis
 from tests.integration.cli_helpers import BYCONSOLE, add_worker
 from tests.integration.runtime_helpers import eventually, make_instance
 from tests.redis_server import env_with
+from tests.streams import stream_entries
 from worker_runtime.admin import WorkerManager
 from worker_runtime.keys import Keys
 from worker_runtime.models import AuditEvent, Task, now_ms
@@ -65,7 +66,7 @@ def _byconsole(args: list[str], url: str, tmp: Path) -> subprocess.CompletedProc
 
 
 async def _events(redis: Redis) -> list[AuditEvent]:
-    return [AuditEvent.parse(i, f) for i, f in await redis.xrange(K.audit_stream)]
+    return [AuditEvent.parse(i, f) for i, f in await stream_entries(redis, K.audit_stream)]
 
 
 async def test_every_change_is_audited_once_with_every_field(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import annotated_types
 import pytest
@@ -24,8 +24,8 @@ from tests.integration.cli_helpers import BYCONSOLE, add_worker
 from tests.integration.runtime_helpers import BIN, ROOT
 from tests.redis_server import env_with, free_port
 from worker_runtime import cli as runtime_cli
-from worker_runtime.admin import MAX_SCALE
 from worker_runtime.models import Role
+from worker_runtime.quota import MAX_SCALE
 from worker_runtime.settings import RedisSettings, WorkerSettings
 
 NOWHERE = f"redis://127.0.0.1:{free_port()}/0"
@@ -55,9 +55,9 @@ def _bad_values(name: str, info: FieldInfo) -> list[str]:
         if isinstance(meta, annotated_types.Gt):
             values.append(str(meta.gt))
         elif isinstance(meta, annotated_types.Ge):
-            values.append(str(meta.ge - 1))
+            values.append(str(cast(float, meta.ge) - 1))
         elif isinstance(meta, annotated_types.Le):
-            values.append(str(meta.le * 10 + 1))
+            values.append(str(cast(float, meta.le) * 10 + 1))
     if annotation is float:
         values += ["nan", "inf", "-inf"]
     if annotation is bool:

@@ -16,6 +16,7 @@ import pytest
 
 from tests.backends import Backend
 from tests.integration.runtime_helpers import eventually, make_instance
+from tests.streams import stream_entries
 from worker_runtime import admin as admin_module
 from worker_runtime.admin import ActionResult, WorkerManager
 from worker_runtime.connection import create_redis
@@ -116,7 +117,7 @@ async def test_interleaved_commands_end_in_the_newest(
     assert expected is not None
     await eventually(lambda: _agrees(backend, consoles, expected, newest), timeout=10)
     # Every command is in the audit stream with the operator who gave it.
-    events = await consoles[1].redis.xrange(backend.keys.audit_stream)
+    events = await stream_entries(consoles[1].redis, backend.keys.audit_stream)
     operators = [e[1]["operator"] for e in events if e[1]["target"] == WORKER]
     assert sorted(operators) == sorted(["alice@console-a"] * 12 + ["bob@console-b"] * 12)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,7 +122,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tls]:
 
 
 @pytest.fixture
-async def plain(tls: Tls) -> Iterator[Redis]:
+async def plain(tls: Tls) -> AsyncIterator[Redis]:
     client = Redis(port=tls.server.port, decode_responses=True)
     await client.flushall()
     yield client

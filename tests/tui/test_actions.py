@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import functools
+
 from redis.asyncio import Redis
 from textual.widgets import Button, Input, OptionList
 
 from byconsole.screens.confirm import ConfirmScreen
 from byconsole.screens.main import MonitorScreen, OperatorScreen
 from byconsole.screens.prompt import ChoiceScreen, CountScreen
+from byconsole.widgets.keyed_table import KeyedTable
+from tests.streams import hash_fields, stream_entries
 from tests.tui.conftest import KEYS, AppFactory, until, until_async
 
 
 async def _admin(redis: Redis, worker_id: str) -> dict[str, str]:
-    return await redis.hgetall(KEYS.worker_admin(worker_id))  # type: ignore[no-any-return]
+    return await hash_fields(redis, KEYS.worker_admin(worker_id))
 
 
 async def _audit(redis: Redis) -> list[dict[str, str]]:
-    return [fields for _, fields in await redis.xrange(KEYS.audit_stream)]
+    return [fields for _, fields in await stream_entries(redis, KEYS.audit_stream)]
 
 
 def _select(app: object, worker_id: str) -> None:
@@ -116,7 +120,7 @@ async def test_force_evict_and_drain_confirm(
             await pilot.press(key)
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             app.screen.query_one("#confirm", Button).press()
-            await until_async(lambda w=worker_id, lc=lifecycle: _admin_is(redis, w, lc))
+            await until_async(functools.partial(_admin_is, redis, worker_id, lifecycle))
         events = await _audit(redis)
         assert [(e["action"], e["target"], e["details"]) for e in events] == [
             ("force-evict", "w-1", "force"),
@@ -187,7 +191,7 @@ async def test_scale_a_type_from_the_types_view(
         await until(pilot, lambda: main.snapshot is not None and len(main.snapshot.types) == 2)
         await pilot.press("3")
         assert main.active_view == "types"
-        types_table = main.query_one("#types-table")
+        types_table = main.query_one("#types-table", KeyedTable)
         await until(pilot, lambda: types_table.row_count == 2)
         assert types_table.move_to("embed")
         await pilot.press("S")
@@ -220,7 +224,7 @@ async def test_scale_an_instance_from_the_instances_view(
         main = app.main_screen
         await until(pilot, lambda: main.snapshot is not None and main.snapshot.instances)
         await pilot.press("2")
-        table = main.query_one("#instances-table")
+        table = main.query_one("#instances-table", KeyedTable)
         await until(pilot, lambda: table.row_count >= 1)
         table.move_to('["inst-a", "embed"]')
         await pilot.press("S")

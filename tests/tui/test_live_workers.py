@@ -12,6 +12,7 @@ from byconsole.backend import RedisBackend
 from byconsole.screens.confirm import ConfirmScreen
 from tests.backends import Backend
 from tests.integration.runtime_helpers import make_instance
+from tests.streams import stream_entries
 from tests.tui.conftest import until
 from worker_runtime.models import Task
 
@@ -54,7 +55,7 @@ async def test_suspend_then_drain_a_live_worker(backend: Backend) -> None:
             # Drained: the replica finishes, exits and leaves the registry (its row goes).
             await until(pilot, lambda: second not in table.ordered_keys())
             assert not await redis.exists(keys.worker_online(second))
-            audit = [fields for _, fields in await redis.xrange(keys.audit_stream)]
+            audit = [fields for _, fields in await stream_entries(redis, keys.audit_stream)]
             assert [(e["action"], e["target"]) for e in audit][:2] == [
                 ("suspend", first),
                 ("drain", second),

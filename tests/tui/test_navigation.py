@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 from redis.asyncio import Redis
+from textual.app import App
 from textual.command import CommandPalette
+from textual.widget import Widget
 from textual.widgets import Input, Static
 
 from byconsole.app import ConsoleApp
@@ -17,6 +22,15 @@ from tests.tui.conftest import KEYS, AppFactory, until, write_worker
 from tests.tui.fleet_data import HOSTILE_ID, sample_snapshot
 
 
+def _focused(app: App[Any]) -> Widget | None:
+    # Read through a call: mypy would keep ``app.focused`` narrowed across key presses.
+    return app.focused
+
+
+def _palette_open(app: App[Any]) -> bool:
+    return isinstance(app.screen, CommandPalette)
+
+
 async def test_filter_applies_on_enter_and_escape_clears(
     fleet: dict[str, list[str]], make_app: AppFactory
 ) -> None:
@@ -26,12 +40,12 @@ async def test_filter_applies_on_enter_and_escape_clears(
         await until(pilot, lambda: view.table.row_count == 3)
         await pilot.press("slash")
         filter_input = view.query_one("#filter", Input)
-        assert app.focused is filter_input
+        assert _focused(app) is filter_input
         await pilot.press(*"embed")
         assert view.table.row_count == 3  # typing alone does not filter
         await pilot.press("enter")
         assert view.table.ordered_keys() == ["w-2", "w-3"]
-        assert app.focused is view.table
+        assert _focused(app) is view.table
         await pilot.pause(0.5)  # refreshes keep the filter
         assert view.table.ordered_keys() == ["w-2", "w-3"]
         await pilot.press("escape")
@@ -121,11 +135,13 @@ async def test_confirm_dialog_survives_a_refresh(
         await pilot.press("d")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         dialog = app.screen
+        assert isinstance(dialog, ConfirmScreen)
         snapshot = app.snapshot
         assert snapshot is not None
         app.post_message(ConsoleApp.FleetUpdated(snapshot))  # a refresh arriving late
         await pilot.pause(0.2)
-        assert app.screen is dialog
+        still_open = app.screen is dialog  # (an ``is`` in the assert would widen ``dialog``)
+        assert still_open
         assert app.focused is not None and app.focused.id == "cancel"
         assert dialog.targets == ["w-3"]
 
@@ -183,7 +199,7 @@ async def test_palette_lists_actions_only_when_bound() -> None:
     for app, expect_actions in ((operator, True), (monitor, False)):
         async with app.run_test(size=(120, 36)) as pilot:
             await pilot.press("ctrl+p")
-            await until(pilot, lambda a=app: isinstance(a.screen, CommandPalette))
+            await until(pilot, functools.partial(_palette_open, app))
             titles = [c.title for c in ConsoleCommands(app.screen).commands()]
             assert ("Suspend (s)" in titles) is expect_actions
             assert ("Force evict (E)" in titles) is expect_actions

@@ -38,7 +38,7 @@ async def test_outage_is_shown_and_recovers_without_restart(
         await until(pilot, lambda: header.connected is False)
         assert header.error  # the reason is on screen
         assert "s3cret-pw" not in header.error
-        rendered = str(header.render().renderables[0])  # type: ignore[attr-defined]
+        rendered = str(header.render().renderables[0])
         assert "DISCONNECTED" in rendered
         # The last good data stays, marked stale; input still works.
         assert table.ordered_keys() == ["w-1"]

@@ -1,11 +1,80 @@
-"""The quota rule every instance and the console share."""
+"""The replica-count rules every instance, the reader and the console share."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker_runtime.quota import compute_quota, compute_quotas
+from worker_runtime.quota import (
+    MAX_SCALE,
+    check_scale_count,
+    compute_quota,
+    compute_quotas,
+    parse_count,
+    parse_count_any,
+)
+
+
+@pytest.mark.parametrize("count", [0, 1, MAX_SCALE])
+def test_scale_counts_in_bounds_are_accepted(count: int) -> None:
+    check_scale_count(count)
+
+
+@pytest.mark.parametrize(
+    ("count", "message"),
+    [
+        (-1, f"scale count -1 is out of range: 0 to {MAX_SCALE}"),
+        (MAX_SCALE + 1, f"scale count {MAX_SCALE + 1} is out of range: 0 to {MAX_SCALE}"),
+        (True, f"scale count must be a whole number from 0 to {MAX_SCALE}"),
+        (2.0, f"scale count must be a whole number from 0 to {MAX_SCALE}"),
+    ],
+)
+def test_scale_counts_out_of_bounds_name_the_bound(count: Any, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        check_scale_count(count)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("raw", "count"),
+    [
+        ("3", 3),
+        ("0", 0),
+        (7, 7),
+        (str(MAX_SCALE), MAX_SCALE),
+        (str(MAX_SCALE + 1), None),
+        ("-1", None),
+        ("1.5", None),
+        ("", None),
+        (None, None),
+        ("x", None),
+    ],
+)
+def test_stored_counts_outside_the_bounds_read_as_none(raw: object, count: int | None) -> None:
+    assert parse_count(raw) == count
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        ("12", 12),
+        (12, 12),
+        (10**9, 10**9),
+        (0, 0),
+        (-1, None),
+        (True, None),
+        (None, None),
+        ("x", None),
+        ([1], None),
+    ],
+)
+def test_counters_are_non_negative_integers_without_an_upper_bound(
+    raw: Any, value: int | None
+) -> None:
+    assert parse_count_any(raw) == value
 
 
 def test_even_split_remainder_to_first_sorted_ids() -> None:

@@ -9,13 +9,13 @@ import pytest
 
 from worker_runtime.keys import Keys
 from worker_runtime.models import Role
+from worker_runtime.redact import mask_url
 from worker_runtime.settings import (
     DEFAULT_REDIS_URL,
     ConfigError,
     RedisSettings,
     WorkerSettings,
     load,
-    mask_url,
 )
 
 # -- Redis URL precedence: flag > BYAI_REDIS_URL > REDIS_URL > default -------------------

@@ -1,8 +1,10 @@
 """Regenerate ``screenshots/*.svg`` from the live demo fleet.
 
-``python -m byconsole.screenshots screenshots`` (``make screenshots``) starts the demo
+``python tools/screenshots.py screenshots`` (``make screenshots``) starts the demo
 fleet, lets it run for a few seconds so queues, executions and metrics exist, then
 drives the console headless: every view at 120x36, and the workers view at 80x24.
+
+A repository tool, not part of the shipped ``byconsole`` package (operators never run it).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ async def take(out_dir: Path, warmup: float = 8.0) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: the output directory."""
-    parser = argparse.ArgumentParser(prog="python -m byconsole.screenshots")
+    parser = argparse.ArgumentParser(prog="tools/screenshots.py")
     parser.add_argument("out_dir", nargs="?", default="screenshots")
     parser.add_argument("--warmup", type=float, default=8.0, help="seconds of demo traffic first")
     args = parser.parse_args(argv)
