@@ -22,11 +22,12 @@ from byconsole import headless
 from byconsole.config import Context, default_config_path, load_config, resolve_settings
 from byconsole.config import select_context as pick_context
 from byconsole.text import safe_text
-from worker_runtime.admin import UnknownWorkerError
+from worker_runtime.admin import CommandLostError, UnknownWorkerError
 from worker_runtime.connection import create_redis, redis_error_line
+from worker_runtime.names import InvalidNameError, check_agent_type, check_utf8, check_worker_id
 from worker_runtime.quota import MAX_SCALE
 from worker_runtime.redact import one_line, redact
-from worker_runtime.settings import ConfigError, RedisSettings
+from worker_runtime.settings import ConfigError, RedisSettings, argv_password_warning
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -54,6 +55,23 @@ def _positive_float(text: str) -> float:
     if not 0 < value <= 3600:
         raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 and at most 3600")
     return value
+
+
+def _checked(check: Callable[[str], str]) -> Callable[[str], str]:
+    """An argparse ``type`` that validates a name where it enters (issue 11 item 13)."""
+
+    def parse(text: str) -> str:
+        try:
+            return check(text)
+        except InvalidNameError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+_AGENT_TYPE = _checked(check_agent_type)
+_WORKER_ID = _checked(check_worker_id)
+_ANY_ID = _checked(lambda text: check_utf8("worker id", text))
 
 
 def _refresh(text: str) -> float:
@@ -89,7 +107,7 @@ _FORMATTER = argparse.RawDescriptionHelpFormatter
 _MAIN_EPILOG = """\
 examples:
   byconsole                                   live console (Redis from BYAI_REDIS_URL / REDIS_URL)
-  byconsole --redis-url rediss://ops:PASS@redis:6380/0 --read-only
+  byconsole --redis-url-file /run/secrets/redis-url --read-only
   byconsole --context prod                    an endpoint from the config file
   byconsole --demo                            a small live fleet on an embedded Redis
   byconsole --snapshot --min-online chat=2 --fail-on stale,evicted --max-depth 1000
@@ -110,6 +128,12 @@ def _common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     default: object = argparse.SUPPRESS if suppress else None
     parser.add_argument(
         "--redis-url", metavar="URL", default=default, help="Redis URL (password never shown)"
+    )
+    parser.add_argument(
+        "--redis-url-file",
+        metavar="PATH",
+        default=default,
+        help="read the Redis URL from a file (keeps a password out of ps)",
     )
     parser.add_argument(
         "--context", metavar="NAME", default=default, help="a named endpoint of the config file"
@@ -252,7 +276,7 @@ def build_parser() -> _Parser:
         "byconsole worker info worker-01",
         parents,
     )
-    p.add_argument("worker_id", metavar="ID")
+    p.add_argument("worker_id", metavar="ID", type=_ANY_ID)
     _json_flag(p)
     p.set_defaults(handler="worker_info", write=False)
     for name, help_text in (
@@ -264,7 +288,8 @@ def build_parser() -> _Parser:
     ):
         example = f'byconsole worker {name} worker-01 --reason "maintenance window"'
         p = _sub(wsub, name, help_text, example, parents)
-        p.add_argument("worker_id", metavar="ID")
+        # forget must still reach oddly named entries other runtimes registered.
+        p.add_argument("worker_id", metavar="ID", type=_ANY_ID if name == "forget" else _WORKER_ID)
         _write_flags(p, wait=name != "forget")
         if name in ("evict", "forget"):
             force_help = (
@@ -287,8 +312,8 @@ def build_parser() -> _Parser:
         ("allow", "lift a deny"),
     ):
         p = _sub(tsub, name, help_text, f"byconsole type {name} chat worker-01", parents)
-        p.add_argument("agent_type", metavar="T")
-        p.add_argument("worker_id", metavar="ID")
+        p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
+        p.add_argument("worker_id", metavar="ID", type=_WORKER_ID)
         _write_flags(p)
         p.add_argument(
             "--force", action="store_true", help="even for a type no worker declares yet"
@@ -303,7 +328,7 @@ def build_parser() -> _Parser:
         "byconsole scale chat 6   |   byconsole scale chat 2 --instance host-a:4242",
         parents,
     )
-    p.add_argument("agent_type", metavar="T")
+    p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
     p.add_argument("count", metavar="N", type=_count, help=f"replicas, 0 to {MAX_SCALE}")
     p.add_argument("--instance", metavar="ID", help="pin this instance to exactly N replicas")
     p.add_argument(
@@ -481,7 +506,11 @@ def _main(argv: list[str]) -> int:
             )
         selected = pick_context(config, args.context)
         context_name, context = selected if selected else (None, None)
-        settings = resolve_settings(args.redis_url, context)
+        settings = resolve_settings(args.redis_url, context, redis_url_file=args.redis_url_file)
+        # After validation: a rejected URL is one error line, not a warning plus one.
+        warning = argv_password_warning(args.redis_url)
+        if warning:
+            _say(warning, prefix="byconsole: ")
         read_only = bool(args.read_only or (context and context.read_only))
 
         if args.demo:
@@ -506,7 +535,12 @@ def _main(argv: list[str]) -> int:
             message = message.replace("BYAI_REDIS_URL/REDIS_URL", "--redis-url")
         _say(_scrub(message, settings))
         return EXIT_ERROR
-    except (headless.NotFoundError, headless.RefusedError, UnknownWorkerError) as exc:
+    except (
+        headless.NotFoundError,
+        headless.RefusedError,
+        UnknownWorkerError,
+        CommandLostError,
+    ) as exc:
         _say(str(exc.args[0] if exc.args else exc), prefix="byconsole: ")
         return EXIT_FAILED
     except ValueError as exc:  # e.g. a scale count out of bounds

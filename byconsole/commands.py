@@ -355,6 +355,7 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
     ]
     lagging = unconverged(after, agent_type, instance)
     state = "converged" if not lagging else ("timeout" if args.wait else "pending")
+    notes = {i.instance_id: i.scale_note for i in after.instances if i.scale_note}
     if args.json:
         print_json(
             {
@@ -370,6 +371,7 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
                 "latency_s": latency,
                 "quotas": {i.instance_id: i.quota.get(agent_type) for i in serving},
                 "replicas": {i.instance_id: i.replicas.get(agent_type, 0) for i in serving},
+                "notes": notes,
             }
         )
     else:
@@ -400,6 +402,11 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
                 Text(
                     f"    {safe_text(i.instance_id, 80)}: {i.replicas.get(agent_type, 0)} running"
                     + ("" if quota is None else f", quota {quota}")
+                    + (
+                        f" ({safe_text(notes[i.instance_id], 200)})"
+                        if i.instance_id in notes
+                        else ""
+                    )
                 ),
             )
     if state == "timeout":

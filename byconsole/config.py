@@ -42,6 +42,7 @@ ENDPOINT_ENV = (
     "REDIS_MODE",
     "REDIS_HOST",
     "REDIS_PORT",
+    "BYAI_REDIS_URL_FILE",
 )
 """Environment variables that name an endpoint (any of them overrides a context's)."""
 
@@ -158,6 +159,7 @@ def resolve_settings(
     redis_url: str | None,
     context: Context | None,
     env: Mapping[str, str] | None = None,
+    redis_url_file: str | None = None,
 ) -> RedisSettings:
     """Redis settings with flag > environment > context > default.
 
@@ -165,15 +167,16 @@ def resolve_settings(
         redis_url: the ``--redis-url`` flag.
         context: the selected context, if any.
         env: the environment (``os.environ`` by default).
+        redis_url_file: the ``--redis-url-file`` flag (a file holding the URL).
 
     Raises:
         ConfigError: a setting is invalid (the message never holds a password).
     """
     env = os.environ if env is None else env
-    overrides: dict[str, Any] = {"url": redis_url}
+    overrides: dict[str, Any] = {"url": redis_url, "url_file": redis_url_file}
     if context is not None:
         endpoint_from_env = any(env.get(name) for name in ENDPOINT_ENV)
-        if redis_url is None and not endpoint_from_env:
+        if redis_url is None and redis_url_file is None and not endpoint_from_env:
             overrides["url"] = context.url
             overrides["cluster_host"] = context.cluster_host
             if context.cluster_port is not None and not env.get("REDIS_CLUSTER_PORT"):

@@ -372,7 +372,9 @@ def _replicas(instance: InstanceView) -> str:
         have = instance.replicas.get(t, 0)
         want = instance.quota.get(t)
         parts.append(f"{t} {have}" + ("" if want is None else f"/{want}"))
-    return ", ".join(parts) or "-"
+    text = ", ".join(parts) or "-"
+    # The instance's own reason a quota is not met (an evicted id skipped, ...).
+    return f"{text} ({instance.scale_note})" if instance.scale_note else text
 
 
 INSTANCE_COLUMNS = (

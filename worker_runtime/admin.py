@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
-from worker_runtime.audit import add_audit, audit_fields, default_operator
+from worker_runtime.audit import add_audit, audit_fields, default_operator, redis_user
 from worker_runtime.connection import default_keys
 from worker_runtime.keys import Keys
 from worker_runtime.messages import (
@@ -47,23 +47,44 @@ from worker_runtime.models import (
     Lifecycle,
     now_ms,
 )
+from worker_runtime.names import check_agent_type, check_utf8, check_worker_id
 
 # The replica-count rules live in worker_runtime.quota; re-exported for existing callers.
 from worker_runtime.quota import MAX_SCALE as MAX_SCALE
 from worker_runtime.quota import check_scale_count as check_scale_count
 from worker_runtime.quota import parse_count as parse_count
 
-# Write the admin hash unless it holds a newer ``updated_at``. On a tie the later write
-# wins, as a plain HSET would; workers then follow the hash (Replica.apply_admin).
-_SET_ADMIN_IF_NOT_OLDER = """
+# Stamp and write the admin hash with Redis's clock, never a console's: consoles with
+# skewed clocks must not order each other's commands (one an hour ahead used to block
+# every later command for an hour). The stamp is also strictly above the stored one,
+# so the latest write always wins and its stamp is what the worker confirms.
+_STAMP = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local current = tonumber(redis.call('HGET', KEYS[1], 'updated_at'))
-if current and tonumber(ARGV[1]) < current then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'lifecycle', ARGV[2], 'reason', ARGV[3],
-           'updated_at', ARGV[1], 'updated_by', ARGV[4])
-return 1
+if current and now <= current then now = current + 1 end
 """
+
+_SET_ADMIN = (
+    _STAMP
+    + """
+redis.call('HSET', KEYS[1], 'lifecycle', ARGV[1], 'reason', ARGV[2],
+           'updated_at', now, 'updated_by', ARGV[3])
+return now
+"""
+)
+
+_CLEAR_ADMIN = (
+    _STAMP
+    + """
+redis.call('DEL', KEYS[1])
+return now
+"""
+)
+
+
+class CommandLostError(RuntimeError):
+    """The admin hash did not take a command (it was refused or overtaken)."""
 
 
 class UnknownWorkerError(LookupError):
@@ -117,6 +138,9 @@ class ActionResult:
         """Whether waiting for the worker's confirmation can ever succeed."""
         return self.confirmation is not Confirmation.NONE
 
+    written_at: float = field(default_factory=time.monotonic, compare=False)
+    """This process's monotonic time of the write (latency without comparing clocks)."""
+
 
 class WorkerManager:
     """Programmatic control of workers; works whether or not the worker is online.
@@ -135,6 +159,7 @@ class WorkerManager:
         self.redis = redis
         self.keys = keys or default_keys(redis)
         self.operator = operator or default_operator()
+        self._redis_user: str | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -166,7 +191,7 @@ class WorkerManager:
     ) -> ActionResult:
         """Delete the admin state (the worker returns to the default, active)."""
         target = await self._require_known(worker_id)
-        ts = now_ms()
+        ts = _stamp(await self.redis.eval(_CLEAR_ADMIN, 1, self.keys.worker_admin(worker_id)))
         command = Command(
             action=CommandAction.LIFECYCLE,
             lifecycle=Lifecycle.ACTIVE,
@@ -175,14 +200,13 @@ class WorkerManager:
             updated_by=self.operator,
         )
         pipe = self.redis.pipeline(transaction=False)
-        pipe.delete(self.keys.worker_admin(worker_id))
         pipe.srem(self.keys.admin_workers, worker_id)
         # by-framework's clear pushes nothing; a resume tells a live worker at once.
         _push(pipe, self.keys.worker_stream(worker_id), command, target.lease)
         pipe.exists(self.keys.worker_online(worker_id))
-        add_audit(pipe, self.keys, audit_fields(self.operator, "clear", worker_id, reason))
+        add_audit(pipe, self.keys, await self._audit_fields("clear", worker_id, reason))
         res = await pipe.execute()
-        return target.result(worker_id, "clear", ts, bool(res[3]), pushed=True)
+        return target.result(worker_id, "clear", ts, bool(res[2]), pushed=True)
 
     async def _set_lifecycle(
         self,
@@ -196,7 +220,19 @@ class WorkerManager:
         target = await self._require_known(worker_id)
         if lifecycle is Lifecycle.DRAINING:
             target.require(Capability.DRAIN, worker_id, _DRAIN_REFUSED)
-        ts = now_ms()
+        # Round trip 1: the admin hash, stamped by Redis (the push needs the stamp). A
+        # refused write (out of memory, a read-only replica) raises here, before the
+        # routing or anything else changed.
+        ts = _stamp(
+            await self.redis.eval(
+                _SET_ADMIN,
+                1,
+                self.keys.worker_admin(worker_id),
+                lifecycle.value,
+                reason or "",
+                self.operator,
+            )
+        )
         command = Command(
             action=CommandAction.LIFECYCLE,
             lifecycle=lifecycle,
@@ -207,17 +243,6 @@ class WorkerManager:
         )
         pipe = self.redis.pipeline(transaction=False)
         pipe.exists(self.keys.worker_online(worker_id))
-        # Conditional: a command stamped earlier that reaches Redis later (two consoles,
-        # a slow link) must not roll the admin state back under a newer one.
-        pipe.eval(
-            _SET_ADMIN_IF_NOT_OLDER,
-            1,
-            self.keys.worker_admin(worker_id),
-            str(ts),
-            lifecycle.value,
-            reason or "",
-            self.operator,
-        )
         # by-framework's admin-state index: keeps the worker listed once it leaves the
         # registry (a by-framework worker removes itself when evicted).
         pipe.sadd(self.keys.admin_workers, worker_id)
@@ -231,10 +256,12 @@ class WorkerManager:
             # admin restores the membership at once (denylist respected), so do we.
             for agent_type in await self._routable_again(worker_id, target.agent_types):
                 pipe.sadd(self.keys.type_workers(agent_type), worker_id)
-        # The lease stays: the worker drops it itself when it complies (SPEC section 10:
-        # deleting it would fake a confirmation, and a live worker re-creates it).
+        # The lease stays, forced or not: the worker drops it itself when it complies
+        # (SPEC section 10: deleting it would fake a confirmation, and a live worker
+        # re-creates it). A graceful eviction keeps it until the running tasks finish,
+        # so nobody takes them for dead; a forced one hands them back as it cancels.
         details = "force" if force else ""
-        add_audit(pipe, self.keys, audit_fields(self.operator, action, worker_id, reason, details))
+        add_audit(pipe, self.keys, await self._audit_fields(action, worker_id, reason, details))
         res = await pipe.execute()
         return target.result(worker_id, action, ts, bool(res[0]), pushed=True)
 
@@ -255,6 +282,8 @@ class WorkerManager:
     async def _deny_allow(
         self, agent_type: str, worker_id: str, action: CommandAction, reason: str | None
     ) -> ActionResult:
+        check_agent_type(agent_type)
+        check_worker_id(worker_id)
         ts = now_ms()
         command = Command(
             action=action,
@@ -280,7 +309,7 @@ class WorkerManager:
         add_audit(
             pipe,
             self.keys,
-            audit_fields(self.operator, action.value, worker_id, reason, f"type={agent_type}"),
+            await self._audit_fields(action.value, worker_id, reason, f"type={agent_type}"),
         )
         res = await pipe.execute()
         # The lease reports applied denials, not an admin_applied_at: nothing to wait on.
@@ -315,6 +344,9 @@ class WorkerManager:
         self, agent_type: str, instance_id: str | None, count: int, reason: str | None
     ) -> ActionResult:
         check_scale_count(count)
+        check_agent_type(agent_type)
+        if instance_id is not None:
+            check_worker_id(instance_id)
         ts = now_ms()
         command = Command(
             action=CommandAction.RESCALE,
@@ -336,7 +368,7 @@ class WorkerManager:
         pipe.sadd(self.keys.agent_types, agent_type)
         _push(pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN)
         add_audit(
-            pipe, self.keys, audit_fields(self.operator, "scale", target, reason, f"count={count}")
+            pipe, self.keys, await self._audit_fields("scale", target, reason, f"count={count}")
         )
         await pipe.execute()
         return ActionResult(target, "scale", ts, True)
@@ -389,9 +421,9 @@ class WorkerManager:
             lease = await self.get_lease(result.worker_id)
             if result.action in ("evict", "force-evict"):
                 if lease is None:
-                    return max(0.0, (now_ms() - result.updated_at) / 1000)
+                    return max(0.0, time.monotonic() - result.written_at)
             elif lease is not None and (lease.admin_applied_at or 0) >= result.updated_at:
-                return max(0.0, (now_ms() - result.updated_at) / 1000)
+                return max(0.0, time.monotonic() - result.written_at)
             if time.monotonic() >= deadline:
                 return None
             await asyncio.sleep(poll)
@@ -409,6 +441,7 @@ class WorkerManager:
         Raises:
             WorkerOnlineError: the worker still holds a lease and ``force`` is False.
         """
+        check_utf8("worker id", worker_id)
         if not await self.worker_exists(worker_id):
             return False
         if not force and await self.redis.exists(self.keys.worker_online(worker_id)):
@@ -422,9 +455,17 @@ class WorkerManager:
         for agent_type in types:
             pipe.srem(self.keys.type_workers(agent_type), worker_id)
             pipe.srem(self.keys.type_denied(agent_type), worker_id)
-        add_audit(pipe, self.keys, audit_fields(self.operator, "forget", worker_id, reason))
+        add_audit(pipe, self.keys, await self._audit_fields("forget", worker_id, reason))
         await pipe.execute()
         return True
+
+    async def _audit_fields(
+        self, action: str, target: str, reason: str | None, details: str = ""
+    ) -> dict[str, Any]:
+        """An audit entry naming the OS user and the Redis ACL user (asked once)."""
+        if self._redis_user is None:
+            self._redis_user = await redis_user(self.redis)
+        return audit_fields(self.operator, action, target, reason, details, self._redis_user)
 
     async def _routable_again(self, worker_id: str, agent_types: set[str]) -> list[str]:
         """The declared types ``worker_id`` is not denied for."""
@@ -443,6 +484,7 @@ class WorkerManager:
         Known: in the registry, holding a lease, or in the admin-state index (an
         evicted by-framework worker has left the registry but stays resumable).
         """
+        check_worker_id(worker_id)
         pipe = self.redis.pipeline(transaction=False)
         pipe.sismember(self.keys.workers, worker_id)
         pipe.get(self.keys.worker_online(worker_id))
@@ -457,7 +499,7 @@ class WorkerManager:
     async def audit(self, action: str, target: str, reason: str | None, details: str = "") -> None:
         """Append an audit entry for an action performed outside this class."""
         pipe = self.redis.pipeline(transaction=False)
-        add_audit(pipe, self.keys, audit_fields(self.operator, action, target, reason, details))
+        add_audit(pipe, self.keys, await self._audit_fields(action, target, reason, details))
         await pipe.execute()
 
 
@@ -540,3 +582,14 @@ def _push(
     else:
         fields = encode_command(command)
     pipe.xadd(stream, fields, maxlen=maxlen, approximate=True)
+
+
+def _stamp(reply: Any) -> int:
+    """The Redis-clock stamp a script returned; a refusal is never reported as applied."""
+    try:
+        ts = int(reply)
+    except (TypeError, ValueError):
+        ts = 0
+    if ts <= 0:
+        raise CommandLostError("Redis did not record the command; nothing was changed")
+    return ts

@@ -1,4 +1,11 @@
-"""The audit stream: who did what to whom, when and why."""
+"""The audit stream: who did what to whom, when and why.
+
+The operator name comes from the OS (``$USER@host``), which anyone can set; each entry
+therefore also records the Redis ACL user of the connection that wrote it (``ACL
+WHOAMI``), which Redis authenticated. With the documented ACL rules operators and
+workers may only append to the stream (``XADD`` with ``MAXLEN``, so the cap needs no
+``XTRIM``), never delete or trim it.
+"""
 
 from __future__ import annotations
 
@@ -21,13 +28,32 @@ def default_operator() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
+UNKNOWN_REDIS_USER = "?"
+"""Recorded when the server would not say (an ACL user without ``ACL WHOAMI``)."""
+
+
+async def redis_user(redis: Any) -> str:
+    """The ACL user this client is authenticated as (``default`` without ACLs)."""
+    try:
+        name = await redis.acl_whoami()
+    except Exception:
+        return UNKNOWN_REDIS_USER
+    return str(name) if name else UNKNOWN_REDIS_USER
+
+
 def audit_fields(
-    operator: str, action: str, target: str, reason: str | None = None, details: str = ""
+    operator: str,
+    action: str,
+    target: str,
+    reason: str | None = None,
+    details: str = "",
+    redis_user: str = "",
 ) -> dict[str, Any]:
     """The flat field map of one audit entry."""
     return {
         "ts": now_ms(),
         "operator": operator,
+        "redis_user": redis_user,
         "action": action,
         "target": target,
         "reason": reason or "",

@@ -1,8 +1,11 @@
 """``worker-runtime``: run a handler as a managed worker, or submit tasks.
 
     worker-runtime run MODULE:CALLABLE --type T [--type T2] [--replicas N] [--instance ID]
-                   [--role all|leader|consumer] [--concurrency N] [--redis-url URL]
-    worker-runtime submit TYPE JSON [--count N] [--worker ID] [--redis-url URL]
+                   [--role all|leader|consumer] [--concurrency N] [--redis-url-file PATH]
+    worker-runtime submit TYPE JSON [--count N] [--worker ID] [--redis-url-file PATH]
+
+A password belongs in a file (``--redis-url-file`` / ``BYAI_REDIS_URL_FILE``, or
+``BYAI_REDIS_PASSWORD_FILE``), not on the command line where ``ps`` shows it.
 
 Exit codes: 0 success, 1 the target does not exist / nobody can take the task,
 2 usage error or Redis unreachable, 3 a worker stopped because one of its core loops
@@ -25,10 +28,17 @@ from typing import Any, NoReturn
 from worker_runtime.connection import REDIS_ERRORS, create_redis, redis_error_line
 from worker_runtime.context import Handler
 from worker_runtime.instance import WorkerInstance
+from worker_runtime.names import InvalidNameError
 from worker_runtime.producer import NoOnlineWorkerError, Producer
 from worker_runtime.registry import WorkerIdInUseError
 from worker_runtime.scheduler import parse_periodic
-from worker_runtime.settings import ConfigError, RedisSettings, WorkerSettings, load
+from worker_runtime.settings import (
+    ConfigError,
+    RedisSettings,
+    WorkerSettings,
+    argv_password_warning,
+    load,
+)
 
 PROG = "worker-runtime"
 
@@ -80,6 +90,9 @@ def build_parser() -> OneLineParser:
     run.add_argument("--role", help="all (default), leader or consumer")
     run.add_argument("--concurrency", type=_positive("--concurrency", 10_000))
     run.add_argument("--redis-url", help="default: BYAI_REDIS_URL, REDIS_URL, localhost")
+    run.add_argument(
+        "--redis-url-file", metavar="PATH", help="read the URL from a file (keeps passwords off ps)"
+    )
     run.add_argument("--app-version", help="shown in the console")
     run.add_argument(
         "--periodic",
@@ -103,6 +116,9 @@ def build_parser() -> OneLineParser:
         "--require-online", action="store_true", help="fail unless an online worker serves it"
     )
     submit.add_argument("--redis-url", help="default: BYAI_REDIS_URL, REDIS_URL, localhost")
+    submit.add_argument(
+        "--redis-url-file", metavar="PATH", help="read the URL from a file (keeps passwords off ps)"
+    )
     submit.add_argument(
         "--wait",
         action="store_true",
@@ -234,7 +250,10 @@ def run(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     # Every setting is validated before any connection is attempted.
-    redis_settings = load(RedisSettings, url=args.redis_url)
+    redis_settings = load(RedisSettings, url=args.redis_url, url_file=args.redis_url_file)
+    warning = argv_password_warning(args.redis_url)
+    if warning:  # once, after validation (a rejected URL is a single error line)
+        print(f"{PROG}: {warning}", file=sys.stderr)
     if args.command == "submit":
         return asyncio.run(_submit(args, redis_settings))
     settings = load(
@@ -261,7 +280,7 @@ def run(argv: list[str] | None = None) -> int:
     if instance.failure is not None:
         print(f"{PROG}: stopped: {instance.failure}", file=sys.stderr)
         return 3
-    return 0
+    return 1 if instance.failed else 0
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -273,7 +292,7 @@ def run_safely(argv: list[str] | None = None) -> int:
     """:func:`run` with every expected failure turned into one line and an exit code."""
     try:
         return run(argv)
-    except (UsageError, ConfigError) as exc:
+    except (UsageError, ConfigError, InvalidNameError) as exc:
         print(f"{PROG}: {exc}" if not str(exc).startswith(PROG) else str(exc), file=sys.stderr)
         return 2
     except REDIS_ERRORS as exc:

@@ -18,6 +18,8 @@ from redis.exceptions import (
     AuthenticationError,
     InvalidResponse,
     NoPermissionError,
+    OutOfMemoryError,
+    ReadOnlyError,
     RedisClusterException,
     RedisError,
 )
@@ -84,13 +86,13 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
     check_tls_files(settings)
     tls = _tls_options(settings)
     if settings.cluster:
-        from urllib.parse import urlsplit
+        from urllib.parse import unquote, urlsplit
 
         parts = urlsplit(settings.url)
         if parts.username:
-            common["username"] = parts.username
+            common["username"] = unquote(parts.username)
         if parts.password:
-            common["password"] = parts.password
+            common["password"] = unquote(parts.password)
         if not retries:
             # redis-py's cluster client rediscovers the slot map only when it retries: with
             # no retry, pipelines (all the fleet reader sends) keep going to a failed
@@ -177,6 +179,59 @@ def acl_refusal(exc: BaseException) -> str | None:
     return f"the Redis ACL user may not {what}"
 
 
+_OOM = "Redis is out of memory (maxmemory); it refuses writes until memory is freed"
+_READ_ONLY = "this is a read-only replica: point the URL at the primary"
+
+# Redis error prefixes -> the reason, first, in the operator's words.
+_SERVER_REASONS = (
+    ("OOM", _OOM),
+    ("READONLY", _READ_ONLY),
+    ("LOADING", "Redis is loading its data set; retry in a moment"),
+    ("BUSY", "Redis is busy running a script (SCRIPT KILL or wait)"),
+    ("MASTERDOWN", "the replica lost its primary"),
+    ("CLUSTERDOWN", "the cluster is down (slots not served)"),
+    ("MISCONF", "Redis cannot persist to disk and refuses writes (MISCONF)"),
+    ("NOAUTH", "Redis requires a password"),
+    ("WRONGPASS", "Redis refused the user name or password"),
+)
+
+_PIPELINE_PREFIX = re.compile(r"^Command # \d+ \(.*?\) of pipeline caused error: ", re.S)
+_SCRIPT_TAIL = re.compile(r"\s*script: \S+, on @user_script:\d+\.?", re.S)
+
+
+def describe_redis_error(exc: BaseException) -> str:
+    """One line for a Redis error: the reason first, never Lua source or pipeline dumps.
+
+    redis-py prefixes a pipeline's error with the failed command, which for ``EVAL``
+    is the whole script ("Command # 2 (EVAL local t = ...) of pipeline caused error");
+    scripts add "script: <sha>, on @user_script:3". Both are dropped; known server
+    refusals (OOM, READONLY ...) become the operator's words.
+    """
+    refusal = acl_refusal(exc)
+    if refusal:
+        return refusal
+    return known_refusal(exc) or _clean(exc)[:300] or type(exc).__name__
+
+
+def _clean(exc: BaseException) -> str:
+    return " ".join(_SCRIPT_TAIL.sub("", _PIPELINE_PREFIX.sub("", str(exc))).split())
+
+
+def known_refusal(exc: BaseException) -> str | None:
+    """The operator's words for a server refusal with a known cause (OOM, READONLY ...)."""
+    # redis-py strips the code for these two and raises its own classes.
+    if isinstance(exc, OutOfMemoryError) or "used memory > 'maxmemory'" in str(exc):
+        return _OOM
+    if isinstance(exc, ReadOnlyError) or "read only replica" in str(exc):
+        return _READ_ONLY
+    text = _clean(exc)
+    # A script's error may wrap the server's: "Error ... user_script:3: OOM ...".
+    for code, reason in _SERVER_REASONS:
+        if text.startswith(code) or f": {code} " in text or f" {code} command not allowed" in text:
+            return reason
+    return None
+
+
 def _tls_options(settings: RedisSettings) -> dict[str, Any]:
     opts: dict[str, Any] = {}
     if settings.cluster and not settings.url.startswith("rediss://"):
@@ -193,6 +248,19 @@ def _tls_options(settings: RedisSettings) -> dict[str, Any]:
         opts["ssl_cert_reqs"] = ssl.CERT_NONE
         opts["ssl_check_hostname"] = False
     return opts
+
+
+async def redis_now_ms(client: Redis | RedisCluster) -> int:
+    """Redis's clock in milliseconds (``TIME``): the one clock every process shares.
+
+    Used wherever two processes compare times (the janitor's offline ages, for one),
+    so a process whose own clock is skewed cannot act early or never.
+    """
+    reply: Any = await client.time()
+    if isinstance(reply, dict):  # a cluster client may answer per node
+        reply = next(iter(reply.values()))
+    seconds, micros = reply
+    return int(seconds) * 1000 + int(micros) // 1000
 
 
 def is_cluster(client: Redis | RedisCluster) -> bool:
@@ -247,4 +315,9 @@ def redis_error_line(
     if isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
         hint = tls_hint(exc)
         return f"cannot reach {where}: {detail}" + (f" ({hint})" if hint else "")
-    return f"{where}: {detail}"
+    # Redis answered and refused: a known reason comes first (out of memory, read-only
+    # replica ...); never a script or pipeline dump.
+    known = known_refusal(exc)
+    if known:
+        return f"{known} ({where})"
+    return f"{where}: {redact(describe_redis_error(exc), url, shown=endpoint)[:DETAIL_LIMIT]}"

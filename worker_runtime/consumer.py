@@ -305,7 +305,9 @@ class Reader:
                 agent_type or "unknown", dict(fields), "malformed task entry", stream, entry_id
             )
             return
-        if not replica.accepting or (agent_type is not None and agent_type in replica.denied):
+        if not replica.accepting or (
+            agent_type is not None and agent_type not in replica.allowed_types()
+        ):
             # Delivered after we stopped accepting: give it back to the fleet.
             replica.hand_back(stream, entry_id, task.agent_type, dict(fields))
             return

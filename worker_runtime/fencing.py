@@ -31,13 +31,23 @@ return 1
 """
 )
 
+# The period comes from Redis's clock, not the leader's: a leader whose clock ran an
+# hour ahead claimed periods an hour into the future, and after a failover its
+# successor found every period "already claimed" for that hour. A stored period more
+# than a minute ahead of Redis's clock can only come from such a skewed writer (an
+# older version), so it is replaced rather than obeyed. Returns the claimed period + 1
+# (0 = not claimed).
 _CLAIM_PERIOD = (
     _CHECK
     + """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local every = tonumber(ARGV[3])
+local period = math.floor(now / every)
 local last = tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '-1')
-if last >= tonumber(ARGV[3]) then return 0 end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
-return 1
+if last >= period and (last - period) * every <= 60000 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[2], period)
+return period + 1
 """
 )
 
@@ -58,9 +68,26 @@ async def add_history_point(
     return bool(done)
 
 
-async def claim_period(redis: Any, keys: Keys, epoch: int, name: str, period: int) -> bool:
-    """Claim ``period`` of a periodic task; True exactly once fleet-wide per period."""
+async def claim_period(redis: Any, keys: Keys, epoch: int, name: str, every_ms: int) -> int | None:
+    """Claim the current period of a periodic task, by Redis's clock.
+
+    Args:
+        redis: the client.
+        keys: the key factory.
+        epoch: the caller's leader epoch (a lower one is fenced off).
+        name: the periodic task's name.
+        every_ms: its period length in milliseconds.
+
+    Returns:
+        The period number (Redis time // ``every_ms``) when this call claimed it,
+        ``None`` when it was already claimed or the caller is fenced off. Each period
+        is claimed exactly once fleet-wide.
+    """
     done = await redis.eval(
-        _CLAIM_PERIOD, 2, keys.scheduler_fence, keys.scheduler_runs, epoch, name, period
+        _CLAIM_PERIOD, 2, keys.scheduler_fence, keys.scheduler_runs, epoch, name, every_ms
     )
-    return bool(done)
+    try:
+        claimed = int(done or 0)
+    except (TypeError, ValueError):
+        return None
+    return claimed - 1 if claimed > 0 else None

@@ -206,6 +206,7 @@ def build_worker_view(
     declared: Iterable[str],
     denied: Iterable[str],
     now: int,
+    ttl_ms: int | None = None,
 ) -> WorkerView:
     """The operator's view of one worker from its raw parts.
 
@@ -217,6 +218,7 @@ def build_worker_view(
         declared: the worker's declared agent types (its ``agent_types`` set).
         denied: the types whose denylist names this worker.
         now: the reference time (ms) for ages.
+        ttl_ms: the lease key's remaining TTL (``PTTL``), when read.
     """
     lease: Lease | None
     valid = True
@@ -225,7 +227,8 @@ def build_worker_view(
     else:
         valid = isinstance(lease_obj, dict)
         lease = Lease.parse(lease_obj if valid else {})
-    status = derive_status(lease, now)
+    # A malformed lease says nothing trustworthy: stale, whatever its TTL.
+    status = derive_status(lease, now, ttl_ms) if valid else Status.STALE
     # Every value below is already validated (lease, admin) or derived here, so the
     # view is built without a second validation pass: this runs 10,000 times a refresh.
     # A copy of the validated fields (a dict copy, ~10x cheaper than getattr per field).
@@ -355,6 +358,13 @@ return out
 
 _SCRIPT_CHUNK = 1_000
 
+# The remaining TTL of every lease in KEYS (one reply per chunk of workers).
+_PTTLS = """
+local out = {}
+for i, key in ipairs(KEYS) do out[i] = redis.call('PTTL', key) end
+return out
+"""
+
 
 def _pairs_to_dict(flat: Any) -> dict[str, Any] | None:
     """A Lua HGETALL reply (flat field/value list) as a dict."""
@@ -419,13 +429,20 @@ def _build_workers(
     declared: Mapping[str, set[str]],
     denied_by_worker: Mapping[str, set[str]],
     now: int,
+    ttls: Sequence[int | None],
 ) -> list[WorkerView]:
-    """Every worker's view, in ``worker_ids`` order."""
+    """Every worker's view, in ``worker_ids`` order (``ttls``: the leases' PTTLs)."""
     return [
         build_worker_view(
-            wid, leases[wid], admins[wid], declared[wid], denied_by_worker.get(wid, ()), now
+            wid,
+            leases[wid],
+            admins[wid],
+            declared[wid],
+            denied_by_worker.get(wid, ()),
+            now,
+            ttls[i],
         )
-        for wid in worker_ids
+        for i, wid in enumerate(worker_ids)
     ]
 
 
@@ -551,6 +568,29 @@ class FleetReader:
         leases = list(mget) if isinstance(mget, list) and len(mget) == n else [None] * n
         return leases, admins, types
 
+    def _ttl_queue(self, worker_ids: Sequence[str], bulk: bool) -> list[_Cmd]:
+        """The leases' remaining TTLs (status comes from them, not from clocks)."""
+        k = self.keys
+        if not bulk:
+            return [_c("pttl", k.worker_online(w)) for w in worker_ids]
+        return [
+            _c("eval_ro", _PTTLS, len(chunk), *(k.worker_online(w) for w in chunk))
+            for at in range(0, len(worker_ids), _SCRIPT_CHUNK)
+            if (chunk := worker_ids[at : at + _SCRIPT_CHUNK])
+        ]
+
+    @staticmethod
+    def _split_ttls(replies: Sequence[Any], n: int, bulk: bool) -> list[int | None]:
+        flat: list[Any] = []
+        if bulk:
+            for at, reply in zip(range(0, n, _SCRIPT_CHUNK), replies, strict=False):
+                size = min(_SCRIPT_CHUNK, n - at)
+                flat += reply if isinstance(reply, list) and len(reply) == size else [None] * size
+        else:
+            flat = list(replies)
+        flat += [None] * (n - len(flat))
+        return [v if isinstance(v, int) and not isinstance(v, bool) else None for v in flat[:n]]
+
     def _type_queue(self, types: Iterable[str]) -> list[_Cmd]:
         k = self.keys
         queue: list[_Cmd] = []
@@ -640,7 +680,10 @@ class FleetReader:
         queue += self._type_queue(known_types)
         instance_ids = sorted(instance_scores)
         queue += [_c("get", k.instance_online(i)) for i in instance_ids]
+        n_before_ttl = len(queue)
+        queue += self._ttl_queue(worker_ids, bulk)
         r2 = await self._run(queue)
+        ttls = self._split_ttls(r2[n_before_ttl:], len(worker_ids), bulk)
         raw_leases, raw_admins, raw_types = self._split_workers(r2[:n_w], worker_ids, cluster, bulk)
         n_t = _TYPE_COMMANDS * len(known_types)
         leases, admins, declared, discovered = await _off_loop(
@@ -686,6 +729,7 @@ class FleetReader:
             declared,
             denied_by_worker,
             now,
+            ttls,
         )
         types = [
             TypeView(
@@ -820,6 +864,7 @@ class FleetReader:
                     workers=sorted(worker_ids),
                     replicas=dict(sorted(replicas[iid].items())),
                     quota=quota,
+                    scale_note=lease.scale_note if lease else None,
                 )
             )
         return views
@@ -853,6 +898,7 @@ class FleetReader:
                 _c("hgetall", k.worker_history_snapshots(worker_id)),
                 _c("smembers", k.agent_types),
                 _c("sismember", k.admin_workers, worker_id),
+                _c("pttl", k.worker_online(worker_id)),
             ]
         )
         raw_lease = _str(r1[1])
@@ -873,7 +919,8 @@ class FleetReader:
             counter = parse_count_any(status_hash.get("active_count"))
             if counter is not None:
                 view_lease = {**lease_obj, "active_jobs": counter}
-        view = build_worker_view(worker_id, view_lease, admin, declared, denied, now)
+        ttl = r1[11] if isinstance(r1[11], int) else None
+        view = build_worker_view(worker_id, view_lease, admin, declared, denied, now, ttl)
         active_snaps = _dict(r1[7])
         history_snaps = _dict(r1[8])
         active = _executions(_order(r1[6], active_snaps), active_snaps, limit)

@@ -15,9 +15,9 @@ from typing import Any
 
 from worker_runtime.context import RuntimeContext
 from worker_runtime.keys import CONSUMER_GROUP
-from worker_runtime.models import AdminState, InstanceLease, Lifecycle, now_ms
+from worker_runtime.models import AdminState, InstanceLease, now_ms
 from worker_runtime.refusals import RefusalLog
-from worker_runtime.registry import LOCK_TTL_S, queue_presence
+from worker_runtime.registry import RENEW_LOCK, lock_ttl_s, lock_value, queue_presence
 from worker_runtime.replica import Replica
 
 log = logging.getLogger(__name__)
@@ -52,15 +52,18 @@ async def beat(
     keys = ctx.keys
     live = [r for r in replicas if not r.ended.is_set()]
     types = sorted({t for r in live for t in r.agent_types})
+    lock_ttl = lock_ttl_s(ctx.settings.heartbeat_interval)
     pipe = ctx.redis.pipeline(transaction=False)
     spans: list[tuple[Replica, int, int]] = []
+    lock_at: dict[int, Replica] = {}
     for replica in live:
         wid = replica.worker_id
-        if replica.lifecycle is not Lifecycle.EVICTED:
+        if replica.keeps_lease():
             if replica.healthy():
                 first = len(pipe)
                 queue_presence(pipe, replica)
-                pipe.expire(keys.worker_lock(wid), LOCK_TTL_S)
+                lock_at[len(pipe)] = replica
+                pipe.eval(RENEW_LOCK, 1, keys.worker_lock(wid), lock_value(replica), lock_ttl)
                 pipe.sadd(keys.workers, wid)
                 pipe.sadd(keys.worker_agent_types(wid), *replica.agent_types)
                 spans.append((replica, first, len(pipe)))
@@ -89,6 +92,17 @@ async def beat(
             _refusals(replica.worker_id).accepted()
         else:
             _refusals(replica.worker_id).refused(error, action="retrying every beat")
+    for at, replica in lock_at.items():
+        if res[at] == 0:
+            # Redis lost our lock (restart without persistence, failover) and another
+            # process took the id before this beat could re-take it: two processes must
+            # never run one worker id, so this one gives it up.
+            log.error(
+                "%s: another process now holds this worker id's start-up lock; "
+                "stopping this replica",
+                replica.worker_id,
+            )
+            replica.lock_lost = True
     reads = res[first_read:]
     admins, denied_sets = reads[: len(live)], reads[len(live) :]
     denied_by_type = {

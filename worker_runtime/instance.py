@@ -34,6 +34,7 @@ from worker_runtime.ipaddr import detect_ip
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.messages import decode_command
 from worker_runtime.models import CommandAction, InstanceLease, Lifecycle, now_ms
+from worker_runtime.names import check_agent_type
 from worker_runtime.registry import (
     WorkerIdInUseError,
     acquire_lock,
@@ -53,6 +54,8 @@ from worker_runtime.tasks import cancel_and_wait
 log = logging.getLogger(__name__)
 
 _TRIM_EVERY_BEATS = 12
+_MAX_SKIPPED = 1_000
+"""At most this many evicted or drained ids are stepped over to find a free one."""
 
 _STOP_STEP_S = {
     "singletons": 1.0,
@@ -95,6 +98,8 @@ class WorkerInstance:
     ) -> None:
         if not agent_types:
             raise ValueError("at least one agent type is required")
+        for agent_type in agent_types:
+            check_agent_type(agent_type)
         self.handler = handler
         self.agent_types = tuple(dict.fromkeys(agent_types))
         self.initial_replicas = replicas
@@ -119,6 +124,12 @@ class WorkerInstance:
         """Whether a scale target or override applies to this instance."""
         self.failure: str | None = None
         """Why the instance stopped on its own (a core loop ended), or None."""
+        self.failed = False
+        """The instance stopped because of a fault (the CLI then exits non-zero)."""
+        self.skipped: dict[str, str] = {}
+        """Replica ids never started again, and why (evicted or drained by an operator)."""
+        self.scale_note: str | None = None
+        """Why the quota is not met right now (shown by the console and ``scale``)."""
 
     @property
     def worker_ids(self) -> list[str]:
@@ -159,7 +170,7 @@ class WorkerInstance:
         wanted = inputs.desired(self.instance_id, self.agent_types) if inputs else None
         self.scaled = wanted is not None
         for _ in range(self.initial_replicas if wanted is None else wanted):
-            await self.add_replica()
+            await self.add_replica(skip_evicted=self.scaled)
         self._heartbeat = asyncio.create_task(self._heartbeat_loop(), name="heartbeat")
         self._watch(self._heartbeat, "the heartbeat loop")
         self._fleet = asyncio.create_task(
@@ -198,21 +209,36 @@ class WorkerInstance:
             ", ".join(disabled) or "无",
         )
 
-    async def add_replica(self) -> Replica | None:
-        """Start one more replica with the lowest free index; None if it may not start."""
+    async def add_replica(self, skip_evicted: bool = True) -> Replica | None:
+        """Start one more replica with the lowest usable index; None if none may start.
+
+        Ids an operator evicted (their admin state says so) or drained are skipped, and
+        the next free index is used: one evicted replica used to block every scale-up
+        of its instance.
+
+        Args:
+            skip_evicted: False for an unscaled start (``--replicas N``): an evicted id
+                then stays down and is not replaced, as the operator asked.
+        """
         ctx = self._require_ctx()
         index = 0
-        while f"{self.instance_id}-r{index}" in self.replicas:
+        for _ in range(_MAX_SKIPPED + 1):
+            worker_id = f"{self.instance_id}-r{index}"
             index += 1
-        worker_id = f"{self.instance_id}-r{index}"
-        replica = Replica(ctx, worker_id, self.agent_types)
-        await acquire_lock(replica)
-        await ensure_group(ctx.redis, ctx.keys.worker_stream(worker_id))
-        if not await register(replica):
-            return None
-        self.replicas[worker_id] = replica
-        self._loops[worker_id] = self._start_loops(replica)
-        return replica
+            if worker_id in self.replicas or worker_id in self.skipped:
+                continue
+            replica = Replica(ctx, worker_id, self.agent_types)
+            await acquire_lock(replica)
+            await ensure_group(ctx.redis, ctx.keys.worker_stream(worker_id))
+            if not await register(replica):
+                if not skip_evicted:
+                    return None
+                self.skipped[worker_id] = "evicted by an operator"
+                continue
+            self.replicas[worker_id] = replica
+            self._loops[worker_id] = self._start_loops(replica)
+            return replica
+        return None
 
     def _start_loops(self, replica: Replica) -> list[asyncio.Task[None]]:
         ctx = self._require_ctx()
@@ -293,6 +319,10 @@ class WorkerInstance:
 
     async def _end(self, replica: Replica) -> None:
         draining = replica.lifecycle is Lifecycle.DRAINING
+        if draining and not replica.scaled_down:
+            # An operator's drain ends the replica for good: a scale target must not
+            # rebuild it under its id (seed 001); the next free id serves instead.
+            self.skipped[replica.worker_id] = "drained by an operator"
         replica.ended.set()
         replica.notify()
         ctx = self._require_ctx()
@@ -314,6 +344,24 @@ class WorkerInstance:
             log.info("instance %s has no replicas left; stopping", self.instance_id)
             self._stop_task = asyncio.create_task(self.stop())
 
+    async def _abandon(self, replica: Replica) -> None:
+        """Stop a replica whose worker id another process now holds.
+
+        Its running tasks are cancelled (their entries stay pending under the id, and
+        the process that holds it now runs them: at-least-once, never side by side),
+        and nothing of the id is deleted: the lease, routing and lock are the other
+        process's now.
+        """
+        replica.ended.set()
+        replica.notify()
+        replica.cancel_all()
+        await cancel_and_wait(self._loops.pop(replica.worker_id, []))
+        self.replicas.pop(replica.worker_id, None)
+        if not self.replicas and not self._stopping:
+            log.error("instance %s has no replicas left; stopping", self.instance_id)
+            self.failed = True
+            self._stop_task = asyncio.create_task(self.stop())
+
     # -- heartbeat ---------------------------------------------------------------------
 
     def instance_lease(self) -> InstanceLease:
@@ -327,8 +375,10 @@ class WorkerInstance:
             role=self.settings.role.value,
             agent_types=list(self.agent_types),
             replicas={
-                t: [r.worker_id for r in live if t in r.agent_types] for t in self.agent_types
+                t: [r.worker_id for r in live if t in r.agent_types and t not in r.scaled_off]
+                for t in self.agent_types
             },
+            scale_note=self.scale_note,
             started_at=self.started_at,
             last_seen=now_ms(),
             is_leader=bool(self.singletons and self.singletons.is_leader),
@@ -351,30 +401,39 @@ class WorkerInstance:
     # -- scale -------------------------------------------------------------------------
 
     async def reconcile(self) -> None:
-        """Start or drain replicas to match this instance's quota (never kills)."""
+        """Start or drain replicas to match this instance's quota (never kills).
+
+        On an instance serving several types the replica count is the largest quota;
+        for a type with a smaller quota the replicas beyond it stop serving that type
+        (they finish its running tasks), so every type runs exactly its quota.
+        """
         ctx = self._require_ctx()
         async with self._scale_lock:
             if self._stopping:
                 return
             inputs = await read_scale_inputs(ctx.redis, ctx.keys, self.agent_types)
-            wanted = inputs.desired(self.instance_id, self.agent_types) if inputs else None
+            quotas = inputs.quotas(self.instance_id, self.agent_types) if inputs else {}
+            wanted = max(quotas.values()) if quotas else None
             self.scaled = wanted is not None
             if wanted is None:
+                self.scale_note = None
+                for replica in self._serving():
+                    if replica.set_scaled_off(set()):  # no quota any more: serve every type
+                        await publish(replica)
                 return
-            serving = [
-                r
-                for r in self.replicas.values()
-                if not r.ended.is_set()
-                and r.lifecycle not in (Lifecycle.DRAINING, Lifecycle.EVICTED)
-            ]
+            await self._forget_resumed_skips()
+            serving = self._serving()
+            blocked = ""
             if len(serving) < wanted:
                 log.info("scaling up: %d -> %d replicas", len(serving), wanted)
                 for _ in range(wanted - len(serving)):
                     try:
                         if await self.add_replica() is None:
+                            blocked = "no free replica id"
                             break
                     except WorkerIdInUseError as exc:
                         log.warning("cannot scale up: %s", exc)
+                        blocked = str(exc)
                         break
             elif len(serving) > wanted:
                 log.info("scaling down: %d -> %d replicas (draining)", len(serving), wanted)
@@ -382,6 +441,45 @@ class WorkerInstance:
                 for replica in newest_first[: len(serving) - wanted]:
                     replica.drain_for_scale_down()
                     await publish(replica)
+            serving = sorted(self._serving(), key=lambda r: _index(r.worker_id))
+            for rank, replica in enumerate(serving):
+                off = {t for t, q in quotas.items() if rank >= q}
+                if replica.set_scaled_off(off):
+                    await publish(replica)
+            self.scale_note = self._note(len(serving), wanted, blocked)
+
+    def _serving(self) -> list[Replica]:
+        return [
+            r
+            for r in self.replicas.values()
+            if not r.ended.is_set() and r.lifecycle not in (Lifecycle.DRAINING, Lifecycle.EVICTED)
+        ]
+
+    def _note(self, running: int, wanted: int, blocked: str) -> str | None:
+        """Why fewer replicas run than the quota (None when it is met)."""
+        if running >= wanted:
+            return None
+        parts = [f"{running} of {wanted} running"]
+        if self.skipped:
+            shown = sorted(self.skipped.items(), key=lambda kv: _index(kv[0]))[:5]
+            parts.append("skipped " + ", ".join(f"{wid} ({why})" for wid, why in shown))
+        if blocked:
+            parts.append(blocked)
+        return "; ".join(parts)
+
+    async def _forget_resumed_skips(self) -> None:
+        """An evicted id an operator has since resumed or cleared may be started again."""
+        evicted = [wid for wid, why in self.skipped.items() if why.startswith("evicted")]
+        if not evicted:
+            return
+        ctx = self._require_ctx()
+        pipe = ctx.redis.pipeline(transaction=False)
+        for wid in evicted:
+            pipe.hget(ctx.keys.worker_admin(wid), "lifecycle")
+        states = await pipe.execute()
+        for wid, state in zip(evicted, states, strict=True):
+            if state != Lifecycle.EVICTED.value:
+                del self.skipped[wid]
 
     async def _fleet_loop(self, last_id: str) -> None:
         """Follow fleet notifications; a rescale of one of our types reconciles at once."""
@@ -414,8 +512,11 @@ class WorkerInstance:
         while not self._stopping:
             try:
                 changed = await beat(ctx, list(self.replicas.values()), self.instance_lease())
+                for replica in [r for r in self.replicas.values() if r.lock_lost]:
+                    await self._abandon(replica)
                 for replica in changed:
-                    await publish(replica)
+                    if not replica.lock_lost:
+                        await publish(replica)
                 await self.reconcile()
                 beats += 1
                 if beats % _TRIM_EVERY_BEATS == 1:

@@ -3,7 +3,11 @@
 Each sweep, in a constant number of round trips:
 
 * workers without a lease are noted the first time they are seen (``offline_since``)
-  and forgotten once offline longer than the retention (default 1 h);
+  and, once offline longer than the retention (default 1 h), their runtime traces are
+  removed. Operator intent is never erased: a worker with admin state (suspended,
+  evicted...) stays listed with it, and denylists keep it, until an operator clears
+  them (``forget``). Direct tasks still queued on its stream are moved to their type's
+  stream (or dead-lettered with the reason), never deleted;
 * routing-set members without a lease are removed (a crashed worker never left);
 * instances whose lease is gone are removed from the instance registry;
 * consumer-group consumers with nothing pending, idle past the retention, are deleted.
@@ -15,11 +19,13 @@ import asyncio
 import logging
 from typing import Any
 
+from redis.exceptions import ResponseError
+
 from worker_runtime.audit import add_audit, audit_fields
-from worker_runtime.connection import LOOP_ERRORS
+from worker_runtime.connection import LOOP_ERRORS, redis_now_ms
 from worker_runtime.context import RuntimeContext
-from worker_runtime.keys import CONSUMER_GROUP
-from worker_runtime.models import now_ms
+from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.messages import KIND_COMMAND, decode_task
 from worker_runtime.pipeline import Batch
 
 log = logging.getLogger(__name__)
@@ -30,7 +36,9 @@ async def sweep(ctx: RuntimeContext) -> dict[str, int]:
     keys = ctx.keys
     redis = ctx.redis
     retention_ms = int(ctx.settings.offline_retention * 1000)
-    now = now_ms()
+    # Redis's clock, not this leader's: after a failover between leaders with skewed
+    # clocks, offline ages must not jump (and forget workers early, or never).
+    now = await redis_now_ms(redis)
     batch = Batch(redis.pipeline(transaction=False))
     workers_slot = batch.slot(batch.pipe.smembers(keys.workers))
     since_slot = batch.slot(batch.pipe.hgetall(keys.offline_since))
@@ -44,6 +52,7 @@ async def sweep(ctx: RuntimeContext) -> dict[str, int]:
 
     batch = Batch(redis.pipeline(transaction=False))
     leases = {w: batch.slot(batch.pipe.exists(keys.worker_online(w))) for w in workers}
+    admins = {w: batch.slot(batch.pipe.exists(keys.worker_admin(w))) for w in workers}
     instance_leases = {i: batch.slot(batch.pipe.exists(keys.instance_online(i))) for i in instances}
     routed = {t: batch.slot(batch.pipe.smembers(keys.type_workers(t))) for t in types}
     groups = {
@@ -52,6 +61,7 @@ async def sweep(ctx: RuntimeContext) -> dict[str, int]:
     }
     await batch.execute(raise_on_error=False)
     online = {w for w, s in leases.items() if (e := s.get()) is True or e == 1}
+    with_intent = {w for w, s in admins.items() if (e := s.get()) is True or e == 1}
     dead_instances = [i for i, s in instance_leases.items() if s.get() == 0]
     routing: dict[str, set[str]] = {}
     consumers: dict[str, list[Any]] = {}
@@ -71,14 +81,17 @@ async def sweep(ctx: RuntimeContext) -> dict[str, int]:
             pipe.hset(keys.offline_since, wid, now)
         elif now - since[wid] > retention_ms:
             expired.append(wid)
+    rehomed = {wid: await rehome_direct_tasks(redis, keys, wid) for wid in expired}
     for wid in expired:
+        keep = {keys.worker_admin(wid), keys.worker_stream(wid)}
         for key in keys.all_worker_keys(wid):
-            pipe.delete(key)
-        pipe.srem(keys.workers, wid)
-        pipe.srem(keys.admin_workers, wid)  # its admin hash was deleted above
+            if key not in keep:
+                pipe.delete(key)
         pipe.hdel(keys.offline_since, wid)
-        for agent_type in types:
-            pipe.srem(keys.type_denied(agent_type), wid)
+        if wid not in with_intent:
+            pipe.srem(keys.workers, wid)
+            pipe.srem(keys.admin_workers, wid)
+        # Denylist entries are operator intent: only ``forget`` removes them.
     counts["workers"] = len(expired)
     for agent_type, members in routing.items():
         stale = sorted(m for m in members if m not in online)
@@ -101,19 +114,123 @@ async def sweep(ctx: RuntimeContext) -> dict[str, int]:
                 pipe.xgroup_delconsumer(keys.type_stream(agent_type), CONSUMER_GROUP, name)
                 counts["consumers"] += 1
     if expired:
+        moved = sum(r[0] for r in rehomed.values() if r)
+        buried = sum(r[1] for r in rehomed.values() if r)
+        kept = sorted(set(expired) & with_intent)
         add_audit(
             pipe,
             keys,
             audit_fields(
                 f"janitor@{ctx.instance_id}",
-                "forget",
+                "prune",
                 ",".join(expired)[:500],
                 f"offline longer than {ctx.settings.offline_retention:g}s",
+                f"direct tasks moved={moved} dead-lettered={buried}"
+                + (f"; operator state kept: {','.join(kept)[:300]}" if kept else ""),
             ),
         )
+        if moved or buried:
+            log.warning(
+                "janitor: moved %d direct task(s) of offline worker(s) to their type's "
+                "stream, dead-lettered %d",
+                moved,
+                buried,
+            )
     if len(pipe):
         await pipe.execute(raise_on_error=False)
     return counts
+
+
+_PAGE = 500
+
+_TRIM_READ = """
+redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1])
+if redis.call('XLEN', KEYS[1]) == 0 then redis.call('DEL', KEYS[1]) end
+return 1
+"""
+
+
+async def rehome_direct_tasks(redis: Any, keys: Keys, worker_id: str) -> tuple[int, int] | None:
+    """Move the undelivered or unacknowledged direct tasks of a gone worker.
+
+    Each task goes to its agent type's stream (any worker of the type may run it); an
+    entry that is not a valid task goes to a dead-letter stream with the reason.
+    Acknowledged entries and commands (state, kept in the admin hash) are dropped.
+
+    Returns:
+        (moved, dead-lettered), or ``None`` when a write failed: the stream must then be
+        kept (nothing is lost; the next sweep tries again).
+    """
+    stream = keys.worker_stream(worker_id)
+    try:
+        groups = await redis.xinfo_groups(stream)
+    except ResponseError:
+        return (0, 0)  # no stream: nothing queued
+    last = "0-0"
+    for group in groups if isinstance(groups, list) else []:
+        if isinstance(group, dict) and str(group.get("name")) == CONSUMER_GROUP:
+            last = str(group.get("last-delivered-id") or "0-0")
+    pending: set[str] = set()
+    if last != "0-0":
+        start = "-"
+        while True:
+            rows = await redis.xpending_range(stream, CONSUMER_GROUP, start, "+", _PAGE)
+            pending |= {str(r["message_id"]) for r in rows}
+            if len(rows) < _PAGE:
+                break
+            start = "(" + str(rows[-1]["message_id"])
+    moved = buried = 0
+    start = "-"
+    read_up_to = ""
+    while True:
+        entries = await redis.xrange(stream, start, "+", _PAGE)
+        pipe = redis.pipeline(transaction=False)
+        for entry_id, fields in entries:
+            if fields.get("kind") == KIND_COMMAND:
+                continue
+            if not (_id_after(str(entry_id), last) or str(entry_id) in pending):
+                continue  # already acknowledged
+            task = decode_task(fields)
+            if task is not None:
+                pipe.xadd(keys.type_stream(task.agent_type), dict(fields))
+                moved += 1
+            else:
+                dead = dict(fields)
+                dead["error"] = f"direct task of {worker_id}, offline for good: not a valid task"
+                dead["worker_id"] = worker_id
+                pipe.xadd(keys.dead_letter_stream(str(fields.get("agent_type") or "unknown")), dead)
+                buried += 1
+        if len(pipe):
+            results = await pipe.execute(raise_on_error=False)
+            if any(isinstance(r, Exception) for r in results):
+                log.error("janitor: could not move the direct tasks of %s; kept", worker_id)
+                return None
+        if entries:
+            read_up_to = str(entries[-1][0])
+        if len(entries) < _PAGE:
+            break
+        start = "(" + read_up_to
+    if read_up_to:
+        # Drop what was read (moved or acknowledged); a task a producer added since
+        # stays for the next sweep. The stream goes once empty.
+        await redis.eval(_TRIM_READ, 1, stream, _next_id(read_up_to))
+    return moved, buried
+
+
+def _next_id(entry_id: str) -> str:
+    ms, _, seq = entry_id.partition("-")
+    return f"{ms}-{int(seq or 0) + 1}"
+
+
+def _id_after(entry_id: str, last: str) -> bool:
+    def parts(value: str) -> tuple[int, int]:
+        ms, _, seq = value.partition("-")
+        return int(ms or 0), int(seq or 0)
+
+    try:
+        return parts(entry_id) > parts(last)
+    except ValueError:
+        return True
 
 
 async def sweep_forever(ctx: RuntimeContext, interval: float) -> None:

@@ -279,6 +279,23 @@ class Keys:
         """
         return [f"{self._root}:*", f"{_OBS}:*"]
 
+    @property
+    def acl_patterns_except_audit(self) -> list[str]:
+        """:attr:`acl_patterns` minus the audit stream, for append-only audit ACLs.
+
+        Redis ACL patterns cannot subtract, so the product keys other than
+        :attr:`audit_stream` are spelled as globs that differ from it at some position
+        (``root:[^a]*``, ``root:a[^u]*`` ... ``root:audit?*``). The README's operator
+        and worker users get these with their write commands, and the audit stream
+        only through a selector allowing reads and ``XADD`` (no DEL, XTRIM, XDEL).
+        """
+        prefix = f"{self._root}:"
+        rest = self.audit_stream[len(prefix) :]
+        patterns = [f"{prefix}{rest[:i]}[^{rest[i]}]*" for i in range(len(rest))]
+        patterns += [f"{prefix}{rest}?*"]
+        patterns += [f"{prefix}{rest[:i]}" for i in range(1, len(rest))]
+        return patterns + self.acl_patterns[1:]
+
     def all_worker_keys(self, worker_id: str) -> list[str]:
         """Every per-worker key, for ``forget`` (one slot in v2)."""
         return [

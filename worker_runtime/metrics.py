@@ -24,7 +24,7 @@ import logging
 import time
 from typing import Any
 
-from worker_runtime.connection import LOOP_ERRORS
+from worker_runtime.connection import LOOP_ERRORS, redis_now_ms
 from worker_runtime.context import RuntimeContext
 from worker_runtime.fencing import add_history_point
 from worker_runtime.fleet import FleetReader
@@ -156,6 +156,10 @@ async def _write_point(
     raw = await ctx.redis.hgetall(ctx.keys.type_stats)
     counters = {str(k): int(v) for k, v in raw.items() if str(v).isdigit()}
     point = build_point(snapshot, counters, previous, elapsed_s, epoch)
+    # Stamped by Redis's clock: points of successive leaders are compared (and trimmed)
+    # by time, and a leader whose clock is skewed must not write points into the future
+    # or trim its successor's away.
+    point = point.model_copy(update={"ts": await redis_now_ms(ctx.redis)})
     keep_after = point.ts - int(ctx.settings.metrics_retention * 1000)
     member = point.dump(by_framework_fields(snapshot, counters))
     written = await add_history_point(ctx.redis, ctx.keys, epoch, point.ts, member, keep_after)

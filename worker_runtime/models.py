@@ -412,6 +412,8 @@ class InstanceLease(BaseModel):
     started_at: int | None = None
     last_seen: int | None = None
     modules: list[str] = Field(default_factory=list)
+    scale_note: str | None = None
+    """Why the instance runs fewer replicas than its quota (e.g. an evicted id skipped)."""
 
     @classmethod
     def parse(cls, raw: Any) -> InstanceLease:
@@ -427,6 +429,9 @@ class AuditEvent(BaseModel):
     id: str = ""
     ts: int = 0
     operator: str = ""
+    """Who claims to act (``$USER@host``): anyone may set it."""
+    redis_user: str = ""
+    """The Redis ACL user of the connection that wrote the entry (``ACL WHOAMI``)."""
     action: str = ""
     target: str = ""
     reason: str = ""

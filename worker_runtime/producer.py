@@ -13,6 +13,7 @@ from worker_runtime.derive import derive_status
 from worker_runtime.keys import Keys
 from worker_runtime.messages import encode_task
 from worker_runtime.models import Lease, Lifecycle, Status, Task, now_ms
+from worker_runtime.names import check_agent_type, check_worker_id
 
 
 class NoOnlineWorkerError(LookupError):
@@ -47,7 +48,11 @@ class Producer:
         Raises:
             NoOnlineWorkerError: ``require_online_worker`` and no online, active,
                 non-denied worker serves the type (or the named worker is not one).
+            InvalidNameError: the type or worker id is unusable (one-line reason).
         """
+        check_agent_type(agent_type)
+        if worker_id is not None:
+            check_worker_id(worker_id)
         task = Task(
             task_id=task_id or uuid.uuid4().hex,
             agent_type=agent_type,
@@ -71,6 +76,9 @@ class Producer:
         session_id: str | None = None,
     ) -> list[str]:
         """Submit many tasks in one pipelined round trip (results to ``session_id``)."""
+        check_agent_type(agent_type)
+        if worker_id is not None:
+            check_worker_id(worker_id)
         stream = (
             self.keys.worker_stream(worker_id) if worker_id else self.keys.type_stream(agent_type)
         )
@@ -111,19 +119,21 @@ class Producer:
         for wid in worker_ids:
             pipe.get(self.keys.worker_online(wid))
             pipe.hget(self.keys.worker_admin(wid), "lifecycle")
+            pipe.pttl(self.keys.worker_online(wid))
         pipe.smembers(self.keys.type_denied(agent_type))
         res = await pipe.execute()
         denied = {str(m) for m in res[-1]}
         usable = []
         now = now_ms()
         for i, wid in enumerate(worker_ids):
-            raw, admin_lifecycle = res[2 * i], res[2 * i + 1]
+            raw, admin_lifecycle, ttl = res[3 * i], res[3 * i + 1], res[3 * i + 2]
             if raw is None or wid in denied:
                 continue
             lease = Lease.parse(raw)
             lifecycle = admin_lifecycle or lease.lifecycle or Lifecycle.ACTIVE
             if lifecycle != Lifecycle.ACTIVE:
                 continue
-            if derive_status(lease, now) is Status.ONLINE:
+            # The lease's remaining TTL, not the worker's clock, says whether it is fresh.
+            if derive_status(lease, now, ttl if isinstance(ttl, int) else None) is Status.ONLINE:
                 usable.append(wid)
         return usable

@@ -10,13 +10,12 @@ target, the per-instance overrides, the live instance ids), so they agree withou
 talking to each other:
 
 * an instance with an override runs exactly its override;
-* the rest of the target (minus the overrides of the other *live* overridden
-  instances) is split evenly over the live instances without an override, sorted by
-  id, the remainder going to the first ones;
+* every other live instance keeps its even share of the global target, computed as
+  if no override existed (seed 001, SPEC section 5 corrected: a per-instance scale
+  leaves every other instance unchanged; it used to hand them "the rest", so
+  ``scale chat 1 --instance a`` moved instance b from 2 to 4): the target is split
+  over all live instances sorted by id, the remainder going to the first ones;
 * nothing is ever negative; no target and no override means no quota (``None``).
-
-Overrides of instances that are not live are ignored for the split, so the fleet
-still runs the target when an overridden instance dies.
 """
 
 from __future__ import annotations
@@ -87,11 +86,10 @@ def compute_quota(
         return None
     live = set(live_instances)
     live.add(instance_id)
-    reserved = sum(max(0, int(overrides[i])) for i in live if i in overrides)
-    remaining = max(0, int(target) - reserved)
-    shared = sorted(i for i in live if i not in overrides)
-    share, extra = divmod(remaining, len(shared))
-    return share + (1 if shared.index(instance_id) < extra else 0)
+    # Overridden instances keep their place in the split, so nobody else's share moves.
+    ordered = sorted(live)
+    share, extra = divmod(max(0, int(target)), len(ordered))
+    return share + (1 if ordered.index(instance_id) < extra else 0)
 
 
 def compute_quotas(

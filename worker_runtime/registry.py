@@ -19,6 +19,7 @@ from worker_runtime.replica import Replica
 log = logging.getLogger(__name__)
 
 LOCK_TTL_S = 60
+"""The start-up lock's minimum TTL; :func:`lock_ttl_s` stretches it for slow heartbeats."""
 
 # The status key must be a hash (by-framework's counters). An older runtime stored a
 # string there: drop it. Nothing runs in a process that is just starting, so its
@@ -40,8 +41,43 @@ return 0
 """
 
 
+# Delete the lock only while it is still ours: a replica that lost it must not free
+# the lock of the process that now runs its id.
+_RELEASE_LOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+# Renew the lock if it is ours, re-take it if Redis lost it (a restart without
+# persistence, a failover to a replica that never saw it), refuse if someone else
+# holds it. 1 = ours (renewed or re-taken), 0 = another process holds it.
+RENEW_LOCK = """
+local current = redis.call('GET', KEYS[1])
+if current == ARGV[1] then
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if not current then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
 class WorkerIdInUseError(RuntimeError):
     """Another live process runs this worker id."""
+
+
+def lock_ttl_s(heartbeat_interval: float) -> int:
+    """The start-up lock's TTL: always several heartbeats, so a live holder never loses it."""
+    return max(LOCK_TTL_S, int(3 * heartbeat_interval) + 1)
+
+
+def lock_value(replica: Replica) -> str:
+    """What the start-up lock holds while ``replica`` owns it (its token makes it unique)."""
+    ctx = replica.ctx
+    return json.dumps({"token": replica.lock_token, "pid": ctx.pid, "host": ctx.hostname})
 
 
 async def acquire_lock(replica: Replica) -> None:
@@ -54,8 +90,9 @@ async def acquire_lock(replica: Replica) -> None:
     """
     ctx = replica.ctx
     key = ctx.keys.worker_lock(replica.worker_id)
-    value = json.dumps({"token": replica.lock_token, "pid": ctx.pid, "host": ctx.hostname})
-    if await ctx.redis.set(key, value, nx=True, ex=LOCK_TTL_S):
+    value = lock_value(replica)
+    ttl = lock_ttl_s(ctx.settings.heartbeat_interval)
+    if await ctx.redis.set(key, value, nx=True, ex=ttl):
         return
     batch = Batch(ctx.redis.pipeline(transaction=False))
     held = batch.slot(batch.pipe.get(key))
@@ -65,9 +102,9 @@ async def acquire_lock(replica: Replica) -> None:
     if lease.value:
         raise WorkerIdInUseError(f"worker id {replica.worker_id} is already running elsewhere")
     if current is None:
-        if await ctx.redis.set(key, value, nx=True, ex=LOCK_TTL_S):
+        if await ctx.redis.set(key, value, nx=True, ex=ttl):
             return
-    elif await ctx.redis.eval(_TAKEOVER, 1, key, current, value, LOCK_TTL_S):
+    elif await ctx.redis.eval(_TAKEOVER, 1, key, current, value, ttl):
         log.info("%s: took over the start-up lock of a dead process", replica.worker_id)
         return
     raise WorkerIdInUseError(f"worker id {replica.worker_id} is being started by another process")
@@ -146,7 +183,7 @@ def queue_absence(pipe: Any, replica: Replica) -> None:
 async def publish(replica: Replica) -> None:
     """Write the replica's state now (after a command), or its absence once it ended."""
     pipe = replica.ctx.redis.pipeline(transaction=False)
-    if replica.lifecycle is Lifecycle.EVICTED or replica.ended.is_set():
+    if not replica.keeps_lease():
         queue_absence(pipe, replica)
     else:
         queue_presence(pipe, replica)
@@ -157,7 +194,9 @@ async def release(replica: Replica) -> None:
     """Drop the lease, leave routing and free the start-up lock (graceful stop)."""
     pipe = replica.ctx.redis.pipeline(transaction=False)
     queue_absence(pipe, replica)
-    pipe.delete(replica.ctx.keys.worker_lock(replica.worker_id))
+    pipe.eval(
+        _RELEASE_LOCK, 1, replica.ctx.keys.worker_lock(replica.worker_id), lock_value(replica)
+    )
     await pipe.execute()
 
 
@@ -172,7 +211,8 @@ async def finish_drain(replica: Replica) -> None:
     wid = replica.worker_id
     pipe = ctx.redis.pipeline(transaction=False)
     queue_absence(pipe, replica)
-    pipe.delete(keys.worker_lock(wid), keys.worker_admin(wid), keys.worker_agent_types(wid))
+    pipe.eval(_RELEASE_LOCK, 1, keys.worker_lock(wid), lock_value(replica))
+    pipe.delete(keys.worker_admin(wid), keys.worker_agent_types(wid))
     pipe.srem(keys.workers, wid)
     pipe.srem(keys.admin_workers, wid)  # its admin hash is gone with it
     add_audit(

@@ -56,6 +56,8 @@ class Replica:
         self.scaled_down = False
         """Draining because the instance scaled down (not an operator's command)."""
         self.denied: set[str] = set()
+        self.scaled_off: set[str] = set()
+        """Types this replica stopped serving because their quota is below its rank."""
         self.inflight: dict[str, asyncio.Task[None]] = {}
         self.processed = 0
         self.failed = 0
@@ -66,6 +68,8 @@ class Replica:
         self.ended = asyncio.Event()
         """Set once the replica is gone (evicted, drained or stopped)."""
         self.lock_token = os.urandom(8).hex()
+        self.lock_lost = False
+        """Another process took this id's start-up lock: this replica must stop."""
         self.ctrl_last_id = "0-0"
         self.last_push_at = 0.0
         """Monotonic time a pushed command last changed state (orders pull reads)."""
@@ -80,8 +84,26 @@ class Replica:
         return self.lifecycle is Lifecycle.ACTIVE and not self.stopping and not self.ended.is_set()
 
     def allowed_types(self) -> list[str]:
-        """Declared types that are not denied."""
-        return [t for t in self.agent_types if t not in self.denied]
+        """Declared types that are neither denied nor scaled off."""
+        return [t for t in self.agent_types if t not in self.denied and t not in self.scaled_off]
+
+    def set_scaled_off(self, types: set[str]) -> bool:
+        """Stop (or resume) serving ``types`` for scale; True when it changed.
+
+        Leaving a type works like a drain of that type alone: no new reads of it, its
+        running tasks finish.
+        """
+        types = types & set(self.agent_types)
+        if types == self.scaled_off:
+            return False
+        log.info(
+            "%s: serving %s (per-type scale)",
+            self.worker_id,
+            ",".join(t for t in self.agent_types if t not in types) or "nothing",
+        )
+        self.scaled_off = types
+        self.notify()
+        return True
 
     def readable_streams(self) -> list[str]:
         """Streams the consumer may read right now (empty when not accepting)."""
@@ -91,6 +113,20 @@ class Replica:
         return [keys.type_stream(t) for t in self.allowed_types()] + [
             keys.worker_stream(self.worker_id)
         ]
+
+    def keeps_lease(self) -> bool:
+        """Whether the heartbeat renews this replica's lease.
+
+        A graceful eviction keeps the lease until the running tasks have finished: the
+        lease is what tells other workers those tasks are alive, so without it they
+        would reclaim and run them a second time. Only a forced eviction (which cancels
+        the tasks) gives the lease up at once.
+        """
+        if self.lock_lost or self.ended.is_set():
+            return False
+        if self.lifecycle is Lifecycle.EVICTED:
+            return not self.force_evicted and bool(self.inflight)
+        return True
 
     def routable_types(self) -> list[str]:
         """Types whose routing set should hold this replica."""
@@ -266,6 +302,16 @@ class Replica:
 
     def _transition(self, new: Lifecycle, ts: int, reason: str | None, force: bool) -> bool:
         if self.lifecycle is Lifecycle.EVICTED:
+            if new is Lifecycle.EVICTED and force and not self.force_evicted:
+                # A graceful eviction still finishing, escalated to --force: cancel now
+                # (the entries stay pending and are reclaimed once the lease is gone).
+                self.admin_applied_at = max(self.admin_applied_at, ts)
+                self.force_evicted = True
+                log.info("%s: eviction forced; cancelling running tasks", self.worker_id)
+                for task in list(self.inflight.values()):
+                    task.cancel()
+                self.notify()
+                return True
             return False  # an evicted replica is gone; a restart picks up later state
         if self.scaled_down and new is not Lifecycle.EVICTED:
             return False  # leaving by scale-down; only an eviction may cut it short

@@ -28,22 +28,25 @@ class ScaleInputs:
     serving: dict[str, list[str]]
     """type -> ids of live instances whose lease says they serve it."""
 
-    def desired(self, instance_id: str, types: Sequence[str]) -> int | None:
-        """The replica count for ``instance_id``, or None when no target applies."""
-        quotas = [
-            q
-            for t in types
-            if (
-                q := compute_quota(
-                    self.targets.get(t),
-                    self.overrides.get(t, {}),
-                    self.serving.get(t, []),
-                    instance_id,
-                )
+    def quotas(self, instance_id: str, types: Sequence[str]) -> dict[str, int]:
+        """Per type with a target or override: the replicas ``instance_id`` should run."""
+        out: dict[str, int] = {}
+        for t in types:
+            q = compute_quota(
+                self.targets.get(t), self.overrides.get(t, {}), self.serving.get(t, []), instance_id
             )
-            is not None
-        ]
-        return max(quotas) if quotas else None
+            if q is not None:
+                out[t] = q
+        return out
+
+    def desired(self, instance_id: str, types: Sequence[str]) -> int | None:
+        """The replica count for ``instance_id``, or None when no target applies.
+
+        The largest per-type quota: replicas beyond a smaller quota of one type stop
+        serving that type (see ``WorkerInstance.reconcile``).
+        """
+        quotas = self.quotas(instance_id, types)
+        return max(quotas.values()) if quotas else None
 
 
 async def read_scale_inputs(

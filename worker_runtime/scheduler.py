@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -40,9 +39,10 @@ class Periodic:
     agent_type: str
     payload: PayloadFactory = field(default=dict)
 
-    def period(self, now: float) -> int:
-        """The number of the period ``now`` (epoch seconds) falls in."""
-        return int(now // self.every)
+    @property
+    def every_ms(self) -> int:
+        """The period in milliseconds (at least 1)."""
+        return max(1, round(self.every * 1000))
 
 
 _DECLARED: dict[str, Periodic] = {}
@@ -85,11 +85,12 @@ async def schedule_forever(ctx: RuntimeContext, epoch: int, tasks: list[Periodic
     producer = Producer(ctx.redis, ctx.keys)
     tick = max(0.05, min(t.every for t in tasks) / 10)
     while True:
-        now = time.time()
         for task in tasks:
-            period = task.period(now)
             try:
-                if await claim_period(ctx.redis, ctx.keys, epoch, task.name, period):
+                # Periods are numbered by Redis's clock (inside the claim), so leaders
+                # with skewed clocks agree on them.
+                period = await claim_period(ctx.redis, ctx.keys, epoch, task.name, task.every_ms)
+                if period is not None:
                     payload = {**task.payload(), "period": period, "scheduled": task.name}
                     await producer.submit(task.agent_type, payload)
                     log.info("scheduled %s (period %d)", task.name, period)

@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import socket
 from typing import Any, TypeVar
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worker_runtime.keys import Keys, SchemaVersion
 from worker_runtime.models import Role
+from worker_runtime.names import check_name
 from worker_runtime.redact import mask_url
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
@@ -81,6 +82,11 @@ class RedisSettings(BaseSettings):
         url = f"redis://{auth}{host or 'localhost'}:{port or 6379}/{database or 0}"
         return {**data, "url": url}
 
+    url_file: str | None = Field(default=None, validation_alias="BYAI_REDIS_URL_FILE")
+    """A file holding the URL (first line): keeps a password out of ``ps`` and shell history."""
+    password_file: str | None = Field(default=None, validation_alias="BYAI_REDIS_PASSWORD_FILE")
+    """A file holding the password (first line), put into the URL in place of any other."""
+
     @field_validator("url")
     @classmethod
     def _check_url(cls, value: str) -> str:
@@ -97,6 +103,24 @@ class RedisSettings(BaseSettings):
         except ValueError:
             raise ValueError("has an invalid port") from None
         return value
+
+    @model_validator(mode="after")
+    def _read_secret_files(self) -> RedisSettings:
+        """Take the URL and/or password from their files (they win over a plain URL)."""
+        if not self.url_file and not self.password_file:
+            return self
+        url = self.url
+        if self.url_file:
+            url = _first_line(self.url_file, "BYAI_REDIS_URL_FILE")
+            try:
+                RedisSettings._check_url(url)
+            except ValueError as exc:
+                raise ValueError(f"BYAI_REDIS_URL_FILE {self.url_file!r}: the URL {exc}") from None
+        if self.password_file:
+            url = with_password(url, _first_line(self.password_file, "BYAI_REDIS_PASSWORD_FILE"))
+        # The model is frozen for everyone else; this is its own construction.
+        object.__setattr__(self, "url", url)
+        return self
 
     @field_validator("tls_ca_certs", "tls_certfile", "tls_keyfile")
     @classmethod
@@ -186,6 +210,47 @@ class RedisSettings(BaseSettings):
         return mask_url(self.url)
 
 
+def _first_line(path: str, setting: str) -> str:
+    """The first line of a secret file; the error names the setting, never the content."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            line = handle.readline().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise ValueError(f"{setting} {path!r} cannot be read: {reason}") from None
+    if not line:
+        raise ValueError(f"{setting} {path!r} is empty")
+    return line
+
+
+def with_password(url: str, password: str) -> str:
+    """``url`` with its password replaced by ``password`` (quoted for the URL)."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    user = quote(parts.username or "", safe="")
+    netloc = f"{user}:{quote(password, safe='')}@{host}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def argv_password_warning(url: str | None, flag: str = "--redis-url") -> str | None:
+    """A one-line warning when a password was given on the command line, else None.
+
+    Every local user can read a process's arguments (``ps``) for its whole life.
+    """
+    if not url:
+        return None
+    try:
+        has_password = urlsplit(url).password is not None
+    except ValueError:
+        return None
+    if not has_password:
+        return None
+    return (
+        f"warning: the password in {flag} is visible to every local user (ps); "
+        "use --redis-url-file / BYAI_REDIS_URL_FILE or BYAI_REDIS_PASSWORD_FILE instead"
+    )
+
+
 class WorkerSettings(BaseSettings):
     """How a worker process behaves (SPEC section 7 environment names)."""
 
@@ -228,11 +293,21 @@ class WorkerSettings(BaseSettings):
         default=86_400.0, gt=0, le=31_536_000, validation_alias="BYAI_METRICS_RETENTION"
     )
 
+    @field_validator("consumer_group")
+    @classmethod
+    def _check_group(cls, value: str) -> str:
+        # Empty means "join the stream's group"; a set name must be a usable one.
+        return check_name("consumer group", value, 200) if value else value
+
     @field_validator("instance_id")
     @classmethod
     def _check_instance(cls, value: str) -> str:
-        if len(value) > 200 or any(ord(c) < 32 or c in "{} " for c in value):
-            raise ValueError("must be at most 200 printable characters without spaces or braces")
+        if len(value) > 200 or any(
+            ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF or c in "{} " for c in value
+        ):
+            raise ValueError(
+                "must be at most 200 printable characters (UTF-8) without spaces or braces"
+            )
         return value
 
     @model_validator(mode="after")

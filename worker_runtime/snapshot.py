@@ -83,6 +83,8 @@ class InstanceView(BaseModel):
     """agent type -> live replicas serving it on this instance."""
     quota: dict[str, int] = Field(default_factory=dict)
     """agent type -> replicas this instance should run under the current targets."""
+    scale_note: str | None = None
+    """The instance's own word on why its quota is not met (None when it is)."""
 
 
 def queue_depth(undelivered: int, pending: int) -> int:

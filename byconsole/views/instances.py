@@ -51,6 +51,9 @@ def instance_rows(
             quota = instance.quota.get(agent_type)
             shown = f"{have}/{quota}" if quota is not None else f"{have}"
             short = quota is not None and have != quota
+            if short and instance.scale_note:
+                # Say why, in the instance's own words (e.g. "skipped r0 (evicted...)").
+                shown = f"{shown} {instance.scale_note}"
             replicas = Text(shown, style=styles.marker("short") if short else "", justify="right")
         rows.append(
             (

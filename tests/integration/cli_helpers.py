@@ -90,7 +90,10 @@ async def add_worker(
         "agent_types": types,
         "last_seen": now_ms() - age_ms,
         "heartbeat_interval": 5,
-        "lease_ttl": 15,
+        # Status comes from the remaining TTL (seed 002): a lease renewed ``age_ms``
+        # ago has ``lease_ttl - age`` left, so its TTL is set to match.
+        "lease_ttl": 60 + age_ms / 1000,
         **lease,
     }
-    await redis.set(k.worker_online(worker_id), json.dumps(payload), px=60_000)
+    ttl_ms = int(float(payload["lease_ttl"]) * 1000) - age_ms
+    await redis.set(k.worker_online(worker_id), json.dumps(payload), px=max(1, ttl_ms))

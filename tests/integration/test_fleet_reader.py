@@ -298,6 +298,15 @@ async def test_pending_until_the_worker_confirms(backend: Backend) -> None:
     )
     await redis.delete(k.worker_online("w1"))
     w = (await reader.read()).workers[0]
+    # A graceful eviction waits for the worker: it drops its own lease once its running
+    # tasks have finished (until then they must not be reclaimed).
+    assert (w.status, w.lifecycle, w.command_state) == (
+        Status.ONLINE,
+        "evicted",
+        CommandState.PENDING,
+    )
+    await manager.evict_worker("w1", force=True)
+    w = (await reader.read()).workers[0]
     assert (w.status, w.lifecycle, w.command_state) == (
         Status.OFFLINE,
         "evicted",

@@ -117,9 +117,10 @@ async def test_instance_override_holds_until_global_scale_clears_it(
     await mgr.scale_type("chat", 4)
     await converge(a, b, (2, 2), within=2)
     await mgr.scale_instance("chat", "ob", 3)
-    await converge(a, b, (1, 3), within=2)  # ob pinned to 3, oa keeps the rest of 4
+    # ob pinned to 3; oa is left unchanged with its even share of 4 (seed 001).
+    await converge(a, b, (2, 3), within=2)
     await asyncio.sleep(1.2)  # several heartbeats: the override holds
-    assert (serving(a), serving(b)) == (1, 3)
+    assert (serving(a), serving(b)) == (2, 3)
     assert (await mgr.get_scale("chat"))[1] == {"ob": 3}
     await mgr.scale_type("chat", 2)
     await converge(a, b, (1, 1), within=2)
@@ -343,7 +344,7 @@ async def test_janitor_prunes_dead_entries(
     await eventually(pruned, timeout=5)
     assert await redis.sismember(keys.workers, "jan-r0")  # the live one stays
     events = await stream_entries(redis, keys.audit_stream)
-    assert any(e[1]["action"] == "forget" and "ghost" in e[1]["target"] for e in events)
+    assert any(e[1]["action"] == "prune" and "ghost" in e[1]["target"] for e in events)
 
 
 async def _value(value: object) -> object:

@@ -6,6 +6,11 @@ pub/sub channels:
 * ``worker``: runs ``worker-runtime`` (and may submit tasks, as an application does);
 * ``operator``: everything ``byconsole`` does, reads and admin writes, but cannot
   consume or acknowledge tasks;
+
+For both, the audit stream is append-only: their write commands apply to every
+product key except it (:attr:`Keys.acl_patterns_except_audit`), and a selector lets
+them read it and ``XADD`` to it (capped with ``MAXLEN`` in the same command), never
+DEL, XTRIM or XDEL it.
 * ``viewer``: ``byconsole --snapshot`` / ``--read-only`` / the read subcommands;
   Redis refuses every write.
 """
@@ -25,22 +30,39 @@ from worker_runtime.keys import Keys
 ADMIN_PASSWORD = "Adm1n-S3cret-pw"
 
 _READ = ["-@all", "+@read", "+@connection", "+eval_ro", "+evalsha_ro"]
-_ADMIN_WRITES = ["+hset", "+del", "+sadd", "+srem", "+xadd", "+eval", "+evalsha"]
+# +time: commands are stamped (and periods numbered) by Redis's clock inside scripts.
+_ADMIN_WRITES = ["+hset", "+del", "+sadd", "+srem", "+xadd", "+eval", "+evalsha", "+time"]
+# The audit entry records who Redis authenticated (ACL WHOAMI, after -@dangerous).
+_WHOAMI = "+acl|whoami"
 ACL_RULES: dict[str, list[str]] = {
-    # Exactly the rules of the README's ACL section; -@dangerous last in each.
-    "viewer": [*_READ, "-@dangerous"],
+    # Exactly the rules of the README's ACL section; -@dangerous last but for WHOAMI.
+    "viewer": [*_READ, "-@dangerous", _WHOAMI],
     # The admin API's writes: admin hash (a guarded EVAL), command and audit streams,
     # denylists and routing sets, scale targets, forget.
-    "operator": [*_READ, *_ADMIN_WRITES, "-@dangerous"],
+    "operator": [*_READ, *_ADMIN_WRITES, "-@dangerous", _WHOAMI],
     # Consumer groups, leases, executions, leader election and fencing (EVAL).
-    "worker": [*_READ, "+@write", "+eval", "+evalsha", "-@dangerous"],
+    "worker": [*_READ, "+@write", "+eval", "+evalsha", "+time", "-@dangerous", _WHOAMI],
 }
+APPEND_ONLY_AUDIT = ("operator", "worker")
+"""Users whose key patterns leave the audit stream out (reached through a selector)."""
 PASSWORDS = {user: f"{user.title()}-Pw-{n}x7" for n, user in enumerate(ACL_RULES)}
 
 
 def setuser_args(user: str, keys: Keys | None = None) -> list[str]:
     """``ACL SETUSER`` arguments for one of the users."""
-    patterns = [f"~{p}" for p in (keys or Keys()).acl_patterns]
+    keys = keys or Keys()
+    if user not in APPEND_ONLY_AUDIT:
+        patterns = [f"~{p}" for p in keys.acl_patterns]
+        return [
+            user,
+            "reset",
+            "on",
+            f">{PASSWORDS[user]}",
+            "resetchannels",
+            *patterns,
+            *ACL_RULES[user],
+        ]
+    patterns = [f"~{p}" for p in keys.acl_patterns_except_audit]
     return [
         user,
         "reset",
@@ -49,7 +71,13 @@ def setuser_args(user: str, keys: Keys | None = None) -> list[str]:
         "resetchannels",
         *patterns,
         *ACL_RULES[user],
+        audit_selector(keys),
     ]
+
+
+def audit_selector(keys: Keys) -> str:
+    """The selector that makes the audit stream append-only: reads and XADD only."""
+    return f"(~{keys.audit_stream} -@all +@read +xadd -@dangerous)"
 
 
 @dataclass

@@ -16,6 +16,7 @@ import json
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -29,6 +30,7 @@ from tests.integration.runtime_helpers import BIN, FAST_ENV, ROOT, eventually, s
 from tests.redis_server import env_with
 from tests.reliability.acl import Secured, dump_all, start_secured
 from tests.streams import stream_entries
+from worker_runtime.admin import WorkerManager
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.settings import RedisSettings
 
@@ -63,7 +65,7 @@ def test_the_key_patterns_cover_every_key(schema: str) -> None:
     keys = Keys(schema)  # type: ignore[arg-type]
     rendered: list[str] = []
     for name, member in inspect.getmembers(Keys):
-        if name.startswith("_") or name in ("schema", "acl_patterns"):
+        if name.startswith(("_", "acl_patterns")) or name == "schema":
             continue
         value = getattr(keys, name)
         if isinstance(member, property):
@@ -75,6 +77,40 @@ def test_the_key_patterns_cover_every_key(schema: str) -> None:
     assert len(rendered) > 25
     for key in rendered:
         assert any(fnmatch.fnmatchcase(key, p) for p in keys.acl_patterns), key
+        # The append-only audit rules: every key but the audit stream, which none match.
+        # Redis negates a class with [^...], fnmatch with [!...].
+        globs = [p.replace("[^", "[!") for p in keys.acl_patterns_except_audit]
+        matched = any(fnmatch.fnmatchcase(key, p) for p in globs)
+        assert matched is (key != keys.audit_stream), key
+
+
+@pytest.mark.parametrize("user", ["operator", "worker"])
+async def test_the_audit_stream_is_append_only(secured: Secured, admin: Redis, user: str) -> None:
+    client = Redis.from_url(secured.url(user), decode_responses=True)
+    try:
+        manager = WorkerManager(client, K, operator="mallory@laptop")
+        await add_worker(admin, "w-1", ["chat"])
+        await manager.suspend_worker("w-1", reason="ok")
+        entries: Any = await admin.xrange(K.audit_stream)
+        assert len(entries) == 1
+        # The entry names the Redis user Redis authenticated, whatever $USER claims.
+        assert entries[0][1]["redis_user"] == user
+        assert entries[0][1]["operator"] == "mallory@laptop"
+        for attempt in (
+            client.delete(K.audit_stream),
+            client.xtrim(K.audit_stream, maxlen=0),
+            client.xdel(K.audit_stream, entries[0][0]),
+            client.unlink(K.audit_stream),
+            client.eval("return redis.call('DEL', KEYS[1])", 1, K.audit_stream),
+        ):
+            with pytest.raises(NoPermissionError):
+                await attempt
+        remaining: Any = await admin.xrange(K.audit_stream)
+        assert len(remaining) == 1
+        # Every other key stays writable as before.
+        await client.delete(K.worker_admin("w-1"))
+    finally:
+        await client.aclose()
 
 
 @pytest.mark.slow

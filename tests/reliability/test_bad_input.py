@@ -70,6 +70,14 @@ def _bad_values(name: str, info: FieldInfo) -> list[str]:
         values += ["has space", "x{y}", "a" * 201, "tab\there"]
     if name == "url":
         values += ["http://example.com", "redis://", "redis://h:99999/0", "localhost:6379"]
+    if name == "mode":
+        values += ["clustered", "sentinel"]
+    if name == "cluster_nodes_env":
+        values += ["h1:notaport", "h1:99999", "h1:6379,:7000"]
+    if name == "consumer_group":
+        values += ["tab\there", "a" * 201, " padded "]
+    if name in ("url_file", "password_file"):
+        values += ["/nonexistent/secret", "/"]  # missing, a directory
     return values
 
 
@@ -255,7 +263,8 @@ def _valued_options(parser: argparse.ArgumentParser) -> set[str]:
         elif action.option_strings and (
             action.type is not None or action.choices or action.dest in _CHECKED_TEXT
         ):
-            found.add(action.option_strings[-1])
+            # The long spelling names the option (``-n`` is by-admin's alias of ``--limit``).
+            found.add(max(action.option_strings, key=len))
     return found
 
 

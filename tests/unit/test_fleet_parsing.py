@@ -32,7 +32,8 @@ async def fake() -> AsyncIterator[fakeredis.FakeAsyncRedis]:
 def test_status_thresholds_use_the_lease_heartbeat_interval() -> None:
     now = 1_000_000
     assert derive_status(None, now) is Status.OFFLINE
-    assert derive_status(Lease(), now) is Status.STALE  # no last_seen
+    # A lease without our last_seen (another runtime's) is not stale (issue 15 item 8).
+    assert derive_status(Lease(), now) is Status.ONLINE
     assert derive_status(Lease(last_seen=now - 10_000), now) is Status.ONLINE  # 2 x 5 s
     assert derive_status(Lease(last_seen=now - 10_001), now) is Status.STALE
     assert derive_status(Lease(last_seen=now - 2_001, heartbeat_interval=1), now) is Status.STALE
@@ -40,6 +41,22 @@ def test_status_thresholds_use_the_lease_heartbeat_interval() -> None:
     # A nonsense interval falls back to the default; a clock ahead of ours is fresh.
     assert derive_status(Lease(last_seen=now - 9_000, heartbeat_interval=-3), now) is Status.ONLINE
     assert derive_status(Lease(last_seen=now + 5_000), now) is Status.ONLINE
+
+
+def test_status_from_the_remaining_ttl_ignores_the_workers_clock() -> None:
+    now = 1_000_000
+    # Lease TTL 15 s, beat every 5 s: online while at most 10 s since the renewal.
+    lease = Lease(last_seen=now - 30_000, heartbeat_interval=5, lease_ttl=15)
+    assert derive_status(lease, now, ttl_ms=14_000) is Status.ONLINE  # clock 30 s behind
+    assert derive_status(lease, now, ttl_ms=5_000) is Status.ONLINE
+    assert derive_status(lease, now, ttl_ms=4_999) is Status.STALE
+    ahead = Lease(last_seen=now + 3_600_000, heartbeat_interval=5, lease_ttl=15)
+    assert derive_status(ahead, now, ttl_ms=1_000) is Status.STALE  # clock 1 h ahead
+    assert derive_status(lease, now, ttl_ms=0) is Status.OFFLINE
+    # Another runtime's lease (no TTL of ours): the live key is what counts.
+    assert derive_status(Lease(), now, ttl_ms=500) is Status.ONLINE
+    # No expiry at all (-1): the last beat decides.
+    assert derive_status(lease, now, ttl_ms=-1) is Status.STALE
 
 
 def test_command_state() -> None:
@@ -180,7 +197,8 @@ async def test_instance_quota_uses_the_shared_rule(fake: fakeredis.FakeAsyncRedi
     await fake.set(K.worker_online("foreign"), json.dumps(foreign))
     snap = await FleetReader(fake, K).read()
     quotas = {i.instance_id: i.quota.get("chat") for i in snap.instances}
-    assert quotas == {"i-a": 4, "i-b": 3, "i-c": 1, "i-dead": 4, "i-foreign": None}
+    # i-c runs its override; the others keep their share of 8 as if none existed.
+    assert quotas == {"i-a": 3, "i-b": 3, "i-c": 1, "i-dead": 4, "i-foreign": None}
     assert [i.instance_id for i in snap.instances if i.is_leader] == ["i-b"]
     assert [i.online for i in snap.instances] == [True, True, True, False, True]
     assert snap.instances[-1].replicas == {"chat": 1}

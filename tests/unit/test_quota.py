@@ -88,11 +88,14 @@ def test_no_target_no_override_is_none() -> None:
     assert compute_quotas(None, {}, ["a", "b"]) == {}
 
 
-def test_override_is_exact_and_others_share_the_rest() -> None:
+def test_override_is_exact_and_every_other_instance_is_left_unchanged() -> None:
+    # Seed 001 / SPEC section 5 (corrected): "scale chat 1 --instance a" must not move b.
+    assert compute_quotas(4, {}, ["a", "b"]) == {"a": 2, "b": 2}
+    assert compute_quotas(4, {"a": 1}, ["a", "b"]) == {"a": 1, "b": 2}
     overrides = {"b": 5}
     assert compute_quota(6, overrides, ["a", "b", "c"], "b") == 5
-    assert compute_quota(6, overrides, ["a", "b", "c"], "a") == 1
-    assert compute_quota(6, overrides, ["a", "b", "c"], "c") == 0
+    assert compute_quota(6, overrides, ["a", "b", "c"], "a") == 2
+    assert compute_quota(6, overrides, ["a", "b", "c"], "c") == 2
 
 
 def test_override_applies_without_a_target() -> None:
@@ -101,13 +104,13 @@ def test_override_applies_without_a_target() -> None:
 
 
 def test_overrides_larger_than_target_never_go_negative() -> None:
-    assert compute_quota(2, {"a": 10}, ["a", "b"], "b") == 0
+    assert compute_quota(2, {"a": 10}, ["a", "b"], "b") == 1
     assert compute_quota(3, {"a": -4}, ["a", "b"], "a") == 0
-    assert compute_quota(3, {"a": -4}, ["a", "b"], "b") == 3
+    assert compute_quota(3, {"a": -4}, ["a", "b"], "b") == 1
 
 
-def test_dead_overridden_instance_releases_its_share() -> None:
-    # "z" has an override but is not live: the live instances still cover the target.
+def test_dead_overridden_instance_changes_nobody() -> None:
+    # "z" has an override but is not live: the live instances split the target.
     assert compute_quotas(4, {"z": 3}, ["a", "b"]) == {"a": 2, "b": 2}
 
 
@@ -129,10 +132,12 @@ def test_properties(target: int, live: set[str], data: st.DataObject) -> None:
     assert all(q >= 0 for q in quotas.values())
     for i in overridden:
         assert quotas[i] == overrides[i]
-    shared = sorted(live - overridden)
-    if shared:
-        values = [quotas[i] for i in shared]
-        # Even split: differ by at most one, larger shares first in id order.
-        assert max(values) - min(values) <= 1
-        assert values == sorted(values, reverse=True)
-        assert sum(values) == max(0, target - sum(overrides.values()))
+    # Every instance without an override has exactly the share it had without any.
+    plain = compute_quotas(target, {}, live)
+    for i in live - overridden:
+        assert quotas[i] == plain[i]
+    values = [plain[i] for i in sorted(live)]
+    # Even split: differ by at most one, larger shares first in id order.
+    assert max(values) - min(values) <= 1
+    assert values == sorted(values, reverse=True)
+    assert sum(values) == target
