@@ -189,6 +189,7 @@ _SERVER_REASONS = (
     ("LOADING", "Redis is loading its data set; retry in a moment"),
     ("BUSY", "Redis is busy running a script (SCRIPT KILL or wait)"),
     ("MASTERDOWN", "the replica lost its primary"),
+    ("NOREPLICAS", "not enough replicas acknowledged the write (NOREPLICAS)"),
     ("CLUSTERDOWN", "the cluster is down (slots not served)"),
     ("MISCONF", "Redis cannot persist to disk and refuses writes (MISCONF)"),
     ("NOAUTH", "Redis requires a password"),

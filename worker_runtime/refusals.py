@@ -13,46 +13,18 @@ from __future__ import annotations
 import logging
 import time
 
-from redis.exceptions import (
-    NoPermissionError,
-    OutOfMemoryError,
-    ReadOnlyError,
-    ResponseError,
-)
-
-_REASONS = (
-    ("OOM", "Redis is out of memory (maxmemory)"),
-    ("READONLY", "this is a read-only replica"),
-    ("NOPERM", "the Redis ACL user may not run this command"),
-    ("MISCONF", "Redis cannot persist to disk (MISCONF) and refuses writes"),
-    ("BUSY", "Redis is busy running a script"),
-    ("LOADING", "Redis is loading its dataset"),
-    ("MASTERDOWN", "the replica lost its primary (MASTERDOWN)"),
-    ("NOREPLICAS", "not enough replicas acknowledged the write (NOREPLICAS)"),
-)
+from worker_runtime.connection import describe_redis_error
 
 
 def refusal_reason(exc: BaseException) -> str:
-    """One short line saying why Redis refused a command.
+    """One short line saying why Redis refused a command (the reason first).
 
     Args:
         exc: the exception a command raised or a pipeline returned in its place.
     """
-    if isinstance(exc, OutOfMemoryError):
-        return _REASONS[0][1]
-    if isinstance(exc, ReadOnlyError):
-        return _REASONS[1][1]
-    if isinstance(exc, NoPermissionError):
-        return _REASONS[2][1]
-    text = " ".join(str(exc).split())
-    for code, reason in _REASONS:
-        if text.startswith(code) or f" {code} " in f" {text} ":
-            return reason
-    if isinstance(exc, ResponseError):
-        # A script's error carries its source location after the first sentence.
-        first = text.split(". script:", 1)[0]
-        return f"Redis refused the command: {first[:200]}"
-    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
+    # One wording for every refusal, whichever path met it: the CLIs' error lines
+    # and the runtime's logs both come from :func:`describe_redis_error`.
+    return describe_redis_error(exc)
 
 
 class RefusalLog:

@@ -129,6 +129,7 @@ def test_out_of_memory_and_read_only_replica_are_named_first(tmp_path: Path) -> 
         with SyncRedis(port=primary.port, decode_responses=True) as admin:
             admin.sadd(K.workers, "w1")
             admin.sadd(K.worker_agent_types("w1"), "chat")
+            admin.sadd(K.type_workers("chat"), "w1")
             with SyncRedis(port=replica.port, decode_responses=True) as rep:
                 deadline = time.monotonic() + 10
                 while not rep.sismember(K.workers, "w1") and time.monotonic() < deadline:
@@ -148,6 +149,12 @@ def test_out_of_memory_and_read_only_replica_are_named_first(tmp_path: Path) -> 
             line = _refused_line(oom)
             assert "Redis is out of memory (maxmemory)" in line
             assert line.index("out of memory") < 40  # the reason comes first
+            # A refused command changes nothing: routing, admin state and audit untouched
+            # (the admin hash is written first, alone; the rest only once it took).
+            assert admin.sismember(K.type_workers("chat"), "w1")
+            assert not admin.exists(K.worker_admin("w1"))
+            assert not admin.exists(K.worker_stream("w1"))
+            assert not admin.exists(K.audit_stream)
             submit = _run(
                 [str(BIN / "worker-runtime"), "submit", "chat", "{}"],
                 _env(tmp_path, BYAI_REDIS_URL=primary.url),
