@@ -19,10 +19,12 @@ counters stay queued and are retried; refusals are logged once per episode.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from redis.asyncio import Redis
@@ -69,6 +71,33 @@ return 1
 """
 
 
+# A session's results of one flush in one command: packing and parsing one command per
+# result cost more than the rest of a task's bookkeeping together, and redis-py packs
+# a command's arguments one by one, so the entries travel as one JSON argument (a list
+# of [field, value, ...] lists). Every entry is the same XADD a single append would
+# send (same fields, MAXLEN ~), and the stream's TTL is set once. Under maxmemory
+# Redis refuses the first XADD, and with it the whole script, so a refused batch is
+# retried whole and never half-written. ARGV: maxlen, ttl, the entries.
+_APPEND_OUTPUTS = """
+for _, entry in ipairs(cjson.decode(ARGV[3])) do
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(entry))
+end
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+
+# A session registry's fields of one flush (a JSON [field, value, ...] list, for the
+# reason above), written in slices that stay within Lua's limit on unpacked values.
+_WRITE_REGISTRY = """
+local fields = cjson.decode(ARGV[2])
+for i = 1, #fields, 1000 do
+  redis.call('HSET', KEYS[1], unpack(fields, i, math.min(i + 999, #fields)))
+end
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return 1
+"""
+
+
 @dataclass(slots=True)
 class Move:
     """An entry replaced by a successor: append ``fields`` to ``dest``, ack the original."""
@@ -96,6 +125,8 @@ class _Pending:
     finishes: list[tuple[Execution, bool]] = field(default_factory=list)
     """(execution, start_was_written)"""
     outputs: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    registry: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    """Session registry fields ([field, value, ...]) of a refused write, to write again."""
     counters: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     size: int = 0
 
@@ -107,6 +138,8 @@ class _Pending:
         self.starts.update(newer.starts)
         self.finishes.extend(newer.finishes)
         self.outputs.extend(newer.outputs)
+        for session_id, fields in newer.registry.items():
+            self.registry[session_id].extend(fields)
         for name, count in newer.counters.items():
             self.counters[name] += count
         self.size += newer.size
@@ -306,21 +339,37 @@ class Batcher:
         for stream, ids in batch.acks.items():
             pipe.xack(stream, CONSUMER_GROUP, *ids)
             queue(self._on_acks(stream, ids, retry, refused))
-        for session_id, fields in batch.outputs:
-            key = self.keys.session_data_stream(session_id)
-            pipe.xadd(key, fields, maxlen=SESSION_STREAM_MAXLEN, approximate=True)  # type: ignore[arg-type]
-            queue(self._on_output(session_id, fields, retry, refused))
-            pipe.expire(key, SESSION_TTL_S)
-            queue(_note(refused))
+        for session_id, outputs in _by_session(batch.outputs).items():
+            pipe.eval(
+                _APPEND_OUTPUTS,
+                1,
+                self.keys.session_data_stream(session_id),
+                SESSION_STREAM_MAXLEN,
+                SESSION_TTL_S,
+                _entries_json(outputs),
+            )
+            queue(self._on_outputs(session_id, outputs, retry, refused))
         for name, count in batch.counters.items():
             pipe.hincrby(self.keys.type_stats, name, count)
             queue(self._on_counter(name, count, retry, refused))
         # Bookkeeping for the console: a refusal is logged, not retried (the task's
         # own fate does not depend on it, and a finish always removes its start).
+        dump = _Dumps()
         queued = len(pipe)
-        self._queue_executions(pipe, batch)
+        self._queue_executions(pipe, batch, dump)
         for _ in range(len(pipe) - queued):
             queue(_note(refused))
+        # The session registry is what a client maps its messages to executions with:
+        # a refused write is kept and retried, like the results themselves.
+        for session_id, fields in _registry_fields(batch, dump).items():
+            pipe.eval(
+                _WRITE_REGISTRY,
+                1,
+                self.keys.session_registry(session_id),
+                SESSION_TTL_S,
+                json.dumps(fields, ensure_ascii=False, separators=(",", ":")),
+            )
+            queue(_on_registry(session_id, fields, retry, refused))
         try:
             replies = await pipe.execute(raise_on_error=False)
         except LOOP_ERRORS as exc:
@@ -425,14 +474,18 @@ class Batcher:
         return check
 
     @staticmethod
-    def _on_output(
-        session_id: str, fields: dict[str, str], retry: _Pending, refused: list[BaseException]
+    def _on_outputs(
+        session_id: str,
+        outputs: list[dict[str, str]],
+        retry: _Pending,
+        refused: list[BaseException],
     ) -> Callable[[Any], None]:
         def check(reply: Any) -> None:
             if isinstance(reply, BaseException):
+                # Nothing of the script was written (see _APPEND_OUTPUTS): all again.
                 refused.append(reply)
-                retry.outputs.append((session_id, fields))
-                retry.size += 1
+                retry.outputs.extend((session_id, fields) for fields in outputs)
+                retry.size += len(outputs)
 
         return check
 
@@ -456,7 +509,7 @@ class Batcher:
         self._pending = batch
         self._wake.set()
 
-    def _queue_executions(self, pipe: Any, batch: _Pending) -> None:
+    def _queue_executions(self, pipe: Any, batch: _Pending, dump: _Dumps) -> None:
         # One command per worker and key per flush, whatever the number of tasks: the
         # per-command cost of packing and parsing dominates at high throughput.
         keys = self.keys
@@ -479,7 +532,7 @@ class Batcher:
             was_running = [e.execution_id for e, written in items if written]
             # Only the newest `cap` of a burst can survive the cap: don't write the rest.
             items = items[-self.execution_cap :]
-            snaps = {e.execution_id: _dump(e) for e, _ in items}
+            snaps = {e.execution_id: dump(e) for e, _ in items}
             if was_running:
                 pipe.zrem(keys.worker_active_executions(wid), *was_running)
                 pipe.hdel(keys.worker_active_snapshots(wid), *was_running)
@@ -493,17 +546,6 @@ class Batcher:
                 keys.worker_executions(wid), {e.execution_id: e.finished_at or 0 for e, _ in items}
             )
             pipe.hset(keys.worker_history_snapshots(wid), mapping=snaps)
-        sessions: dict[str, dict[str, str]] = defaultdict(dict)
-        for execution, _ in batch.finishes:
-            if execution.session_id:
-                eid = execution.execution_id
-                fields = sessions[execution.session_id]
-                fields[f"exec:{eid}"] = _dump(execution)
-                fields[f"msg_map:{execution.task_id}"] = eid
-        for session_id, fields in sessions.items():
-            reg = keys.session_registry(session_id)
-            pipe.hset(reg, mapping=fields)
-            pipe.expire(reg, SESSION_TTL_S)
 
     def _remember(self, worker_id: str, execution_ids: list[str]) -> list[str]:
         """Track a worker's recent executions; return the ones beyond the cap."""
@@ -513,6 +555,79 @@ class Batcher:
         while len(recent) > self.execution_cap:
             expired.append(recent.popleft())
         return expired
+
+
+class _Dumps:
+    """Execution JSON by execution id, for one flush.
+
+    A finished session task lands in the worker's history and in the session
+    registry: it is serialised once.
+    """
+
+    __slots__ = ("_texts",)
+
+    def __init__(self) -> None:
+        self._texts: dict[str, str] = {}
+
+    def __call__(self, execution: Execution) -> str:
+        text = self._texts.get(execution.execution_id)
+        if text is None:
+            text = self._texts[execution.execution_id] = _dump(execution)
+        return text
+
+
+def _registry_fields(batch: _Pending, dump: _Dumps) -> dict[str, list[str]]:
+    """Per session the registry fields to write, ``[field, value, ...]``.
+
+    Fields of a refused earlier write come first, so a newer value of the same field
+    (``msg_map`` of a task that ran again) is the one that stays.
+    """
+    sessions: dict[str, list[str]] = defaultdict(list)
+    for session_id, fields in batch.registry.items():
+        sessions[session_id].extend(fields)
+    for execution, _ in batch.finishes:
+        if execution.session_id:
+            eid = execution.execution_id
+            sessions[execution.session_id] += (
+                f"exec:{eid}",
+                dump(execution),
+                f"msg_map:{execution.task_id}",
+                eid,
+            )
+    return sessions
+
+
+def _on_registry(
+    session_id: str, fields: list[str], retry: _Pending, refused: list[BaseException]
+) -> Callable[[Any], None]:
+    def check(reply: Any) -> None:
+        if isinstance(reply, BaseException):
+            refused.append(reply)
+            retry.registry[session_id].extend(fields)
+            retry.size += 1
+
+    return check
+
+
+def _by_session(outputs: list[tuple[str, dict[str, str]]]) -> dict[str, list[dict[str, str]]]:
+    """Results grouped by session, each session's in the order they were queued."""
+    grouped: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for session_id, fields in outputs:
+        grouped[session_id].append(fields)
+    return grouped
+
+
+def _entries_json(outputs: list[dict[str, str]]) -> str:
+    """Stream entries as the JSON ``[[field, value, ...], ...]`` that _APPEND_OUTPUTS reads.
+
+    Non-ASCII text stays as it is (not ``\\u`` escapes), so the values reach Redis
+    byte for byte as a plain XADD would send them.
+    """
+    return json.dumps(
+        [list(chain.from_iterable(fields.items())) for fields in outputs],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
 
 
 def _group_gone(reply: BaseException) -> bool:
