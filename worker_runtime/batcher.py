@@ -12,8 +12,10 @@ Every reply of the pipeline is checked: Redis may refuse single commands (out of
 memory, read-only replica, ACL) while running the others. An entry that is replaced
 by a successor (a retry, a hand-back, a dead letter) is therefore moved by one script
 that appends the successor and acknowledges the original together, so a refused
-append never leaves an acknowledged original behind. Refused acks, moves, results and
-counters stay queued and are retried; refusals are logged once per episode.
+append never leaves an acknowledged original behind. Refused acks, moves, results,
+session registry writes and counters stay queued and are retried; refusals are logged
+once per episode. A session's results of one flush are appended by one script, all or
+nothing, so a retried batch never duplicates a result.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
+from redis.exceptions import ResponseError
 
 from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.keys import CONSUMER_GROUP, Keys
@@ -77,12 +80,17 @@ return 1
 # of [field, value, ...] lists). Every entry is the same XADD a single append would
 # send (same fields, MAXLEN ~), and the stream's TTL is set once. Under maxmemory
 # Redis refuses the first XADD, and with it the whole script, so a refused batch is
-# retried whole and never half-written. ARGV: maxlen, ttl, the entries.
+# retried whole and never half-written. Once the entries are in, a refused EXPIRE
+# must not fail the script (the batch would be appended again): it is returned as
+# text instead. ARGV: maxlen, ttl, the entries.
 _APPEND_OUTPUTS = """
 for _, entry in ipairs(cjson.decode(ARGV[3])) do
   redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(entry))
 end
-redis.call('EXPIRE', KEYS[1], ARGV[2])
+local ttl = redis.pcall('EXPIRE', KEYS[1], ARGV[2])
+if type(ttl) == 'table' and ttl.err then
+  return 'EXPIRE refused: ' .. ttl.err
+end
 return 1
 """
 
@@ -486,6 +494,10 @@ class Batcher:
                 refused.append(reply)
                 retry.outputs.extend((session_id, fields) for fields in outputs)
                 retry.size += len(outputs)
+            elif isinstance(reply, str | bytes):
+                # Appended; only the TTL was refused (logged, as a lone EXPIRE was).
+                text = reply.decode() if isinstance(reply, bytes) else reply
+                refused.append(ResponseError(text))
 
         return check
 

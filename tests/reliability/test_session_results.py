@@ -16,12 +16,15 @@ from collections import Counter, defaultdict
 from collections.abc import AsyncIterator
 
 import pytest
+from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from tests.backends import Backend
 from tests.integration.runtime_helpers import eventually, make_instance
 from tests.streams import hash_fields, stream_entries
+from worker_runtime.batcher import Batcher
 from worker_runtime.instance import WorkerInstance
+from worker_runtime.keys import Keys
 from worker_runtime.models import Task
 from worker_runtime.producer import Producer
 
@@ -189,3 +192,45 @@ async def _all_started(handler: Handler, ids: list[str]) -> bool:
 
 async def _all_returned(handler: Handler, ids: list[str]) -> bool:
     return all(handler.returned[t] for t in ids)
+
+
+async def test_a_refused_ttl_keeps_the_appended_results_single(redis: Redis) -> None:
+    """Redis appends the results but refuses their EXPIRE (an ACL without it).
+
+    The results are in: the batch must not be appended again, whatever the retries.
+    """
+    user, password = "no-expire", "No-Expire-pw-1"
+    await redis.acl_setuser(
+        user,
+        enabled=True,
+        reset=True,
+        passwords=[f"+{password}"],
+        keys=["*"],
+        commands=["+@all", "-expire"],
+    )
+    kwargs = redis.connection_pool.connection_kwargs
+    limited = Redis(
+        host=kwargs["host"],
+        port=kwargs["port"],
+        username=user,
+        password=password,
+        decode_responses=True,
+    )
+    keys = Keys()
+    batcher = Batcher(limited, keys)
+    batcher.start()
+    try:
+        for n in range(3):
+            batcher.output("ttl-less", {"task_id": f"t{n}", "state": "succeeded", "result": "1"})
+        await asyncio.wait_for(batcher.drain(), 10)  # a batch retried forever fails
+        assert batcher.refusals.reason, "the EXPIRE was not refused"
+        batcher.output("ttl-less", {"task_id": "t3", "state": "succeeded", "result": "1"})
+        await asyncio.wait_for(batcher.drain(), 10)  # a batch retried forever fails
+        await asyncio.sleep(0.5)  # past the refusal back-off: a re-append would show
+        entries = await stream_entries(redis, keys.session_data_stream("ttl-less"))
+        assert [f["task_id"] for _, f in entries] == ["t0", "t1", "t2", "t3"]
+        assert await redis.ttl(keys.session_data_stream("ttl-less")) == -1
+    finally:
+        await batcher.close()
+        await limited.aclose()
+        await redis.acl_deluser(user)
