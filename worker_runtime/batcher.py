@@ -105,6 +105,27 @@ redis.call('EXPIRE', KEYS[1], ARGV[1])
 return 1
 """
 
+# A worker's finished executions of one flush (the per-command packing cost again, at
+# four arguments per task): leave the running index, drop what falls past the cap,
+# then add to the history, in that order and at once, so a reader never sees more
+# than the cap. ARGV[1]: JSON [running ids done, expired ids, [score, id, ...],
+# [id, snapshot, ...]].
+_WRITE_HISTORY = """
+local a = cjson.decode(ARGV[1])
+local function each(command, key, list)
+  for i = 1, #list, 1000 do
+    redis.call(command, key, unpack(list, i, math.min(i + 999, #list)))
+  end
+end
+each('ZREM', KEYS[1], a[1])
+each('HDEL', KEYS[2], a[1])
+each('ZREM', KEYS[3], a[2])
+each('HDEL', KEYS[4], a[2])
+each('ZADD', KEYS[3], a[3])
+each('HSET', KEYS[4], a[4])
+return 1
+"""
+
 
 @dataclass(slots=True)
 class Move:
@@ -545,12 +566,15 @@ class Batcher:
             # Only the newest `cap` of a burst can survive the cap: don't write the rest.
             items = items[-self.execution_cap :]
             snaps = {e.execution_id: dump(e) for e, _ in items}
+            expired = self._remember(wid, list(snaps))
+            scores = [str(e.finished_at or 0) for e, _ in items]
+            if _queue_history(pipe, keys, self._cluster, wid, was_running, expired, scores, snaps):
+                continue
             if was_running:
                 pipe.zrem(keys.worker_active_executions(wid), *was_running)
                 pipe.hdel(keys.worker_active_snapshots(wid), *was_running)
             # Remove before adding: a pipeline is not atomic, and a reader between the
             # two would otherwise see up to twice the cap.
-            expired = self._remember(wid, list(snaps))
             if expired:
                 pipe.zrem(keys.worker_executions(wid), *expired)
                 pipe.hdel(keys.worker_history_snapshots(wid), *expired)
@@ -567,6 +591,41 @@ class Batcher:
         while len(recent) > self.execution_cap:
             expired.append(recent.popleft())
         return expired
+
+
+def _queue_history(
+    pipe: Any,
+    keys: Keys,
+    cluster: bool,
+    worker_id: str,
+    was_running: list[str],
+    expired: list[str],
+    scores: list[str],
+    snaps: dict[str, str],
+) -> bool:
+    """Queue one worker's finished executions of a flush as one _WRITE_HISTORY script.
+
+    ``scores`` are the finish times of ``snaps``' executions, in the same order.
+    Returns False (nothing queued) on a cluster whose key schema does not put the
+    worker's keys in one slot (v2 does: the worker id is their hash tag); the caller
+    then sends the separate commands.
+    """
+    names = (
+        keys.worker_active_executions(worker_id),
+        keys.worker_active_snapshots(worker_id),
+        keys.worker_executions(worker_id),
+        keys.worker_history_snapshots(worker_id),
+    )
+    if cluster and len({key_slot(name.encode()) for name in names}) > 1:
+        return False
+    zadd: list[str] = []
+    for score, eid in zip(scores, snaps, strict=True):
+        zadd += (score, eid)
+    args = [was_running, expired, zadd, list(chain.from_iterable(snaps.items()))]
+    pipe.eval(
+        _WRITE_HISTORY, 4, *names, json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+    )
+    return True
 
 
 class _Dumps:

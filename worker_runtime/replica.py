@@ -289,9 +289,7 @@ class Replica:
         self, key: str, stream: str, entry_id: str, task: Task, fields: dict[str, str] | None
     ) -> None:
         ctx = self.ctx
-        # Built without validation: every value comes from a validated task or from
-        # here (validating them again cost a tenth of a no-op task).
-        execution = Execution.model_construct(
+        execution = Execution(
             execution_id=os.urandom(8).hex(),
             task_id=task.task_id,
             worker_id=self.worker_id,

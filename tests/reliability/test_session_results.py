@@ -234,3 +234,46 @@ async def test_a_refused_ttl_keeps_the_appended_results_single(redis: Redis) -> 
         await batcher.close()
         await limited.aclose()
         await redis.acl_deluser(user)
+
+
+class Sleeper:
+    """Sleeps ``payload['sleep']`` seconds: long enough for the running state to be written."""
+
+    async def __call__(self, task: Task) -> None:
+        await asyncio.sleep(float(task.payload.get("sleep", 0)))
+
+
+async def test_history_is_capped_and_leaves_no_running_entry(
+    backend: Backend, instances: list[WorkerInstance]
+) -> None:
+    """The per-worker history script: newest ``cap`` kept, index and snapshots agree."""
+    keys = backend.keys
+    inst = make_instance(
+        backend.settings, Sleeper(), [AGENT_TYPE], "hist", concurrency=4, execution_cap=5
+    )
+    await inst.start()
+    instances.append(inst)
+    wid = "hist-r0"
+    ids = [
+        await Producer(backend.redis, keys).submit(AGENT_TYPE, {"sleep": 0.05}) for _ in range(13)
+    ]
+    await eventually(lambda: _processed(backend, 13), timeout=20)
+    await asyncio.sleep(0.3)  # the last finishes' flush
+    raw = await backend.redis.zrange(keys.worker_executions(wid), 0, -1, withscores=True)
+    index = [(str(pair[0]), float(pair[1])) for pair in raw]
+    snaps = await hash_fields(backend.redis, keys.worker_history_snapshots(wid))
+    assert len(index) == 5 and {m for m, _ in index} == set(snaps)
+    for member, score in index:
+        snap = json.loads(snaps[member])
+        assert snap["state"] == "succeeded" and snap["finished_at"] == int(score)
+    # The newest five tasks are the ones kept (they ran four at a time, in order).
+    kept = {json.loads(v)["task_id"] for v in snaps.values()}
+    assert kept <= set(ids[-8:]), kept
+    # Each start was written (a 50 ms task outlives a flush) and removed at its finish.
+    assert await backend.redis.zcard(keys.worker_active_executions(wid)) == 0
+    assert await hash_fields(backend.redis, keys.worker_active_snapshots(wid)) == {}
+
+
+async def _processed(backend: Backend, count: int) -> bool:
+    raw = await backend.redis.hget(backend.keys.type_stats, f"processed:{AGENT_TYPE}")
+    return int(raw or 0) >= count
