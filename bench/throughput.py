@@ -1,7 +1,18 @@
 """No-op task throughput of one worker process: worker_runtime vs arq, taskiq, dramatiq, celery.
 
     .venv/bin/python -m bench.throughput [--tasks 20000] [--concurrency 100]
-        [--systems worker_runtime,arq,taskiq,dramatiq,celery] [--json PATH]
+        [--systems worker_runtime,arq,taskiq,dramatiq,celery] [--results [--sessions 100]]
+        [--repeats 5] [--json PATH]
+    .venv/bin/python -m bench.throughput --ab BASE_TREE [--results] [--repeats 5] ...
+
+``--results`` stores every task's output in every system: worker_runtime tasks carry a
+session id (round-robin over ``--sessions`` sessions, 20 in a row each), so each result
+goes to the session's data stream and its registry; dramatiq runs its Results
+middleware, taskiq its Redis result backend, celery its Redis result backend, arq keeps
+results as it always does. ``--repeats N`` runs the systems interleaved (A B C … C B A …)
+N times after one warm-up round and reports median and min. ``--ab BASE_TREE`` compares
+worker_runtime from this tree against the one in ``BASE_TREE`` (e.g. a ``git worktree``
+of the commit before a change), interleaved the same way.
 
 For every system, on the same private ``redis-server``, one after the other:
 
@@ -29,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +56,7 @@ from bench.common import (
     write_results,
 )
 from bench.fleet_sim import calls_delta, command_calls
+from bench.interleave import ainterleave, ratio_line, stats
 from worker_runtime.embedded import RedisServer
 
 SYSTEMS = ("worker_runtime", "arq", "taskiq", "dramatiq", "celery")
@@ -108,6 +121,16 @@ CONFIG = {
     "dramatiq": "dramatiq --processes 1 --threads C, RedisBroker (defaults)",
     "celery": "celery worker -P threads -c C, Redis broker, ignore_result (defaults otherwise)",
 }
+CONFIG_RESULTS = {
+    "worker_runtime": "worker-runtime run --concurrency C, every task with a session id "
+    "(result to the session data stream + registry)",
+    "arq": CONFIG["arq"],
+    "taskiq": "taskiq worker --workers 1 --max-async-tasks C, RedisStreamBroker "
+    "+ RedisAsyncResultBackend (defaults)",
+    "dramatiq": "dramatiq --processes 1 --threads C, RedisBroker + Results(RedisBackend), "
+    "store_results=True",
+    "celery": "celery worker -P threads -c C, Redis broker + Redis result backend",
+}
 
 
 def tree_cpu_seconds(pid: int) -> float:
@@ -147,15 +170,31 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 async def run_system(
-    server: RedisServer, system: str, tasks: int, concurrency: int, timeout: float
+    server: RedisServer,
+    system: str,
+    tasks: int,
+    concurrency: int,
+    timeout: float,
+    results: bool = False,
+    sessions: int = 100,
+    root: Path | None = None,
 ) -> dict[str, Any]:
-    """Queue ``tasks``, then time one worker process of ``system`` draining them."""
+    """Queue ``tasks``, then time one worker process of ``system`` draining them.
+
+    Args:
+        results: store every task's output (see the module docstring).
+        sessions: worker_runtime sessions the tasks are spread over (with ``results``).
+        root: run the worker's code from this source tree instead of this one (the
+            baseline of an A/B comparison; queued by this tree's client alike).
+    """
+    mode = {"BENCH_RESULTS": "1", "BENCH_SESSIONS": str(sessions)} if results else {}
     redis = redis_client(server.url)
     try:
         await redis.flushall()
         queued = subprocess.run(
             [sys.executable, "-m", "bench.peers.enqueue", system, server.url, str(tasks)],
             cwd=ROOT,
+            env={**os.environ, **mode},
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -171,7 +210,8 @@ async def run_system(
                 BENCH_TASKS=str(tasks),
                 BENCH_OUT=str(out),
                 BENCH_CONCURRENCY=str(concurrency),
-                PYTHONPATH=str(ROOT),
+                PYTHONPATH=str(root or ROOT),
+                **mode,
             )
             before_cmds = command_calls(await redis.info("commandstats"))
             before_cpu = redis_cpu(await redis.info("cpu"))
@@ -179,7 +219,7 @@ async def run_system(
             with log.open("wb") as log_file:
                 proc = subprocess.Popen(
                     worker_cmd(system, concurrency),
-                    cwd=ROOT,
+                    cwd=root or ROOT,
                     env=env,
                     stdout=log_file,
                     stderr=subprocess.STDOUT,
@@ -213,7 +253,8 @@ async def run_system(
         "redis_cpu_s": after_cpu - before_cpu,
         "redis_commands_per_task": sum(commands.values()) / tasks,
         "redis_commands": commands,
-        "config": CONFIG[system].replace("C", str(concurrency)),
+        "results": results,
+        "config": (CONFIG_RESULTS if results else CONFIG)[system].replace("C", str(concurrency)),
     }
 
 
@@ -273,12 +314,92 @@ def redis_benchmark(server: RedisServer, requests: int) -> dict[str, float]:
     return out
 
 
+async def measure_interleaved(args: argparse.Namespace, systems: list[str]) -> dict[str, Any]:
+    """Every side once per round (order alternating), ``--repeats`` rounds after a warm-up.
+
+    The sides are the systems, or with ``--ab`` worker_runtime from this tree and from
+    the baseline tree. Throughput and worker CPU per task: median and min per side.
+    """
+    sides: dict[str, tuple[str, Path | None]] = (
+        {"worker_runtime": ("worker_runtime", None), "baseline": ("worker_runtime", args.ab)}
+        if args.ab
+        else {system: (system, None) for system in systems}
+    )
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
+    server = start_redis()
+
+    def side(name: str) -> Callable[[], Awaitable[float]]:
+        system, root = sides[name]
+
+        async def once() -> float:
+            row = await run_system(
+                server,
+                system,
+                args.tasks,
+                args.concurrency,
+                args.timeout,
+                results=args.results,
+                sessions=args.sessions,
+                root=root,
+            )
+            rows[name].append(row)
+            print(
+                f"  {name:<15} {row['tasks_per_s']:>9,.0f} tasks/s"
+                f"  worker CPU {row['worker_cpu_us_per_task']:5.0f} us/task"
+                f"  Redis {row['redis_commands_per_task']:5.2f} commands/task,"
+                f" CPU {row['redis_cpu_s']:.2f} s",
+                flush=True,
+            )
+            return float(row["tasks_per_s"])
+
+        return once
+
+    try:
+        rates = await ainterleave({name: side(name) for name in sides}, repeats=args.repeats)
+    finally:
+        server.cleanup()
+    out: dict[str, Any] = {
+        "machine": machine(),
+        "tasks": args.tasks,
+        "concurrency": args.concurrency,
+        "results": args.results,
+        "sessions": args.sessions if args.results else None,
+        "repeats": args.repeats,
+        "load_before": rates["load_before"],
+        "load_after": rates["load_after"],
+        "sides": {},
+    }
+    for name in sides:
+        recorded = rows[name][1:]  # the first run of each side is the warm-up round
+        cpu = stats([r["worker_cpu_us_per_task"] for r in recorded])
+        commands = stats([r["redis_commands_per_task"] for r in recorded])
+        out["sides"][name] = {
+            "tasks_per_s": rates[name],
+            "worker_cpu_us_per_task": cpu,
+            "redis_commands_per_task": commands["median"],
+            "config": recorded[-1]["config"],
+        }
+        print(
+            f"{name:<15} median {rates[name]['median']:>9,.0f} tasks/s"
+            f" (min {rates[name]['min']:,.0f}, max {rates[name]['max']:,.0f})"
+            f"  worker CPU median {cpu['median']:5.0f} us/task (min {cpu['min']:.0f})"
+            f"  Redis {commands['median']:.2f} commands/task"
+        )
+    first, *others = list(sides)
+    for other in others:
+        print(ratio_line(rates, first, other, unit="tasks/s"))
+    print(f"load average {rates['load_before']} -> {rates['load_after']} (shared machine)")
+    return out
+
+
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Every figure of this benchmark."""
     systems = [s for s in args.systems.split(",") if s]
     unknown = set(systems) - set(SYSTEMS)
     if unknown:
         raise SystemExit(f"unknown systems: {', '.join(sorted(unknown))}")
+    if args.ab or args.repeats > 1:
+        return await measure_interleaved(args, systems)
     server = start_redis()
     results: dict[str, Any] = {
         "machine": machine(),
@@ -292,7 +413,15 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     try:
         for system in systems:
             try:
-                row = await run_system(server, system, args.tasks, args.concurrency, args.timeout)
+                row = await run_system(
+                    server,
+                    system,
+                    args.tasks,
+                    args.concurrency,
+                    args.timeout,
+                    results=args.results,
+                    sessions=args.sessions,
+                )
             except (RuntimeError, subprocess.TimeoutExpired) as exc:
                 results["systems"][system] = {"error": str(exc)}
                 print(f"{system:<15} failed: {exc}")
@@ -337,10 +466,27 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=100)
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--timeout", type=float, default=180.0, help="per system, seconds")
+    parser.add_argument(
+        "--results", action="store_true", help="store every task's output (see above)"
+    )
+    parser.add_argument(
+        "--sessions", type=int, default=100, help="worker_runtime sessions with --results"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="interleaved rounds (median and min when > 1)"
+    )
+    parser.add_argument(
+        "--ab", type=Path, help="compare worker_runtime with the one in this source tree"
+    )
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
+    if args.ab and not (args.ab / "worker_runtime" / "__init__.py").is_file():
+        parser.error(f"--ab: {args.ab} holds no worker_runtime package")
+    if args.sessions < 1:
+        parser.error("--sessions must be at least 1")
     print(f"machine: {machine()}")
-    print(f"{args.tasks:,} no-op tasks queued before each worker starts")
+    kind = "no-op tasks, results stored," if args.results else "no-op tasks"
+    print(f"{args.tasks:,} {kind} queued before each worker starts")
     print(f"concurrency {args.concurrency} in every system")
     results = asyncio.run(measure(args))
     write_results(args.json, results)

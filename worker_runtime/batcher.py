@@ -12,8 +12,10 @@ Every reply of the pipeline is checked: Redis may refuse single commands (out of
 memory, read-only replica, ACL) while running the others. An entry that is replaced
 by a successor (a retry, a hand-back, a dead letter) is therefore moved by one script
 that appends the successor and acknowledges the original together, so a refused
-append never leaves an acknowledged original behind. Refused acks, moves, results and
-counters stay queued and are retried; refusals are logged once per episode.
+append never leaves an acknowledged original behind. Refused acks, moves, results,
+session registry writes and counters stay queued and are retried; refusals are logged
+once per episode. A session's results of one flush are appended by one script, all or
+nothing, so a retried batch never duplicates a result.
 """
 
 from __future__ import annotations
@@ -22,15 +24,17 @@ import asyncio
 import json
 import logging
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
+from redis.exceptions import ResponseError
 
-from worker_runtime.byframework import queue_status_counters, snapshot, snapshot_json
+from worker_runtime.byframework import queue_status_counters, snapshot_json
 from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.envelope import execution_record
 from worker_runtime.keys import CONSUMER_GROUP, Keys
@@ -72,6 +76,59 @@ return 1
 """
 
 
+# A session's results of one flush in one command: packing and parsing one command per
+# result cost more than the rest of a task's bookkeeping together, and redis-py packs
+# a command's arguments one by one, so the entries travel as one JSON argument (a list
+# of [field, value, ...] lists). Every entry is the same XADD a single append would
+# send (same fields, MAXLEN ~), and the stream's TTL is set once. Under maxmemory
+# Redis refuses the first XADD, and with it the whole script, so a refused batch is
+# retried whole and never half-written. Once the entries are in, a refused EXPIRE
+# must not fail the script (the batch would be appended again): it is returned as
+# text instead. ARGV: maxlen, ttl, the entries.
+_APPEND_OUTPUTS = """
+for _, entry in ipairs(cjson.decode(ARGV[3])) do
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(entry))
+end
+local ttl = redis.pcall('EXPIRE', KEYS[1], ARGV[2])
+if type(ttl) == 'table' and ttl.err then
+  return 'EXPIRE refused: ' .. ttl.err
+end
+return 1
+"""
+
+# A session registry's fields of one flush (a JSON [field, value, ...] list, for the
+# reason above), written in slices that stay within Lua's limit on unpacked values.
+_WRITE_REGISTRY = """
+local fields = cjson.decode(ARGV[2])
+for i = 1, #fields, 1000 do
+  redis.call('HSET', KEYS[1], unpack(fields, i, math.min(i + 999, #fields)))
+end
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return 1
+"""
+
+# A worker's finished executions of one flush (the per-command packing cost again, at
+# four arguments per task): leave the running index, drop what falls past the cap,
+# then add to the history, in that order and at once, so a reader never sees more
+# than the cap. ARGV[1]: JSON [running ids done, expired ids, [score, id, ...],
+# [id, snapshot, ...]].
+_WRITE_HISTORY = """
+local a = cjson.decode(ARGV[1])
+local function each(command, key, list)
+  for i = 1, #list, 1000 do
+    redis.call(command, key, unpack(list, i, math.min(i + 999, #list)))
+  end
+end
+each('ZREM', KEYS[1], a[1])
+each('HDEL', KEYS[2], a[1])
+each('ZREM', KEYS[3], a[2])
+each('HDEL', KEYS[4], a[2])
+each('ZADD', KEYS[3], a[3])
+each('HSET', KEYS[4], a[4])
+return 1
+"""
+
+
 @dataclass(slots=True)
 class Move:
     """An entry replaced by a successor: append ``fields`` to ``dest``, ack the original."""
@@ -99,6 +156,8 @@ class _Pending:
     finishes: list[tuple[Execution, bool]] = field(default_factory=list)
     """(execution, start_was_written)"""
     outputs: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    registry: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    """Session registry fields ([field, value, ...]) of a refused write, to write again."""
     counters: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     size: int = 0
 
@@ -110,6 +169,8 @@ class _Pending:
         self.starts.update(newer.starts)
         self.finishes.extend(newer.finishes)
         self.outputs.extend(newer.outputs)
+        for session_id, fields in newer.registry.items():
+            self.registry[session_id].extend(fields)
         for name, count in newer.counters.items():
             self.counters[name] += count
         self.size += newer.size
@@ -335,21 +396,37 @@ class Batcher:
         for stream, ids in batch.acks.items():
             pipe.xack(stream, self.group_of(stream), *ids)
             queue(self._on_acks(stream, ids, retry, refused))
-        for session_id, fields in batch.outputs:
-            key = self.keys.session_data_stream(session_id)
-            pipe.xadd(key, fields, maxlen=SESSION_STREAM_MAXLEN, approximate=True)  # type: ignore[arg-type]
-            queue(self._on_output(session_id, fields, retry, refused))
-            pipe.expire(key, SESSION_TTL_S)
-            queue(_note(refused))
+        for session_id, outputs in _by_session(batch.outputs).items():
+            pipe.eval(
+                _APPEND_OUTPUTS,
+                1,
+                self.keys.session_data_stream(session_id),
+                SESSION_STREAM_MAXLEN,
+                SESSION_TTL_S,
+                _entries_json(outputs),
+            )
+            queue(self._on_outputs(session_id, outputs, retry, refused))
         for name, count in batch.counters.items():
             pipe.hincrby(self.keys.type_stats, name, count)
             queue(self._on_counter(name, count, retry, refused))
         # Bookkeeping for the console: a refusal is logged, not retried (the task's
         # own fate does not depend on it, and a finish always removes its start).
+        dump = _Dumps(now_ms())
         queued = len(pipe)
-        self._queue_executions(pipe, batch)
+        self._queue_executions(pipe, batch, dump)
         for _ in range(len(pipe) - queued):
             queue(_note(refused))
+        # The session registry is what a client maps its messages to executions with:
+        # a refused write is kept and retried, like the results themselves.
+        for session_id, fields in _registry_fields(batch, dump, self._records).items():
+            pipe.eval(
+                _WRITE_REGISTRY,
+                1,
+                self.keys.session_registry(session_id),
+                SESSION_TTL_S,
+                json.dumps(fields, ensure_ascii=False, separators=(",", ":")),
+            )
+            queue(_on_registry(session_id, fields, retry, refused))
         try:
             replies = await pipe.execute(raise_on_error=False)
         except LOOP_ERRORS as exc:
@@ -461,14 +538,22 @@ class Batcher:
         return check
 
     @staticmethod
-    def _on_output(
-        session_id: str, fields: dict[str, str], retry: _Pending, refused: list[BaseException]
+    def _on_outputs(
+        session_id: str,
+        outputs: list[dict[str, str]],
+        retry: _Pending,
+        refused: list[BaseException],
     ) -> Callable[[Any], None]:
         def check(reply: Any) -> None:
             if isinstance(reply, BaseException):
+                # Nothing of the script was written (see _APPEND_OUTPUTS): all again.
                 refused.append(reply)
-                retry.outputs.append((session_id, fields))
-                retry.size += 1
+                retry.outputs.extend((session_id, fields) for fields in outputs)
+                retry.size += len(outputs)
+            elif isinstance(reply, str | bytes):
+                # Appended; only the TTL was refused (logged, as a lone EXPIRE was).
+                text = reply.decode() if isinstance(reply, bytes) else reply
+                refused.append(ResponseError(text))
 
         return check
 
@@ -492,7 +577,7 @@ class Batcher:
         self._pending = batch
         self._wake.set()
 
-    def _queue_executions(self, pipe: Any, batch: _Pending) -> None:
+    def _queue_executions(self, pipe: Any, batch: _Pending, dump: _Dumps) -> None:
         # One command per worker and key per flush, whatever the number of tasks: the
         # per-command cost of packing and parsing dominates at high throughput.
         keys = self.keys
@@ -521,13 +606,16 @@ class Batcher:
             was_running = [e.execution_id for e, written in items if written]
             # Only the newest `cap` of a burst can survive the cap: don't write the rest.
             items = items[-self.execution_cap :]
-            snaps = {e.execution_id: _dump(e, now) for e, _ in items}
+            snaps = {e.execution_id: dump(e) for e, _ in items}
+            expired = self._remember(wid, list(snaps))
+            scores = [str(e.finished_at or 0) for e, _ in items]
+            if _queue_history(pipe, keys, self._cluster, wid, was_running, expired, scores, snaps):
+                continue
             if was_running:
                 pipe.zrem(keys.worker_active_executions(wid), *was_running)
                 pipe.hdel(keys.worker_active_snapshots(wid), *was_running)
             # Remove before adding: a pipeline is not atomic, and a reader between the
             # two would otherwise see up to twice the cap.
-            expired = self._remember(wid, list(snaps))
             if expired:
                 pipe.zrem(keys.worker_executions(wid), *expired)
                 pipe.hdel(keys.worker_history_snapshots(wid), *expired)
@@ -535,35 +623,6 @@ class Batcher:
                 keys.worker_executions(wid), {e.execution_id: e.finished_at or 0 for e, _ in items}
             )
             pipe.hset(keys.worker_history_snapshots(wid), mapping=snaps)
-        sessions: dict[str, dict[str, str]] = defaultdict(dict)
-        for execution in batch.starts.values():
-            # A by-framework client follows its execution's status: RUNNING now.
-            base = self._records.get(execution.execution_id)
-            if execution.session_id and base is not None:
-                record = execution_record(base, execution, now)
-                sessions[execution.session_id][f"exec:{execution.execution_id}"] = safe_text(
-                    json.dumps(record, ensure_ascii=False, default=str)
-                )
-        for execution, _ in batch.finishes:
-            base = self._records.get(execution.execution_id)
-            if base is not None and execution.state == ExecutionState.CANCELLED:
-                # Cut short and left un-acked for another worker to reclaim: the
-                # client's record must not say it finished (a replay would be skipped).
-                continue
-            if execution.session_id:
-                eid = execution.execution_id
-                fields = sessions[execution.session_id]
-                data = (
-                    snapshot(execution, now)
-                    if base is None
-                    else execution_record(base, execution, now)
-                )
-                fields[f"exec:{eid}"] = safe_text(json.dumps(data, ensure_ascii=False, default=str))
-                fields[f"msg_map:{execution.task_id}"] = eid
-        for session_id, fields in sessions.items():
-            reg = keys.session_registry(session_id)
-            pipe.hset(reg, mapping=fields)
-            pipe.expire(reg, SESSION_TTL_S)
 
     def _remember(self, worker_id: str, execution_ids: list[str]) -> list[str]:
         """Track a worker's recent executions; return the ones beyond the cap."""
@@ -573,6 +632,134 @@ class Batcher:
         while len(recent) > self.execution_cap:
             expired.append(recent.popleft())
         return expired
+
+
+def _queue_history(
+    pipe: Any,
+    keys: Keys,
+    cluster: bool,
+    worker_id: str,
+    was_running: list[str],
+    expired: list[str],
+    scores: list[str],
+    snaps: dict[str, str],
+) -> bool:
+    """Queue one worker's finished executions of a flush as one _WRITE_HISTORY script.
+
+    ``scores`` are the finish times of ``snaps``' executions, in the same order.
+    Returns False (nothing queued) on a cluster whose key schema does not put the
+    worker's keys in one slot (v2 does: the worker id is their hash tag); the caller
+    then sends the separate commands.
+    """
+    names = (
+        keys.worker_active_executions(worker_id),
+        keys.worker_active_snapshots(worker_id),
+        keys.worker_executions(worker_id),
+        keys.worker_history_snapshots(worker_id),
+    )
+    if cluster and len({key_slot(name.encode()) for name in names}) > 1:
+        return False
+    zadd: list[str] = []
+    for score, eid in zip(scores, snaps, strict=True):
+        zadd += (score, eid)
+    args = [was_running, expired, zadd, list(chain.from_iterable(snaps.items()))]
+    pipe.eval(
+        _WRITE_HISTORY, 4, *names, json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+    )
+    return True
+
+
+class _Dumps:
+    """Execution JSON by execution id, for one flush.
+
+    A finished session task lands in the worker's history and in the session
+    registry: it is serialised once.
+    """
+
+    __slots__ = ("_texts", "now")
+
+    def __init__(self, now: int) -> None:
+        self._texts: dict[str, str] = {}
+        self.now = now
+        """The flush's time, by-framework's ``updated_at`` of every snapshot in it."""
+
+    def __call__(self, execution: Execution) -> str:
+        text = self._texts.get(execution.execution_id)
+        if text is None:
+            text = self._texts[execution.execution_id] = _dump(execution, self.now)
+        return text
+
+
+def _registry_fields(
+    batch: _Pending, dump: _Dumps, records: Mapping[str, dict[str, Any]]
+) -> dict[str, list[str]]:
+    """Per session the registry fields to write, ``[field, value, ...]``.
+
+    Fields of a refused earlier write come first, so a newer value of the same field
+    (``msg_map`` of a task that ran again) is the one that stays. An execution a
+    by-framework client sent (its record in ``records``) is kept in that client's
+    format: RUNNING once its start is written, then its end.
+    """
+    sessions: dict[str, list[str]] = defaultdict(list)
+    for session_id, fields in batch.registry.items():
+        sessions[session_id].extend(fields)
+    for execution in batch.starts.values():
+        base = records.get(execution.execution_id)
+        if execution.session_id and base is not None:
+            record = execution_record(base, execution, dump.now)
+            sessions[execution.session_id] += (
+                f"exec:{execution.execution_id}",
+                safe_text(json.dumps(record, ensure_ascii=False, default=str)),
+            )
+    for execution, _ in batch.finishes:
+        if not execution.session_id:
+            continue
+        eid = execution.execution_id
+        base = records.get(eid)
+        if base is None:
+            text = dump(execution)
+        elif execution.state == ExecutionState.CANCELLED:
+            # Cut short and left for another worker to reclaim: the client's record
+            # must not say it finished (a replay would be skipped).
+            continue
+        else:
+            record = execution_record(base, execution, dump.now)
+            text = safe_text(json.dumps(record, ensure_ascii=False, default=str))
+        sessions[execution.session_id] += (f"exec:{eid}", text, f"msg_map:{execution.task_id}", eid)
+    return sessions
+
+
+def _on_registry(
+    session_id: str, fields: list[str], retry: _Pending, refused: list[BaseException]
+) -> Callable[[Any], None]:
+    def check(reply: Any) -> None:
+        if isinstance(reply, BaseException):
+            refused.append(reply)
+            retry.registry[session_id].extend(fields)
+            retry.size += 1
+
+    return check
+
+
+def _by_session(outputs: list[tuple[str, dict[str, str]]]) -> dict[str, list[dict[str, str]]]:
+    """Results grouped by session, each session's in the order they were queued."""
+    grouped: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for session_id, fields in outputs:
+        grouped[session_id].append(fields)
+    return grouped
+
+
+def _entries_json(outputs: list[dict[str, str]]) -> str:
+    """Stream entries as the JSON ``[[field, value, ...], ...]`` that _APPEND_OUTPUTS reads.
+
+    Non-ASCII text stays as it is (not ``\\u`` escapes), so the values reach Redis
+    byte for byte as a plain XADD would send them.
+    """
+    return json.dumps(
+        [list(chain.from_iterable(fields.items())) for fields in outputs],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
 
 
 def _group_gone(reply: BaseException) -> bool:

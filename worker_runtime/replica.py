@@ -529,7 +529,11 @@ def _output_fields(execution: Execution, output: Any) -> dict[str, str]:
         fields["error"] = execution.error
     else:
         try:
-            fields["result"] = json.dumps(output, default=str)
+            fields["result"] = "null" if output is None else _RESULT_JSON.encode(output)
         except (TypeError, ValueError):
             fields["result"] = json.dumps(repr(output))
     return fields
+
+
+_RESULT_JSON = json.JSONEncoder(default=str)
+"""What ``json.dumps(output, default=str)`` uses, built once (dumps builds one per call)."""

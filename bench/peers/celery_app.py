@@ -8,12 +8,16 @@ from celery import Celery
 
 from bench.peers.counter import tick
 
-app = Celery("bench", broker=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"))
+URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
+RESULTS = bool(os.environ.get("BENCH_RESULTS"))
+"""Store every task's result in Redis (the result backend); ignored otherwise."""
+
+app = Celery("bench", broker=URL, backend=URL if RESULTS else None)
 app.conf.broker_connection_retry_on_startup = True
 app.conf.worker_hijack_root_logger = False
 
 
-@app.task(ignore_result=True)
+@app.task(ignore_result=not RESULTS)
 def noop() -> None:
     """The no-op task."""
     tick()

@@ -6,14 +6,22 @@ import os
 
 import dramatiq
 from dramatiq.brokers.redis import RedisBroker
+from dramatiq.results import Results
+from dramatiq.results.backends import RedisBackend
 
 from bench.peers.counter import tick
 
-broker = RedisBroker(url=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"))
+URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
+RESULTS = bool(os.environ.get("BENCH_RESULTS"))
+"""Store every task's result (dramatiq's Results middleware, Redis backend, its defaults)."""
+
+broker = RedisBroker(url=URL)
+if RESULTS:
+    broker.add_middleware(Results(backend=RedisBackend(url=URL)))
 dramatiq.set_broker(broker)
 
 
-@dramatiq.actor
+@dramatiq.actor(store_results=RESULTS)
 def noop() -> None:
     """The no-op task."""
     tick()

@@ -5,11 +5,15 @@ from __future__ import annotations
 import asyncio
 import os
 
-from taskiq_redis import RedisStreamBroker
+from taskiq_redis import RedisAsyncResultBackend, RedisStreamBroker
 
 from bench.peers.counter import tick
 
-broker = RedisStreamBroker(os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"))
+URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
+broker = RedisStreamBroker(URL)
+if os.environ.get("BENCH_RESULTS"):
+    # Results on: taskiq-redis's result backend with its defaults.
+    broker = broker.with_result_backend(RedisAsyncResultBackend(URL))
 
 
 @broker.task
