@@ -106,6 +106,8 @@ class Confirmation(StrEnum):
     """It reports the admin ``updated_at`` it applied in its lease (worker_runtime)."""
     LEASE_GONE = "lease_gone"
     """An eviction: confirmed when the worker itself drops its lease on exit."""
+    DENIED_TYPES = "denied_types"
+    """A deny / allow: its lease lists the denials it applied (worker_runtime)."""
     NONE = "none"
     """It never reports what it applied (by-framework): the command is sent, no more."""
 
@@ -312,9 +314,17 @@ class WorkerManager:
             await self._audit_fields(action.value, worker_id, reason, f"type={agent_type}"),
         )
         res = await pipe.execute()
-        # The lease reports applied denials, not an admin_applied_at: nothing to wait on.
-        return _Target(set(), lease).result(
-            worker_id, action.value, ts, bool(res[0]), pushed=push, confirmation=Confirmation.NONE
+        # Our lease reports the denials it applied (not an admin_applied_at); a
+        # by-framework lease reports nothing, so there is nothing to wait on.
+        target = _Target(set(), lease)
+        confirms = lease is None or lease.supports(Capability.CONFIRM)
+        return target.result(
+            worker_id,
+            action.value,
+            ts,
+            bool(res[0]),
+            pushed=push,
+            confirmation=Confirmation.DENIED_TYPES if confirms else Confirmation.NONE,
         )
 
     async def get_type_denylist(self, agent_type: str) -> list[str]:

@@ -289,23 +289,24 @@ async def test_pending_until_the_worker_confirms(backend: Backend) -> None:
     assert (w.command_state, w.applied_lifecycle) == (CommandState.APPLIED, "suspended")
     assert [(e.action, e.target, e.reason) for e in snap.events] == [("suspend", "w1", "maint")]
     await manager.evict_worker("w1")
-    # The admin leaves the lease alone: pending until the worker drops it on exit.
+    # The admin leaves the lease alone: a graceful eviction is pending until the worker
+    # drops it, once its running tasks have finished (until then they must not be
+    # reclaimed).
     w = (await reader.read()).workers[0]
-    assert (w.status, w.lifecycle, w.command_state) == (
-        Status.ONLINE,
-        "evicted",
-        CommandState.PENDING,
-    )
-    await redis.delete(k.worker_online("w1"))
-    w = (await reader.read()).workers[0]
-    # A graceful eviction waits for the worker: it drops its own lease once its running
-    # tasks have finished (until then they must not be reclaimed).
     assert (w.status, w.lifecycle, w.command_state) == (
         Status.ONLINE,
         "evicted",
         CommandState.PENDING,
     )
     await manager.evict_worker("w1", force=True)
+    # Forced or not, the lease is the worker's to drop (SPEC section 10).
+    w = (await reader.read()).workers[0]
+    assert (w.status, w.lifecycle, w.command_state) == (
+        Status.ONLINE,
+        "evicted",
+        CommandState.PENDING,
+    )
+    await redis.delete(k.worker_online("w1"))  # the worker complied and left
     w = (await reader.read()).workers[0]
     assert (w.status, w.lifecycle, w.command_state) == (
         Status.OFFLINE,
