@@ -89,10 +89,14 @@ async def add_worker(
         "instance_id": instance,
         "agent_types": types,
         "last_seen": now_ms() - age_ms,
-        "heartbeat_interval": 5,
+        # Online while renewed at most 2 intervals (40 s) ago: a fresh worker stays
+        # online through a slow test run on a loaded machine; age_ms >= 60 s is stale.
+        "heartbeat_interval": 20,
         # Status comes from the remaining TTL (seed 002): a lease renewed ``age_ms``
         # ago has ``lease_ttl - age`` left, so its TTL is set to match.
-        "lease_ttl": 60 + age_ms / 1000,
+        # Long enough that the lease never expires under a test (the status turns
+        # stale 40 s after the last renewal, long before the key goes).
+        "lease_ttl": 600 + age_ms / 1000,
         **lease,
     }
     ttl_ms = int(float(payload["lease_ttl"]) * 1000) - age_ms
