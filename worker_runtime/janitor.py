@@ -25,7 +25,7 @@ from worker_runtime.audit import add_audit, audit_fields
 from worker_runtime.connection import LOOP_ERRORS, redis_now_ms
 from worker_runtime.context import RuntimeContext
 from worker_runtime.keys import CONSUMER_GROUP, Keys
-from worker_runtime.messages import KIND_COMMAND, decode_task
+from worker_runtime.messages import decode_task, is_control_entry
 from worker_runtime.pipeline import Batch
 
 log = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ async def rehome_direct_tasks(redis: Any, keys: Keys, worker_id: str) -> tuple[i
         entries = await redis.xrange(stream, start, "+", _PAGE)
         pipe = redis.pipeline(transaction=False)
         for entry_id, fields in entries:
-            if fields.get("kind") == KIND_COMMAND:
+            if is_control_entry(fields):  # ours or by-framework's envelope
                 continue
             if not (_id_after(str(entry_id), last) or str(entry_id) in pending):
                 continue  # already acknowledged

@@ -23,6 +23,7 @@ from tests.integration.runtime_helpers import eventually, make_instance, spawn_w
 from tests.redis_server import RedisServer
 from worker_runtime.admin import WorkerManager
 from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.messages import is_control_entry
 from worker_runtime.models import Task
 from worker_runtime.producer import Producer
 
@@ -224,7 +225,7 @@ async def test_janitor_keeps_operator_intent_and_moves_direct_tasks_of_a_gone_wo
     unacked = await producer.submit("jt", {"n": 2}, worker_id=gone)
     await redis.xgroup_create(stream, CONSUMER_GROUP, id="0", mkstream=True)
     reply: Any = await redis.xreadgroup(CONSUMER_GROUP, gone, {stream: ">"}, count=4)
-    delivered = [(str(e[0]), e[1]) for e in reply[0][1] if e[1].get("kind") != "command"]
+    delivered = [(str(e[0]), e[1]) for e in reply[0][1] if not is_control_entry(e[1])]
     assert [json.loads(f["data"])["task_id"] for _, f in delivered] == [acked, unacked]
     await redis.xack(stream, CONSUMER_GROUP, delivered[0][0])
     queued = await producer.submit("jt", {"n": 3}, worker_id=gone)
@@ -251,7 +252,9 @@ async def test_janitor_keeps_operator_intent_and_moves_direct_tasks_of_a_gone_wo
     # Undelivered and unacknowledged direct tasks moved to the type, each once.
     entries: Any = await redis.xrange(KEYS.type_stream("jt"))
     moved = [
-        json.loads(f["data"])["task_id"] for _, f in entries if f.get("data", "").startswith("{")
+        json.loads(f["data"])["task_id"]
+        for _, f in entries
+        if f.get("data", "").startswith("{") and not is_control_entry(f)
     ]
     assert sorted(moved) == sorted([unacked, queued])
     dead: Any = await redis.xrange(KEYS.dead_letter_stream("jt"))

@@ -108,7 +108,7 @@ async def test_a_command_entry_on_a_task_stream_is_dead_lettered(
             return await redis.xrange(KEYS.dead_letter_stream("cmdt"))
 
         dead = await eventually(buried)
-        assert dead[0][1]["error"] == "a command entry on a task stream"
+        assert dead[0][1]["error"] == "command entry on a task stream"
         await asyncio.sleep(0.3)
         pending: Any = await redis.xpending(
             KEYS.type_stream("cmdt"), "byai_gateway:consumer_group:agent_engines"
