@@ -34,6 +34,7 @@ from worker_runtime.envelope import (
 )
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.messages import decode_task, is_control_entry
+from worker_runtime.models import Task
 from worker_runtime.replica import Replica
 
 log = logging.getLogger(__name__)
@@ -305,16 +306,33 @@ class Reader:
                 agent_type or "unknown", dict(fields), "malformed task entry", stream, entry_id
             )
             return
-        if not replica.accepting or (
-            agent_type is not None and agent_type not in replica.allowed_types()
-        ):
-            # Delivered after we stopped accepting: give it back to the fleet.
-            replica.hand_back(stream, entry_id, task.agent_type, dict(fields))
-            return
         try:
             base = max(1, int(fields.get("attempt") or 1))
         except ValueError:
             base = 1
+        if self._not_run_here(stream, entry_id, fields, task, agent_type, deliveries):
+            return
+        task.attempt = base + deliveries - 1
+        replica.start_task(stream, entry_id, task, dict(fields))
+
+    def _not_run_here(
+        self,
+        stream: str,
+        entry_id: str,
+        fields: Any,
+        task: Task,
+        agent_type: str | None,
+        deliveries: int,
+    ) -> bool:
+        """Hand back or dead-letter an entry this replica must not run; True if so."""
+        replica = self.replica
+        if not replica.accepting or (
+            agent_type is not None and agent_type not in replica.allowed_types()
+        ):
+            # Delivered after we stopped accepting (or the type is denied or scaled
+            # off here): give it back to the fleet.
+            replica.hand_back(stream, entry_id, task.agent_type, dict(fields))
+            return True
         if deliveries - 1 >= self.ctx.settings.max_deliveries:
             replica.bury(
                 task.agent_type,
@@ -323,9 +341,8 @@ class Reader:
                 stream,
                 entry_id,
             )
-            return
-        task.attempt = base + deliveries - 1
-        replica.start_task(stream, entry_id, task, dict(fields))
+            return True
+        return False
 
     def _dispatch_envelope(
         self, stream: str, entry_id: str, fields: Any, envelope: Envelope, deliveries: int
@@ -341,18 +358,7 @@ class Reader:
             self._hand_back_foreign(stream, entry_id, fields, envelope, agent_type)
             return
         task = to_task(envelope, agent_type or "")
-        if not replica.accepting or (agent_type is not None and agent_type in replica.denied):
-            # Delivered after we stopped accepting: give it back to the fleet.
-            replica.hand_back(stream, entry_id, task.agent_type, dict(fields))
-            return
-        if deliveries - 1 >= self.ctx.settings.max_deliveries:
-            replica.bury(
-                task.agent_type,
-                dict(fields),
-                f"delivered {deliveries - 1} times without finishing",
-                stream,
-                entry_id,
-            )
+        if self._not_run_here(stream, entry_id, fields, task, agent_type, deliveries):
             return
         task.attempt = deliveries
         replica.start_task(stream, entry_id, task, dict(fields), envelope)
