@@ -146,11 +146,15 @@ def test_console_in_a_real_terminal(server: RedisServer, workers: list[str]) -> 
 
 def test_demo_starts_and_quits_cleanly() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BYAI_", "REDIS_"))}
-    before = _redis_servers()
     term = Terminal([str(BIN / "byconsole"), "--demo"], env)
     try:
         screen = term.wait(lambda s: "demo-a-r0" in s and "suspended" in s, timeout=30)
         assert "!embed" in screen  # one worker denied for a type
+        # The demo's own redis-server: a process under the pane (other tests running
+        # at the same time may start servers of their own).
+        pane = int(term.tmux("display-message", "-p", "-t", term.session, "#{pane_pid}").stdout)
+        servers = _descendants(pane) & _redis_servers()
+        assert servers, "the demo runs no redis-server of its own"
         term.keys("q")
         deadline = time.monotonic() + 20
         while term.alive() and time.monotonic() < deadline:
@@ -160,9 +164,21 @@ def test_demo_starts_and_quits_cleanly() -> None:
         term.close()
     # The demo's redis-server is gone with it.
     deadline = time.monotonic() + 10
-    while _redis_servers() - before and time.monotonic() < deadline:
+    while servers & _redis_servers() and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _redis_servers() - before
+    assert not servers & _redis_servers()
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid``."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        out = subprocess.run(["pgrep", "-P", str(todo.pop())], capture_output=True, text=True)
+        children = {int(p) for p in out.stdout.split()} - found
+        found |= children
+        todo += children
+    return found
 
 
 def _redis_servers() -> set[int]:
