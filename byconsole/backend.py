@@ -16,7 +16,7 @@ from typing import Protocol
 
 from byconsole.actions import Action, ActionOutcome, ActionRequest
 from byconsole.dead_letters import DeadLetter, DeadLetters
-from byconsole.outcomes import running_line, wait_converged, wait_denied
+from byconsole.outcomes import running_line, wait_converged
 from byconsole.text import safe_text
 from worker_runtime.admin import (
     ActionResult,
@@ -212,8 +212,7 @@ class RedisBackend:
             updated_at=result.updated_at,
             command=result.action,
             agent_type=request.agent_type,
-            # deny/allow keep their own confirmation (the lease's denied_types).
-            confirmable=result.confirmable or result.action in ("deny", "allow"),
+            confirmable=result.confirmable,
         )
 
     async def confirm(self, outcome: ActionOutcome, timeout: float) -> ActionOutcome:
@@ -239,20 +238,14 @@ class RedisBackend:
                     else ""
                 )
                 return replace(outcome, latency=latency, note=note)
-            if outcome.command in ("deny", "allow") and outcome.agent_type is not None:
-                latency = await wait_denied(
-                    self.manager,
-                    outcome.target,
-                    outcome.agent_type,
-                    outcome.command == "deny",
-                    outcome.updated_at,
-                    timeout,
-                )
-            else:
-                result = ActionResult(
-                    outcome.target, outcome.command, outcome.updated_at, outcome.online
-                )
-                latency = await self.manager.wait_applied(result, timeout=timeout)
+            result = ActionResult(
+                outcome.target,
+                outcome.command,
+                outcome.updated_at,
+                outcome.online,
+                agent_type=outcome.agent_type,
+            )
+            latency = await self.manager.wait_applied(result, timeout=timeout)
         except _WAIT_ERRORS as exc:
             return replace(outcome, error=self.describe(exc))
         return replace(outcome, latency=latency)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rich.text import Text
@@ -29,7 +27,7 @@ from byconsole.headless import (  # noqa: F401  (re-exported for the subcommands
     print_json,
     run_snapshot,
 )
-from byconsole.outcomes import plan_scale, serves, unconverged, wait_converged, wait_denied
+from byconsole.outcomes import plan_scale, serves, unconverged, wait_converged
 from byconsole.render_dead import dead_detail, dead_table
 from byconsole.render_table import (
     contexts_table,
@@ -46,7 +44,6 @@ from worker_runtime.admin import (
     Confirmation,
     UnknownWorkerError,
     UnsupportedCommandError,
-    WorkerManager,
     WorkerOnlineError,
 )
 from worker_runtime.models import MetricsPoint, Status, now_ms
@@ -113,47 +110,22 @@ async def worker_info(session: Session, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _wait(manager: WorkerManager, result: ActionResult, timeout: float) -> float | None:
-    """Seconds until the worker confirmed ``result``, ``None`` on timeout.
-
-    A draining worker may exit (dropping its lease) before it rewrites the lease with
-    the applied state; its exit is the confirmation.
-    """
-    if result.action != "drain":
-        return await manager.wait_applied(result, timeout=timeout)
-    deadline = time.monotonic() + timeout
-    while True:
-        step = max(0.05, min(0.5, deadline - time.monotonic()))
-        latency = await manager.wait_applied(result, timeout=step)
-        if latency is not None:
-            return latency
-        if await manager.get_lease(result.worker_id) is None:
-            return max(0.0, (now_ms() - result.updated_at) / 1000)
-        if time.monotonic() >= deadline:
-            return None
-
-
 async def _report(
     session: Session,
     args: argparse.Namespace,
     result: ActionResult,
     description: str,
-    waiter: Callable[[], Awaitable[float | None]] | None = None,
 ) -> int:
     """Say what was written and whether the worker has confirmed it.
 
-    ``waiter`` replaces the lifecycle wait (``admin_applied_at``) for writes the worker
-    confirms another way (a deny: its lease's ``denied_types``).
+    ``--wait`` waits through :meth:`WorkerManager.wait_applied`, the console's wait too.
     """
     latency: float | None = None
     asked = bool(getattr(args, "wait", False))
     unconfirmable = result.confirmation is Confirmation.NONE
     waited = asked and result.online and not unconfirmable
     if waited:
-        if waiter is not None:
-            latency = await waiter()
-        else:
-            latency = await _wait(session.manager(), result, args.timeout)
+        latency = await session.manager().wait_applied(result, timeout=args.timeout)
     if not result.online:
         state = "offline"
         note = "the worker is offline: it applies this state when it starts"
@@ -305,12 +277,7 @@ async def type_deny_allow(session: Session, args: argparse.Namespace) -> int:
     else:
         result = await manager.allow_worker_for_type(agent_type, wid, args.reason)
     what = f"{args.action} {safe_text(wid, 80)} for {safe_text(agent_type, 80)}"
-
-    async def waiter() -> float | None:
-        # Confirmed by the worker's lease listing (or dropping) the type in denied_types.
-        return await wait_denied(manager, wid, agent_type, deny, result.updated_at, args.timeout)
-
-    return await _report(session, args, result, what, waiter)
+    return await _report(session, args, result, what)
 
 
 # -- scale ------------------------------------------------------------------------------

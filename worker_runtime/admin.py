@@ -31,6 +31,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from worker_runtime.audit import add_audit, audit_fields, default_operator, redis_user
 from worker_runtime.connection import default_keys
+from worker_runtime.derive import is_applied
 from worker_runtime.keys import Keys
 from worker_runtime.messages import (
     CONTROL_STREAM_MAXLEN,
@@ -106,6 +107,8 @@ class Confirmation(StrEnum):
     """It reports the admin ``updated_at`` it applied in its lease (worker_runtime)."""
     LEASE_GONE = "lease_gone"
     """An eviction: confirmed when the worker itself drops its lease on exit."""
+    DENIED_TYPES = "denied_types"
+    """A deny / allow: confirmed when the lease lists (no longer lists) the type."""
     NONE = "none"
     """It never reports what it applied (by-framework): the command is sent, no more."""
 
@@ -123,6 +126,7 @@ class ActionResult:
         confirmation: how the worker will confirm it (:class:`Confirmation`).
         runtime: ``worker_runtime``, ``by-framework`` or ``unknown`` (no lease).
         pushed: whether a command entry was written to the worker's stream.
+        agent_type: the type of a deny / allow (what the lease confirms).
     """
 
     worker_id: str
@@ -132,6 +136,7 @@ class ActionResult:
     confirmation: Confirmation = Confirmation.APPLIED_AT
     runtime: str = "worker_runtime"
     pushed: bool = True
+    agent_type: str | None = None
 
     @property
     def confirmable(self) -> bool:
@@ -312,9 +317,17 @@ class WorkerManager:
             await self._audit_fields(action.value, worker_id, reason, f"type={agent_type}"),
         )
         res = await pipe.execute()
-        # The lease reports applied denials, not an admin_applied_at: nothing to wait on.
-        return _Target(set(), lease).result(
-            worker_id, action.value, ts, bool(res[0]), pushed=push, confirmation=Confirmation.NONE
+        # The lease reports applied denials (not an admin_applied_at) when it confirms.
+        confirms = lease is not None and lease.supports(Capability.CONFIRM)
+        return ActionResult(
+            worker_id,
+            action.value,
+            ts,
+            bool(res[0]),
+            Confirmation.DENIED_TYPES if confirms else Confirmation.NONE,
+            runtime=_Target(set(), lease).runtime,
+            pushed=push,
+            agent_type=agent_type,
         )
 
     async def get_type_denylist(self, agent_type: str) -> list[str]:
@@ -407,24 +420,26 @@ class WorkerManager:
     async def wait_applied(
         self, result: ActionResult, timeout: float = 10.0, poll: float = 0.05
     ) -> float | None:
-        """Wait until the worker confirms ``result``.
+        """Wait until the worker confirms ``result``: the one wait for every action kind.
+
+        The verdict on each lease read is :func:`worker_runtime.derive.is_applied`
+        (lifecycle by ``admin_applied_at``, eviction and drain-exit by the lease going,
+        deny / allow by the lease's ``denied_types``).
 
         Returns:
-            Seconds from the write to the confirmation, or ``None`` on timeout and at
-            once when the worker cannot confirm (``result.confirmable`` is False). An
-            eviction is confirmed when the worker has dropped its lease.
+            Seconds from the write to the confirmation, or ``None`` on timeout, and at
+            once when the worker cannot confirm (``result.confirmable`` is False, or
+            its lease says it never will).
         """
         if not result.confirmable:
             return None
         deadline = time.monotonic() + timeout
         while True:
             lease = await self.get_lease(result.worker_id)
-            if result.action in ("evict", "force-evict"):
-                if lease is None:
-                    return max(0.0, time.monotonic() - result.written_at)
-            elif lease is not None and (lease.admin_applied_at or 0) >= result.updated_at:
+            applied = is_applied(result.action, result.updated_at, lease, result.agent_type)
+            if applied:
                 return max(0.0, time.monotonic() - result.written_at)
-            if time.monotonic() >= deadline:
+            if applied is None or time.monotonic() >= deadline:
                 return None
             await asyncio.sleep(poll)
 

@@ -36,6 +36,7 @@ from redis.asyncio.cluster import RedisCluster
 from worker_runtime.audit import parse_audit
 from worker_runtime.byframework import RUNTIME_STATUS_FIELD
 from worker_runtime.derive import derive_status as derive_status
+from worker_runtime.derive import is_applied, lifecycle_action
 from worker_runtime.keys import Keys
 from worker_runtime.models import (
     AdminState,
@@ -186,7 +187,7 @@ def derive_command_state(
         state = CommandState.APPLIED if evicted else CommandState.ON_START
     elif not lease.supports(Capability.CONFIRM):
         return CommandState.SENT if evicted else CommandState.UNCONFIRMABLE
-    elif evicted or (lease.admin_applied_at or 0) < (admin.updated_at or 0):
+    elif not is_applied(lifecycle_action(admin.known_lifecycle), admin.updated_at or 0, lease):
         return CommandState.PENDING
     else:
         state = CommandState.APPLIED
