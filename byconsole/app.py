@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
-from byconsole.actions import SPECS, Action, ActionOutcome, ActionRequest
+from byconsole.actions import DEAD_ACTIONS, SPECS, Action, ActionOutcome, ActionRequest
 from byconsole.backend import Backend, RedisBackend
 from byconsole.config import Context, load_contexts, resolve_settings
 from byconsole.dead_letters import DeadLetter
@@ -255,7 +255,7 @@ class ConsoleApp(App[int]):
         if failed:
             lines = "\n".join(f"{safe_text(o.target, 40)}: {o.error}" for o in failed[:5])
             self.notify(f"{label} failed:\n{lines}", severity="error", markup=False, timeout=8)
-        if sent and request.action in (Action.REQUEUE, Action.PURGE):
+        if sent and request.action in DEAD_ACTIONS:
             for o in sent:
                 self.notify(f"{label} {safe_text(o.target, 40)}: {o.note}", markup=False)
             self.request_poll()

@@ -46,7 +46,7 @@ from worker_runtime.admin import (
     UnsupportedCommandError,
     WorkerOnlineError,
 )
-from worker_runtime.models import MetricsPoint, Status, now_ms
+from worker_runtime.models import AdminAction, MetricsPoint, Status, now_ms
 from worker_runtime.quota import check_scale_count
 from worker_runtime.snapshot import FleetSnapshot
 
@@ -176,9 +176,11 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
     manager = session.manager()
     wid: str = args.worker_id
     reason: str | None = args.reason
-    action: str = args.action
+    action = AdminAction(args.action)  # the parser offers only these verbs
+    if action is AdminAction.EVICT and args.force:
+        action = AdminAction.FORCE_EVICT
     shown = safe_text(wid, 80)
-    if action == "forget":
+    if action is AdminAction.FORGET:
         try:
             forgotten = await manager.forget_worker(wid, reason, force=args.force)
         except WorkerOnlineError:
@@ -188,16 +190,16 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
         if not forgotten:
             raise UnknownWorkerError(f"unknown worker: {wid}")
         if args.json:
-            print_json({"target": wid, "action": "forget", "forgotten": True})
+            print_json({"target": wid, "action": action.value, "forgotten": True})
         else:
             emit(session.out, Text(f"forget {shown}: every key of the worker removed"))
         return 0
-    if action == "suspend":
+    if action is AdminAction.SUSPEND:
         result = await manager.suspend_worker(wid, reason)
-    elif action == "resume":
+    elif action is AdminAction.RESUME:
         result = await manager.resume_worker(wid, reason)
-    elif action == "evict":
-        result = await manager.evict_worker(wid, force=args.force, reason=reason)
+    elif action in (AdminAction.EVICT, AdminAction.FORCE_EVICT):
+        result = await manager.evict_worker(wid, action is AdminAction.FORCE_EVICT, reason)
     else:
         try:
             result = await manager.drain_worker(wid, reason)
@@ -260,7 +262,7 @@ async def type_deny_allow(session: Session, args: argparse.Namespace) -> int:
     manager = session.manager()
     agent_type: str = args.agent_type
     wid: str = args.worker_id
-    deny = args.action == "deny"
+    deny = args.action == AdminAction.DENY
     if not await manager.worker_exists(wid):
         raise UnknownWorkerError(f"unknown worker: {wid}")
     real, denied = await _type_served(session, agent_type, wid)

@@ -40,6 +40,7 @@ from worker_runtime.messages import (
     envelope_action,
 )
 from worker_runtime.models import (
+    AdminAction,
     AdminState,
     Capability,
     Command,
@@ -119,7 +120,7 @@ class ActionResult:
 
     Attributes:
         worker_id: the target.
-        action: e.g. ``suspend``.
+        action: the verb (:class:`AdminAction`), e.g. ``suspend``.
         updated_at: the admin ``updated_at`` written (ms); the worker confirms by
             reporting it as ``admin_applied_at`` in its lease.
         online: whether the worker held a lease when the command was written.
@@ -130,7 +131,7 @@ class ActionResult:
     """
 
     worker_id: str
-    action: str
+    action: AdminAction
     updated_at: int
     online: bool
     confirmation: Confirmation = Confirmation.APPLIED_AT
@@ -170,11 +171,13 @@ class WorkerManager:
 
     async def suspend_worker(self, worker_id: str, reason: str | None = None) -> ActionResult:
         """Stop the worker taking new tasks; it keeps its heartbeat."""
-        return await self._set_lifecycle(worker_id, Lifecycle.SUSPENDED, "suspend", reason)
+        return await self._set_lifecycle(
+            worker_id, Lifecycle.SUSPENDED, AdminAction.SUSPEND, reason
+        )
 
     async def resume_worker(self, worker_id: str, reason: str | None = None) -> ActionResult:
         """Return a suspended (or evicted, for its next start) worker to active."""
-        return await self._set_lifecycle(worker_id, Lifecycle.ACTIVE, "resume", reason)
+        return await self._set_lifecycle(worker_id, Lifecycle.ACTIVE, AdminAction.RESUME, reason)
 
     async def evict_worker(
         self, worker_id: str, force: bool = False, reason: str | None = None
@@ -184,12 +187,12 @@ class WorkerManager:
         With ``force`` the worker also cancels its running tasks; their stream entries
         stay un-acknowledged, so another worker reclaims and completes them.
         """
-        action = "force-evict" if force else "evict"
+        action = AdminAction.FORCE_EVICT if force else AdminAction.EVICT
         return await self._set_lifecycle(worker_id, Lifecycle.EVICTED, action, reason, force=force)
 
     async def drain_worker(self, worker_id: str, reason: str | None = None) -> ActionResult:
         """Leave routing, finish in-flight tasks, then exit (not restarted)."""
-        return await self._set_lifecycle(worker_id, Lifecycle.DRAINING, "drain", reason)
+        return await self._set_lifecycle(worker_id, Lifecycle.DRAINING, AdminAction.DRAIN, reason)
 
     async def clear_worker_admin_state(
         self, worker_id: str, reason: str | None = None
@@ -209,15 +212,15 @@ class WorkerManager:
         # by-framework's clear pushes nothing; a resume tells a live worker at once.
         _push(pipe, self.keys.worker_stream(worker_id), command, target.lease)
         pipe.exists(self.keys.worker_online(worker_id))
-        add_audit(pipe, self.keys, await self._audit_fields("clear", worker_id, reason))
+        add_audit(pipe, self.keys, await self._audit_fields(AdminAction.CLEAR, worker_id, reason))
         res = await pipe.execute()
-        return target.result(worker_id, "clear", ts, bool(res[2]), pushed=True)
+        return target.result(worker_id, AdminAction.CLEAR, ts, bool(res[2]), pushed=True)
 
     async def _set_lifecycle(
         self,
         worker_id: str,
         lifecycle: Lifecycle,
-        action: str,
+        action: AdminAction,
         reason: str | None,
         *,
         force: bool = False,
@@ -289,6 +292,7 @@ class WorkerManager:
     ) -> ActionResult:
         check_agent_type(agent_type)
         check_worker_id(worker_id)
+        verb = AdminAction.DENY if action is CommandAction.DENY else AdminAction.ALLOW
         ts = now_ms()
         command = Command(
             action=action,
@@ -314,14 +318,14 @@ class WorkerManager:
         add_audit(
             pipe,
             self.keys,
-            await self._audit_fields(action.value, worker_id, reason, f"type={agent_type}"),
+            await self._audit_fields(verb, worker_id, reason, f"type={agent_type}"),
         )
         res = await pipe.execute()
         # The lease reports applied denials (not an admin_applied_at) when it confirms.
         confirms = lease is not None and lease.supports(Capability.CONFIRM)
         return ActionResult(
             worker_id,
-            action.value,
+            verb,
             ts,
             bool(res[0]),
             Confirmation.DENIED_TYPES if confirms else Confirmation.NONE,
@@ -381,10 +385,12 @@ class WorkerManager:
         pipe.sadd(self.keys.agent_types, agent_type)
         _push(pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN)
         add_audit(
-            pipe, self.keys, await self._audit_fields("scale", target, reason, f"count={count}")
+            pipe,
+            self.keys,
+            await self._audit_fields(AdminAction.SCALE, target, reason, f"count={count}"),
         )
         await pipe.execute()
-        return ActionResult(target, "scale", ts, True)
+        return ActionResult(target, AdminAction.SCALE, ts, True)
 
     async def get_scale(self, agent_type: str) -> tuple[int | None, dict[str, int]]:
         """The global target (``None`` when unset) and per-instance overrides of a type."""
@@ -470,12 +476,12 @@ class WorkerManager:
         for agent_type in types:
             pipe.srem(self.keys.type_workers(agent_type), worker_id)
             pipe.srem(self.keys.type_denied(agent_type), worker_id)
-        add_audit(pipe, self.keys, await self._audit_fields("forget", worker_id, reason))
+        add_audit(pipe, self.keys, await self._audit_fields(AdminAction.FORGET, worker_id, reason))
         await pipe.execute()
         return True
 
     async def _audit_fields(
-        self, action: str, target: str, reason: str | None, details: str = ""
+        self, action: AdminAction | str, target: str, reason: str | None, details: str = ""
     ) -> dict[str, Any]:
         """An audit entry naming the OS user and the Redis ACL user (asked once)."""
         if self._redis_user is None:
@@ -511,7 +517,9 @@ class WorkerManager:
         lease = None if raw_lease is None else Lease.parse(raw_lease)
         return _Target({str(t) for t in types}, lease)
 
-    async def audit(self, action: str, target: str, reason: str | None, details: str = "") -> None:
+    async def audit(
+        self, action: AdminAction | str, target: str, reason: str | None, details: str = ""
+    ) -> None:
         """Append an audit entry for an action performed outside this class."""
         pipe = self.redis.pipeline(transaction=False)
         add_audit(pipe, self.keys, await self._audit_fields(action, target, reason, details))
@@ -553,7 +561,7 @@ class _Target:
     def result(
         self,
         worker_id: str,
-        action: str,
+        action: AdminAction,
         ts: int,
         online: bool,
         *,
@@ -567,11 +575,11 @@ class _Target:
             worker_id, action, ts, online, confirmation, runtime=self.runtime, pushed=pushed
         )
 
-    def _confirmation(self, action: str) -> Confirmation:
+    def _confirmation(self, action: AdminAction) -> Confirmation:
         if self.lease is None or self.lease.supports(Capability.CONFIRM):
             return Confirmation.APPLIED_AT
         # A by-framework worker reports nothing, but it does drop its lease on exit.
-        if action in ("evict", "force-evict"):
+        if action in (AdminAction.EVICT, AdminAction.FORCE_EVICT):
             return Confirmation.LEASE_GONE
         return Confirmation.NONE
 

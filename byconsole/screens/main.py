@@ -20,7 +20,15 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
-from byconsole.actions import ACTIONS, SPECS, Action, ActionRequest
+from byconsole.actions import (
+    ACTIONS,
+    BY_BINDING,
+    DEAD_ACTIONS,
+    SPECS,
+    Action,
+    ActionRequest,
+    binding_name,
+)
 from byconsole.dead_letters import DeadLetter
 from byconsole.outcomes import plan_scale
 from byconsole.screens.confirm import ConfirmScreen
@@ -312,7 +320,10 @@ class OperatorScreen(MonitorScreen):
     read_only = False
 
     BINDINGS = [
-        *(Binding(spec.key, spec.action.value, spec.label, show=spec.footer) for spec in ACTIONS),
+        *(
+            Binding(spec.key, binding_name(spec.action), spec.label, show=spec.footer)
+            for spec in ACTIONS
+        ),
         Binding("space", "mark", "Mark", show=False),
     ]
 
@@ -329,13 +340,12 @@ class OperatorScreen(MonitorScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Worker actions are greyed out away from the Workers view."""
-        try:
-            spec = SPECS[Action(action)]
-        except ValueError:
+        spec = BY_BINDING.get(action)
+        if spec is None:
             return True
         if spec.per_worker and self.is_mounted and self.active_view != "workers":
             return None
-        dead_action = spec.action in (Action.REQUEUE, Action.PURGE)
+        dead_action = spec.action in DEAD_ACTIONS
         if self.is_mounted and dead_action != (self.active_view == "dead"):
             return None if dead_action else True
         return True
@@ -379,20 +389,20 @@ class OperatorScreen(MonitorScreen):
         """``S``."""
         self.request_action(Action.SCALE)
 
-    def action_requeue(self) -> None:
+    def action_dead_requeue(self) -> None:
         """``R`` (Dead view)."""
-        self.request_action(Action.REQUEUE)
+        self.request_action(Action.DEAD_REQUEUE)
 
-    def action_purge(self) -> None:
+    def action_dead_purge(self) -> None:
         """``P`` (Dead view)."""
-        self.request_action(Action.PURGE)
+        self.request_action(Action.DEAD_PURGE)
 
     @work(exclusive=True, group="operator")
     async def request_action(self, action: Action) -> None:
         """Ask what is needed (type, count, confirmation), then hand the request up."""
         if action is Action.SCALE:
             request = await self._scale_request()
-        elif action in (Action.REQUEUE, Action.PURGE):
+        elif action in DEAD_ACTIONS:
             request = await self._dead_request(action)
         else:
             request = await self._worker_request(action)
@@ -460,7 +470,9 @@ class OperatorScreen(MonitorScreen):
         if scope is None:
             return None
         ids = (dead.entry_id,) if scope == one else ()
-        where = "back on its stream, attempts reset" if action is Action.REQUEUE else "for good"
+        where = (
+            "back on its stream, attempts reset" if action is Action.DEAD_REQUEUE else "for good"
+        )
         reason = await self.app.push_screen_wait(
             ConfirmScreen(
                 spec.label,
