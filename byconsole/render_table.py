@@ -21,17 +21,16 @@ from byconsole.config import Context
 from byconsole.plain_table import (  # noqa: F401  (the fleet tables are plain, fixed-width)
     Painter,
     PlainBlock,
-    age,
     counts_line,
     instances_table,
     snapshot_view,
     terminal_settings,
-    timestamp,
     types_table,
     workers_table,
 )
 from byconsole.styles import PENDING_STYLE, ansi_style, lifecycle_style, status_style
 from byconsole.text import safe
+from byconsole.timefmt import ZONE, age, timestamp
 from worker_runtime.models import Execution, MetricsPoint
 from worker_runtime.snapshot import (
     CommandState,
@@ -134,7 +133,7 @@ def metrics_summary(metrics: MetricsView) -> Text:
 def history_table(points: Iterable[MetricsPoint]) -> Table:
     """The metrics history, oldest first."""
     table = _table("Metrics history")
-    table.add_column("Time (UTC)")
+    table.add_column(f"Time ({ZONE})")
     for name in ("Online", "Types", "Active", "Depth", "Throughput/s"):
         table.add_column(name, justify="right")
     for p in points:
@@ -165,7 +164,7 @@ def _executions(executions: list[Execution], title: str) -> RenderableType:
     if not executions:
         return Text(f"{title}: none", style=ansi_style("muted"))
     table = _table(title)
-    for name in ("Execution", "Type", "State", "Attempt", "Started (UTC)", "Finished", "Error"):
+    for name in ("Execution", "Type", "State", "Attempt", f"Started ({ZONE})", "Finished", "Error"):
         table.add_column(name, overflow="fold")
     for e in executions:
         role = {"succeeded": "success", "failed": "error", "running": "running"}.get(e.state)
@@ -196,7 +195,7 @@ def worker_detail_view(detail: WorkerDetail, now: int) -> RenderableType:
         "denied types": ", ".join(detail.denied_types) or "-",
         "ip": w.ip_address,
         "active jobs": w.active_jobs,
-        "last seen": f"{age(w.last_seen, now)} ago ({timestamp(w.last_seen)} UTC)"
+        "last seen": f"{age(w.last_seen, now)} ago ({timestamp(w.last_seen)} {ZONE})"
         if w.last_seen is not None
         else None,
         "runtime status": detail.runtime_status or w.runtime_status,
@@ -216,7 +215,7 @@ def worker_detail_view(detail: WorkerDetail, now: int) -> RenderableType:
                 {
                     "lifecycle": admin.lifecycle,
                     "reason": admin.reason,
-                    "updated_at": f"{admin.updated_at} ({timestamp(admin.updated_at)} UTC)"
+                    "updated_at": f"{admin.updated_at} ({timestamp(admin.updated_at)} {ZONE})"
                     if admin.updated_at
                     else None,
                     "updated_by": admin.updated_by,

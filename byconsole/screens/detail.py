@@ -16,7 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from byconsole.text import safe_text
-from byconsole.views.cells import DASH, clock, exact_age
+from byconsole.timefmt import DASH, clock, exact_age
 from worker_runtime.models import Execution, now_ms
 from worker_runtime.snapshot import WorkerDetail
 
@@ -95,7 +95,7 @@ def render_detail(detail: WorkerDetail, now: int) -> list[Table | Text]:
             ("denied types", ", ".join(detail.denied_types) or None),
             ("jobs", f"{w.active_jobs} active / {w.concurrency} max"),
             ("processed / failed", f"{w.processed} / {w.failed}"),
-            ("started", clock(w.started_at)),
+            ("started", clock(w.started_at, zone=True)),
             ("last seen", exact_age(w.lease_age_ms)),
             ("version", f"{w.app_version or DASH} (runtime {w.runtime_version or DASH})"),
         ],
@@ -106,9 +106,9 @@ def render_detail(detail: WorkerDetail, now: int) -> list[Table | Text]:
         [
             ("lifecycle", admin.lifecycle),
             ("reason", admin.reason),
-            ("updated", clock(admin.updated_at)),
+            ("updated", clock(admin.updated_at, zone=True)),
             ("updated by", admin.updated_by),
-            ("worker applied", clock(w.admin_applied_at)),
+            ("worker applied", clock(w.admin_applied_at, zone=True)),
         ],
     )
     if detail.lease is not None:

@@ -8,13 +8,14 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from byconsole.styles import CellStyles
-from byconsole.views.cells import cell, clock
+from byconsole.timefmt import ZONE, clock
+from byconsole.views.cells import cell
 from byconsole.widgets.keyed_table import Column, KeyedTable
 from worker_runtime.models import AdminAction, AuditEvent
 from worker_runtime.snapshot import FleetSnapshot
 
 COLUMNS: tuple[Column, ...] = (
-    Column("time", "time"),
+    Column("time", f"time ({ZONE})"),
     Column("operator", "operator"),
     Column("action", "action"),
     Column("target", "target"),
