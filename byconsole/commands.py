@@ -46,7 +46,7 @@ from worker_runtime.admin import (
     UnsupportedCommandError,
     WorkerOnlineError,
 )
-from worker_runtime.models import AdminAction, MetricsPoint, Status, now_ms
+from worker_runtime.models import AdminAction, Status, now_ms
 from worker_runtime.quota import check_scale_count
 from worker_runtime.snapshot import FleetSnapshot
 
@@ -211,21 +211,10 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
 # -- type ...---------------------------------------------------------------------------
 
 
-async def _type_known(session: Session, agent_type: str) -> bool:
-    k = session.keys
-    pipe = session.redis.pipeline(transaction=False)
-    pipe.sismember(k.agent_types, agent_type)
-    pipe.exists(k.type_stream(agent_type))
-    pipe.exists(k.type_denied(agent_type))
-    pipe.hexists(k.scale_targets, agent_type)
-    replies = await pipe.execute(raise_on_error=False)
-    return any(r is True or (isinstance(r, int) and r > 0) for r in replies)
-
-
 async def type_denylist(session: Session, args: argparse.Namespace) -> int:
     """``type denylist T``."""
     agent_type: str = args.agent_type
-    if not await _type_known(session, agent_type):
+    if not await session.manager().type_known(agent_type):
         raise NotFoundError(f"unknown agent type: {agent_type}")
     denied = await session.manager().get_type_denylist(agent_type)
     if args.json:
@@ -238,25 +227,6 @@ async def type_denylist(session: Session, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _type_served(session: Session, agent_type: str, worker_id: str) -> tuple[bool, bool]:
-    """(the type is real, the worker is denied it now).
-
-    Real means a worker declares it, it has a task stream or a scale target. A denylist
-    set alone does not count: that is exactly what a mistyped deny leaves behind.
-    """
-    k = session.keys
-    pipe = session.redis.pipeline(transaction=False)
-    pipe.sismember(k.worker_agent_types(worker_id), agent_type)
-    pipe.scard(k.type_workers(agent_type))
-    pipe.exists(k.type_stream(agent_type))
-    pipe.hexists(k.scale_targets, agent_type)
-    pipe.sismember(k.type_denied(agent_type), worker_id)
-    replies = await pipe.execute(raise_on_error=False)
-    real = any(r is True or (isinstance(r, int) and r > 0) for r in replies[:4])
-    denied = replies[4] is True or replies[4] == 1
-    return real, denied
-
-
 async def type_deny_allow(session: Session, args: argparse.Namespace) -> int:
     """``type deny T ID`` / ``type allow T ID`` (``--force`` for a type not seen yet)."""
     manager = session.manager()
@@ -265,7 +235,7 @@ async def type_deny_allow(session: Session, args: argparse.Namespace) -> int:
     deny = args.action == AdminAction.DENY
     if not await manager.worker_exists(wid):
         raise UnknownWorkerError(f"unknown worker: {wid}")
-    real, denied = await _type_served(session, agent_type, wid)
+    real, denied = await manager.type_served(agent_type, wid)
     # Allowing a leftover denial is always fine: it is how a phantom type is cleaned up.
     if not real and not args.force and (deny or not denied):
         snapshot = await session.reader(history_limit=1, events_limit=1).read()
@@ -292,7 +262,7 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
     check_scale_count(args.count)  # before any Redis call: a bad count is a usage error
     before = await session.reader(history_limit=1, events_limit=1).read()
     if not args.force:
-        if agent_type not in {t.name for t in before.types}:
+        if before.type(agent_type) is None:
             known = ", ".join(sorted(t.name for t in before.types)[:20]) or "none"
             raise NotFoundError(
                 f"unknown agent type: {agent_type} (known: {known}); --force sets it anyway"
@@ -401,8 +371,7 @@ async def metrics_snapshot(session: Session, args: argparse.Namespace) -> int:
 
 async def metrics_history(session: Session, args: argparse.Namespace) -> int:
     """``metrics history [--limit N]``: the collector's points, oldest first."""
-    raw = await session.redis.zrange(session.keys.metrics_history, -args.limit, -1)
-    points = [MetricsPoint.parse(m) for m in raw if isinstance(m, str)]
+    points = await session.reader().read_metrics_history(args.limit)
     if args.json:
         print_json([p.model_dump(mode="json") for p in points])
         return 0

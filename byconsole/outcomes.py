@@ -57,9 +57,7 @@ def plan_scale(
     """
     online = {i.instance_id: i for i in snapshot.instances if i.online}
     if instance_id is not None:
-        inst = online.get(instance_id) or next(
-            (i for i in snapshot.instances if i.instance_id == instance_id), None
-        )
+        inst = online.get(instance_id) or snapshot.instance(instance_id)
         running = inst.replicas.get(agent_type, 0) if inst else 0
         before = inst.quota.get(agent_type) if inst else None
         return [ScaleStep(instance_id, running, before, count)]

@@ -334,6 +334,32 @@ class WorkerManager:
             agent_type=agent_type,
         )
 
+    async def type_known(self, agent_type: str) -> bool:
+        """Whether anything names the type: declared, a task stream, a denylist or a target."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.sismember(self.keys.agent_types, agent_type)
+        pipe.exists(self.keys.type_stream(agent_type))
+        pipe.exists(self.keys.type_denied(agent_type))
+        pipe.hexists(self.keys.scale_targets, agent_type)
+        replies = await pipe.execute(raise_on_error=False)
+        return any(_positive(r) for r in replies)
+
+    async def type_served(self, agent_type: str, worker_id: str) -> tuple[bool, bool]:
+        """``(the type is real, the worker is denied it now)``: the pre-check of a deny.
+
+        Real means the worker declares it, a worker routes it, it has a task stream or a
+        scale target. A denylist set alone does not count: that is exactly what a
+        mistyped deny leaves behind.
+        """
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.sismember(self.keys.worker_agent_types(worker_id), agent_type)
+        pipe.scard(self.keys.type_workers(agent_type))
+        pipe.exists(self.keys.type_stream(agent_type))
+        pipe.hexists(self.keys.scale_targets, agent_type)
+        pipe.sismember(self.keys.type_denied(agent_type), worker_id)
+        replies = await pipe.execute(raise_on_error=False)
+        return any(_positive(r) for r in replies[:4]), _positive(replies[4])
+
     async def get_type_denylist(self, agent_type: str) -> list[str]:
         """Worker ids denied for ``agent_type``, sorted."""
         members = await self.redis.smembers(self.keys.type_denied(agent_type))
@@ -605,6 +631,11 @@ def _push(
     else:
         fields = encode_command(command)
     pipe.xadd(stream, fields, maxlen=maxlen, approximate=True)
+
+
+def _positive(reply: Any) -> bool:
+    """A set-membership / existence / count reply that says yes (an error reply says no)."""
+    return reply is True or (isinstance(reply, int) and reply > 0)
 
 
 def _stamp(reply: Any) -> int:

@@ -942,6 +942,11 @@ class FleetReader:
             recent_executions=recent,
         )
 
+    async def read_metrics_history(self, limit: int) -> list[MetricsPoint]:
+        """The collector's newest ``limit`` points, oldest first (malformed ones skipped)."""
+        raw = await self.redis.zrange(self.keys.metrics_history, -limit, -1)
+        return [MetricsPoint.parse(m) for m in raw if isinstance(m, str)]
+
 
 def _order(index_reply: Any, snapshots: Mapping[str, Any]) -> list[str]:
     """Execution ids most recent first: the index order, then snapshots it misses."""

@@ -82,9 +82,14 @@ class MonitorScreen(Screen[None]):
         describe: turns an error into one display-safe line.
         clock: monotonic seconds (tests freeze it).
         dead_loader: reads the dead letters of some types (the Dead view).
+        read_only_reason: why the console is read-only (a flag or the context), for the
+            warning an action key gets.
     """
 
     read_only = True
+
+    class Resumed(Message):
+        """The screen is showing again (started, or back from a modal): polling may run."""
 
     BINDINGS = [
         *(
@@ -106,8 +111,10 @@ class MonitorScreen(Screen[None]):
         describe: Callable[[BaseException], str],
         clock: Callable[[], float] = time.monotonic,
         dead_loader: DeadLoader | None = None,
+        read_only_reason: str = "--read-only",
     ) -> None:
         super().__init__()
+        self.read_only_why = read_only_reason
         self.dead_loader = dead_loader
         self.endpoint = endpoint
         self.context = context
@@ -147,12 +154,6 @@ class MonitorScreen(Screen[None]):
                 markup=False,
                 timeout=4,
             )
-
-    @property
-    def read_only_why(self) -> str:
-        """Why this console is read-only (the app knows: a flag or the context)."""
-        why = getattr(self.app, "read_only_reason", None)
-        return str(why()) if callable(why) else "--read-only"
 
     def on_mount(self) -> None:
         """Start on the workers table; the first refresh starts once the views exist."""
@@ -241,9 +242,7 @@ class MonitorScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         """Shown, or back from a modal: polling (re)starts (it pauses while one is open)."""
-        resume = getattr(self.app, "resume_polling", None)
-        if callable(resume):
-            resume()
+        self.post_message(self.Resumed())
 
     # -- navigation --------------------------------------------------------------------------
 
@@ -334,8 +333,28 @@ class OperatorScreen(MonitorScreen):
             super().__init__()
             self.request = request
 
-    def __init__(self, endpoint: str, *, max_scale: int, **kwargs: object) -> None:
-        super().__init__(endpoint, **kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        max_scale: int,
+        context: str | None,
+        detail_loader: DetailLoader,
+        refresh: float,
+        describe: Callable[[BaseException], str],
+        clock: Callable[[], float] = time.monotonic,
+        dead_loader: DeadLoader | None = None,
+    ) -> None:
+        super().__init__(
+            endpoint,
+            context=context,
+            detail_loader=detail_loader,
+            refresh=refresh,
+            describe=describe,
+            clock=clock,
+            dead_loader=dead_loader,
+            read_only_reason="",
+        )
         self.max_scale = max_scale
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -456,14 +475,8 @@ class OperatorScreen(MonitorScreen):
             self.notify("No dead letter selected.", severity="warning")
             return None
         agent_type = dead.agent_type
-        total = next(
-            (
-                t.dead
-                for t in (self.snapshot.types if self.snapshot else ())
-                if t.name == agent_type
-            ),
-            0,
-        )
+        known = self.snapshot.type(agent_type) if self.snapshot else None
+        total = known.dead if known else 0
         one = f"this dead letter ({safe_text(dead.entry_id, 30)})"
         every = f"all {total:,} dead letters of {safe_text(agent_type, 30)}"
         scope = await self._choose(f"{spec.label} what?", [one, every]) if total > 1 else one
