@@ -7,22 +7,23 @@ Pure data; no Textual, no Redis.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from worker_runtime.models import AdminAction
+
+if TYPE_CHECKING:  # the result is only held here; the backend writes it
+    from worker_runtime.admin import ActionResult
+
+Action = AdminAction
+"""The console's verbs are the runtime's (one vocabulary with the audit stream and the CLI)."""
+
+DEAD_ACTIONS = (Action.DEAD_REQUEUE, Action.DEAD_PURGE)
+"""The actions of the Dead view (on dead letters, not workers)."""
 
 
-class Action(StrEnum):
-    """What the operator can do; the value is also the Textual action name."""
-
-    SUSPEND = "suspend"
-    RESUME = "resume"
-    EVICT = "evict"
-    FORCE_EVICT = "force_evict"
-    DRAIN = "drain"
-    SCALE = "scale"
-    DENY = "deny"
-    ALLOW = "allow"
-    REQUEUE = "requeue"
-    PURGE = "purge"
+def binding_name(action: Action) -> str:
+    """The Textual action name of ``action`` (``force_evict``: Textual names have no ``-``)."""
+    return action.name.lower()
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +87,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
         Action.ALLOW, "a", "a", "Allow", "Allow the worker again for a denied type", footer=False
     ),
     ActionSpec(
-        Action.REQUEUE,
+        Action.DEAD_REQUEUE,
         "R",
         "R",
         "Requeue",
@@ -95,7 +96,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
         footer=False,
     ),
     ActionSpec(
-        Action.PURGE,
+        Action.DEAD_PURGE,
         "P",
         "P",
         "Purge",
@@ -108,6 +109,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
 """Every action, in the order the help screen lists them."""
 
 SPECS: dict[Action, ActionSpec] = {spec.action: spec for spec in ACTIONS}
+
+BY_BINDING: dict[str, ActionSpec] = {binding_name(spec.action): spec for spec in ACTIONS}
+"""The specs by Textual action name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +144,7 @@ class ActionRequest:
         if self.action is Action.SCALE:
             where = f"@{self.instance_id}" if self.instance_id else ""
             return (f"{self.agent_type}{where}",)
-        if self.action in (Action.REQUEUE, Action.PURGE):
+        if self.action in DEAD_ACTIONS:
             return self.entry_ids or (f"every dead letter of {self.agent_type}",)
         return self.worker_ids
 
@@ -152,25 +156,35 @@ class ActionOutcome:
     Attributes:
         target: the worker id (or ``type@instance`` for scale).
         sent: the write reached Redis.
-        online: the worker held a lease when the command was written.
+        result: what the admin API returned for the write (``None`` when it failed, and
+            for dead-letter actions, which no worker confirms).
         latency: seconds until the worker confirmed, ``None`` when it did not (yet).
         error: why the write failed, for the operator.
-        updated_at: the admin ``updated_at`` the write carried (what the worker confirms).
-        command: the admin API's name for the write (``force-evict``, ``deny`` …).
         agent_type: the type of a deny / allow / scale.
-        confirmable: False when the worker never confirms (a by-framework worker).
         instance_id: the instance of a per-instance scale.
         note: what the confirmation found (a scale: running/quota per instance).
     """
 
     target: str
     sent: bool
-    online: bool = False
+    result: ActionResult | None = None
     latency: float | None = None
     error: str | None = None
-    updated_at: int | None = None
-    command: str = ""
     agent_type: str | None = None
-    confirmable: bool = True
     instance_id: str | None = None
     note: str = ""
+
+    @property
+    def online(self) -> bool:
+        """The worker held a lease when the command was written."""
+        return self.result is not None and self.result.online
+
+    @property
+    def command(self) -> str:
+        """The verb written (``force-evict``, ``deny`` …); empty without a result."""
+        return "" if self.result is None else self.result.action.value
+
+    @property
+    def confirmable(self) -> bool:
+        """False when the worker never confirms (a by-framework worker)."""
+        return self.result is None or self.result.confirmable

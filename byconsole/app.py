@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
-from byconsole.actions import SPECS, Action, ActionOutcome, ActionRequest
+from byconsole.actions import DEAD_ACTIONS, SPECS, Action, ActionOutcome, ActionRequest
 from byconsole.backend import Backend, RedisBackend
 from byconsole.config import Context, load_contexts, resolve_settings
 from byconsole.dead_letters import DeadLetter
@@ -120,17 +120,27 @@ class ConsoleApp(App[int]):
         return self.read_only_flag or bool(context and context.read_only)
 
     def _make_main_screen(self) -> MonitorScreen:
-        common = {
-            "context": self.context_name,
-            "detail_loader": self.read_detail,
-            "refresh": self.refresh_interval,
-            "describe": self.describe_error,
-            "clock": self.clock,
-            "dead_loader": self.read_dead,
-        }
         if self.read_only:
-            return MonitorScreen(self.backend.endpoint, **common)  # type: ignore[arg-type]
-        return OperatorScreen(self.backend.endpoint, max_scale=MAX_SCALE, **common)
+            return MonitorScreen(
+                self.backend.endpoint,
+                context=self.context_name,
+                detail_loader=self.read_detail,
+                refresh=self.refresh_interval,
+                describe=self.describe_error,
+                clock=self.clock,
+                dead_loader=self.read_dead,
+                read_only_reason=self.read_only_reason(),
+            )
+        return OperatorScreen(
+            self.backend.endpoint,
+            max_scale=MAX_SCALE,
+            context=self.context_name,
+            detail_loader=self.read_detail,
+            refresh=self.refresh_interval,
+            describe=self.describe_error,
+            clock=self.clock,
+            dead_loader=self.read_dead,
+        )
 
     def read_only_reason(self) -> str:
         """Why the console is read-only: the flag, or the context's setting."""
@@ -173,6 +183,10 @@ class ConsoleApp(App[int]):
             self._timer = self.set_timer(delay, self._start_poll)
         else:
             self.call_later(self._start_poll)  # a zero-delay Timer divides by zero
+
+    @on(MonitorScreen.Resumed)
+    def _main_screen_resumed(self) -> None:
+        self.resume_polling()
 
     def resume_polling(self) -> None:
         """The main screen is showing: refresh now if polling waits for it."""
@@ -255,7 +269,7 @@ class ConsoleApp(App[int]):
         if failed:
             lines = "\n".join(f"{safe_text(o.target, 40)}: {o.error}" for o in failed[:5])
             self.notify(f"{label} failed:\n{lines}", severity="error", markup=False, timeout=8)
-        if sent and request.action in (Action.REQUEUE, Action.PURGE):
+        if sent and request.action in DEAD_ACTIONS:
             for o in sent:
                 self.notify(f"{label} {safe_text(o.target, 40)}: {o.note}", markup=False)
             self.request_poll()

@@ -14,12 +14,11 @@ import asyncio
 from dataclasses import replace
 from typing import Protocol
 
-from byconsole.actions import Action, ActionOutcome, ActionRequest
+from byconsole.actions import DEAD_ACTIONS, Action, ActionOutcome, ActionRequest
 from byconsole.dead_letters import DeadLetter, DeadLetters
-from byconsole.outcomes import running_line, wait_converged, wait_denied
+from byconsole.outcomes import running_line, wait_converged
 from byconsole.text import safe_text
 from worker_runtime.admin import (
-    ActionResult,
     UnknownWorkerError,
     UnsupportedCommandError,
     WorkerManager,
@@ -121,7 +120,7 @@ class RedisBackend:
         """Write the action for each target through :class:`WorkerManager`."""
         if request.action is Action.SCALE:
             return [await self._send_scale(request)]
-        if request.action in (Action.REQUEUE, Action.PURGE):
+        if request.action in DEAD_ACTIONS:
             return [await self._send_dead(request)]
         return [await self._send_one(request, worker_id) for worker_id in request.worker_ids]
 
@@ -143,9 +142,7 @@ class RedisBackend:
         return ActionOutcome(
             target,
             sent=True,
-            online=True,
-            updated_at=result.updated_at,
-            command=result.action,
+            result=result,
             agent_type=request.agent_type,
             instance_id=request.instance_id,
         )
@@ -158,7 +155,7 @@ class RedisBackend:
         dead = DeadLetters(self.redis, self.settings.keys, self.manager.operator)
         ids = list(request.entry_ids) or None
         try:
-            if request.action is Action.REQUEUE:
+            if request.action is Action.DEAD_REQUEUE:
                 count = len(await dead.requeue(agent_type, ids, request.reason))
                 note = f"{count} requeued to the {safe_text(agent_type, 30)} stream"
             else:
@@ -170,7 +167,6 @@ class RedisBackend:
         return ActionOutcome(
             target,
             sent=True,
-            command=request.action.value,
             agent_type=agent_type,
             note=f"{note}; {left} left",
         )
@@ -205,16 +201,7 @@ class RedisBackend:
             return ActionOutcome(worker_id, sent=False, error=safe_text(str(exc), limit=160))
         except _ACTION_ERRORS as exc:
             return ActionOutcome(worker_id, sent=False, error=self.describe(exc))
-        return ActionOutcome(
-            worker_id,
-            sent=True,
-            online=result.online,
-            updated_at=result.updated_at,
-            command=result.action,
-            agent_type=request.agent_type,
-            # deny/allow keep their own confirmation (the lease's denied_types).
-            confirmable=result.confirmable or result.action in ("deny", "allow"),
-        )
+        return ActionOutcome(worker_id, sent=True, result=result, agent_type=request.agent_type)
 
     async def confirm(self, outcome: ActionOutcome, timeout: float) -> ActionOutcome:
         """Wait for the worker's confirmation in its lease.
@@ -224,14 +211,15 @@ class RedisBackend:
         every instance serving the type running its quota (``note`` then says how many
         run where).
         """
-        if not outcome.sent or not outcome.online or outcome.updated_at is None:
+        result = outcome.result
+        if not outcome.sent or result is None or not result.online:
             return outcome
-        if not outcome.confirmable:
+        if not result.confirmable:
             return outcome  # a by-framework worker never reports what it applied
         try:
-            if outcome.command == "scale" and outcome.agent_type is not None:
+            if result.action is Action.SCALE and outcome.agent_type is not None:
                 latency, snapshot = await wait_converged(
-                    self.read, outcome.agent_type, outcome.instance_id, outcome.updated_at, timeout
+                    self.read, outcome.agent_type, outcome.instance_id, result.updated_at, timeout
                 )
                 note = (
                     running_line(snapshot, outcome.agent_type, outcome.instance_id)
@@ -239,20 +227,7 @@ class RedisBackend:
                     else ""
                 )
                 return replace(outcome, latency=latency, note=note)
-            if outcome.command in ("deny", "allow") and outcome.agent_type is not None:
-                latency = await wait_denied(
-                    self.manager,
-                    outcome.target,
-                    outcome.agent_type,
-                    outcome.command == "deny",
-                    outcome.updated_at,
-                    timeout,
-                )
-            else:
-                result = ActionResult(
-                    outcome.target, outcome.command, outcome.updated_at, outcome.online
-                )
-                latency = await self.manager.wait_applied(result, timeout=timeout)
+            latency = await self.manager.wait_applied(result, timeout=timeout)
         except _WAIT_ERRORS as exc:
             return replace(outcome, error=self.describe(exc))
         return replace(outcome, latency=latency)

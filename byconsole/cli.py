@@ -24,6 +24,7 @@ from byconsole.config import select_context as pick_context
 from byconsole.text import safe_text
 from worker_runtime.admin import CommandLostError, UnknownWorkerError
 from worker_runtime.connection import create_redis, redis_error_line
+from worker_runtime.models import AdminAction
 from worker_runtime.names import InvalidNameError, check_agent_type, check_utf8, check_worker_id
 from worker_runtime.quota import MAX_SCALE
 from worker_runtime.redact import one_line, redact
@@ -280,11 +281,14 @@ def build_parser() -> _Parser:
     _json_flag(p)
     p.set_defaults(handler="worker_info", write=False)
     for name, help_text in (
-        ("suspend", "stop taking new tasks; the heartbeat continues"),
-        ("resume", "return to active"),
-        ("evict", "leave routing, then the worker exits (--force: cancel running tasks too)"),
-        ("drain", "leave routing, finish in-flight tasks, then exit"),
-        ("forget", "remove every key of an offline worker"),
+        (AdminAction.SUSPEND, "stop taking new tasks; the heartbeat continues"),
+        (AdminAction.RESUME, "return to active"),
+        (
+            AdminAction.EVICT,
+            "leave routing, then the worker exits (--force: cancel running tasks too)",
+        ),
+        (AdminAction.DRAIN, "leave routing, finish in-flight tasks, then exit"),
+        (AdminAction.FORGET, "remove every key of an offline worker"),
     ):
         example = f'byconsole worker {name} worker-01 --reason "maintenance window"'
         p = _sub(wsub, name, help_text, example, parents)
@@ -308,8 +312,8 @@ def build_parser() -> _Parser:
     _json_flag(p)
     p.set_defaults(handler="type_denylist", write=False)
     for name, help_text in (
-        ("deny", "stop a worker consuming one type (its other types are unaffected)"),
-        ("allow", "lift a deny"),
+        (AdminAction.DENY, "stop a worker consuming one type (its other types are unaffected)"),
+        (AdminAction.ALLOW, "lift a deny"),
     ):
         p = _sub(tsub, name, help_text, f"byconsole type {name} chat worker-01", parents)
         p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
@@ -376,12 +380,12 @@ def build_parser() -> _Parser:
     p.add_argument("entry_id", metavar="ID")
     _json_flag(p)
     p.set_defaults(handler="dead_show", write=False)
-    for name, help_text in (
+    for dead_verb, help_text in (
         ("requeue", "put dead letters back on the type's stream (attempts reset)"),
         ("purge", "delete dead letters for good"),
     ):
-        example = f'byconsole dead {name} chat 1-0 --reason "fixed the bug"'
-        p = _sub(dsub, name, help_text, example, parents)
+        example = f'byconsole dead {dead_verb} chat 1-0 --reason "fixed the bug"'
+        p = _sub(dsub, dead_verb, help_text, example, parents)
         p.add_argument("agent_type", metavar="T")
         p.add_argument("entry_ids", metavar="ID", nargs="*", help="entry ids (or --all)")
         p.add_argument("--all", action="store_true", help="every dead letter of the type")

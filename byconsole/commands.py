@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rich.text import Text
@@ -29,7 +27,7 @@ from byconsole.headless import (  # noqa: F401  (re-exported for the subcommands
     print_json,
     run_snapshot,
 )
-from byconsole.outcomes import plan_scale, serves, unconverged, wait_converged, wait_denied
+from byconsole.outcomes import plan_scale, serves, unconverged, wait_converged
 from byconsole.render_dead import dead_detail, dead_table
 from byconsole.render_table import (
     contexts_table,
@@ -46,10 +44,9 @@ from worker_runtime.admin import (
     Confirmation,
     UnknownWorkerError,
     UnsupportedCommandError,
-    WorkerManager,
     WorkerOnlineError,
 )
-from worker_runtime.models import MetricsPoint, Status, now_ms
+from worker_runtime.models import AdminAction, Status, now_ms
 from worker_runtime.quota import check_scale_count
 from worker_runtime.snapshot import FleetSnapshot
 
@@ -113,47 +110,22 @@ async def worker_info(session: Session, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _wait(manager: WorkerManager, result: ActionResult, timeout: float) -> float | None:
-    """Seconds until the worker confirmed ``result``, ``None`` on timeout.
-
-    A draining worker may exit (dropping its lease) before it rewrites the lease with
-    the applied state; its exit is the confirmation.
-    """
-    if result.action != "drain":
-        return await manager.wait_applied(result, timeout=timeout)
-    deadline = time.monotonic() + timeout
-    while True:
-        step = max(0.05, min(0.5, deadline - time.monotonic()))
-        latency = await manager.wait_applied(result, timeout=step)
-        if latency is not None:
-            return latency
-        if await manager.get_lease(result.worker_id) is None:
-            return max(0.0, (now_ms() - result.updated_at) / 1000)
-        if time.monotonic() >= deadline:
-            return None
-
-
 async def _report(
     session: Session,
     args: argparse.Namespace,
     result: ActionResult,
     description: str,
-    waiter: Callable[[], Awaitable[float | None]] | None = None,
 ) -> int:
     """Say what was written and whether the worker has confirmed it.
 
-    ``waiter`` replaces the lifecycle wait (``admin_applied_at``) for writes the worker
-    confirms another way (a deny: its lease's ``denied_types``).
+    ``--wait`` waits through :meth:`WorkerManager.wait_applied`, the console's wait too.
     """
     latency: float | None = None
     asked = bool(getattr(args, "wait", False))
     unconfirmable = result.confirmation is Confirmation.NONE
     waited = asked and result.online and not unconfirmable
     if waited:
-        if waiter is not None:
-            latency = await waiter()
-        else:
-            latency = await _wait(session.manager(), result, args.timeout)
+        latency = await session.manager().wait_applied(result, timeout=args.timeout)
     if not result.online:
         state = "offline"
         note = "the worker is offline: it applies this state when it starts"
@@ -204,9 +176,11 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
     manager = session.manager()
     wid: str = args.worker_id
     reason: str | None = args.reason
-    action: str = args.action
+    action = AdminAction(args.action)  # the parser offers only these verbs
+    if action is AdminAction.EVICT and args.force:
+        action = AdminAction.FORCE_EVICT
     shown = safe_text(wid, 80)
-    if action == "forget":
+    if action is AdminAction.FORGET:
         try:
             forgotten = await manager.forget_worker(wid, reason, force=args.force)
         except WorkerOnlineError:
@@ -216,16 +190,16 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
         if not forgotten:
             raise UnknownWorkerError(f"unknown worker: {wid}")
         if args.json:
-            print_json({"target": wid, "action": "forget", "forgotten": True})
+            print_json({"target": wid, "action": action.value, "forgotten": True})
         else:
             emit(session.out, Text(f"forget {shown}: every key of the worker removed"))
         return 0
-    if action == "suspend":
+    if action is AdminAction.SUSPEND:
         result = await manager.suspend_worker(wid, reason)
-    elif action == "resume":
+    elif action is AdminAction.RESUME:
         result = await manager.resume_worker(wid, reason)
-    elif action == "evict":
-        result = await manager.evict_worker(wid, force=args.force, reason=reason)
+    elif action in (AdminAction.EVICT, AdminAction.FORCE_EVICT):
+        result = await manager.evict_worker(wid, action is AdminAction.FORCE_EVICT, reason)
     else:
         try:
             result = await manager.drain_worker(wid, reason)
@@ -237,21 +211,10 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
 # -- type ...---------------------------------------------------------------------------
 
 
-async def _type_known(session: Session, agent_type: str) -> bool:
-    k = session.keys
-    pipe = session.redis.pipeline(transaction=False)
-    pipe.sismember(k.agent_types, agent_type)
-    pipe.exists(k.type_stream(agent_type))
-    pipe.exists(k.type_denied(agent_type))
-    pipe.hexists(k.scale_targets, agent_type)
-    replies = await pipe.execute(raise_on_error=False)
-    return any(r is True or (isinstance(r, int) and r > 0) for r in replies)
-
-
 async def type_denylist(session: Session, args: argparse.Namespace) -> int:
     """``type denylist T``."""
     agent_type: str = args.agent_type
-    if not await _type_known(session, agent_type):
+    if not await session.manager().type_known(agent_type):
         raise NotFoundError(f"unknown agent type: {agent_type}")
     denied = await session.manager().get_type_denylist(agent_type)
     if args.json:
@@ -264,34 +227,15 @@ async def type_denylist(session: Session, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _type_served(session: Session, agent_type: str, worker_id: str) -> tuple[bool, bool]:
-    """(the type is real, the worker is denied it now).
-
-    Real means a worker declares it, it has a task stream or a scale target. A denylist
-    set alone does not count: that is exactly what a mistyped deny leaves behind.
-    """
-    k = session.keys
-    pipe = session.redis.pipeline(transaction=False)
-    pipe.sismember(k.worker_agent_types(worker_id), agent_type)
-    pipe.scard(k.type_workers(agent_type))
-    pipe.exists(k.type_stream(agent_type))
-    pipe.hexists(k.scale_targets, agent_type)
-    pipe.sismember(k.type_denied(agent_type), worker_id)
-    replies = await pipe.execute(raise_on_error=False)
-    real = any(r is True or (isinstance(r, int) and r > 0) for r in replies[:4])
-    denied = replies[4] is True or replies[4] == 1
-    return real, denied
-
-
 async def type_deny_allow(session: Session, args: argparse.Namespace) -> int:
     """``type deny T ID`` / ``type allow T ID`` (``--force`` for a type not seen yet)."""
     manager = session.manager()
     agent_type: str = args.agent_type
     wid: str = args.worker_id
-    deny = args.action == "deny"
+    deny = args.action == AdminAction.DENY
     if not await manager.worker_exists(wid):
         raise UnknownWorkerError(f"unknown worker: {wid}")
-    real, denied = await _type_served(session, agent_type, wid)
+    real, denied = await manager.type_served(agent_type, wid)
     # Allowing a leftover denial is always fine: it is how a phantom type is cleaned up.
     if not real and not args.force and (deny or not denied):
         snapshot = await session.reader(history_limit=1, events_limit=1).read()
@@ -305,12 +249,7 @@ async def type_deny_allow(session: Session, args: argparse.Namespace) -> int:
     else:
         result = await manager.allow_worker_for_type(agent_type, wid, args.reason)
     what = f"{args.action} {safe_text(wid, 80)} for {safe_text(agent_type, 80)}"
-
-    async def waiter() -> float | None:
-        # Confirmed by the worker's lease listing (or dropping) the type in denied_types.
-        return await wait_denied(manager, wid, agent_type, deny, result.updated_at, args.timeout)
-
-    return await _report(session, args, result, what, waiter)
+    return await _report(session, args, result, what)
 
 
 # -- scale ------------------------------------------------------------------------------
@@ -323,7 +262,7 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
     check_scale_count(args.count)  # before any Redis call: a bad count is a usage error
     before = await session.reader(history_limit=1, events_limit=1).read()
     if not args.force:
-        if agent_type not in {t.name for t in before.types}:
+        if before.type(agent_type) is None:
             known = ", ".join(sorted(t.name for t in before.types)[:20]) or "none"
             raise NotFoundError(
                 f"unknown agent type: {agent_type} (known: {known}); --force sets it anyway"
@@ -432,8 +371,7 @@ async def metrics_snapshot(session: Session, args: argparse.Namespace) -> int:
 
 async def metrics_history(session: Session, args: argparse.Namespace) -> int:
     """``metrics history [--limit N]``: the collector's points, oldest first."""
-    raw = await session.redis.zrange(session.keys.metrics_history, -args.limit, -1)
-    points = [MetricsPoint.parse(m) for m in raw if isinstance(m, str)]
+    points = await session.reader().read_metrics_history(args.limit)
     if args.json:
         print_json([p.model_dump(mode="json") for p in points])
         return 0

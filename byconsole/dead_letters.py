@@ -21,6 +21,7 @@ from byconsole.text import safe_text
 from worker_runtime.audit import add_audit, audit_fields
 from worker_runtime.keys import Keys
 from worker_runtime.messages import KIND_TASK
+from worker_runtime.models import AdminAction
 
 if TYPE_CHECKING:  # the views import the model; only the backend and CLI hold a client
     from redis.asyncio import Redis
@@ -171,7 +172,7 @@ class DeadLetters:
         add_audit(
             pipe,
             self.keys,
-            audit_fields(self.operator, "dead-requeue", agent_type, reason, details),
+            audit_fields(self.operator, AdminAction.DEAD_REQUEUE, agent_type, reason, details),
         )
         await pipe.execute()
         return ids
@@ -195,7 +196,7 @@ class DeadLetters:
             self.keys,
             audit_fields(
                 self.operator,
-                "dead-purge",
+                AdminAction.DEAD_PURGE,
                 agent_type,
                 reason,
                 f"type={agent_type} count={count} ids={what}",

@@ -3,8 +3,8 @@
 No Textual here (the CLI imports it). A scale is planned from the snapshot before the
 write (``host-a: 2 -> 1, 1 replica drains``) and confirmed by reading snapshots after it
 until every instance serving the type runs its quota ("converged in N ms"), the way a
-lifecycle action is confirmed by the worker's lease. A deny or allow is confirmed by the
-worker's lease listing (or no longer listing) the type in its applied ``denied_types``.
+lifecycle action, a deny or an allow is confirmed by the worker's lease
+(:meth:`WorkerManager.wait_applied`).
 """
 
 from __future__ import annotations
@@ -13,15 +13,11 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from byconsole.text import safe_text
 from worker_runtime.models import now_ms
 from worker_runtime.quota import compute_quotas
 from worker_runtime.snapshot import FleetSnapshot, InstanceView
-
-if TYPE_CHECKING:  # the screens import the plan; only the backend and CLI hold a client
-    from worker_runtime.admin import WorkerManager
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +57,7 @@ def plan_scale(
     """
     online = {i.instance_id: i for i in snapshot.instances if i.online}
     if instance_id is not None:
-        inst = online.get(instance_id) or next(
-            (i for i in snapshot.instances if i.instance_id == instance_id), None
-        )
+        inst = online.get(instance_id) or snapshot.instance(instance_id)
         running = inst.replicas.get(agent_type, 0) if inst else 0
         before = inst.quota.get(agent_type) if inst else None
         return [ScaleStep(instance_id, running, before, count)]
@@ -132,31 +126,4 @@ async def wait_converged(
             return max(0.0, (now_ms() - written_at) / 1000), snapshot
         if time.monotonic() >= deadline:
             return None, snapshot
-        await asyncio.sleep(poll)
-
-
-async def wait_denied(
-    manager: WorkerManager,
-    worker_id: str,
-    agent_type: str,
-    deny: bool,
-    written_at: int,
-    timeout: float,
-    poll: float = 0.05,
-) -> float | None:
-    """Seconds until the worker's lease reports the deny (or allow); ``None`` on timeout.
-
-    A deny is not an admin-hash write, so there is no ``admin_applied_at`` to compare:
-    the worker confirms by listing (or no longer listing) the type in its lease's
-    applied ``denied_types``.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        lease = await manager.get_lease(worker_id)
-        if lease is None:
-            return None  # offline: it applies the denylist when it starts
-        if (agent_type in lease.denied_types) == deny:
-            return max(0.0, (now_ms() - written_at) / 1000)
-        if time.monotonic() >= deadline:
-            return None
         await asyncio.sleep(poll)

@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
 from byconsole.actions import ACTIONS
-from byconsole.screens.main import VIEWS, MonitorScreen, OperatorScreen
+from byconsole.screens.main import VIEWS, OperatorScreen
 from byconsole.text import safe_text
+
+if TYPE_CHECKING:
+    from byconsole.app import ConsoleApp
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,16 +30,19 @@ class PaletteCommand:
 class ConsoleCommands(Provider):
     """The console's commands; action entries exist only when actions are bound."""
 
-    def _main(self) -> MonitorScreen | None:
-        main = getattr(self.app, "main_screen", None)
-        return main if isinstance(main, MonitorScreen) else None
+    def _console(self) -> ConsoleApp | None:
+        # Imported here: the app module lists this provider in its COMMANDS.
+        from byconsole.app import ConsoleApp
+
+        return self.app if isinstance(self.app, ConsoleApp) else None
 
     def commands(self) -> list[PaletteCommand]:
         """The entries for the app's current mode and contexts."""
-        main = self._main()
+        console = self._console()
         out: list[PaletteCommand] = []
-        if main is None:
+        if console is None:
             return out
+        main = console.main_screen
         if isinstance(main, OperatorScreen):
             for spec in ACTIONS:
                 out.append(
@@ -58,20 +65,16 @@ class ConsoleCommands(Provider):
             )
         out.append(PaletteCommand("Filter workers (/)", main.action_filter, "Filter the table"))
         out.append(PaletteCommand("Keys (?)", main.action_help, "Every key binding"))
-        switch = getattr(self.app, "switch_context", None)
-        contexts = getattr(self.app, "contexts", {}) or {}
-        current = getattr(self.app, "context_name", None)
-        if callable(switch):
-            for name, context in sorted(contexts.items()):
-                if name == current:
-                    continue
-                out.append(
-                    PaletteCommand(
-                        f"Switch context: {safe_text(name, 40)}",
-                        partial(switch, name),
-                        safe_text(getattr(context, "endpoint", ""), 80),
-                    )
+        for name, context in sorted(console.contexts.items()):
+            if name == console.context_name:
+                continue
+            out.append(
+                PaletteCommand(
+                    f"Switch context: {safe_text(name, 40)}",
+                    partial(console.switch_context, name),
+                    safe_text(context.endpoint, 80),
                 )
+            )
         return out
 
     async def discover(self) -> Hits:

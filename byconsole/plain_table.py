@@ -17,11 +17,11 @@ import sys
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import IO, Literal
 
 from byconsole.styles import PENDING_STYLE, lifecycle_style, status_style
 from byconsole.text import safe_text
+from byconsole.timefmt import ZONE, age, timestamp
 from worker_runtime.snapshot import (
     CommandState,
     FleetSnapshot,
@@ -250,33 +250,6 @@ def write_block(block: PlainBlock, stream: IO[str] | None = None) -> None:
 # -- the fleet as plain tables -------------------------------------------------------------
 
 
-def age(ms: int | None, now: int) -> str:
-    """``3s``, ``2m05s``, ``1h02m``, ``3d04h`` since ``ms``; ``-`` when unknown."""
-    if ms is None:
-        return "-"
-    seconds = max(0, (now - ms) // 1000)
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours}h{minutes:02d}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d{hours:02d}h"
-
-
-def timestamp(ms: int | None) -> str:
-    """A UTC wall-clock time for a ms timestamp; ``-`` when unknown or absurd."""
-    if ms is None:
-        return "-"
-    try:
-        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
-    except (OverflowError, OSError, ValueError):
-        return safe_text(ms)
-
-
 def _safe(value: object, limit: int) -> str:
     # The common printable ASCII value needs only the length check.
     if type(value) is str and len(value) <= limit and value.isascii() and value.isprintable():
@@ -433,7 +406,7 @@ def snapshot_view(snapshot: FleetSnapshot) -> PlainBlock:
     header: list[Fragment] = [
         ("Redis ", ""),
         (safe_text(snapshot.redis.endpoint), "bold"),
-        (f" · schema {snapshot.redis.schema_version} · read {timestamp(now)} UTC", ""),
+        (f" · schema {snapshot.redis.schema_version} · read {timestamp(now)} {ZONE}", ""),
     ]
     leader: list[Fragment] = [("Leader: ", "")]
     if snapshot.leader.instance_id:

@@ -10,8 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from byconsole.dead_letters import DeadLetter
-from byconsole.plain_table import age, timestamp
 from byconsole.text import safe, safe_text
+from byconsole.timefmt import age, timestamp
 
 
 def dead_table(items: Iterable[DeadLetter], now: int) -> Table:

@@ -21,17 +21,17 @@ from byconsole.config import Context
 from byconsole.plain_table import (  # noqa: F401  (the fleet tables are plain, fixed-width)
     Painter,
     PlainBlock,
-    age,
     counts_line,
     instances_table,
     snapshot_view,
     terminal_settings,
-    timestamp,
     types_table,
     workers_table,
 )
 from byconsole.styles import PENDING_STYLE, ansi_style, lifecycle_style, status_style
 from byconsole.text import safe
+from byconsole.timefmt import ZONE, timestamp
+from byconsole.worker_fields import admin_fields, worker_fields
 from worker_runtime.models import Execution, MetricsPoint
 from worker_runtime.snapshot import (
     CommandState,
@@ -134,7 +134,7 @@ def metrics_summary(metrics: MetricsView) -> Text:
 def history_table(points: Iterable[MetricsPoint]) -> Table:
     """The metrics history, oldest first."""
     table = _table("Metrics history")
-    table.add_column("Time (UTC)")
+    table.add_column(f"Time ({ZONE})")
     for name in ("Online", "Types", "Active", "Depth", "Throughput/s"):
         table.add_column(name, justify="right")
     for p in points:
@@ -165,7 +165,7 @@ def _executions(executions: list[Execution], title: str) -> RenderableType:
     if not executions:
         return Text(f"{title}: none", style=ansi_style("muted"))
     table = _table(title)
-    for name in ("Execution", "Type", "State", "Attempt", "Started (UTC)", "Finished", "Error"):
+    for name in ("Execution", "Type", "State", "Attempt", f"Started ({ZONE})", "Finished", "Error"):
         table.add_column(name, overflow="fold")
     for e in executions:
         role = {"succeeded": "success", "failed": "error", "running": "running"}.get(e.state)
@@ -184,23 +184,9 @@ def _executions(executions: list[Execution], title: str) -> RenderableType:
 
 def worker_detail_view(detail: WorkerDetail, now: int) -> RenderableType:
     """``worker info``: summary, full lease, admin state, executions."""
-    w = detail.worker
-    summary: dict[str, Any] = {
-        "worker_id": w.worker_id,
-        "lifecycle": lifecycle_cell(w),
-        "status": status_cell(w.status.value),
-        "command": w.command_state.value if w.command_state else "-",
-        "instance": w.instance_id,
-        "role": w.role,
-        "agent types": ", ".join(w.agent_types) or "-",
-        "denied types": ", ".join(detail.denied_types) or "-",
-        "ip": w.ip_address,
-        "active jobs": w.active_jobs,
-        "last seen": f"{age(w.last_seen, now)} ago ({timestamp(w.last_seen)} UTC)"
-        if w.last_seen is not None
-        else None,
-        "runtime status": detail.runtime_status or w.runtime_status,
-    }
+    summary: dict[str, Any] = dict(worker_fields(detail, now))
+    summary["lifecycle"] = safe(summary["lifecycle"], lifecycle_style(summary["lifecycle"]), 40)
+    summary["status"] = status_cell(summary["status"])
     parts: list[RenderableType] = [_kv(summary, "Worker"), Text("")]
     if detail.lease is not None:
         parts.append(_kv({k: _plain(v) for k, v in detail.lease.items()}, "Lease"))
@@ -209,24 +195,7 @@ def worker_detail_view(detail: WorkerDetail, now: int) -> RenderableType:
     else:
         parts.append(Text("Lease: none (offline)", style=ansi_style("muted")))
     parts.append(Text(""))
-    admin = detail.admin
-    if admin.lifecycle or admin.updated_at:
-        parts.append(
-            _kv(
-                {
-                    "lifecycle": admin.lifecycle,
-                    "reason": admin.reason,
-                    "updated_at": f"{admin.updated_at} ({timestamp(admin.updated_at)} UTC)"
-                    if admin.updated_at
-                    else None,
-                    "updated_by": admin.updated_by,
-                    "applied_at": w.admin_applied_at,
-                },
-                "Admin state",
-            )
-        )
-    else:
-        parts.append(Text("Admin state: none (default active)", style=ansi_style("muted")))
+    parts.append(_kv(dict(admin_fields(detail, now)), "Admin state"))
     parts.append(Text(""))
     parts.append(_executions(detail.active_executions, "Running executions"))
     parts.append(Text(""))

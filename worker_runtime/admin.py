@@ -31,6 +31,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from worker_runtime.audit import add_audit, audit_fields, default_operator, redis_user
 from worker_runtime.connection import default_keys
+from worker_runtime.derive import is_applied
 from worker_runtime.keys import Keys
 from worker_runtime.messages import (
     CONTROL_STREAM_MAXLEN,
@@ -39,6 +40,7 @@ from worker_runtime.messages import (
     envelope_action,
 )
 from worker_runtime.models import (
+    AdminAction,
     AdminState,
     Capability,
     Command,
@@ -107,7 +109,7 @@ class Confirmation(StrEnum):
     LEASE_GONE = "lease_gone"
     """An eviction: confirmed when the worker itself drops its lease on exit."""
     DENIED_TYPES = "denied_types"
-    """A deny / allow: its lease lists the denials it applied (worker_runtime)."""
+    """A deny / allow: confirmed when the lease lists (no longer lists) the type."""
     NONE = "none"
     """It never reports what it applied (by-framework): the command is sent, no more."""
 
@@ -118,22 +120,24 @@ class ActionResult:
 
     Attributes:
         worker_id: the target.
-        action: e.g. ``suspend``.
+        action: the verb (:class:`AdminAction`), e.g. ``suspend``.
         updated_at: the admin ``updated_at`` written (ms); the worker confirms by
             reporting it as ``admin_applied_at`` in its lease.
         online: whether the worker held a lease when the command was written.
         confirmation: how the worker will confirm it (:class:`Confirmation`).
         runtime: ``worker_runtime``, ``by-framework`` or ``unknown`` (no lease).
         pushed: whether a command entry was written to the worker's stream.
+        agent_type: the type of a deny / allow (what the lease confirms).
     """
 
     worker_id: str
-    action: str
+    action: AdminAction
     updated_at: int
     online: bool
     confirmation: Confirmation = Confirmation.APPLIED_AT
     runtime: str = "worker_runtime"
     pushed: bool = True
+    agent_type: str | None = None
 
     @property
     def confirmable(self) -> bool:
@@ -167,11 +171,13 @@ class WorkerManager:
 
     async def suspend_worker(self, worker_id: str, reason: str | None = None) -> ActionResult:
         """Stop the worker taking new tasks; it keeps its heartbeat."""
-        return await self._set_lifecycle(worker_id, Lifecycle.SUSPENDED, "suspend", reason)
+        return await self._set_lifecycle(
+            worker_id, Lifecycle.SUSPENDED, AdminAction.SUSPEND, reason
+        )
 
     async def resume_worker(self, worker_id: str, reason: str | None = None) -> ActionResult:
         """Return a suspended (or evicted, for its next start) worker to active."""
-        return await self._set_lifecycle(worker_id, Lifecycle.ACTIVE, "resume", reason)
+        return await self._set_lifecycle(worker_id, Lifecycle.ACTIVE, AdminAction.RESUME, reason)
 
     async def evict_worker(
         self, worker_id: str, force: bool = False, reason: str | None = None
@@ -181,12 +187,12 @@ class WorkerManager:
         With ``force`` the worker also cancels its running tasks; their stream entries
         stay un-acknowledged, so another worker reclaims and completes them.
         """
-        action = "force-evict" if force else "evict"
+        action = AdminAction.FORCE_EVICT if force else AdminAction.EVICT
         return await self._set_lifecycle(worker_id, Lifecycle.EVICTED, action, reason, force=force)
 
     async def drain_worker(self, worker_id: str, reason: str | None = None) -> ActionResult:
         """Leave routing, finish in-flight tasks, then exit (not restarted)."""
-        return await self._set_lifecycle(worker_id, Lifecycle.DRAINING, "drain", reason)
+        return await self._set_lifecycle(worker_id, Lifecycle.DRAINING, AdminAction.DRAIN, reason)
 
     async def clear_worker_admin_state(
         self, worker_id: str, reason: str | None = None
@@ -206,15 +212,15 @@ class WorkerManager:
         # by-framework's clear pushes nothing; a resume tells a live worker at once.
         _push(pipe, self.keys.worker_stream(worker_id), command, target.lease)
         pipe.exists(self.keys.worker_online(worker_id))
-        add_audit(pipe, self.keys, await self._audit_fields("clear", worker_id, reason))
+        add_audit(pipe, self.keys, await self._audit_fields(AdminAction.CLEAR, worker_id, reason))
         res = await pipe.execute()
-        return target.result(worker_id, "clear", ts, bool(res[2]), pushed=True)
+        return target.result(worker_id, AdminAction.CLEAR, ts, bool(res[2]), pushed=True)
 
     async def _set_lifecycle(
         self,
         worker_id: str,
         lifecycle: Lifecycle,
-        action: str,
+        action: AdminAction,
         reason: str | None,
         *,
         force: bool = False,
@@ -286,6 +292,7 @@ class WorkerManager:
     ) -> ActionResult:
         check_agent_type(agent_type)
         check_worker_id(worker_id)
+        verb = AdminAction.DENY if action is CommandAction.DENY else AdminAction.ALLOW
         ts = now_ms()
         command = Command(
             action=action,
@@ -311,21 +318,47 @@ class WorkerManager:
         add_audit(
             pipe,
             self.keys,
-            await self._audit_fields(action.value, worker_id, reason, f"type={agent_type}"),
+            await self._audit_fields(verb, worker_id, reason, f"type={agent_type}"),
         )
         res = await pipe.execute()
-        # Our lease reports the denials it applied (not an admin_applied_at); a
-        # by-framework lease reports nothing, so there is nothing to wait on.
-        target = _Target(set(), lease)
-        confirms = lease is None or lease.supports(Capability.CONFIRM)
-        return target.result(
+        # The lease reports applied denials (not an admin_applied_at) when it confirms.
+        confirms = lease is not None and lease.supports(Capability.CONFIRM)
+        return ActionResult(
             worker_id,
-            action.value,
+            verb,
             ts,
             bool(res[0]),
+            Confirmation.DENIED_TYPES if confirms else Confirmation.NONE,
+            runtime=_Target(set(), lease).runtime,
             pushed=push,
-            confirmation=Confirmation.DENIED_TYPES if confirms else Confirmation.NONE,
+            agent_type=agent_type,
         )
+
+    async def type_known(self, agent_type: str) -> bool:
+        """Whether anything names the type: declared, a task stream, a denylist or a target."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.sismember(self.keys.agent_types, agent_type)
+        pipe.exists(self.keys.type_stream(agent_type))
+        pipe.exists(self.keys.type_denied(agent_type))
+        pipe.hexists(self.keys.scale_targets, agent_type)
+        replies = await pipe.execute(raise_on_error=False)
+        return any(_positive(r) for r in replies)
+
+    async def type_served(self, agent_type: str, worker_id: str) -> tuple[bool, bool]:
+        """``(the type is real, the worker is denied it now)``: the pre-check of a deny.
+
+        Real means the worker declares it, a worker routes it, it has a task stream or a
+        scale target. A denylist set alone does not count: that is exactly what a
+        mistyped deny leaves behind.
+        """
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.sismember(self.keys.worker_agent_types(worker_id), agent_type)
+        pipe.scard(self.keys.type_workers(agent_type))
+        pipe.exists(self.keys.type_stream(agent_type))
+        pipe.hexists(self.keys.scale_targets, agent_type)
+        pipe.sismember(self.keys.type_denied(agent_type), worker_id)
+        replies = await pipe.execute(raise_on_error=False)
+        return any(_positive(r) for r in replies[:4]), _positive(replies[4])
 
     async def get_type_denylist(self, agent_type: str) -> list[str]:
         """Worker ids denied for ``agent_type``, sorted."""
@@ -378,10 +411,12 @@ class WorkerManager:
         pipe.sadd(self.keys.agent_types, agent_type)
         _push(pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN)
         add_audit(
-            pipe, self.keys, await self._audit_fields("scale", target, reason, f"count={count}")
+            pipe,
+            self.keys,
+            await self._audit_fields(AdminAction.SCALE, target, reason, f"count={count}"),
         )
         await pipe.execute()
-        return ActionResult(target, "scale", ts, True)
+        return ActionResult(target, AdminAction.SCALE, ts, True)
 
     async def get_scale(self, agent_type: str) -> tuple[int | None, dict[str, int]]:
         """The global target (``None`` when unset) and per-instance overrides of a type."""
@@ -417,24 +452,26 @@ class WorkerManager:
     async def wait_applied(
         self, result: ActionResult, timeout: float = 10.0, poll: float = 0.05
     ) -> float | None:
-        """Wait until the worker confirms ``result``.
+        """Wait until the worker confirms ``result``: the one wait for every action kind.
+
+        The verdict on each lease read is :func:`worker_runtime.derive.is_applied`
+        (lifecycle by ``admin_applied_at``, eviction and drain-exit by the lease going,
+        deny / allow by the lease's ``denied_types``).
 
         Returns:
-            Seconds from the write to the confirmation, or ``None`` on timeout and at
-            once when the worker cannot confirm (``result.confirmable`` is False). An
-            eviction is confirmed when the worker has dropped its lease.
+            Seconds from the write to the confirmation, or ``None`` on timeout, and at
+            once when the worker cannot confirm (``result.confirmable`` is False, or
+            its lease says it never will).
         """
         if not result.confirmable:
             return None
         deadline = time.monotonic() + timeout
         while True:
             lease = await self.get_lease(result.worker_id)
-            if result.action in ("evict", "force-evict"):
-                if lease is None:
-                    return max(0.0, time.monotonic() - result.written_at)
-            elif lease is not None and (lease.admin_applied_at or 0) >= result.updated_at:
+            applied = is_applied(result.action, result.updated_at, lease, result.agent_type)
+            if applied:
                 return max(0.0, time.monotonic() - result.written_at)
-            if time.monotonic() >= deadline:
+            if applied is None or time.monotonic() >= deadline:
                 return None
             await asyncio.sleep(poll)
 
@@ -465,12 +502,12 @@ class WorkerManager:
         for agent_type in types:
             pipe.srem(self.keys.type_workers(agent_type), worker_id)
             pipe.srem(self.keys.type_denied(agent_type), worker_id)
-        add_audit(pipe, self.keys, await self._audit_fields("forget", worker_id, reason))
+        add_audit(pipe, self.keys, await self._audit_fields(AdminAction.FORGET, worker_id, reason))
         await pipe.execute()
         return True
 
     async def _audit_fields(
-        self, action: str, target: str, reason: str | None, details: str = ""
+        self, action: AdminAction | str, target: str, reason: str | None, details: str = ""
     ) -> dict[str, Any]:
         """An audit entry naming the OS user and the Redis ACL user (asked once)."""
         if self._redis_user is None:
@@ -506,7 +543,9 @@ class WorkerManager:
         lease = None if raw_lease is None else Lease.parse(raw_lease)
         return _Target({str(t) for t in types}, lease)
 
-    async def audit(self, action: str, target: str, reason: str | None, details: str = "") -> None:
+    async def audit(
+        self, action: AdminAction | str, target: str, reason: str | None, details: str = ""
+    ) -> None:
         """Append an audit entry for an action performed outside this class."""
         pipe = self.redis.pipeline(transaction=False)
         add_audit(pipe, self.keys, await self._audit_fields(action, target, reason, details))
@@ -548,7 +587,7 @@ class _Target:
     def result(
         self,
         worker_id: str,
-        action: str,
+        action: AdminAction,
         ts: int,
         online: bool,
         *,
@@ -562,11 +601,11 @@ class _Target:
             worker_id, action, ts, online, confirmation, runtime=self.runtime, pushed=pushed
         )
 
-    def _confirmation(self, action: str) -> Confirmation:
+    def _confirmation(self, action: AdminAction) -> Confirmation:
         if self.lease is None or self.lease.supports(Capability.CONFIRM):
             return Confirmation.APPLIED_AT
         # A by-framework worker reports nothing, but it does drop its lease on exit.
-        if action in ("evict", "force-evict"):
+        if action in (AdminAction.EVICT, AdminAction.FORCE_EVICT):
             return Confirmation.LEASE_GONE
         return Confirmation.NONE
 
@@ -592,6 +631,11 @@ def _push(
     else:
         fields = encode_command(command)
     pipe.xadd(stream, fields, maxlen=maxlen, approximate=True)
+
+
+def _positive(reply: Any) -> bool:
+    """A set-membership / existence / count reply that says yes (an error reply says no)."""
+    return reply is True or (isinstance(reply, int) and reply > 0)
 
 
 def _stamp(reply: Any) -> int:

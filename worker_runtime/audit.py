@@ -14,7 +14,7 @@ import socket
 from typing import Any
 
 from worker_runtime.keys import Keys
-from worker_runtime.models import AuditEvent, now_ms
+from worker_runtime.models import AdminAction, AuditEvent, now_ms
 
 AUDIT_MAXLEN = 10_000
 
@@ -43,18 +43,22 @@ async def redis_user(redis: Any) -> str:
 
 def audit_fields(
     operator: str,
-    action: str,
+    action: AdminAction | str,
     target: str,
     reason: str | None = None,
     details: str = "",
     redis_user: str = "",
 ) -> dict[str, Any]:
-    """The flat field map of one audit entry."""
+    """The flat field map of one audit entry.
+
+    ``action`` is an :class:`AdminAction` for everything this project writes; a free
+    string only for a caller's own verb (:meth:`WorkerManager.audit`).
+    """
     return {
         "ts": now_ms(),
         "operator": operator,
         "redis_user": redis_user,
-        "action": action,
+        "action": str(action),
         "target": target,
         "reason": reason or "",
         "details": details,

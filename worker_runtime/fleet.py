@@ -36,6 +36,7 @@ from redis.asyncio.cluster import RedisCluster
 from worker_runtime.audit import parse_audit
 from worker_runtime.byframework import RUNTIME_STATUS_FIELD
 from worker_runtime.derive import derive_status as derive_status
+from worker_runtime.derive import is_applied, lifecycle_action
 from worker_runtime.keys import Keys
 from worker_runtime.models import (
     AdminState,
@@ -186,7 +187,7 @@ def derive_command_state(
         state = CommandState.APPLIED if evicted else CommandState.ON_START
     elif not lease.supports(Capability.CONFIRM):
         return CommandState.SENT if evicted else CommandState.UNCONFIRMABLE
-    elif evicted or (lease.admin_applied_at or 0) < (admin.updated_at or 0):
+    elif not is_applied(lifecycle_action(admin.known_lifecycle), admin.updated_at or 0, lease):
         return CommandState.PENDING
     else:
         state = CommandState.APPLIED
@@ -940,6 +941,11 @@ class FleetReader:
             active_executions=active,
             recent_executions=recent,
         )
+
+    async def read_metrics_history(self, limit: int) -> list[MetricsPoint]:
+        """The collector's newest ``limit`` points, oldest first (malformed ones skipped)."""
+        raw = await self.redis.zrange(self.keys.metrics_history, -limit, -1)
+        return [MetricsPoint.parse(m) for m in raw if isinstance(m, str)]
 
 
 def _order(index_reply: Any, snapshots: Mapping[str, Any]) -> list[str]:

@@ -26,6 +26,7 @@ from worker_runtime.connection import LOOP_ERRORS, redis_now_ms
 from worker_runtime.context import RuntimeContext
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.messages import decode_task, is_control_entry
+from worker_runtime.models import AdminAction
 from worker_runtime.pipeline import Batch
 
 log = logging.getLogger(__name__)
@@ -122,7 +123,7 @@ async def sweep(ctx: RuntimeContext) -> dict[str, int]:
             keys,
             audit_fields(
                 f"janitor@{ctx.instance_id}",
-                "prune",
+                AdminAction.PRUNE,
                 ",".join(expired)[:500],
                 f"offline longer than {ctx.settings.offline_retention:g}s",
                 f"direct tasks moved={moved} dead-lettered={buried}"

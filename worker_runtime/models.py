@@ -252,6 +252,46 @@ class CommandAction(StrEnum):
     RESCALE = "rescale"
 
 
+class AdminAction(StrEnum):
+    """Every operator verb, spelled once: audit entries, results, the console and the CLI.
+
+    The value is what the audit stream records (and what by-admin's audit shows).
+    """
+
+    SUSPEND = "suspend"
+    RESUME = "resume"
+    EVICT = "evict"
+    FORCE_EVICT = "force-evict"
+    DRAIN = "drain"
+    CLEAR = "clear"
+    FORGET = "forget"
+    DENY = "deny"
+    ALLOW = "allow"
+    SCALE = "scale"
+    DEAD_REQUEUE = "dead-requeue"
+    DEAD_PURGE = "dead-purge"
+    PRUNE = "prune"
+    DRAINED = "drained"
+    """Written by the runtime itself when a draining replica has finished and exits."""
+
+    @property
+    def destructive(self) -> bool:
+        """Takes a worker out of service or deletes data (the audit view marks it)."""
+        return self in _DESTRUCTIVE_ACTIONS
+
+
+_DESTRUCTIVE_ACTIONS = frozenset(
+    {
+        AdminAction.EVICT,
+        AdminAction.FORCE_EVICT,
+        AdminAction.DRAIN,
+        AdminAction.FORGET,
+        AdminAction.DENY,
+        AdminAction.DEAD_PURGE,
+    }
+)
+
+
 class Command(BaseModel):
     """A control command, carried by the worker stream (push) and mirrored in state (pull).
 

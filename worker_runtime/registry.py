@@ -12,7 +12,7 @@ from typing import Any
 
 from worker_runtime.audit import add_audit, audit_fields
 from worker_runtime.byframework import RUNTIME_STATUS_FIELD, SESSION_TTL_S
-from worker_runtime.models import AdminState, Lifecycle
+from worker_runtime.models import AdminAction, AdminState, Lifecycle
 from worker_runtime.pipeline import Batch
 from worker_runtime.replica import Replica
 
@@ -218,6 +218,8 @@ async def finish_drain(replica: Replica) -> None:
     add_audit(
         pipe,
         ctx.keys,
-        audit_fields(f"runtime@{ctx.hostname}", "drained", replica.worker_id, replica.reason),
+        audit_fields(
+            f"runtime@{ctx.hostname}", AdminAction.DRAINED, replica.worker_id, replica.reason
+        ),
     )
     await pipe.execute()

@@ -178,6 +178,20 @@ class FleetSnapshot(BaseModel):
                 return w
         return None
 
+    def type(self, name: str) -> TypeView | None:
+        """The agent type with this name, if the snapshot has it."""
+        for t in self.types:
+            if t.name == name:
+                return t
+        return None
+
+    def instance(self, instance_id: str) -> InstanceView | None:
+        """The instance with this id, if the snapshot has it."""
+        for i in self.instances:
+            if i.instance_id == instance_id:
+                return i
+        return None
+
 
 class WorkerDetail(BaseModel):
     """One worker in depth, for ``byconsole worker info`` and the console's detail screen."""

@@ -16,7 +16,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from byconsole.text import safe_text
-from byconsole.views.cells import DASH, clock, exact_age
+from byconsole.timefmt import DASH, clock
+from byconsole.worker_fields import admin_fields, worker_fields
 from worker_runtime.models import Execution, now_ms
 from worker_runtime.snapshot import WorkerDetail
 
@@ -75,42 +76,8 @@ def _executions(title: str, executions: list[Execution], now: int) -> Table:
 
 def render_detail(detail: WorkerDetail, now: int) -> list[Table | Text]:
     """The detail as Rich renderables (every value escaped)."""
-    w = detail.worker
-    summary = _pairs(
-        "worker",
-        [
-            ("id", detail.worker_id),
-            ("known", detail.known),
-            ("lifecycle", w.lifecycle),
-            ("applied lifecycle", w.applied_lifecycle),
-            ("command", w.command_state.value if w.command_state else None),
-            ("status", w.status.value),
-            ("runtime status", detail.runtime_status or w.runtime_status),
-            ("instance", w.instance_id),
-            ("host / pid", f"{w.hostname or DASH} / {w.pid if w.pid is not None else DASH}"),
-            ("ip", w.ip_address),
-            ("role", w.role),
-            ("declared types", ", ".join(detail.declared_types) or None),
-            ("lease types", ", ".join(w.agent_types) or None),
-            ("denied types", ", ".join(detail.denied_types) or None),
-            ("jobs", f"{w.active_jobs} active / {w.concurrency} max"),
-            ("processed / failed", f"{w.processed} / {w.failed}"),
-            ("started", clock(w.started_at)),
-            ("last seen", exact_age(w.lease_age_ms)),
-            ("version", f"{w.app_version or DASH} (runtime {w.runtime_version or DASH})"),
-        ],
-    )
-    admin = detail.admin
-    admin_table = _pairs(
-        "admin state (operator intent)",
-        [
-            ("lifecycle", admin.lifecycle),
-            ("reason", admin.reason),
-            ("updated", clock(admin.updated_at)),
-            ("updated by", admin.updated_by),
-            ("worker applied", clock(w.admin_applied_at)),
-        ],
-    )
+    summary = _pairs("worker", list(worker_fields(detail, now)))
+    admin_table = _pairs("admin state (operator intent)", list(admin_fields(detail, now)))
     if detail.lease is not None:
         lease_table = _pairs("lease (as stored)", sorted(detail.lease.items()))
     elif detail.lease_raw is not None:

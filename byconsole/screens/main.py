@@ -20,7 +20,15 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
-from byconsole.actions import ACTIONS, SPECS, Action, ActionRequest
+from byconsole.actions import (
+    ACTIONS,
+    BY_BINDING,
+    DEAD_ACTIONS,
+    SPECS,
+    Action,
+    ActionRequest,
+    binding_name,
+)
 from byconsole.dead_letters import DeadLetter
 from byconsole.outcomes import plan_scale
 from byconsole.screens.confirm import ConfirmScreen
@@ -74,9 +82,14 @@ class MonitorScreen(Screen[None]):
         describe: turns an error into one display-safe line.
         clock: monotonic seconds (tests freeze it).
         dead_loader: reads the dead letters of some types (the Dead view).
+        read_only_reason: why the console is read-only (a flag or the context), for the
+            warning an action key gets.
     """
 
     read_only = True
+
+    class Resumed(Message):
+        """The screen is showing again (started, or back from a modal): polling may run."""
 
     BINDINGS = [
         *(
@@ -98,8 +111,10 @@ class MonitorScreen(Screen[None]):
         describe: Callable[[BaseException], str],
         clock: Callable[[], float] = time.monotonic,
         dead_loader: DeadLoader | None = None,
+        read_only_reason: str = "--read-only",
     ) -> None:
         super().__init__()
+        self.read_only_why = read_only_reason
         self.dead_loader = dead_loader
         self.endpoint = endpoint
         self.context = context
@@ -139,12 +154,6 @@ class MonitorScreen(Screen[None]):
                 markup=False,
                 timeout=4,
             )
-
-    @property
-    def read_only_why(self) -> str:
-        """Why this console is read-only (the app knows: a flag or the context)."""
-        why = getattr(self.app, "read_only_reason", None)
-        return str(why()) if callable(why) else "--read-only"
 
     def on_mount(self) -> None:
         """Start on the workers table; the first refresh starts once the views exist."""
@@ -233,9 +242,7 @@ class MonitorScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         """Shown, or back from a modal: polling (re)starts (it pauses while one is open)."""
-        resume = getattr(self.app, "resume_polling", None)
-        if callable(resume):
-            resume()
+        self.post_message(self.Resumed())
 
     # -- navigation --------------------------------------------------------------------------
 
@@ -312,7 +319,10 @@ class OperatorScreen(MonitorScreen):
     read_only = False
 
     BINDINGS = [
-        *(Binding(spec.key, spec.action.value, spec.label, show=spec.footer) for spec in ACTIONS),
+        *(
+            Binding(spec.key, binding_name(spec.action), spec.label, show=spec.footer)
+            for spec in ACTIONS
+        ),
         Binding("space", "mark", "Mark", show=False),
     ]
 
@@ -323,19 +333,38 @@ class OperatorScreen(MonitorScreen):
             super().__init__()
             self.request = request
 
-    def __init__(self, endpoint: str, *, max_scale: int, **kwargs: object) -> None:
-        super().__init__(endpoint, **kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        max_scale: int,
+        context: str | None,
+        detail_loader: DetailLoader,
+        refresh: float,
+        describe: Callable[[BaseException], str],
+        clock: Callable[[], float] = time.monotonic,
+        dead_loader: DeadLoader | None = None,
+    ) -> None:
+        super().__init__(
+            endpoint,
+            context=context,
+            detail_loader=detail_loader,
+            refresh=refresh,
+            describe=describe,
+            clock=clock,
+            dead_loader=dead_loader,
+            read_only_reason="",
+        )
         self.max_scale = max_scale
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Worker actions are greyed out away from the Workers view."""
-        try:
-            spec = SPECS[Action(action)]
-        except ValueError:
+        spec = BY_BINDING.get(action)
+        if spec is None:
             return True
         if spec.per_worker and self.is_mounted and self.active_view != "workers":
             return None
-        dead_action = spec.action in (Action.REQUEUE, Action.PURGE)
+        dead_action = spec.action in DEAD_ACTIONS
         if self.is_mounted and dead_action != (self.active_view == "dead"):
             return None if dead_action else True
         return True
@@ -379,20 +408,20 @@ class OperatorScreen(MonitorScreen):
         """``S``."""
         self.request_action(Action.SCALE)
 
-    def action_requeue(self) -> None:
+    def action_dead_requeue(self) -> None:
         """``R`` (Dead view)."""
-        self.request_action(Action.REQUEUE)
+        self.request_action(Action.DEAD_REQUEUE)
 
-    def action_purge(self) -> None:
+    def action_dead_purge(self) -> None:
         """``P`` (Dead view)."""
-        self.request_action(Action.PURGE)
+        self.request_action(Action.DEAD_PURGE)
 
     @work(exclusive=True, group="operator")
     async def request_action(self, action: Action) -> None:
         """Ask what is needed (type, count, confirmation), then hand the request up."""
         if action is Action.SCALE:
             request = await self._scale_request()
-        elif action in (Action.REQUEUE, Action.PURGE):
+        elif action in DEAD_ACTIONS:
             request = await self._dead_request(action)
         else:
             request = await self._worker_request(action)
@@ -446,21 +475,17 @@ class OperatorScreen(MonitorScreen):
             self.notify("No dead letter selected.", severity="warning")
             return None
         agent_type = dead.agent_type
-        total = next(
-            (
-                t.dead
-                for t in (self.snapshot.types if self.snapshot else ())
-                if t.name == agent_type
-            ),
-            0,
-        )
+        known = self.snapshot.type(agent_type) if self.snapshot else None
+        total = known.dead if known else 0
         one = f"this dead letter ({safe_text(dead.entry_id, 30)})"
         every = f"all {total:,} dead letters of {safe_text(agent_type, 30)}"
         scope = await self._choose(f"{spec.label} what?", [one, every]) if total > 1 else one
         if scope is None:
             return None
         ids = (dead.entry_id,) if scope == one else ()
-        where = "back on its stream, attempts reset" if action is Action.REQUEUE else "for good"
+        where = (
+            "back on its stream, attempts reset" if action is Action.DEAD_REQUEUE else "for good"
+        )
         reason = await self.app.push_screen_wait(
             ConfirmScreen(
                 spec.label,

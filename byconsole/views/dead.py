@@ -18,7 +18,8 @@ from textual.widgets import DataTable, Static
 
 from byconsole.dead_letters import DeadLetter
 from byconsole.text import safe_text
-from byconsole.views.cells import DASH, age, cell, clock, number
+from byconsole.timefmt import DASH, age_step, clock
+from byconsole.views.cells import cell, number
 from byconsole.widgets.keyed_table import Column, KeyedTable
 
 COLUMNS: tuple[Column, ...] = (
@@ -43,7 +44,7 @@ def row_key(dead: DeadLetter) -> str:
 
 def dead_cells(dead: DeadLetter, now_ms: int) -> list[Text]:
     """One row: every value made safe, the payload as a one-line excerpt."""
-    died = age(now_ms - dead.buried_at)[0] if dead.buried_at else DASH
+    died = age_step(now_ms - dead.buried_at)[0] if dead.buried_at else DASH
     return [
         cell(dead.agent_type, limit=24),
         cell(dead.entry_id, limit=24),

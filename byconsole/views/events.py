@@ -8,13 +8,14 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from byconsole.styles import CellStyles
-from byconsole.views.cells import cell, clock
+from byconsole.timefmt import ZONE, clock
+from byconsole.views.cells import cell
 from byconsole.widgets.keyed_table import Column, KeyedTable
-from worker_runtime.models import AuditEvent
+from worker_runtime.models import AdminAction, AuditEvent
 from worker_runtime.snapshot import FleetSnapshot
 
 COLUMNS: tuple[Column, ...] = (
-    Column("time", "time"),
+    Column("time", f"time ({ZONE})"),
     Column("operator", "operator"),
     Column("action", "action"),
     Column("target", "target"),
@@ -22,12 +23,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("details", "details"),
 )
 
-_DESTRUCTIVE = {"evict", "force-evict", "drain", "forget", "deny", "dead-purge"}
-
 
 def event_cells(event: AuditEvent, styles: CellStyles, now_ms: int | None = None) -> list[Text]:
     """The cells of one audit entry (the time carries its date when older than a day)."""
-    style = styles.marker("denied") if event.action in _DESTRUCTIVE else ""
+    style = styles.marker("denied") if _destructive(event.action) else ""
     return [
         Text(clock(event.ts, now_ms), end=""),
         cell(event.operator, limit=32),
@@ -36,6 +35,14 @@ def event_cells(event: AuditEvent, styles: CellStyles, now_ms: int | None = None
         cell(event.reason, limit=60),
         cell(event.details, limit=40),
     ]
+
+
+def _destructive(action: str) -> bool:
+    """An audit verb that takes a worker out of service or deletes data."""
+    try:
+        return AdminAction(action).destructive
+    except ValueError:  # another runtime's verb
+        return False
 
 
 class EventsView(Vertical):

@@ -97,4 +97,4 @@ class TypesView(Vertical):
         key = self.table.cursor_key
         if key is None or self.snapshot is None:
             return None
-        return next((t for t in self.snapshot.types if t.name == key), None)
+        return self.snapshot.type(key)

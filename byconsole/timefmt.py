@@ -1,0 +1,105 @@
+"""Ages and clock times: one family, one time-zone rule, for the TUI and the CLI alike.
+
+The rule: **every wall-clock time is UTC**, in the console and in the CLI. An on-call
+operator pastes CLI output into an incident channel and reads the console next to
+server logs, Redis ``TIME`` stamps and teammates in other zones; one zone everywhere
+means a time read off the screen matches the one in a ticket without converting (the
+console used to show local time while the CLI showed UTC). Where there is room the zone
+is written out (:data:`ZONE`); a bare ``HH:MM:SS`` is only ever today's time: anything
+older than a day carries its date.
+
+No Textual or Rich here: the headless path imports it too.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from byconsole.text import safe_text
+
+DASH = "-"
+"""What an unknown time or age shows."""
+
+ZONE = "UTC"
+"""The one zone every clock time is shown in."""
+
+DAY_MS = 86_400_000
+
+
+def age_step(ms: int | None) -> tuple[str, int]:
+    """An elapsed time (ms) as a short label and a sort rank, in coarse steps.
+
+    Coarse on purpose: a label that changes every second would rewrite every row of a
+    large fleet on every refresh. A healthy worker (beats every few seconds) stays
+    ``<10s``; the detail screen shows the exact value.
+
+    Returns:
+        ``(label, rank)``: the rank is the step's lower bound in seconds (``-1`` for
+        unknown, sorted first).
+    """
+    if ms is None:
+        return DASH, -1
+    s = max(0, int(ms // 1000))
+    if s < 10:
+        return "<10s", 0
+    if s < 60:
+        step = s - s % 10
+        return f"{step}s", step
+    if s < 3600:
+        return f"{s // 60}m", s - s % 60
+    if s < 86_400:
+        return f"{s // 3600}h", s - s % 3600
+    return f"{s // 86_400}d", s - s % 86_400
+
+
+def exact_age(ms: int | None) -> str:
+    """An elapsed time (ms) to the tenth of a second (detail screen): ``4.2s ago``."""
+    if ms is None:
+        return DASH
+    if ms < 60_000:
+        return f"{max(0, ms) / 1000:.1f}s ago"
+    return f"{age_step(ms)[0]} ago"
+
+
+def age(ms: int | None, now: int) -> str:
+    """``3s``, ``2m05s``, ``1h02m``, ``3d04h`` since ``ms``; ``-`` when unknown (CLI)."""
+    if ms is None:
+        return DASH
+    seconds = max(0, (now - ms) // 1000)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h{minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours:02d}h"
+
+
+def clock(ms: int | None, now_ms: int | None = None, *, zone: bool = False) -> str:
+    """A timestamp (ms) as UTC ``HH:MM:SS``; ``YYYY-MM-DD HH:MM`` when over a day away.
+
+    A bare time more than a day old would read as today's. ``zone`` appends `` UTC``.
+    """
+    if not ms or ms < 0:
+        return DASH
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    fmt = "%H:%M:%S" if abs(now - ms) < DAY_MS else "%Y-%m-%d %H:%M"
+    try:
+        shown = datetime.fromtimestamp(ms / 1000, UTC).strftime(fmt)
+    except (OverflowError, OSError, ValueError):
+        return DASH
+    return f"{shown} {ZONE}" if zone else shown
+
+
+def timestamp(ms: int | None) -> str:
+    """A full UTC date and time (CLI tables); ``-`` when unknown, the raw value if absurd."""
+    if ms is None:
+        return DASH
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return safe_text(ms)

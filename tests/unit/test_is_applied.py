@@ -1,0 +1,67 @@
+"""The one confirmation rule: every action kind judged from the lease alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from worker_runtime.derive import is_applied, lifecycle_action
+from worker_runtime.models import AdminAction, Capability, Lease, Lifecycle
+
+OURS = Lease(capabilities=[c.value for c in Capability])
+BYF = Lease.parse({"version": 1, "token": "t", "last_seen": 1})
+
+
+def ours(applied_at: int | None = None, denied: list[str] | None = None) -> Lease:
+    """A lease of ours that reports what it applied."""
+    return OURS.model_copy(update={"admin_applied_at": applied_at, "denied_types": denied or []})
+
+
+@pytest.mark.parametrize(
+    "action", [AdminAction.SUSPEND, AdminAction.RESUME, AdminAction.CLEAR, AdminAction.DRAIN]
+)
+def test_lifecycle_is_applied_once_the_lease_reports_the_stamp(action: AdminAction) -> None:
+    assert is_applied(action, 500, ours(499)) is False
+    assert is_applied(action, 500, ours(None)) is False
+    assert is_applied(action, 500, ours(500)) is True
+    assert is_applied(action, 500, ours(501)) is True
+
+
+def test_without_a_lease_only_an_exit_confirms() -> None:
+    assert is_applied(AdminAction.SUSPEND, 500, None) is False  # applies it on start
+    assert is_applied(AdminAction.DRAIN, 500, None) is True  # drained and exited
+    assert is_applied(AdminAction.EVICT, 500, None) is True
+    assert is_applied(AdminAction.FORCE_EVICT, 500, None) is True
+    assert is_applied(AdminAction.DENY, 500, None, "chat") is None  # reads it on start
+
+
+def test_an_eviction_waits_for_the_lease_to_go_whatever_it_reports() -> None:
+    assert is_applied(AdminAction.EVICT, 500, ours(900)) is False
+    assert is_applied(AdminAction.FORCE_EVICT, 500, BYF) is False
+
+
+def test_deny_and_allow_are_confirmed_by_denied_types() -> None:
+    assert is_applied(AdminAction.DENY, 1, ours(denied=["chat"]), "chat") is True
+    assert is_applied(AdminAction.DENY, 1, ours(denied=["embed"]), "chat") is False
+    assert is_applied(AdminAction.ALLOW, 1, ours(denied=["chat"]), "chat") is False
+    assert is_applied(AdminAction.ALLOW, 1, ours(denied=[]), "chat") is True
+    assert is_applied(AdminAction.DENY, 1, ours(denied=["chat"])) is None  # no type given
+
+
+def test_a_worker_that_cannot_confirm_is_never_waited_on() -> None:
+    assert not BYF.supports(Capability.CONFIRM)
+    for action in (AdminAction.SUSPEND, AdminAction.RESUME, AdminAction.DRAIN):
+        assert is_applied(action, 500, BYF) is None
+    assert is_applied(AdminAction.DENY, 500, BYF, "chat") is None
+
+
+def test_actions_no_worker_confirms() -> None:
+    for action in (AdminAction.SCALE, AdminAction.FORGET, AdminAction.DEAD_PURGE):
+        assert is_applied(action, 500, ours(900)) is None
+
+
+def test_lifecycle_action_names_the_verb_that_wrote_it() -> None:
+    assert lifecycle_action(Lifecycle.EVICTED) is AdminAction.EVICT
+    assert lifecycle_action(Lifecycle.DRAINING) is AdminAction.DRAIN
+    assert lifecycle_action(Lifecycle.SUSPENDED) is AdminAction.SUSPEND
+    assert lifecycle_action(Lifecycle.ACTIVE) is AdminAction.RESUME
+    assert lifecycle_action(None) is AdminAction.CLEAR
