@@ -314,8 +314,6 @@ class KeyedTable(ScrollView, can_focus=True):
         """
         for i, column in enumerate(self._columns):
             if column.key == column_key:
-                if key not in self._rows:
-                    raise KeyError(key)
                 return self._cells_of(key)[i]
         raise KeyError(column_key)
 
@@ -465,7 +463,7 @@ class KeyedTable(ScrollView, can_focus=True):
         self._update_virtual_size()
         if cursor_key is not None and old_row < len(order) and order[old_row] == cursor_key:
             pass  # the cursor's row did not move (the usual refresh)
-        elif cursor_key is not None and cursor_key in rows and cursor_key in self._key_index():
+        elif cursor_key is not None and cursor_key in self._key_index():
             self._set_cursor(self._key_index()[cursor_key], scroll=True)
         else:
             self._set_cursor(min(self.cursor_row, max(0, len(order) - 1)), scroll=False)
