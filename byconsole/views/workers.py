@@ -44,6 +44,10 @@ OFF_LOOP_MIN = 2_000
 """Fleets at least this large have their rows prepared in a thread (see
 :meth:`WorkersView.show_snapshot`); smaller ones are prepared at once, on the loop."""
 
+FORGET_ALL_OVER = 2_000
+"""Above this many changed rows the table drops every rendered row at once (cheaper
+than dropping them one by one; a screen re-renders ~50)."""
+
 COLUMNS: tuple[Column, ...] = (
     Column("mark", " ", 1),
     Column("id", "worker"),
@@ -281,15 +285,29 @@ class _LazyRows(dict[str, Entry]):
         return entry
 
 
+GC_THAW_EVERY = 50
+"""Large refreshes between two full collections (see :func:`_settle_gc`)."""
+
+_settled = 0
+
+
 def _settle_gc() -> None:
     """Move every object alive now out of the collector's way (``gc.freeze``).
 
     A 10,000-worker snapshot is ~10^6 container objects; a full collection walks all
-    of them and, every few refreshes, stalled the event loop for 200-300 ms (5 s at
-    100,000). Frozen objects are still freed by reference counting when the next
-    snapshot replaces them (snapshots and rows hold no reference cycles); only cyclic
-    garbage already pending at a freeze is kept, a bounded cost per refresh.
+    of them and, every few refreshes, stalled the event loop for 170-300 ms (seconds
+    at 100,000). Frozen objects are still freed by reference counting when the next
+    snapshot replaces them (snapshots and rows hold no reference cycles). What a freeze
+    does keep is cyclic garbage from objects alive at that moment (~600 objects per
+    refresh, measured): so every :data:`GC_THAW_EVERY` large refreshes everything is
+    thawed and collected once, which bounds that memory at the price of one full
+    collection per that many refreshes instead of one every few.
     """
+    global _settled
+    _settled += 1
+    if _settled % GC_THAW_EVERY == 0:
+        gc.unfreeze()
+        gc.collect()
     gc.freeze()
 
 
@@ -478,7 +496,8 @@ class WorkersView(Vertical):
         self._sorted = {}
         self._in_scope = self._scope_ids()
         changed = prepared.changed
-        if stale_base:  # prepared against rows that were replaced since: redraw all
+        if stale_base or len(changed) > FORGET_ALL_OVER:
+            # Prepared against rows replaced since, or most rows changed: redraw all.
             self.table.forget_rendered()
             changed = []
         if self.marks != marks:  # marked or unmarked while the rows were prepared
@@ -540,9 +559,11 @@ class WorkersView(Vertical):
             if key is None:
                 ids = self._by_id
             else:
-                entries = self._entries
+                by_id, entries = self._by_id, self._entries
+                values = [key(entries[wid][1]) for wid in by_id]
                 # Stable over the id order: ties stay in id order.
-                ids = sorted(self._by_id, key=lambda wid: key(entries[wid][1]))
+                ranks = sorted(range(len(by_id)), key=values.__getitem__)
+                ids = [by_id[i] for i in ranks]
             self._sorted[index] = ids
         return ids
 
@@ -555,7 +576,8 @@ class WorkersView(Vertical):
         words = self.filter_text.casefold().split()
         if words:
             entries = self._entries
-            ids = [wid for wid in ids if all(word in entries[wid][1][R_SEARCH] for word in words)]
+            for word in words:  # one plain pass per word, each over fewer rows
+                ids = [wid for wid in ids if word in entries[wid][1][R_SEARCH]]
         order = ids[::-1] if self.sort_reverse else list(ids)
         if self.marks:
             keep = self._workers if scope is None else scope

@@ -8,6 +8,7 @@ match count, sort, drill-down, literal hostile text) is checked on them too.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 
 import pytest
@@ -44,6 +45,34 @@ def low_threshold(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every fleet takes the large-fleet (threaded) path."""
     monkeypatch.setattr(workers_module, "OFF_LOOP_MIN", 1)
     yield
+    gc.unfreeze()  # the large path freezes the collector's objects: give them back
+
+
+def test_gc_is_thawed_and_collected_every_so_many_large_refreshes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+
+    class FakeGC:
+        def freeze(self) -> None:
+            calls.append("freeze")
+
+        def unfreeze(self) -> None:
+            calls.append("unfreeze")
+
+        def collect(self) -> int:
+            calls.append("collect")
+            return 0
+
+    monkeypatch.setattr(workers_module, "gc", FakeGC())
+    monkeypatch.setattr(workers_module, "_settled", 0)
+    for _ in range(2 * workers_module.GC_THAW_EVERY):
+        workers_module._settle_gc()
+    assert calls.count("freeze") == 2 * workers_module.GC_THAW_EVERY
+    assert calls.count("unfreeze") == calls.count("collect") == 2
+    # A thaw is always followed by a collection, then a fresh freeze.
+    first = calls.index("unfreeze")
+    assert calls[first : first + 3] == ["unfreeze", "collect", "freeze"]
 
 
 def status(view: WorkersView) -> str:
