@@ -214,6 +214,8 @@ class ConsoleApp(App[int]):
         self.polls += 1
         try:
             snapshot = await self.backend.read()
+            # A large fleet's rows are built now, in a thread, not when it is shown.
+            await self.main_screen.workers_view.prepare_ahead(snapshot)
         except asyncio.CancelledError:
             self._polling = False
             raise

@@ -747,7 +747,10 @@ class FleetReader:
             )
             for t, td in sorted(type_data.items())
         ]
-        instances = self._instances(instance_scores, instance_leases, workers, types, leader)
+        # Grouping 10,000 workers by instance is tens of ms of Python: off the loop too.
+        instances = await _off_loop(
+            len(workers), self._instances, instance_scores, instance_leases, workers, types, leader
+        )
         online = [w for w in workers if w.status is Status.ONLINE]
         metrics = MetricsView(
             workers_online=len(online),

@@ -1,18 +1,26 @@
 """View 1: the workers table, with filter, sort, marks and the pending marker.
 
-Rows are keyed by worker id. Each refresh computes every worker's *display values*
-(short strings); only rows whose values changed are rebuilt as cells, and the table
-then updates only the cells that differ. Sorting and filtering work on worker ids, so
-the cursor and every action follow a worker, never a row position.
+Rows are keyed by worker id. Each refresh turns every worker into a *row*: a plain
+tuple of short display strings (every string made safe) plus its sort values and
+filter text. A row is rebuilt only when the fields it shows changed (compared as one
+C-level tuple); at 2,000 workers and more that walk runs in a thread, so keys and paints
+go on during it. The table keeps no cells: it renders a row's ``Text`` only when the row
+is drawn (:func:`row_cells`), so a refresh costs the walk plus the changed rows, and a
+filter or a sort is a pass over plain strings and ints. Sorting and filtering work on
+worker ids, so the cursor and every action follow a worker, never a row position.
 """
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import JustifyMethod
 from rich.style import Style
 from rich.text import Text
@@ -32,13 +40,13 @@ from worker_runtime.snapshot import FleetSnapshot, WorkerView
 
 MARK = "●"
 
-ADD_BUDGET = 1_000
-"""New rows added by the first pass of a load; each later pass adds as many rows as the
-table already shows (1,000, 1,000, 2,000, 4,000 …) up to :data:`ADD_BUDGET_MAX`. The
-first rows paint at once and a 100,000-worker load takes ~14 passes, not 100 (every
-pass walks the whole fleet), none of them building more than 10,000 rows of cells."""
+OFF_LOOP_MIN = 2_000
+"""Fleets at least this large have their rows prepared in a thread (see
+:meth:`WorkersView.show_snapshot`); smaller ones are prepared at once, on the loop."""
 
-ADD_BUDGET_MAX = 10_000
+FORGET_ALL_OVER = 2_000
+"""Above this many changed rows the table drops every rendered row at once (cheaper
+than dropping them one by one; a screen re-renders ~50)."""
 
 COLUMNS: tuple[Column, ...] = (
     Column("mark", " ", 1),
@@ -64,42 +72,41 @@ everything else off a wide screen either."""
 REASON_WIDTH = 32
 """Characters of reason a row shows (the detail screen has it whole)."""
 
+Row = tuple[Any, ...]
+"""One worker's display values: a plain tuple, indexed by the ``R_*`` constants.
 
-@dataclass(frozen=True, slots=True)
-class RowValues:
-    """What one worker row shows; equal values mean the row needs no update."""
+The first 13 fields are the :data:`COLUMNS` in order (strings, except the mark, a bool,
+and the types, ``(name, denied)`` pairs); then the sort values and the filter text.
+Equal rows look the same.
+"""
 
-    marked: bool
-    worker_id: str
-    lifecycle: str
-    status: str
-    command: str
-    jobs: str
-    seen: str
-    seen_rank: int
-    instance: str
-    role: str
-    types: tuple[tuple[str, bool], ...]
-    """(type, denied) pairs."""
-    ip: str
-    version: str
-    reason: str
+R_MARK, R_ID, R_LIFECYCLE, R_STATUS, R_CMD, R_REASON, R_JOBS, R_SEEN = range(8)
+R_TYPES, R_INSTANCE, R_ROLE, R_VERSION, R_IP = range(8, 13)
+R_SEEN_RANK, R_JOBS_N, R_SEARCH = range(13, 16)
 
-    def search_text(self) -> str:
-        """Everything the filter matches against, folded."""
-        parts = [
-            self.worker_id,
-            self.lifecycle,
-            self.status,
-            self.command,
-            self.instance,
-            self.role,
-            self.ip,
-            self.version,
-            self.reason,
-            *(t for t, _ in self.types),
-        ]
-        return " ".join(parts).casefold()
+_AUTO = tuple(i for i, c in enumerate(COLUMNS) if c.width is None)
+"""Columns whose width follows their widest cell."""
+
+
+def _width(value: str) -> int:
+    """Terminal cells ``value`` takes (an empty cell shows a dash)."""
+    if not value:
+        return 1
+    return len(value) if value.isascii() else cell_len(value)
+
+
+def row_widths(row: Row) -> list[int]:
+    """The width of each of ``row``'s cells, in :data:`COLUMNS` order."""
+    types: tuple[tuple[str, bool], ...] = row[R_TYPES]
+    out = [0] * len(COLUMNS)
+    for i in _AUTO:
+        if i == R_TYPES:
+            out[i] = sum(_width(n) + d for n, d in types) + len(types) - 1 if types else 1
+        elif i == R_REASON:
+            out[i] = _width(row[i]) if row[i] else 0
+        else:
+            out[i] = _width(row[i])
+    return out
 
 
 _ROW_FIELDS = operator.attrgetter(
@@ -120,8 +127,8 @@ _ROW_FIELDS = operator.attrgetter(
 """Every field :func:`row_values` reads, except the age (bucketed separately)."""
 
 
-def row_values(worker: WorkerView, marked: bool) -> RowValues:
-    """The display values of one worker (every string made safe)."""
+def row_values(worker: WorkerView, marked: bool) -> Row:
+    """The display row of one worker (every string made safe)."""
     denied = set(worker.denied_types)
     if worker.active_jobs is None:
         jobs = DASH
@@ -131,51 +138,177 @@ def row_values(worker: WorkerView, marked: bool) -> RowValues:
         jobs = str(worker.active_jobs)
     seen, seen_rank = age(worker.lease_age_ms)
     command = worker.command_state.value if worker.command_state is not None else ""
-    return RowValues(
-        marked=marked,
-        worker_id=clean(worker.worker_id, 32),
-        lifecycle=clean(worker.lifecycle, 16),
-        status=str(worker.status.value),
-        command=command,
-        jobs=jobs,
-        seen=seen,
-        seen_rank=seen_rank,
-        instance=clean(worker.instance_id, 28),
-        role=clean(worker.role, 10),
-        types=tuple((clean(t, 20), t in denied) for t in worker.agent_types[:12]),
-        ip=clean(worker.ip_address, 40),
-        version=clean(worker.app_version, 16),
-        reason=clean(worker.reason, REASON_WIDTH),
+    wid = clean(worker.worker_id, 32)
+    lifecycle = clean(worker.lifecycle, 16)
+    status = str(worker.status.value)
+    instance = clean(worker.instance_id, 28)
+    role = clean(worker.role, 10)
+    types = tuple((clean(t, 20), t in denied) for t in worker.agent_types[:12])
+    ip = clean(worker.ip_address, 40)
+    version = clean(worker.app_version, 16)
+    reason = clean(worker.reason, REASON_WIDTH)
+    search = " ".join(
+        [wid, lifecycle, status, command, instance, role, ip, version, reason]
+        + [t for t, _ in types]
+    ).casefold()
+    jobs_n = worker.active_jobs if worker.active_jobs is not None else -1
+    return (
+        marked,
+        wid,
+        lifecycle,
+        status,
+        command,
+        reason,
+        jobs,
+        seen,
+        types,
+        instance,
+        role,
+        version,
+        ip,
+        seen_rank,
+        jobs_n,
+        search,
     )
 
 
-def row_cells(values: RowValues, styles: CellStyles) -> list[Text]:
-    """The cells of one row, in :data:`COLUMNS` order (values are already safe)."""
+def with_mark(row: Row, marked: bool) -> Row:
+    """``row`` with its mark set to ``marked``."""
+    return row if row[R_MARK] is marked else (marked, *row[1:])
+
+
+def row_cells(row: Row, styles: CellStyles) -> list[Text]:
+    """The cells of one row, in :data:`COLUMNS` order (values are already safe).
+
+    Called only for the rows being drawn.
+    """
 
     def t(value: str, style: Style | str = "", justify: JustifyMethod | None = None) -> Text:
         return Text(value or DASH, style=style, justify=justify, no_wrap=True, end="")
 
     types = Text(no_wrap=True, end="")
-    for i, (name, denied) in enumerate(values.types):
+    for i, (name, denied) in enumerate(row[R_TYPES]):
         if i:
             types.append(",")
         types.append(f"!{name}" if denied else name, styles.marker("denied") if denied else "")
     marked = styles.marker("marked")
+    is_marked = row[R_MARK]
     return [
-        Text(MARK if values.marked else " ", style=marked, end=""),
-        t(values.worker_id, marked if values.marked else ""),
-        t(values.lifecycle, styles.lifecycle(values.lifecycle)),
-        t(values.status, styles.status(values.status)),
-        Text(values.command, style=styles.marker(values.command), end=""),
-        Text(values.reason, no_wrap=True, end=""),
-        t(values.jobs, justify="right"),
-        t(values.seen, justify="right"),
-        types if values.types else t(""),
-        t(values.instance),
-        t(values.role),
-        t(values.version),
-        t(values.ip),
+        Text(MARK if is_marked else " ", style=marked, end=""),
+        t(row[R_ID], marked if is_marked else ""),
+        t(row[R_LIFECYCLE], styles.lifecycle(row[R_LIFECYCLE])),
+        t(row[R_STATUS], styles.status(row[R_STATUS])),
+        Text(row[R_CMD], style=styles.marker(row[R_CMD]), end=""),
+        Text(row[R_REASON], no_wrap=True, end=""),
+        t(row[R_JOBS], justify="right"),
+        t(row[R_SEEN], justify="right"),
+        types if row[R_TYPES] else t(""),
+        t(row[R_INSTANCE]),
+        t(row[R_ROLE]),
+        t(row[R_VERSION]),
+        t(row[R_IP]),
     ]
+
+
+Entry = tuple[tuple[Any, ...], Row]
+"""A worker's signature (the fields its row shows) and its row."""
+
+
+@dataclass(slots=True)
+class Prepared:
+    """The rows of one snapshot, ready to show (built by :func:`prepare`)."""
+
+    entries: dict[str, Entry]
+    """Worker id -> signature and row (the one store of rows; the table reads it)."""
+    workers: dict[str, WorkerView]
+    """Worker id -> worker (the first of a duplicated id)."""
+    by_id: list[str]
+    """Every worker id, sorted (the base of every sort order)."""
+    changed: list[str]
+    """Ids whose row is new or differs from the previous snapshot's."""
+    widths: list[int]
+    """Widest cell per column so far (never shrinks)."""
+    base: Mapping[str, Entry]
+    """The rows ``changed`` is relative to."""
+
+
+def prepare(
+    workers: Iterable[WorkerView],
+    previous: Mapping[str, Entry],
+    marks: AbstractSet[str],
+    widths: Sequence[int],
+) -> Prepared:
+    """Rows for ``workers``, reusing ``previous`` rows whose fields did not change.
+
+    Pure (reads its arguments, returns new objects), so it can run in a thread while
+    the loop keeps using the previous rows.
+    """
+    entries: dict[str, Entry] = {}
+    by_worker: dict[str, WorkerView] = {}
+    changed: list[str] = []
+    grown = list(widths)
+    for worker in workers:
+        wid = worker.worker_id
+        if wid in by_worker:  # a duplicate id cannot be shown twice in a keyed table
+            continue
+        by_worker[wid] = worker
+        marked = wid in marks
+        # Most workers look the same as last refresh: compare the fields the row shows
+        # (a C-level tuple) and reuse the row, instead of rebuilding it.
+        sig = (_ROW_FIELDS(worker), age(worker.lease_age_ms)[0])
+        hit = previous.get(wid)
+        if hit is not None and hit[0] == sig:
+            row = with_mark(hit[1], marked)
+            if row is not hit[1]:
+                changed.append(wid)
+        else:
+            row = row_values(worker, marked)
+            changed.append(wid)
+            for i, w in enumerate(row_widths(row)):
+                if w > grown[i]:
+                    grown[i] = w
+        entries[wid] = (sig, row)
+    return Prepared(entries, by_worker, sorted(by_worker), changed, grown, previous)
+
+
+class _LazyRows(dict[str, Entry]):
+    """Rows of a first load, each built on first access (see ``_provisional``)."""
+
+    def __init__(self, workers: Mapping[str, WorkerView]) -> None:
+        super().__init__()
+        self._workers = workers
+
+    def __missing__(self, wid: str) -> Entry:
+        worker = self._workers[wid]
+        entry = ((_ROW_FIELDS(worker), age(worker.lease_age_ms)[0]), row_values(worker, False))
+        self[wid] = entry
+        return entry
+
+
+GC_THAW_EVERY = 50
+"""Large refreshes between two full collections (see :func:`_settle_gc`)."""
+
+_settled = 0
+
+
+def _settle_gc() -> None:
+    """Move every object alive now out of the collector's way (``gc.freeze``).
+
+    A 10,000-worker snapshot is ~10^6 container objects; a full collection walks all
+    of them and, every few refreshes, stalled the event loop for 170-300 ms (seconds
+    at 100,000). Frozen objects are still freed by reference counting when the next
+    snapshot replaces them (snapshots and rows hold no reference cycles). What a freeze
+    does keep is cyclic garbage from objects alive at that moment (~600 objects per
+    refresh, measured): so every :data:`GC_THAW_EVERY` large refreshes everything is
+    thawed and collected once, which bounds that memory at the price of one full
+    collection per that many refreshes instead of one every few.
+    """
+    global _settled
+    _settled += 1
+    if _settled % GC_THAW_EVERY == 0:
+        gc.unfreeze()
+        gc.collect()
+    gc.freeze()
 
 
 def _in_scope(worker: WorkerView, scope: tuple[str, str]) -> bool:
@@ -185,22 +318,21 @@ def _in_scope(worker: WorkerView, scope: tuple[str, str]) -> bool:
     return worker.instance_id == name
 
 
-SortKey = Callable[[RowValues, WorkerView], Any]
+SortKey = Callable[[Row], Any]
 
-SORTS: tuple[tuple[str, str, SortKey], ...] = (
-    ("id", "worker", lambda v, w: w.worker_id),
-    ("lifecycle", "lifecycle", lambda v, w: (LIFECYCLE_ORDER.get(v.lifecycle, -1), w.worker_id)),
-    ("status", "status", lambda v, w: (STATUS_ORDER.get(v.status, -1), w.worker_id)),
-    (
-        "jobs",
-        "jobs",
-        lambda v, w: (w.active_jobs if w.active_jobs is not None else -1, w.worker_id),
-    ),
-    ("seen", "last seen", lambda v, w: (v.seen_rank, w.worker_id)),
-    ("instance", "instance", lambda v, w: (w.instance_id or "", w.worker_id)),
-    ("version", "version", lambda v, w: (w.app_version or "", w.worker_id)),
+SORTS: tuple[tuple[str, str, SortKey | None], ...] = (
+    ("id", "worker", None),
+    ("lifecycle", "lifecycle", lambda r: LIFECYCLE_ORDER.get(r[R_LIFECYCLE], -1)),
+    ("status", "status", lambda r: STATUS_ORDER.get(r[R_STATUS], -1)),
+    ("jobs", "jobs", operator.itemgetter(R_JOBS_N)),
+    ("seen", "last seen", operator.itemgetter(R_SEEN_RANK)),
+    ("instance", "instance", operator.itemgetter(R_INSTANCE)),
+    ("version", "version", operator.itemgetter(R_VERSION)),
 )
-"""Sortable columns in the order ``o`` cycles through them: key, label, sort key."""
+"""Sortable columns in the order ``o`` cycles through them: key, label, sort key.
+
+Every order is the id order re-sorted (stably) by the column's value, so ties keep
+the id order; ``None``: the id order itself."""
 
 
 class WorkersView(Vertical):
@@ -241,14 +373,24 @@ class WorkersView(Vertical):
         super().__init__(**kwargs)
         self.snapshot: FleetSnapshot | None = None
         self.marks: set[str] = set()
-        self._shown: dict[str, RowValues] = {}
-        """Values of the rows in the table."""
-        self._values: dict[str, tuple[tuple[Any, ...], bool, RowValues]] = {}
-        """Values computed per worker object (a multi-pass load reuses them)."""
+        self._entries: dict[str, Entry] = {}
+        """Every worker's row (the table renders from this mapping)."""
         self._workers: dict[str, WorkerView] = {}
+        self._by_id: list[str] = []
+        self._sorted: dict[int, list[str]] = {}
+        """Sort index -> every id in that order (until the next snapshot)."""
+        self._in_scope: set[str] | None = None
         self._order: list[str] = []
+        self._widths = [c.width if c.width is not None else len(c.label) for c in COLUMNS]
         self._styles: CellStyles | None = None
         self._scope_origin: str | None = None
+        self._pending: FleetSnapshot | None = None
+        """The newest snapshot not yet prepared (a thread is preparing an older one)."""
+        self._preparing = False
+        self._generation = 0
+        """Bumped by :meth:`reset`: a preparation started before it is dropped."""
+        self._ready: tuple[int, FleetSnapshot, Prepared, frozenset[str]] | None = None
+        """Rows prepared by :meth:`prepare_ahead` for the snapshot shown next."""
 
     def compose(self) -> ComposeResult:
         """Breadcrumb (in a drill-down), filter input (hidden until ``/``), table, status."""
@@ -257,7 +399,7 @@ class WorkersView(Vertical):
             placeholder="filter: words to match, as you type (Enter keeps, Esc clears)",
             id="filter",
         )
-        yield KeyedTable(COLUMNS, id="workers-table", fixed_columns=2)
+        yield KeyedTable(COLUMNS, id="workers-table", fixed_columns=2, render=self._cells_of)
         yield Static(id="workers-status")
 
     def on_mount(self) -> None:
@@ -269,12 +411,116 @@ class WorkersView(Vertical):
         """The worker table."""
         return self.query_one("#workers-table", KeyedTable)
 
+    def _cells_of(self, entry: Entry) -> list[Text]:
+        """The table's renderer: one entry's cells (only rows being drawn get here)."""
+        return row_cells(entry[1], self._cell_styles())
+
     # -- data in -------------------------------------------------------------------------
 
     def show_snapshot(self, snapshot: FleetSnapshot) -> None:
-        """Diff the table against a new snapshot."""
+        """Show a new snapshot: rows rebuilt where they changed, the table re-diffed.
+
+        A large fleet is prepared in a thread (the interpreter hands the loop the GIL
+        every few milliseconds, so keys and paints go on); while one preparation runs,
+        only the newest of the snapshots that arrive meanwhile is prepared next.
+        """
         self.snapshot = snapshot
-        self._refresh_rows()
+        ready, self._ready = self._ready, None
+        if ready is not None and ready[0] == self._generation and ready[1] is snapshot:
+            self._apply(ready[2], ready[3])
+            return
+        if len(snapshot.workers) < OFF_LOOP_MIN and not self._preparing:
+            marks = frozenset(self.marks)
+            self._apply(prepare(snapshot.workers, self._entries, marks, self._widths), marks)
+            return
+        self._pending = snapshot
+        if not self._entries:
+            self._provisional(snapshot)
+        if not self._preparing:
+            self._preparing = True
+            self.run_worker(self._prepare_off_loop(), group="workers-rows", exit_on_error=False)
+
+    async def prepare_ahead(self, snapshot: FleetSnapshot) -> None:
+        """Prepare ``snapshot``'s rows in a thread before it is shown (large fleets).
+
+        The app calls this right after a read, off the event loop's critical path, so
+        :meth:`show_snapshot` only swaps the rows in and re-orders: the rows are
+        ready when the snapshot arrives.
+        """
+        if len(snapshot.workers) < OFF_LOOP_MIN or self._preparing:
+            return
+        generation = self._generation
+        marks = frozenset(self.marks)
+        prepared = await asyncio.to_thread(
+            prepare, snapshot.workers, self._entries, marks, list(self._widths)
+        )
+        self._ready = (generation, snapshot, prepared, marks)
+
+    async def _prepare_off_loop(self) -> None:
+        try:
+            while (snapshot := self._pending) is not None:
+                self._pending = None
+                generation = self._generation
+                marks = frozenset(self.marks)
+                prepared = await asyncio.to_thread(
+                    prepare, snapshot.workers, self._entries, marks, list(self._widths)
+                )
+                if generation == self._generation:
+                    self._apply(prepared, marks)
+        finally:
+            self._preparing = False
+
+    def _provisional(self, snapshot: FleetSnapshot) -> None:
+        """A first load: show the id order now, each row built when it is first drawn.
+
+        The full rows (filter texts, sort values, column widths) follow from the thread;
+        until then a filter or another sort builds the rows it needs on the loop.
+        """
+        workers: dict[str, WorkerView] = {}
+        for worker in snapshot.workers:
+            workers.setdefault(worker.worker_id, worker)
+        self._entries = _LazyRows(workers)
+        self._workers = workers
+        self._by_id = sorted(workers)
+        self._sorted = {}
+        self._in_scope = self._scope_ids()
+        self._reorder()
+        # The snapshot is most of the heap: out of the collector's way before the
+        # thread allocates every row (a full collection at 100,000 workers takes ~1 s).
+        _settle_gc()
+
+    def _apply(self, prepared: Prepared, marks: AbstractSet[str]) -> None:
+        """Show prepared rows (on the loop: swaps in the new rows, then re-orders)."""
+        stale_base = prepared.base is not self._entries
+        self._entries = prepared.entries
+        self._workers = prepared.workers
+        self._by_id = prepared.by_id
+        self._widths = prepared.widths
+        self._sorted = {}
+        self._in_scope = self._scope_ids()
+        changed = prepared.changed
+        if stale_base or len(changed) > FORGET_ALL_OVER:
+            # Prepared against rows replaced since, or most rows changed: redraw all.
+            self.table.forget_rendered()
+            changed = []
+        if self.marks != marks:  # marked or unmarked while the rows were prepared
+            changed += self._remark(self.marks.symmetric_difference(marks))
+        self._reorder(changed)
+        if len(prepared.entries) >= OFF_LOOP_MIN:
+            _settle_gc()
+
+    def _remark(self, ids: Iterable[str]) -> list[str]:
+        """Set the mark of each of ``ids``' rows from :attr:`marks`; the ids changed."""
+        entries, marks = self._entries, self.marks
+        out = []
+        for wid in ids:
+            entry = entries.get(wid)
+            if entry is not None:
+                row = with_mark(entry[1], wid in marks)
+                if row is not entry[1]:
+                    entries[wid] = (entry[0], row)
+                    out.append(wid)
+        return out
 
     def _cell_styles(self) -> CellStyles:
         if self._styles is None:
@@ -283,11 +529,15 @@ class WorkersView(Vertical):
 
     def reset(self) -> None:
         """Forget every row, mark and cached value (another fleet is shown next)."""
+        self._generation += 1
+        self._pending = None
         self.snapshot = None
         self.marks.clear()
-        self._shown.clear()
-        self._values.clear()
+        self._entries = {}
         self._workers = {}
+        self._by_id = []
+        self._sorted = {}
+        self._in_scope = None
         self._order = []
         self._scope_origin = None
         self.scope = None
@@ -295,72 +545,55 @@ class WorkersView(Vertical):
 
     def _theme_changed(self, _theme: object) -> None:
         self._styles = None
-        self._shown.clear()
-        self.table.reset()
-        self._refresh_rows()
+        self.table.forget_rendered()
 
-    def _refresh_rows(self) -> None:
-        snapshot = self.snapshot
-        if snapshot is None:
-            return
-        styles = self._cell_styles()
-        words = self.filter_text.casefold().split()
-        _, _, sort_key = SORTS[self.sort_index]
-        keyed: list[tuple[Any, str]] = []
-        changed: dict[str, list[Text]] = {}
-        workers: dict[str, WorkerView] = {}
-        shown = self._shown
-        cache = self._values
-        budget, more = min(max(ADD_BUDGET, len(shown)), ADD_BUDGET_MAX), False
+    def _scope_ids(self) -> set[str] | None:
         scope = self.scope
-        for worker in snapshot.workers:
-            wid = worker.worker_id
-            if wid in workers:  # a duplicate id cannot be shown twice in a keyed table
-                continue
-            if scope is not None and not _in_scope(worker, scope):
-                continue
-            workers[wid] = worker
-            marked = wid in self.marks
-            # Most workers look the same as last refresh: compare the fields the row
-            # shows (a C-level tuple) and reuse its values, instead of rebuilding them.
-            sig = (_ROW_FIELDS(worker), age(worker.lease_age_ms))
-            hit = cache.get(wid)
-            if hit is not None and hit[1] is marked and hit[0] == sig:
-                values = hit[2]
+        if scope is None:
+            return None
+        return {wid for wid, w in self._workers.items() if _in_scope(w, scope)}
+
+    def _sorted_ids(self) -> list[str]:
+        """Every id in the current sort's ascending order (cached per snapshot)."""
+        index = self.sort_index
+        ids = self._sorted.get(index)
+        if ids is None:
+            key = SORTS[index][2]
+            if key is None:
+                ids = self._by_id
             else:
-                values = row_values(worker, marked)
-                cache[wid] = (sig, marked, values)
-            if words:
-                text = values.search_text()
-                if not all(word in text for word in words):
-                    continue
-            previous = shown.get(wid)
-            if previous is not values and previous != values:
-                if previous is None:
-                    if budget <= 0:
-                        more = True  # added on a later pass
-                        continue
-                    budget -= 1
-                shown[wid] = values
-                changed[wid] = row_cells(values, styles)
-            keyed.append((sort_key(values, worker), wid))
-        keyed.sort(reverse=self.sort_reverse)
-        order = [wid for _, wid in keyed]
-        self.table.sync(order, changed)
-        kept = set(order)
-        for wid in [w for w in shown if w not in kept]:
-            del shown[wid]
-        if len(cache) > len(workers):
-            self._values = {wid: cache[wid] for wid in workers if wid in cache}
-        self._workers = workers
+                by_id, entries = self._by_id, self._entries
+                values = [key(entries[wid][1]) for wid in by_id]
+                # Stable over the id order: ties stay in id order.
+                ranks = sorted(range(len(by_id)), key=values.__getitem__)
+                ids = [by_id[i] for i in ranks]
+            self._sorted[index] = ids
+        return ids
+
+    def _reorder(self, changed: Iterable[str] = ()) -> None:
+        """Filter and sort the rows, then show them (``changed``: rows to redraw)."""
+        ids = self._sorted_ids()
+        scope = self._in_scope
+        if scope is not None:
+            ids = [wid for wid in ids if wid in scope]
+        words = self.filter_text.casefold().split()
+        if words:
+            entries = self._entries
+            for word in words:  # one plain pass per word, each over fewer rows
+                ids = [wid for wid in ids if word in entries[wid][1][R_SEARCH]]
+        order = ids[::-1] if self.sort_reverse else list(ids)
+        if self.marks:
+            keep = self._workers if scope is None else scope
+            gone = [m for m in self.marks if m not in keep]
+            if gone:
+                self.marks.difference_update(gone)
+                changed = [*changed, *self._remark(gone)]
         self._order = order
-        self.marks &= set(workers)
+        self.table.show(order, self._entries, changed, self._widths)
         self._update_status()
-        if more:
-            self.call_after_refresh(self._refresh_rows)
 
     def _update_status(self) -> None:
-        total = len(self._workers)
+        total = len(self._workers) if self._in_scope is None else len(self._in_scope)
         parts = [f"{len(self._order):,} of {total:,} workers"]
         if self.filter_text:
             parts[0] = f"{len(self._order):,} of {total:,} workers match"
@@ -406,17 +639,16 @@ class WorkersView(Vertical):
             return
         wid = worker.worker_id
         self.marks.symmetric_difference_update({wid})
-        values = row_values(worker, wid in self.marks)
-        self._shown[wid] = values
-        self.table.sync(self._order, {wid: row_cells(values, self._cell_styles())})
+        self.table.show(self._order, self._entries, self._remark([wid]), self._widths)
         self.table.action_cursor_down()
         self._update_status()
 
     def clear_marks(self) -> None:
         """Forget every mark (after a bulk action)."""
         if self.marks:
+            marked = list(self.marks)
             self.marks.clear()
-            self._refresh_rows()
+            self._reorder(self._remark(marked))
 
     # -- filter and sort -------------------------------------------------------------------
 
@@ -480,11 +712,12 @@ class WorkersView(Vertical):
             crumb.update(text)
         else:
             crumb.update("")
-        self._refresh_rows()
+        self._in_scope = self._scope_ids()
+        self._reorder()
 
     def watch_filter_text(self) -> None:
         """Re-filter the last snapshot."""
-        self._refresh_rows()
+        self._reorder()
 
     def action_cycle_sort(self) -> None:
         """Sort by the next column."""
@@ -507,11 +740,11 @@ class WorkersView(Vertical):
 
     def watch_sort_index(self) -> None:
         """Re-sort."""
-        self._refresh_rows()
+        self._reorder()
 
     def watch_sort_reverse(self) -> None:
         """Re-sort."""
-        self._refresh_rows()
+        self._reorder()
 
     @on(DataTable.HeaderSelected)
     def _header_selected(self, event: DataTable.HeaderSelected) -> None:

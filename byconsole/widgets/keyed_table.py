@@ -7,6 +7,12 @@ the rows that changed; nothing else is measured or rendered. A paint renders the
 lines only (``render_line``), each from a per-row cache, so a 100,000-row table paints
 as fast as a 30-row one, and a refresh that changed 1% of the rows costs the diff.
 
+A table made with a ``render`` function holds no cells at all: :meth:`KeyedTable.show`
+hands it the keys in order, a mapping of key to plain row data (the caller's own, not
+copied), the keys whose rows changed and each column's widest cell; ``render`` turns
+one row's data into cells only when that row is drawn. A refresh of 100,000 rows then
+costs the order, and a filter or a sort is a new order.
+
 The cursor is kept on a row *key*: after a re-sort, a filter or new rows it is on the
 same row wherever that row moved. Column widths only grow (they never jitter between
 refreshes), sized from the widest cell seen; a column may also have a fixed width, in
@@ -23,7 +29,7 @@ row keys to keep a cursor on, and its cells are plain values, not styled ``Text`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
@@ -41,7 +47,7 @@ from textual.widgets.data_table import ColumnKey, RowKey
 
 CellSignature = tuple[str, str, tuple[Any, ...]]
 
-_LINE_CACHE_MAX = 4_000
+_LINE_CACHE_MAX = 1_000
 """Rendered rows kept; a screen shows ~50, scrolling through more just re-renders."""
 
 _REPLACEMENT = "\ufffd"
@@ -119,6 +125,8 @@ class KeyedTable(ScrollView, can_focus=True):
     Args:
         columns: the columns, in display order.
         fixed_columns: how many leading columns stay put when scrolling sideways.
+        render: turns one row's data into its cells; given, rows are set with
+            :meth:`show` (plain data, rendered when drawn) instead of :meth:`sync`.
         zebra_stripes: alternate row backgrounds.
         cell_padding: blank cells either side of each column's content.
         name: the widget name.
@@ -230,6 +238,7 @@ class KeyedTable(ScrollView, can_focus=True):
         columns: Sequence[Column],
         *,
         fixed_columns: int = 0,
+        render: Callable[[Any], Sequence[Text]] | None = None,
         zebra_stripes: bool = True,
         cell_padding: int = 1,
         name: str | None = None,
@@ -244,8 +253,12 @@ class KeyedTable(ScrollView, can_focus=True):
         self.cell_padding = max(0, cell_padding)
         self._widths = [c.width if c.width is not None else len(c.label) for c in self._columns]
         self._cells: dict[str, list[Text]] = {}
+        self._row_render = render
+        self._rows: Mapping[str, Any] = self._cells
+        """Row data by key: the cells themselves, or what ``render`` takes."""
         self._order: list[str] = []
-        self._index: dict[str, int] = {}
+        self._index: dict[str, int] | None = {}
+        """Key -> display index, built when first needed after a change of order."""
         self._lines: dict[tuple[str, int], list[Segment]] = {}
         """Rendered full-width rows by (key, style variant)."""
         self._header_line: list[Segment] | None = None
@@ -276,7 +289,22 @@ class KeyedTable(ScrollView, can_focus=True):
         Raises:
             KeyError: no row has that key.
         """
-        return self._index[key]
+        return self._key_index()[key]
+
+    def _key_index(self) -> dict[str, int]:
+        index = self._index
+        if index is None:
+            index = self._index = {key: i for i, key in enumerate(self._order)}
+        return index
+
+    def _cells_of(self, key: str) -> Sequence[Text]:
+        """The cells of row ``key`` (rendered from its data for a ``render`` table)."""
+        if self._row_render is None:
+            return self._cells[key]
+        n = len(self._columns)
+        cells = [literal(c) for c in self._row_render(self._rows[key])[:n]]
+        cells += [Text("", end="")] * (n - len(cells))
+        return cells
 
     def get_cell(self, key: str, column_key: str) -> Text:
         """The cell of row ``key`` in column ``column_key``, as shown.
@@ -286,7 +314,7 @@ class KeyedTable(ScrollView, can_focus=True):
         """
         for i, column in enumerate(self._columns):
             if column.key == column_key:
-                return self._cells[key][i]
+                return self._cells_of(key)[i]
         raise KeyError(column_key)
 
     @property
@@ -304,7 +332,7 @@ class KeyedTable(ScrollView, can_focus=True):
 
     def move_to(self, key: str) -> bool:
         """Put the cursor on the row with ``key``; False when there is none."""
-        index = self._index.get(key)
+        index = self._key_index().get(key)
         if index is None:
             return False
         self._set_cursor(index)
@@ -386,9 +414,72 @@ class KeyedTable(ScrollView, can_focus=True):
         self.refresh()
         return SyncStats(added, len(removed), updated, resorted)
 
+    def show(
+        self,
+        order: list[str],
+        rows: Mapping[str, Any],
+        changed: Iterable[str] = (),
+        widths: Sequence[int] | None = None,
+    ) -> None:
+        """Show ``order`` rows of a table made with a ``render`` function.
+
+        Args:
+            order: every key to show, in display order, each once (the table keeps
+                this list: do not change it afterwards).
+            rows: key -> row data for (at least) every key in ``order``; kept by
+                reference, read when a row is drawn.
+            changed: keys whose data changed since the last call (their rendered
+                lines are forgotten).
+            widths: the widest cell of each column over ``rows``; auto-width columns
+                grow to it (they never shrink).
+
+        Raises:
+            TypeError: the table has no ``render`` function.
+        """
+        if self._row_render is None:
+            raise TypeError("show() needs a table made with a render function")
+        cursor_key = self.cursor_key
+        old_row = self.cursor_row
+        self._rows = rows
+        lines = self._lines
+        for key in changed:
+            lines.pop((key, 0), None)
+            lines.pop((key, 1), None)
+            lines.pop((key, 2), None)
+            lines.pop((key, 3), None)
+        grew = False
+        if widths is not None:
+            for i, (column, width) in enumerate(zip(self._columns, widths, strict=False)):
+                if column.width is None and width > self._widths[i]:
+                    self._widths[i] = width
+                    grew = True
+        resorted = order is not self._order and order != self._order
+        self._order = order
+        if resorted:
+            self._index = None
+        if grew:
+            lines.clear()
+            self._header_line = None
+        self._update_virtual_size()
+        if cursor_key is not None and old_row < len(order) and order[old_row] == cursor_key:
+            pass  # the cursor's row did not move (the usual refresh)
+        elif cursor_key is not None and cursor_key in self._key_index():
+            self._set_cursor(self._key_index()[cursor_key], scroll=True)
+        else:
+            self._set_cursor(min(self.cursor_row, max(0, len(order) - 1)), scroll=False)
+        self.refresh()
+
+    def forget_rendered(self) -> None:
+        """Render every row again when drawn (its renderer's styles changed)."""
+        self._lines.clear()
+        self._header_line = None
+        self.refresh()
+
     def reset(self) -> None:
         """Drop every row (another fleet was selected)."""
         self._cells.clear()
+        if self._row_render is not None:
+            self._rows = {}
         self._order = []
         self._index = {}
         self._lines.clear()
@@ -520,7 +611,7 @@ class KeyedTable(ScrollView, can_focus=True):
             row_style = base + (self._style(stripe) if self.zebra_stripes else Style())
             fixed_style = base + self._style("datatable--fixed")
             post = None
-        segments = self._render_row(self._cells[key], row_style, fixed_style, post)
+        segments = self._render_row(self._cells_of(key), row_style, fixed_style, post)
         if len(self._lines) >= _LINE_CACHE_MAX:
             self._lines.clear()
         self._lines[(key, variant)] = segments

@@ -1,0 +1,202 @@
+"""The workers view at scale: plain rows, cells rendered only for drawn rows.
+
+The large-fleet paths (rows prepared in a thread, ahead of the snapshot or after it; a
+first load shown before its rows exist) run here on a small fleet by lowering the
+threshold, so each behaviour the small path has (keyed cursor, marks, filter with its
+match count, sort, drill-down, literal hostile text) is checked on them too.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+from rich.text import Text
+from textual.widgets import Static
+
+import byconsole.views.workers as workers_module
+from byconsole.app import ConsoleApp
+from byconsole.backend import StaticBackend
+from byconsole.styles import CellStyles
+from byconsole.views.workers import R_ID, WorkersView, prepare, row_values
+from byconsole.widgets.keyed_table import KeyedTable
+from tests.tui.conftest import until
+from tests.tui.fleet_data import NOW, admin, lease, sample_snapshot
+from worker_runtime.fleet import build_worker_view
+from worker_runtime.snapshot import FleetSnapshot, RedisInfo, WorkerView
+
+
+def fleet(n: int, suspended: frozenset[int] = frozenset(), evil: bool = False) -> FleetSnapshot:
+    """``n`` workers ``w-000`` …; ``suspended`` indexes suspended; one hostile id."""
+    workers: list[WorkerView] = []
+    for i in range(n):
+        wid = f"w-{i:03d}"
+        if evil and i == 1:
+            wid = "w-001\x1b[2J[bold]x[/]"
+        state = admin("suspended", "why", NOW) if i in suspended else admin("active", "", 0)
+        raw = lease(wid, f"inst-{i % 3}", ["chat"] if i % 2 else ["embed"], active_jobs=i % 4)
+        workers.append(build_worker_view(wid, raw, state, [], [], NOW))
+    return FleetSnapshot(generated_at=NOW, redis=RedisInfo(connected=True), workers=workers)
+
+
+@pytest.fixture
+def low_threshold(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every fleet takes the large-fleet (threaded) path."""
+    monkeypatch.setattr(workers_module, "OFF_LOOP_MIN", 1)
+    yield
+    gc.unfreeze()  # the large path freezes the collector's objects: give them back
+
+
+def test_gc_is_thawed_and_collected_every_so_many_large_refreshes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+
+    class FakeGC:
+        def freeze(self) -> None:
+            calls.append("freeze")
+
+        def unfreeze(self) -> None:
+            calls.append("unfreeze")
+
+        def collect(self) -> int:
+            calls.append("collect")
+            return 0
+
+    monkeypatch.setattr(workers_module, "gc", FakeGC())
+    monkeypatch.setattr(workers_module, "_settled", 0)
+    for _ in range(2 * workers_module.GC_THAW_EVERY):
+        workers_module._settle_gc()
+    assert calls.count("freeze") == 2 * workers_module.GC_THAW_EVERY
+    assert calls.count("unfreeze") == calls.count("collect") == 2
+    # A thaw is always followed by a collection, then a fresh freeze.
+    first = calls.index("unfreeze")
+    assert calls[first : first + 3] == ["unfreeze", "collect", "freeze"]
+
+
+def status(view: WorkersView) -> str:
+    return str(view.query_one("#workers-status", Static).render())
+
+
+def test_prepare_reuses_unchanged_rows_and_reports_the_changed() -> None:
+    first = prepare(fleet(20).workers, {}, frozenset(), [0] * 13)
+    assert sorted(first.changed) == first.by_id and len(first.by_id) == 20
+    again = prepare(fleet(20, frozenset({3, 7})).workers, first.entries, frozenset(), first.widths)
+    assert sorted(again.changed) == ["w-003", "w-007"]
+    assert again.entries["w-004"][1] is first.entries["w-004"][1]  # reused, not rebuilt
+    marked = prepare(fleet(20).workers, again.entries, frozenset({"w-005"}), again.widths)
+    assert sorted(marked.changed) == ["w-003", "w-005", "w-007"]
+    assert marked.entries["w-005"][1][0] is True
+
+
+def test_rows_hold_safe_strings_only() -> None:
+    worker = fleet(3, evil=True).workers[1]
+    row = row_values(worker, False)
+    assert "\x1b" not in row[R_ID] and "\\x1b" in row[R_ID]
+    assert all("\x1b" not in s for s in row if isinstance(s, str))
+
+
+async def test_table_renders_only_the_rows_it_draws(low_threshold: None) -> None:
+    app = ConsoleApp(StaticBackend(fleet(300)), refresh=3600, clock=lambda: 0.0)
+    async with app.run_test(size=(100, 20)) as pilot:
+        view = app.main_screen.workers_view
+        await until(pilot, lambda: view.table.row_count == 300 and not view._preparing)
+        drawn: list[str] = []
+        render = view._cells_of
+
+        def counting(entry: workers_module.Entry) -> list[Text]:
+            drawn.append(entry[1][R_ID])
+            return render(entry)
+
+        view.table._row_render = counting
+        view.table.forget_rendered()
+        await pilot.pause()
+        assert drawn, "nothing was drawn"
+        assert len(set(drawn)) < 30  # a 20-line screen: only its rows, never all 300
+        assert set(drawn) <= set(view.table.ordered_keys()[:30])
+
+
+async def test_large_path_keeps_cursor_marks_filter_sort_and_scope(low_threshold: None) -> None:
+    snapshots = [fleet(40), fleet(40, frozenset({5, 9})), fleet(41)]
+    backend = StaticBackend(snapshots[0])
+    app = ConsoleApp(backend, refresh=3600, clock=lambda: 0.0)
+    async with app.run_test(size=(120, 30)) as pilot:
+        main = app.main_screen
+        view = main.workers_view
+        table = view.table
+        await until(pilot, lambda: table.row_count == 40 and not view._preparing)
+        assert table.move_to("w-009")
+        table.focus()
+        await pilot.press("space")  # marks w-009, cursor to w-010
+        assert view.marks == {"w-009"}
+        assert table.get_cell("w-009", "mark").plain == "●"
+        # A refresh prepared ahead (as the app's poll does) changes 2 rows.
+        await view.prepare_ahead(snapshots[1])
+        main.show_snapshot(snapshots[1])
+        await pilot.pause()
+        assert table.get_cell("w-005", "lifecycle").plain == "suspended"
+        assert table.get_cell("w-009", "mark").plain == "●"  # the mark survived
+        assert table.cursor_key == "w-010"
+        # Sort by lifecycle: the suspended first (id order among equals); cursor kept.
+        view.sort_by("lifecycle")
+        await pilot.pause()
+        assert table.ordered_keys()[:2] == ["w-005", "w-009"]
+        assert table.cursor_key == "w-010"
+        view.action_reverse_sort()
+        await pilot.pause()
+        assert table.ordered_keys()[-2:] == ["w-009", "w-005"]
+        # Live filter with its match count; clearing it brings every row back.
+        view.filter_text = "susp"
+        await pilot.pause()
+        assert sorted(table.ordered_keys()) == ["w-005", "w-009"]
+        assert "2 of 40 workers match" in status(view)
+        on_match = table.cursor_key
+        assert on_match in ("w-005", "w-009")  # its row was filtered out: on a match
+        view.filter_text = ""
+        await pilot.pause()
+        assert table.row_count == 40 and table.cursor_key == on_match
+        # Drill-down: only one instance's workers, counted against that instance.
+        view.set_scope(("instance", "inst-1"))
+        await pilot.pause()
+        assert {k for k in table.ordered_keys()} == {f"w-{i:03d}" for i in range(1, 40, 3)}
+        assert "of 13 workers" in status(view)
+        view.set_scope(None)
+        # A new worker arrives through the thread path (show_snapshot prepares it).
+        main.show_snapshot(snapshots[2])
+        await until(pilot, lambda: table.row_count == 41 and not view._preparing)
+        assert table.get_cell("w-040", "id").plain == "w-040"
+        assert table.get_cell("w-005", "lifecycle").plain == "active"
+
+
+async def test_first_large_load_paints_before_its_rows_are_built(low_threshold: None) -> None:
+    app = ConsoleApp(StaticBackend(fleet(30, evil=True)), refresh=3600, clock=lambda: 0.0)
+    async with app.run_test(size=(120, 30)) as pilot:
+        view = app.main_screen.workers_view
+        await until(pilot, lambda: view.table.row_count == 30 and not view._preparing)
+        view.reset()
+        view.show_snapshot(fleet(30, evil=True))
+        # Shown at once, in id order, before the thread's rows land.
+        assert view.table.row_count == 30
+        assert view.table.ordered_keys()[0] == "w-000"
+        shown = view.table.get_cell("w-001\x1b[2J[bold]x[/]", "id").plain
+        assert "\x1b" not in shown and "[bold]x[/]" in shown
+        await until(pilot, lambda: not view._preparing)
+        assert view.table.get_cell("w-001\x1b[2J[bold]x[/]", "id").plain == shown
+        widths = {c.key.value: c.content_width for c in view.table.ordered_columns}
+        assert widths["id"] >= len(shown)
+
+
+async def test_theme_change_redraws_with_the_new_styles() -> None:
+    app = ConsoleApp(StaticBackend(sample_snapshot()), refresh=3600, clock=lambda: 0.0)
+    async with app.run_test(size=(120, 30)) as pilot:
+        view = app.main_screen.workers_view
+        table = app.query_one("#workers-table", KeyedTable)
+        await until(pilot, lambda: table.row_count > 0)
+        key = next(k for k in table.ordered_keys() if view._workers[k].lifecycle == "active")
+        before = table.get_cell(key, "lifecycle").style
+        app.theme = "nord"  # another "success" colour than the default theme's
+        await pilot.pause()
+        after = table.get_cell(key, "lifecycle").style
+        assert before != after
+        assert after == CellStyles.from_variables(app.theme_variables).lifecycle("active")
