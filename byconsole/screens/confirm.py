@@ -47,6 +47,8 @@ class ConfirmScreen(ModalScreen[str | None]):
         self.targets = list(targets)
         self.warning = warning
         self.destructive = destructive
+        self._typed = 0
+        """Where the next key typed outside the reason field goes in it."""
 
     def compose(self) -> ComposeResult:
         """Title, targets, consequence, reason input, buttons."""
@@ -90,15 +92,28 @@ class ConfirmScreen(ModalScreen[str | None]):
         Keys typed quickly were all queued to the button that had focus before the
         first one moved it, so this must not ask where focus is *now*: a printable key
         that reaches the screen was not taken by the reason field (which stops every
-        printable key it inserts), so it goes there.
+        printable key it inserts), so it goes there. Keys typed after those reach the
+        field directly and may be handled first, so keys arriving here are inserted at
+        :attr:`_typed`, after the ones that came this way before them, keeping the
+        order they were typed in.
         """
-        reason = self.query_one("#reason", Input)
         if not event.is_printable or not event.character:
             return
         event.stop()
         event.prevent_default()
+        reason = self.query_one("#reason", Input)
+        at = min(self._typed, len(reason.value))
+        cursor = reason.cursor_position
+        reason.value = reason.value[:at] + event.character + reason.value[at:]
+        self._typed = at + len(event.character)
+        reason.cursor_position = cursor + len(event.character) if cursor >= at else cursor
         self.set_focus(reason)
-        reason.insert_text_at_cursor(event.character)
+
+    @on(events.DescendantFocus)
+    def _focus_moved(self, event: events.DescendantFocus) -> None:
+        # An operator who tabs to a button and types adds to the end of the reason.
+        if isinstance(event.widget, Button):
+            self._typed = len(self.query_one("#reason", Input).value)
 
     @on(Input.Submitted, "#reason")
     def _reason_entered(self) -> None:
