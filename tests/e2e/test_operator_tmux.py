@@ -126,7 +126,7 @@ def test_requeue_a_dead_letter_and_drill_down(server: RedisServer, tmp_path: Pat
 
 def test_demo_read_only_prints_its_url(tmp_path: Path) -> None:
     term = Terminal(
-        [str(BIN / "byconsole"), "--demo", "--read-only", "--refresh", "0.5", "; sleep 30"],
+        [str(BIN / "byconsole"), "--demo", "--read-only", "--refresh", "0.5", "; sleep 90"],
         {},
     )
     try:
@@ -134,7 +134,8 @@ def test_demo_read_only_prints_its_url(tmp_path: Path) -> None:
         screen = _press_until(term, "s", lambda s: "read-only: suspend is disabled" in s)
         assert "demo Redis: redis://127.0.0.1:" in screen or "read-only" in screen
         term.keys("q")
-        screen = term.wait(lambda s: "demo stopped; Redis was redis://127.0.0.1:" in s, 30)
+        # Each instance's stop is bounded by its grace (2 s) + STOP_BOUND_S.
+        screen = term.wait(lambda s: "demo stopped; Redis was redis://127.0.0.1:" in s, 60)
         assert "byconsole demo: Redis at redis://127.0.0.1:" in screen
     finally:
         term.close()
