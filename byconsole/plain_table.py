@@ -276,8 +276,13 @@ WORKER_COLUMNS = (
 def _lifecycle(worker: WorkerView) -> Cell:
     lifecycle = worker.lifecycle or "active"
     shown = (_safe(lifecycle, 40), lifecycle_style(lifecycle))
-    if worker.command_state is CommandState.PENDING:
-        return (shown, (" (pending)", PENDING_STYLE))
+    if worker.command_state in (
+        CommandState.PENDING,
+        CommandState.SENT,
+        CommandState.UNCONFIRMABLE,
+    ):
+        # A by-framework worker never confirms: say so rather than pending forever.
+        return (shown, (f" ({worker.command_state.value})", PENDING_STYLE))
     return shown
 
 

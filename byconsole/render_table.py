@@ -28,16 +28,14 @@ from byconsole.plain_table import (  # noqa: F401  (the fleet tables are plain, 
     types_table,
     workers_table,
 )
-from byconsole.styles import PENDING_STYLE, ansi_style, lifecycle_style, status_style
+from byconsole.styles import ansi_style, lifecycle_style, status_style
 from byconsole.text import safe
 from byconsole.timefmt import ZONE, timestamp
 from byconsole.worker_fields import admin_fields, worker_fields
 from worker_runtime.models import Execution, MetricsPoint
 from worker_runtime.snapshot import (
-    CommandState,
     MetricsView,
     WorkerDetail,
-    WorkerView,
 )
 
 _PIPED_WIDTH = 200  # wide enough that a piped table keeps one line per worker
@@ -90,18 +88,6 @@ def emit(console: Console, renderable: RenderableType | PlainBlock) -> None:
     text = "\n".join(line.rstrip() for line in captured.get().splitlines())
     console.file.write(text + "\n")
     console.file.flush()
-
-
-def lifecycle_cell(worker: WorkerView) -> Text:
-    """The lifecycle, coloured, with ``(pending)`` until the worker confirms it."""
-    lifecycle = worker.lifecycle or "active"
-    cell = safe(lifecycle, lifecycle_style(lifecycle), 40)
-    if worker.command_state is CommandState.PENDING:
-        cell.append(" (pending)", style=PENDING_STYLE)
-    elif worker.command_state in (CommandState.SENT, CommandState.UNCONFIRMABLE):
-        # A by-framework worker never confirms: say so rather than pending forever.
-        cell.append(f" ({worker.command_state.value})", style=PENDING_STYLE)
-    return cell
 
 
 def status_cell(status: str) -> Text:

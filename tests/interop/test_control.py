@@ -139,9 +139,13 @@ async def test_by_framework_admin_drives_our_worker_by_push(fleet: Fleet) -> Non
     wid = "wr-r0"
     await eventually(lambda: _lease_of(fleet, wid), timeout=30)
     stream = fleet.keys.worker_stream(wid)
-    # Seed 004's start-up line, beside the English one.
-    started = ours.log()
-    assert "instance wr started: role=all" in started
+    # Seed 004's start-up line, beside the English one (logged just after registering).
+
+    async def start_logged() -> str:
+        text = ours.log()
+        return text if "instance wr started: role=all" in text else ""
+
+    started = await eventually(start_logged, timeout=30)
     assert "Worker 角色: all, 实例名称: wr, 已启用模块: [consumer, heartbeat" in started
 
     async def confirmed(entry_id: str) -> bool:

@@ -104,3 +104,15 @@ def test_snapshot_view_has_every_section() -> None:
     text = "\n".join(plain(snapshot_view(snapshot), None))
     for part in ("Redis redis://h:6379/0", "Leader: none", "Workers", "1 worker(s)", "Agent types"):
         assert part in text
+
+
+def test_lifecycle_says_whether_the_worker_can_confirm() -> None:
+    admin = AdminState(lifecycle="suspended", reason="maintenance window", updated_at=NOW)
+    ours = worker("w-ours")  # not confirmed yet: pending
+    # by-framework's presence payload (its registry): it never confirms what it applied.
+    presence = {"version": 1, "token": "t0k", "last_seen": NOW, "ip_address": "10.0.0.9"}
+    theirs = build_worker_view("w-bf", presence, admin, ("chat",), (), NOW)
+    lines = worker_list_view([ours, theirs], NOW).lines(None, Painter(False))
+    rows = {wid: next(ln for ln in lines if wid in ln) for wid in ("w-ours", "w-bf")}
+    assert "suspended (pending)" in rows["w-ours"]
+    assert "suspended (unconfirmable)" in rows["w-bf"]
