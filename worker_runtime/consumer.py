@@ -36,6 +36,7 @@ from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.messages import decode_task, is_control_entry
 from worker_runtime.models import Task
 from worker_runtime.replica import Replica
+from worker_runtime.replies import iter_reply
 
 log = logging.getLogger(__name__)
 
@@ -394,13 +395,6 @@ class Reader:
             back[HOPS_FIELD] = str(hops + 1)
             # The successor exists before the original is acknowledged (one move).
             batcher.move(stream, entry_id, self.replica.worker_id, stream, back)
-
-
-def iter_reply(reply: Any) -> list[tuple[str, list[tuple[str, Any]]]]:
-    """Normalise an XREAD/XREADGROUP reply (RESP2: ``[[stream, [[id, fields], ...]], ...]``)."""
-    if not reply:
-        return []
-    return [(str(stream), [(str(e[0]), e[1]) for e in entries]) for stream, entries in reply]
 
 
 def _next_id(entry_id: str) -> str:

@@ -18,10 +18,10 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from worker_runtime.connection import LOOP_ERRORS
-from worker_runtime.consumer import iter_reply
 from worker_runtime.messages import decode_command, decode_envelope
 from worker_runtime.models import AdminState, Command, CommandAction
 from worker_runtime.replica import Replica
+from worker_runtime.replies import iter_reply
 
 log = logging.getLogger(__name__)
 

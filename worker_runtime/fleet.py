@@ -13,6 +13,8 @@ Round trips, whatever the fleet size (each one a non-transactional pipeline):
 3. only when round trip 2 revealed types no index listed (declared by a worker or only
    in a lease): the per-type reads for those.
 
+This module makes the round trips and nothing else: replies are coerced by
+:mod:`worker_runtime.replies` and turned into views by :mod:`worker_runtime.derive`.
 Connection problems raise :class:`redis.exceptions.RedisError` (the caller decides what
 to show). Bad data never raises: every reply is checked for its shape, per-command
 errors (``WRONGTYPE`` …) count as empty, payloads go through the lenient models.
@@ -23,285 +25,49 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from worker_runtime.audit import parse_audit
 from worker_runtime.byframework import RUNTIME_STATUS_FIELD
-from worker_runtime.derive import derive_status as derive_status
-from worker_runtime.derive import is_applied, lifecycle_action
+from worker_runtime.derive import (
+    build_instances,
+    build_worker_view,
+    build_workers,
+    denied_by_worker,
+    execution_order,
+    executions,
+    fleet_metrics,
+    leader_view,
+    parse_workers,
+    type_view,
+)
 from worker_runtime.keys import Keys
-from worker_runtime.models import (
-    AdminState,
-    Capability,
-    Execution,
-    InstanceLease,
-    Lease,
-    Lifecycle,
-    MetricsPoint,
-    Status,
-    now_ms,
+from worker_runtime.models import AdminState, InstanceLease, Lease, MetricsPoint, now_ms
+from worker_runtime.quota import parse_count_any
+from worker_runtime.replies import (
+    MAX_NAME,
+    TypeReplies,
+    count,
+    counts,
+    group_info,
+    instance_scores,
+    lease_value,
+    mapping,
+    pairs_to_dict,
+    strs,
+    text,
 )
-from worker_runtime.quota import compute_quota, parse_count, parse_count_any
 from worker_runtime.snapshot import (
-    APPLIED_FADE_MS,
     MAX_WORKER_ID,
-    CommandState,
     FleetSnapshot,
-    InstanceView,
-    LeaderView,
-    MetricsView,
     RedisInfo,
-    TypeView,
     WorkerDetail,
-    WorkerView,
-    queue_depth,
 )
-
-_MAX_ID = 1024  # ids longer than this are not ours to track (and would bloat every view)
-
-
-# -- reply shape helpers: anything unexpected is "empty" ------------------------------
-
-
-def _strs(reply: Any, limit: int = _MAX_ID) -> set[str]:
-    if isinstance(reply, set | list | tuple | frozenset):
-        return {str(m) for m in reply if isinstance(m, str | bytes) and len(m) <= limit}
-    return set()
-
-
-def _str(reply: Any) -> str | None:
-    if isinstance(reply, bytes):
-        return reply.decode("utf-8", "replace")
-    return reply if isinstance(reply, str) else None
-
-
-def _dict(reply: Any) -> dict[str, Any]:
-    if isinstance(reply, dict):
-        return {str(k): v for k, v in reply.items()}
-    return {}
-
-
-def _int(reply: Any) -> int:
-    if isinstance(reply, int) and not isinstance(reply, bool):
-        return max(0, reply)
-    return 0
-
-
-def _json(raw: str | None) -> Any:
-    if raw is None:
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return None
-
-
-def _lease_obj(raw: str | None) -> Any:
-    """``None`` when there is no lease, the decoded JSON, or the raw text when not JSON."""
-    if raw is None:
-        return None
-    try:
-        decoded = json.loads(raw)
-    except ValueError:
-        return raw
-    # A lease of JSON ``null`` is malformed, not absent.
-    return raw if decoded is None else decoded
-
-
-def _counts(reply: Any) -> dict[str, int]:
-    return {
-        k: c
-        for k, v in _dict(reply).items()
-        if len(k) <= _MAX_ID and (c := parse_count(v)) is not None
-    }
-
-
-@dataclass
-class _GroupInfo:
-    depth: int | None = None
-    pending: int = 0
-    exists: bool = False
-
-
-def _undelivered(td: _TypeReplies) -> int:
-    """Entries no group has been delivered yet (summed lag; see :func:`_group_info`)."""
-    if td.group.depth is not None:
-        return td.group.depth
-    return max(0, td.length - td.group.pending)
-
-
-def _group_info(reply: Any, length: int = 0) -> _GroupInfo:
-    """Lag and pending over every consumer group of a stream (``XINFO GROUPS`` reply).
-
-    Workers of a type may consume in any group name (ours, by-framework's
-    ``agent_engines``, its per-type-set names): every group gets every entry, so the
-    work outstanding is the sum over the groups. A group whose lag Redis cannot tell
-    (entries deleted) counts the stream ``length`` minus its pending (an upper bound).
-    """
-    if not isinstance(reply, list):
-        return _GroupInfo()
-    info = _GroupInfo()
-    for group in reply:
-        if not isinstance(group, dict):
-            continue
-        lag = group.get("lag")
-        pending = _int(group.get("pending"))
-        depth = _int(lag) if isinstance(lag, int) else max(0, length - pending)
-        info = _GroupInfo(
-            depth=(info.depth or 0) + depth,
-            pending=info.pending + pending,
-            exists=True,
-        )
-    return info
-
-
-# -- derivations shared by the snapshot and the detail read ---------------------------
-
-
-def derive_command_state(
-    admin: AdminState, lease: Lease | None, status: Status, now: int | None = None
-) -> CommandState | None:
-    """Whether the worker has confirmed the operator's latest admin state.
-
-    ``None`` when there is no admin state. An eviction is pending while a lease still
-    exists (the worker deletes it when it complies). Anything else is pending while the
-    worker holds a lease whose ``admin_applied_at`` is older than the admin
-    ``updated_at``. An offline worker has applied nothing: it applies the state when it
-    starts (``on start``), except an eviction, which its missing lease fulfils. A
-    worker that never confirms (by-framework) is ``sent`` while an eviction waits for
-    its exit and ``unconfirmable`` otherwise, never pending. Given ``now``,
-    ``applied`` fades to ``None`` :data:`APPLIED_FADE_MS` after the command.
-    """
-    if admin.updated_at is None and admin.lifecycle is None:
-        return None
-    evicted = admin.known_lifecycle is Lifecycle.EVICTED
-    if lease is None or status is Status.OFFLINE:
-        state = CommandState.APPLIED if evicted else CommandState.ON_START
-    elif not lease.supports(Capability.CONFIRM):
-        return CommandState.SENT if evicted else CommandState.UNCONFIRMABLE
-    elif not is_applied(lifecycle_action(admin.known_lifecycle), admin.updated_at or 0, lease):
-        return CommandState.PENDING
-    else:
-        state = CommandState.APPLIED
-    if (
-        state is CommandState.APPLIED
-        and now is not None
-        and (admin.updated_at is None or now - admin.updated_at > APPLIED_FADE_MS)
-    ):
-        return None
-    return state
-
-
-def build_worker_view(
-    worker_id: str,
-    lease_obj: Any,
-    admin: AdminState,
-    declared: Iterable[str],
-    denied: Iterable[str],
-    now: int,
-    ttl_ms: int | None = None,
-) -> WorkerView:
-    """The operator's view of one worker from its raw parts.
-
-    Args:
-        worker_id: the registry id (the lease's own ``worker_id`` is not trusted).
-        lease_obj: the online key: ``None`` when absent, a :class:`Lease` or a dict
-            when valid, anything else when malformed (the worker is then ``stale``).
-        admin: the parsed admin hash.
-        declared: the worker's declared agent types (its ``agent_types`` set).
-        denied: the types whose denylist names this worker.
-        now: the reference time (ms) for ages.
-        ttl_ms: the lease key's remaining TTL (``PTTL``), when read.
-    """
-    lease: Lease | None
-    valid = True
-    if lease_obj is None or isinstance(lease_obj, Lease):
-        lease = lease_obj
-    else:
-        valid = isinstance(lease_obj, dict)
-        lease = Lease.parse(lease_obj if valid else {})
-    # A malformed lease says nothing trustworthy: stale, whatever its TTL.
-    status = derive_status(lease, now, ttl_ms) if valid else Status.STALE
-    # Every value below is already validated (lease, admin) or derived here, so the
-    # view is built without a second validation pass: this runs 10,000 times a refresh.
-    # A copy of the validated fields (a dict copy, ~10x cheaper than getattr per field).
-    data: dict[str, Any] = dict(lease.__dict__) if lease is not None else {}
-    applied = data.pop("lifecycle", None)
-    runtime_status = data.pop("status", None)
-    types = list(dict.fromkeys(data.get("agent_types") or []))
-    extra = set(declared).difference(types)
-    if extra:
-        types += sorted(extra)
-    data.update(
-        worker_id=worker_id,
-        agent_types=types,
-        denied_types=sorted(set(denied)),
-        status=status,
-        lifecycle=admin.lifecycle or applied or Lifecycle.ACTIVE.value,
-        applied_lifecycle=applied,
-        reason=admin.reason or None,
-        lifecycle_reason=admin.reason or "",
-        runtime_status=runtime_status,
-        admin_updated_at=admin.updated_at,
-        admin_updated_by=admin.updated_by,
-        command_state=derive_command_state(admin, lease, status, now),
-        runtime=_runtime_of(lease),
-        lease_age_ms=(now - lease.last_seen) if lease and lease.last_seen is not None else None,
-        lease_valid=valid,
-    )
-    # model_validate runs in pydantic-core: about 3x faster than model_construct here.
-    return WorkerView.model_validate(data)
-
-
-def _runtime_of(lease: Lease | None) -> str | None:
-    if lease is None:
-        return None
-    return "by-framework" if lease.is_by_framework else "worker_runtime"
-
-
-def parse_lease(raw: str | None) -> Lease | str | list[Any] | Any:
-    """The online key's value: ``None``, a :class:`Lease`, or the malformed value itself.
-
-    The well-formed case is validated straight from JSON (fast); anything else falls
-    back to the lenient per-field parse.
-    """
-    if raw is None:
-        return None
-    try:
-        return Lease.model_validate_json(raw)
-    except ValidationError:
-        obj = _lease_obj(raw)
-        return Lease.parse(obj) if isinstance(obj, dict) else obj
-
-
-_NO_ADMIN = AdminState()
-
-
-def _admin(reply: Any) -> AdminState:
-    # Most workers have no admin hash: skip the parse for the empty reply.
-    return AdminState.parse(_dict(reply)) if reply else _NO_ADMIN
-
-
-def _leader(lock_raw: Any, epoch_raw: Any) -> LeaderView:
-    lock = _json(_str(lock_raw))
-    instance_id: str | None = None
-    epoch = parse_count_any(epoch_raw)
-    if isinstance(lock, dict):
-        value = lock.get("instance_id", lock.get("instanceId"))
-        if isinstance(value, str) and len(value) <= _MAX_ID:
-            instance_id = value
-        lock_epoch = parse_count_any(lock.get("epoch"))
-        epoch = lock_epoch if lock_epoch is not None else epoch
-    return LeaderView(instance_id=instance_id, epoch=epoch)
-
 
 # -- the reader ----------------------------------------------------------------------
 
@@ -331,16 +97,6 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-@dataclass
-class _TypeReplies:
-    routable: set[str] = field(default_factory=set)
-    denied: set[str] = field(default_factory=set)
-    group: _GroupInfo = field(default_factory=_GroupInfo)
-    length: int = 0
-    dead: int = 0
-    overrides: dict[str, int] = field(default_factory=dict)
-
-
 _TYPE_COMMANDS = 6
 
 # Every admin hash (first half of KEYS) and declared-type set (second half) in one
@@ -365,13 +121,6 @@ local out = {}
 for i, key in ipairs(KEYS) do out[i] = redis.call('PTTL', key) end
 return out
 """
-
-
-def _pairs_to_dict(flat: Any) -> dict[str, Any] | None:
-    """A Lua HGETALL reply (flat field/value list) as a dict."""
-    if not isinstance(flat, list):
-        return None
-    return {str(flat[i]): flat[i + 1] for i in range(0, len(flat) - 1, 2)}
 
 
 _Cmd = tuple[str, tuple[Any, ...], dict[str, Any]]
@@ -399,52 +148,6 @@ async def _off_loop(n: int, fn: Callable[..., _T], *args: Any) -> _T:
     if n < _OFF_LOOP_MIN:
         return fn(*args)
     return await asyncio.to_thread(fn, *args)
-
-
-def _parse_workers(
-    worker_ids: Sequence[str],
-    raw_leases: Sequence[Any],
-    raw_admins: Sequence[Any],
-    raw_types: Sequence[Any],
-) -> tuple[dict[str, Any], dict[str, AdminState], dict[str, set[str]], set[str]]:
-    """Per worker its parsed lease, admin state and declared types; every type seen."""
-    leases: dict[str, Any] = {}
-    admins: dict[str, AdminState] = {}
-    declared: dict[str, set[str]] = {}
-    discovered: set[str] = set()
-    for i, wid in enumerate(worker_ids):
-        lease = parse_lease(_str(raw_leases[i]))
-        leases[wid] = lease
-        admins[wid] = _admin(raw_admins[i])
-        declared[wid] = _strs(raw_types[i])
-        discovered |= declared[wid]
-        if isinstance(lease, Lease):
-            discovered.update(lease.agent_types)
-    return leases, admins, declared, discovered
-
-
-def _build_workers(
-    worker_ids: Sequence[str],
-    leases: Mapping[str, Any],
-    admins: Mapping[str, AdminState],
-    declared: Mapping[str, set[str]],
-    denied_by_worker: Mapping[str, set[str]],
-    now: int,
-    ttls: Sequence[int | None],
-) -> list[WorkerView]:
-    """Every worker's view, in ``worker_ids`` order (``ttls``: the leases' PTTLs)."""
-    return [
-        build_worker_view(
-            wid,
-            leases[wid],
-            admins[wid],
-            declared[wid],
-            denied_by_worker.get(wid, ()),
-            now,
-            ttls[i],
-        )
-        for i, wid in enumerate(worker_ids)
-    ]
 
 
 class FleetReader:
@@ -556,7 +259,7 @@ class FleetReader:
                 size = min(_SCRIPT_CHUNK, n - at)
                 ok = isinstance(script, list) and len(script) == size
                 pairs += script if ok else [None] * size
-            admins = [_pairs_to_dict(p[0]) if isinstance(p, list) and p else None for p in pairs]
+            admins = [pairs_to_dict(p[0]) if isinstance(p, list) and p else None for p in pairs]
             types = [p[1] if isinstance(p, list) and len(p) > 1 else None for p in pairs]
         elif cluster:
             mget = [replies[3 * i] for i in range(n)]
@@ -607,17 +310,17 @@ class FleetReader:
         return queue
 
     @staticmethod
-    def _type_replies(types: Sequence[str], replies: Sequence[Any]) -> dict[str, _TypeReplies]:
-        out: dict[str, _TypeReplies] = {}
+    def _type_replies(types: Sequence[str], replies: Sequence[Any]) -> dict[str, TypeReplies]:
+        out: dict[str, TypeReplies] = {}
         for i, t in enumerate(types):
             r = replies[i * _TYPE_COMMANDS : (i + 1) * _TYPE_COMMANDS]
-            out[t] = _TypeReplies(
-                routable=_strs(r[0], MAX_WORKER_ID),
-                denied=_strs(r[1], MAX_WORKER_ID),
-                group=_group_info(r[2], _int(r[3])),
-                length=_int(r[3]),
-                dead=_int(r[4]),
-                overrides=_counts(r[5]),
+            out[t] = TypeReplies(
+                routable=strs(r[0], MAX_WORKER_ID),
+                denied=strs(r[1], MAX_WORKER_ID),
+                group=group_info(r[2], count(r[3])),
+                length=count(r[3]),
+                dead=count(r[4]),
+                overrides=counts(r[5]),
             )
         return out
 
@@ -661,11 +364,11 @@ class FleetReader:
             self._bulk_script = 9 not in failed1
         # Worker ids get a larger bound than other names: a worker in the registry is
         # listed, whatever its id (1 KiB used to hide a 10 kB id from every view).
-        worker_ids = sorted(_strs(r1[0], MAX_WORKER_ID) | _strs(r1[8], MAX_WORKER_ID))
-        indexed_types = _strs(r1[1])
-        instance_scores = self._instance_scores(r1[2])
-        leader = _leader(r1[3], r1[4])
-        targets = _counts(r1[5])
+        worker_ids = sorted(strs(r1[0], MAX_WORKER_ID) | strs(r1[8], MAX_WORKER_ID))
+        indexed_types = strs(r1[1])
+        scores = instance_scores(r1[2])
+        leader = leader_view(r1[3], r1[4])
+        targets = counts(r1[5])
         history = [MetricsPoint.parse(m) for m in (r1[6] or []) if isinstance(m, str)]
         events = parse_audit(r1[7])
 
@@ -679,7 +382,7 @@ class FleetReader:
         queue: list[_Cmd] = self._worker_queue(worker_ids, cluster, bulk)
         n_w = len(queue)
         queue += self._type_queue(known_types)
-        instance_ids = sorted(instance_scores)
+        instance_ids = sorted(scores)
         queue += [_c("get", k.instance_online(i)) for i in instance_ids]
         n_before_ttl = len(queue)
         queue += self._ttl_queue(worker_ids, bulk)
@@ -688,18 +391,18 @@ class FleetReader:
         raw_leases, raw_admins, raw_types = self._split_workers(r2[:n_w], worker_ids, cluster, bulk)
         n_t = _TYPE_COMMANDS * len(known_types)
         leases, admins, declared, discovered = await _off_loop(
-            len(worker_ids), _parse_workers, worker_ids, raw_leases, raw_admins, raw_types
+            len(worker_ids), parse_workers, worker_ids, raw_leases, raw_admins, raw_types
         )
         type_data = self._type_replies(known_types, r2[n_w : n_w + n_t])
         instance_leases: dict[str, InstanceLease | None] = {}
         for i, iid in enumerate(instance_ids):
-            raw = _str(r2[n_w + n_t + i])
+            raw = text(r2[n_w + n_t + i])
             instance_leases[iid] = None if raw is None else InstanceLease.parse(raw)
 
         # -- round trip 3: types only a worker knew about, and the active jobs of
         # workers whose lease does not report them (by-framework keeps them in its
         # status hash) -----------------------------------------------------------------
-        extra_types = sorted(t for t in discovered - set(type_data) if len(t) <= _MAX_ID)
+        extra_types = sorted(t for t in discovered - set(type_data) if len(t) <= MAX_NAME)
         counted = [
             wid
             for wid in worker_ids
@@ -717,48 +420,23 @@ class FleetReader:
                     leases[wid] = leases[wid].model_copy(update={"active_jobs": active})
 
         # -- derive ---------------------------------------------------------------------
-        denied_by_worker: dict[str, set[str]] = {}
-        for t, td in type_data.items():
-            for wid in td.denied:
-                denied_by_worker.setdefault(wid, set()).add(t)
         workers = await _off_loop(
             len(worker_ids),
-            _build_workers,
+            build_workers,
             worker_ids,
             leases,
             admins,
             declared,
-            denied_by_worker,
+            denied_by_worker(type_data),
             now,
             ttls,
         )
-        types = [
-            TypeView(
-                name=t,
-                workers=sorted(td.routable),
-                denied=sorted(td.denied),
-                depth=queue_depth(_undelivered(td), td.group.pending),
-                undelivered=_undelivered(td),
-                pending=td.group.pending,
-                length=td.length,
-                dead=td.dead,
-                target=targets.get(t),
-                overrides=td.overrides,
-            )
-            for t, td in sorted(type_data.items())
-        ]
+        types = [type_view(t, td, targets.get(t)) for t, td in sorted(type_data.items())]
         # Grouping 10,000 workers by instance is tens of ms of Python: off the loop too.
         instances = await _off_loop(
-            len(workers), self._instances, instance_scores, instance_leases, workers, types, leader
+            len(workers), build_instances, scores, instance_leases, workers, types, leader
         )
-        online = [w for w in workers if w.status is Status.ONLINE]
-        metrics = MetricsView(
-            workers_online=len(online),
-            agent_types=len(types),
-            active_executions=sum(max(0, w.active_jobs or 0) for w in online),
-            queue_depth=sum(t.depth for t in types),
-            history=history,
-        )
+        metrics = fleet_metrics(workers, types, history)
         redis_info = RedisInfo(
             endpoint=self.endpoint,
             connected=True,
@@ -777,101 +455,6 @@ class FleetReader:
             leader=leader,
             events=events,
         )
-
-    @staticmethod
-    def _instance_scores(reply: Any) -> dict[str, int | None]:
-        scores: dict[str, int | None] = {}
-        if not isinstance(reply, list):
-            return scores
-        for item in reply:
-            if isinstance(item, list | tuple) and len(item) == 2 and isinstance(item[0], str):
-                if len(item[0]) > _MAX_ID:
-                    continue
-                score = item[1]
-                scores[item[0]] = int(score) if isinstance(score, int | float) else None
-        return scores
-
-    @staticmethod
-    def _instances(
-        scores: Mapping[str, int | None],
-        leases: Mapping[str, InstanceLease | None],
-        workers: Sequence[WorkerView],
-        types: Sequence[TypeView],
-        leader: LeaderView,
-    ) -> list[InstanceView]:
-        """Instances from the registry plus any instance named only by worker leases."""
-        members: dict[str, list[WorkerView]] = {}
-        for w in workers:
-            if w.instance_id and len(w.instance_id) <= _MAX_ID:
-                members.setdefault(w.instance_id, []).append(w)
-        ids = sorted(set(scores) | set(members))
-
-        # Live replicas per (instance, type): the instance's own report when it has
-        # one, else counted from its online workers' leases.
-        replicas: dict[str, dict[str, int]] = {}
-        online: dict[str, bool] = {}
-        for iid in ids:
-            lease = leases.get(iid)
-            live_workers = [w for w in members.get(iid, []) if w.status is Status.ONLINE]
-            if lease is not None and lease.replicas:
-                replicas[iid] = {t: len(ws) for t, ws in lease.replicas.items()}
-            else:
-                counts: dict[str, int] = {}
-                for w in live_workers:
-                    for t in w.agent_types:
-                        counts[t] = counts.get(t, 0) + 1
-                replicas[iid] = counts
-            online[iid] = lease is not None if iid in scores else bool(live_workers)
-
-        # Exactly the runtime's notion (worker_runtime.scale): a registered instance
-        # with a live lease that declares the type. Instances known only from worker
-        # leases (other runtimes) run no quota.
-        serving: dict[str, list[str]] = {}
-        for iid in ids:
-            lease = leases.get(iid)
-            if lease is None:
-                continue
-            for t in set(lease.agent_types):
-                serving.setdefault(t, []).append(iid)
-
-        by_type = {t.name: t for t in types}
-        views: list[InstanceView] = []
-        for iid in ids:
-            lease = leases.get(iid)
-            quota: dict[str, int] = {}
-            for t, tv in by_type.items():
-                if not online[iid] and iid not in tv.overrides:
-                    continue
-                if iid not in serving.get(t, []) and iid not in tv.overrides:
-                    continue
-                q = compute_quota(tv.target, tv.overrides, serving.get(t, []), iid)
-                if q is not None:
-                    quota[t] = q
-            is_leader = (
-                leader.instance_id == iid
-                if leader.instance_id is not None
-                else bool(lease and lease.is_leader)
-            )
-            worker_ids = {w.worker_id for w in members.get(iid, [])}
-            if lease is not None:
-                for ws in lease.replicas.values():
-                    worker_ids.update(w for w in ws if len(w) <= _MAX_ID)
-            views.append(
-                InstanceView(
-                    instance_id=iid,
-                    online=online[iid],
-                    hostname=lease.hostname if lease else None,
-                    pid=lease.pid if lease else None,
-                    role=lease.role if lease else None,
-                    is_leader=is_leader,
-                    last_seen=(lease.last_seen if lease and lease.last_seen else scores.get(iid)),
-                    workers=sorted(worker_ids),
-                    replicas=dict(sorted(replicas[iid].items())),
-                    quota=quota,
-                    scale_note=lease.scale_note if lease else None,
-                )
-            )
-        return views
 
     async def read_worker_detail(self, worker_id: str, limit: int = 20) -> WorkerDetail:
         """One worker in depth: full lease, admin state, running and recent executions.
@@ -905,18 +488,18 @@ class FleetReader:
                 _c("pttl", k.worker_online(worker_id)),
             ]
         )
-        raw_lease = _str(r1[1])
-        lease_obj = _lease_obj(raw_lease)
-        admin = AdminState.parse(_dict(r1[2]))
-        declared = _strs(r1[3])
+        raw_lease = text(r1[1])
+        lease_obj = lease_value(raw_lease)
+        admin = AdminState.parse(mapping(r1[2]))
+        declared = strs(r1[3])
         lease_types: set[str] = set()
         if isinstance(lease_obj, dict):
             lease_types = set(Lease.parse(lease_obj).agent_types)
-        types = sorted(t for t in declared | lease_types | _strs(r1[9]) if len(t) <= _MAX_ID)
+        types = sorted(t for t in declared | lease_types | strs(r1[9]) if len(t) <= MAX_NAME)
         r2 = await self._run([_c("sismember", k.type_denied(t), worker_id) for t in types])
         denied = [t for t, hit in zip(types, r2, strict=True) if hit]
 
-        status_hash = _dict(r1[4])
+        status_hash = mapping(r1[4])
         view_lease = lease_obj
         if isinstance(lease_obj, dict) and Lease.parse(lease_obj).active_jobs is None:
             # A by-framework worker: its active jobs are the status hash's counter.
@@ -925,10 +508,10 @@ class FleetReader:
                 view_lease = {**lease_obj, "active_jobs": counter}
         ttl = r1[11] if isinstance(r1[11], int) else None
         view = build_worker_view(worker_id, view_lease, admin, declared, denied, now, ttl)
-        active_snaps = _dict(r1[7])
-        history_snaps = _dict(r1[8])
-        active = _executions(_order(r1[6], active_snaps), active_snaps, limit)
-        recent = _executions(_order(r1[5], history_snaps), history_snaps, limit)
+        active_snaps = mapping(r1[7])
+        history_snaps = mapping(r1[8])
+        active = executions(execution_order(r1[6], active_snaps), active_snaps, limit)
+        recent = executions(execution_order(r1[5], history_snaps), history_snaps, limit)
         return WorkerDetail(
             worker_id=worker_id,
             known=bool(r1[0]) or raw_lease is not None or bool(r1[10]),
@@ -938,7 +521,7 @@ class FleetReader:
             if raw_lease is not None and not isinstance(lease_obj, dict)
             else None,
             admin=admin,
-            runtime_status=_str(status_hash.get(RUNTIME_STATUS_FIELD)),
+            runtime_status=text(status_hash.get(RUNTIME_STATUS_FIELD)),
             declared_types=sorted(declared),
             denied_types=denied,
             active_executions=active,
@@ -949,28 +532,3 @@ class FleetReader:
         """The collector's newest ``limit`` points, oldest first (malformed ones skipped)."""
         raw = await self.redis.zrange(self.keys.metrics_history, -limit, -1)
         return [MetricsPoint.parse(m) for m in raw if isinstance(m, str)]
-
-
-def _order(index_reply: Any, snapshots: Mapping[str, Any]) -> list[str]:
-    """Execution ids most recent first: the index order, then snapshots it misses."""
-    ordered = [str(e) for e in index_reply] if isinstance(index_reply, list) else []
-    seen = set(ordered)
-    rest = [e for e in snapshots if e not in seen]
-
-    def started(eid: str) -> int:
-        return Execution.parse(snapshots[eid]).started_at or 0
-
-    return ordered + sorted(rest, key=started, reverse=True)
-
-
-def _executions(order: Sequence[str], snapshots: Mapping[str, Any], limit: int) -> list[Execution]:
-    out: list[Execution] = []
-    for eid in order:
-        if len(out) >= limit:
-            break
-        raw = snapshots.get(eid)
-        execution = Execution.parse(raw) if raw is not None else Execution()
-        if not execution.execution_id:
-            execution = execution.model_copy(update={"execution_id": eid})
-        out.append(execution)
-    return out

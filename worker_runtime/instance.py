@@ -26,7 +26,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from worker_runtime.batcher import Batcher
 from worker_runtime.connection import LOOP_ERRORS, create_redis, is_cluster
-from worker_runtime.consumer import Reader, ensure_group, iter_reply, resolve_group
+from worker_runtime.consumer import Reader, ensure_group, resolve_group
 from worker_runtime.context import Handler, RuntimeContext
 from worker_runtime.control import control_loop
 from worker_runtime.heartbeat import beat, trim_acknowledged, trim_executions
@@ -44,6 +44,7 @@ from worker_runtime.registry import (
     release,
 )
 from worker_runtime.replica import Replica
+from worker_runtime.replies import iter_reply
 from worker_runtime.scale import read_scale_inputs
 from worker_runtime.scheduler import Periodic, declared
 from worker_runtime.settings import RedisSettings, WorkerSettings

@@ -23,7 +23,7 @@ from byconsole.views.workers import R_ID, WorkersView, prepare, row_values
 from byconsole.widgets.keyed_table import KeyedTable
 from tests.tui.conftest import until
 from tests.tui.fleet_data import NOW, admin, lease, sample_snapshot
-from worker_runtime.fleet import build_worker_view
+from worker_runtime.derive import build_worker_view
 from worker_runtime.snapshot import FleetSnapshot, RedisInfo, WorkerView
 
 

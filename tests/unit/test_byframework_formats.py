@@ -17,10 +17,10 @@ from worker_runtime.envelope import (
     result_messages,
     to_task,
 )
-from worker_runtime.fleet import _group_info
 from worker_runtime.keys import Keys
 from worker_runtime.messages import encode_task
 from worker_runtime.models import Execution, MetricsPoint, Task
+from worker_runtime.replies import group_info
 
 K = Keys("v1")
 
@@ -150,10 +150,10 @@ def test_queue_depth_sums_every_consumer_group() -> None:
         {"name": "agent_engines", "lag": 3, "pending": 2},
         {"name": "byai_gateway_other", "lag": None, "pending": 1},
     ]
-    info = _group_info(reply, length=10)
+    info = group_info(reply, length=10)
     # A group whose lag Redis cannot tell counts the length minus its own pending.
     assert (info.depth, info.pending, info.exists) == (3 + (10 - 1), 3, True)
-    assert _group_info([], 4).depth is None
+    assert group_info([], 4).depth is None
 
 
 async def test_status_counters_follow_by_frameworks_rules() -> None:

@@ -8,12 +8,8 @@ from collections.abc import AsyncIterator
 import fakeredis
 import pytest
 
-from worker_runtime.derive import derive_status
-from worker_runtime.fleet import (
-    FleetReader,
-    build_worker_view,
-    derive_command_state,
-)
+from worker_runtime.derive import build_worker_view, derive_command_state, derive_status
+from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.metrics import build_point
 from worker_runtime.models import AdminState, Lease, Status, now_ms

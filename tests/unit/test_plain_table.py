@@ -16,7 +16,7 @@ from byconsole.plain_table import (
     worker_list_view,
     write_block,
 )
-from worker_runtime.fleet import build_worker_view
+from worker_runtime.derive import build_worker_view
 from worker_runtime.models import AdminState
 from worker_runtime.snapshot import FleetSnapshot, RedisInfo, WorkerView
 
