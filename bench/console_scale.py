@@ -126,8 +126,8 @@ async def ask_parent_to_beat() -> None:
 
 async def tui_child(url: str, count: int) -> dict[str, Any]:
     """Run the console headless on ``url``; time the first load and a 1% update."""
-    from byconsole.app import ConsoleApp
-    from byconsole.backend import RedisBackend
+    from byconsole.tui.app import ConsoleApp
+    from byconsole.tui.backend import RedisBackend
     from worker_runtime.settings import RedisSettings
 
     redis = redis_client(url)

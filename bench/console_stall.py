@@ -169,8 +169,8 @@ async def ask_parent(word: str) -> None:
 
 async def live_child(url: str, count: int, refreshes: int) -> dict[str, Any]:
     """Run the console on ``url``: first load, then timed refreshes."""
-    from byconsole.app import ConsoleApp
-    from byconsole.backend import RedisBackend
+    from byconsole.tui.app import ConsoleApp
+    from byconsole.tui.backend import RedisBackend
     from worker_runtime.settings import RedisSettings
     from worker_runtime.snapshot import FleetSnapshot
 
@@ -319,8 +319,8 @@ async def live(count: int, refreshes: int) -> dict[str, Any]:
 async def static_child(count: int) -> dict[str, Any]:
     """First paint, scroll, filter and sort latency at ``count`` workers."""
     from bench.tui_refresh import fleet
-    from byconsole.app import ConsoleApp
-    from byconsole.backend import StaticBackend
+    from byconsole.tui.app import ConsoleApp
+    from byconsole.tui.backend import StaticBackend
 
     snapshot = fleet(count)
     app = ConsoleApp(StaticBackend(snapshot), refresh=3600, clock=lambda: 0.0)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from byconsole.app import ConsoleApp
-from byconsole.backend import StaticBackend
+from byconsole.tui.app import ConsoleApp
+from byconsole.tui.backend import StaticBackend
 from worker_runtime.derive import build_worker_view
 from worker_runtime.models import AdminState
 from worker_runtime.snapshot import FleetSnapshot, RedisInfo, WorkerView

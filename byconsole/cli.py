@@ -17,10 +17,10 @@ from typing import NoReturn
 
 from redis.exceptions import RedisClusterException, RedisError
 
-from byconsole import checks as chk
-from byconsole import headless
 from byconsole.config import Context, default_config_path, load_config, resolve_settings
 from byconsole.config import select_context as pick_context
+from byconsole.headless import checks as chk
+from byconsole.headless import snapshot as headless
 from byconsole.text import safe_text
 from worker_runtime.admin import CommandLostError, UnknownWorkerError
 from worker_runtime.connection import create_redis, redis_error_line
@@ -469,7 +469,7 @@ def _resolve(handler: Handler | str) -> Handler:
     """
     if not isinstance(handler, str):
         return handler
-    from byconsole import commands
+    from byconsole.headless import commands
 
     resolved: Handler = getattr(commands, handler)
     return resolved
@@ -503,7 +503,7 @@ def _main(argv: list[str]) -> int:
         config = load_config(args.config)
         if args.command == "contexts":
             path = args.config or str(default_config_path())
-            from byconsole import commands
+            from byconsole.headless import commands
 
             return commands.list_contexts(
                 dict(config.contexts), config.default_context, path, args.json
@@ -519,7 +519,7 @@ def _main(argv: list[str]) -> int:
 
         if args.demo:
             # Imported here: the console stack (Textual) is only loaded when needed.
-            from byconsole.demo import run_demo
+            from byconsole.tui.demo import run_demo
 
             return int(run_demo(read_only=read_only, refresh=args.refresh))
         if args.command is None and not args.snapshot:
@@ -553,7 +553,7 @@ def _main(argv: list[str]) -> int:
     except (RedisError, RedisClusterException, OSError) as exc:
         assert settings is not None  # no Redis call happens before settings exist
         if getattr(args, "format", None) == "prom":
-            from byconsole.render_prom import render_prom_down
+            from byconsole.headless.render_prom import render_prom_down
 
             sys.stdout.write(render_prom_down())
         _say(redis_error_line(exc, endpoint=settings.endpoint, url=settings.url))
@@ -581,7 +581,7 @@ def _run_tui(
     settings: RedisSettings, args: argparse.Namespace, read_only: bool, context: str | None
 ) -> int:
     try:
-        from byconsole.app import run_tui
+        from byconsole.tui.app import run_tui
     except ImportError as exc:
         _say(f"the console UI is unavailable: {exc}")
         return EXIT_ERROR

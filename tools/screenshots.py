@@ -15,9 +15,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-from byconsole.app import ConsoleApp
-from byconsole.backend import RedisBackend
-from byconsole.demo import DemoFleet
+from byconsole.tui.app import ConsoleApp
+from byconsole.tui.backend import RedisBackend
+from byconsole.tui.demo import DemoFleet
 
 VIEWS = (
     ("1", "workers"),

@@ -16,7 +16,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import InvalidResponse
 
-from byconsole.backend import RedisBackend
+from byconsole.tui.backend import RedisBackend
 from tests.integration.cli_helpers import add_worker, cli_env, run
 from tests.integration.runtime_helpers import BIN, make_instance
 from worker_runtime.connection import not_redis_server

@@ -22,8 +22,8 @@ import pytest
 from redis.asyncio.cluster import RedisCluster as ClusterClient
 from redis.crc import key_slot
 
-from byconsole.app import ConsoleApp
-from byconsole.backend import RedisBackend
+from byconsole.tui.app import ConsoleApp
+from byconsole.tui.backend import RedisBackend
 from tests.cluster import RedisCluster
 from tests.integration.cli_helpers import cli_env, run
 from tests.integration.runtime_helpers import BIN, eventually, spawn_worker, stop_process

@@ -49,7 +49,7 @@ async def test_json_snapshot_imports_neither_textual_nor_rich_layout(
     assert "worker_runtime.fleet" in modules  # the probe did read the fleet
     assert not {m for m in modules if m == "textual" or m.startswith("textual.")}
     assert not {m for m in modules if m.startswith("rich")}, "JSON output needs no Rich at all"
-    assert "byconsole.commands" not in modules  # the admin subcommands load on demand
+    assert "byconsole.headless.commands" not in modules  # the admin subcommands load on demand
 
 
 async def test_table_snapshot_uses_no_rich_layout(
@@ -58,6 +58,6 @@ async def test_table_snapshot_uses_no_rich_layout(
     await redis.sadd(K.workers, "w-1")
     code, modules = _modules(tmp_path, "--redis-url", redis_url, "--snapshot")
     assert code == 0
-    assert "byconsole.plain_table" in modules
+    assert "byconsole.headless.plain_table" in modules
     assert not {m for m in modules if m.startswith("textual")}
     assert not modules & set(RICH_LAYOUT)

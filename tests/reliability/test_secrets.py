@@ -21,8 +21,8 @@ from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
 from bench.fault_handlers import JOURNAL_ENV
-from byconsole.app import ConsoleApp
-from byconsole.backend import RedisBackend
+from byconsole.tui.app import ConsoleApp
+from byconsole.tui.backend import RedisBackend
 from tests.integration.cli_helpers import BYCONSOLE
 from tests.integration.runtime_helpers import BIN, FAST_ENV, ROOT, eventually, stop_process
 from tests.redis_server import env_with, free_port

@@ -10,8 +10,8 @@ import pytest
 from redis.asyncio import Redis
 from textual.pilot import Pilot
 
-from byconsole.app import ConsoleApp
-from byconsole.backend import RedisBackend
+from byconsole.tui.app import ConsoleApp
+from byconsole.tui.backend import RedisBackend
 from tests.integration.runtime_helpers import eventually
 from worker_runtime.keys import Keys
 from worker_runtime.models import Lease, now_ms

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from byconsole.dead_letters import DeadLetter, parse_dead_letter
+from worker_runtime.dead_letters import DeadLetter, parse_dead_letter
 from worker_runtime.derive import build_worker_view
 from worker_runtime.models import AdminState, AuditEvent, MetricsPoint, TypeMetrics
 from worker_runtime.snapshot import (

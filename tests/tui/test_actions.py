@@ -7,10 +7,10 @@ import functools
 from redis.asyncio import Redis
 from textual.widgets import Button, Input, OptionList
 
-from byconsole.screens.confirm import ConfirmScreen
-from byconsole.screens.main import MonitorScreen, OperatorScreen
-from byconsole.screens.prompt import ChoiceScreen, CountScreen
-from byconsole.widgets.keyed_table import KeyedTable
+from byconsole.tui.screens.confirm import ConfirmScreen
+from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
+from byconsole.tui.screens.prompt import ChoiceScreen, CountScreen
+from byconsole.tui.widgets.keyed_table import KeyedTable
 from tests.streams import hash_fields, stream_entries
 from tests.tui.conftest import KEYS, AppFactory, until, until_async
 

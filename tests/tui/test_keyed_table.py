@@ -8,7 +8,7 @@ import sys
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from byconsole.widgets.keyed_table import Column, KeyedTable
+from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 
 COLUMNS = (Column("name", "name"), Column("value", "value"))
 
@@ -86,10 +86,11 @@ def test_views_and_widgets_never_import_redis() -> None:
     """Widgets get snapshots; only the backend talks to Redis."""
     code = (
         "import sys\n"
-        "import byconsole.views.workers, byconsole.views.instances, byconsole.views.types\n"
-        "import byconsole.views.metrics, byconsole.views.events, byconsole.views.dead\n"
-        "import byconsole.widgets.header, byconsole.widgets.keyed_table, byconsole.styles\n"
-        "import byconsole.screens.main, byconsole.screens.detail, byconsole.palette\n"
+        "import byconsole.tui.views.workers, byconsole.tui.views.instances\n"
+        "import byconsole.tui.views.types, byconsole.tui.views.metrics\n"
+        "import byconsole.tui.views.events, byconsole.tui.views.dead\n"
+        "import byconsole.tui.widgets.header, byconsole.tui.widgets.keyed_table, byconsole.styles\n"
+        "import byconsole.tui.screens.main, byconsole.tui.screens.detail, byconsole.tui.palette\n"
         "bad = sorted(m for m in sys.modules if m == 'redis' or m.startswith('redis.'))\n"
         "assert not bad, bad\n"
     )

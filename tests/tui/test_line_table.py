@@ -13,7 +13,7 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
-from byconsole.widgets.keyed_table import Column, KeyedTable
+from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 
 COLUMNS = (
     Column("mark", " ", 1),

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from byconsole.app import ConsoleApp
-from byconsole.backend import RedisBackend
-from byconsole.screens.confirm import ConfirmScreen
+from byconsole.tui.app import ConsoleApp
+from byconsole.tui.backend import RedisBackend
+from byconsole.tui.screens.confirm import ConfirmScreen
 from tests.backends import Backend
 from tests.integration.runtime_helpers import make_instance
 from tests.streams import stream_entries

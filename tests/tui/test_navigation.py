@@ -11,13 +11,13 @@ from textual.command import CommandPalette
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
-from byconsole.app import ConsoleApp
-from byconsole.backend import StaticBackend
 from byconsole.config import Context
-from byconsole.palette import ConsoleCommands
-from byconsole.screens.confirm import ConfirmScreen
-from byconsole.screens.detail import DetailScreen
-from byconsole.screens.help import HelpScreen
+from byconsole.tui.app import ConsoleApp
+from byconsole.tui.backend import StaticBackend
+from byconsole.tui.palette import ConsoleCommands
+from byconsole.tui.screens.confirm import ConfirmScreen
+from byconsole.tui.screens.detail import DetailScreen
+from byconsole.tui.screens.help import HelpScreen
 from tests.tui.conftest import KEYS, AppFactory, until, write_worker
 from tests.tui.fleet_data import HOSTILE_ID, sample_snapshot
 
@@ -219,7 +219,7 @@ async def test_palette_switches_context(redis: Redis, redis_url: str) -> None:
     await write_worker(other, "far-1", ["chat"])
     await write_worker(redis, "near-1", ["chat"])
     contexts = {"near": Context(url=redis_url), "far": Context(url=other_url)}
-    from byconsole.backend import RedisBackend
+    from byconsole.tui.backend import RedisBackend
     from worker_runtime.settings import RedisSettings
 
     app = ConsoleApp(
@@ -249,8 +249,8 @@ async def test_palette_switches_context(redis: Redis, redis_url: str) -> None:
 async def test_switching_to_a_read_only_context_drops_the_action_keys(
     redis: Redis, redis_url: str
 ) -> None:
-    from byconsole.backend import RedisBackend
-    from byconsole.screens.main import MonitorScreen, OperatorScreen
+    from byconsole.tui.backend import RedisBackend
+    from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
     from worker_runtime.settings import RedisSettings
 
     await write_worker(redis, "w-1", ["chat"])

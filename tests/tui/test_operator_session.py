@@ -15,17 +15,17 @@ from rich.console import Console
 from textual.containers import VerticalScroll
 from textual.widgets import Input, Static
 
-from byconsole.app import ConsoleApp
-from byconsole.backend import RedisBackend
 from byconsole.config import Context
-from byconsole.render_prom import render_prom
-from byconsole.screens.confirm import ConfirmScreen
-from byconsole.screens.detail import render_detail
-from byconsole.screens.help import HelpScreen
-from byconsole.screens.prompt import ChoiceScreen, CountScreen
-from byconsole.views.cells import clock
-from byconsole.views.dead import DeadView
-from byconsole.views.metrics import bars
+from byconsole.headless.render_prom import render_prom
+from byconsole.tui.app import ConsoleApp
+from byconsole.tui.backend import RedisBackend
+from byconsole.tui.screens.confirm import ConfirmScreen
+from byconsole.tui.screens.detail import render_detail
+from byconsole.tui.screens.help import HelpScreen
+from byconsole.tui.screens.prompt import ChoiceScreen, CountScreen
+from byconsole.tui.views.cells import clock
+from byconsole.tui.views.dead import DeadView
+from byconsole.tui.views.metrics import bars
 from tests.integration.runtime_helpers import make_instance
 from tests.tui.conftest import KEYS, AppFactory, until, until_async, write_worker
 from worker_runtime.fleet import FleetReader

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from byconsole.app import ConsoleApp
-from byconsole.backend import StaticBackend
+from byconsole.tui.app import ConsoleApp
+from byconsole.tui.backend import StaticBackend
 from tests.tui.conftest import until
 from tests.tui.fleet_data import sample_dead, sample_snapshot
 

@@ -15,12 +15,12 @@ import pytest
 from rich.text import Text
 from textual.widgets import Static
 
-import byconsole.views.workers as workers_module
-from byconsole.app import ConsoleApp
-from byconsole.backend import StaticBackend
+import byconsole.tui.views.workers as workers_module
 from byconsole.styles import CellStyles
-from byconsole.views.workers import R_ID, WorkersView, prepare, row_values
-from byconsole.widgets.keyed_table import KeyedTable
+from byconsole.tui.app import ConsoleApp
+from byconsole.tui.backend import StaticBackend
+from byconsole.tui.views.workers import R_ID, WorkersView, prepare, row_values
+from byconsole.tui.widgets.keyed_table import KeyedTable
 from tests.tui.conftest import until
 from tests.tui.fleet_data import NOW, admin, lease, sample_snapshot
 from worker_runtime.derive import build_worker_view

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from byconsole.checks import Checks, parse_fail_on, parse_min_online
 from byconsole.cli import main
+from byconsole.headless.checks import Checks, parse_fail_on, parse_min_online
 from worker_runtime.settings import RedisSettings
 
 COMMANDS = [
@@ -111,7 +111,7 @@ def test_min_online_and_fail_on_parsing() -> None:
 def test_tui_branch_gets_the_resolved_settings(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import byconsole.app
+    import byconsole.tui.app
 
     config = tmp_path / "c.toml"
     config.write_text(
@@ -123,7 +123,7 @@ def test_tui_branch_gets_the_resolved_settings(
         calls.append({"endpoint": settings.endpoint, **kwargs})
         return 0
 
-    monkeypatch.setattr(byconsole.app, "run_tui", fake_run_tui)
+    monkeypatch.setattr(byconsole.tui.app, "run_tui", fake_run_tui)
     assert main(["--context", "prod", "--config", str(config), "--refresh", "0.5"]) == 0
     assert calls == [
         {
@@ -146,8 +146,8 @@ def test_tui_branch_gets_the_resolved_settings(
 
 
 def test_demo_branch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import byconsole.demo
+    import byconsole.tui.demo
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    monkeypatch.setattr(byconsole.demo, "run_demo", lambda **_: 7)
+    monkeypatch.setattr(byconsole.tui.demo, "run_demo", lambda **_: 7)
     assert main(["--demo"]) == 7

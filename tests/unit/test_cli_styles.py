@@ -15,7 +15,16 @@ import pytest
 from byconsole.styles import ANSI_STYLES, THEME_VARIABLES, ansi_style
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI_MODULES = ("cli.py", "commands.py", "render_table.py", "render_prom.py", "checks.py")
+CLI_MODULES = (
+    "cli.py",
+    "headless/commands.py",
+    "headless/render_table.py",
+    "headless/render_prom.py",
+    "headless/render_dead.py",
+    "headless/plain_table.py",
+    "headless/checks.py",
+    "headless/snapshot.py",
+)
 COLOURS = {"black", "red", "green", "yellow", "blue", "magenta", "cyan", "white"}
 COLOURS |= {f"bright_{c}" for c in list(COLOURS)}
 STYLE_WORDS = COLOURS | {"bold", "dim", "italic", "underline", "reverse", "on", "not"}

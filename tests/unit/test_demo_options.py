@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-import byconsole.demo as demo
+import byconsole.tui.demo as demo
 from byconsole import cli
 
 

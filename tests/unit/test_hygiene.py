@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 KEY_FACTORY = ROOT / "worker_runtime" / "keys.py"
 KEY_PREFIXES = ("byai_gateway", "by_framework")
 SCANNED_PACKAGES = ("worker_runtime", "byconsole", "bench")
-UI_PACKAGES = ("byconsole/views", "byconsole/widgets", "byconsole/screens")
+UI_PACKAGES = ("byconsole/tui/views", "byconsole/tui/widgets", "byconsole/tui/screens")
 REDIS_MODULES = ("redis", "worker_runtime.connection", "worker_runtime.fleet")
 REDIS_NAMES = ("create_redis", "FleetReader", "WorkerManager")
 
@@ -203,7 +203,7 @@ def test_key_scan_ignores_clean_code(tmp_path: Path) -> None:
     ],
 )
 def test_redis_scan_catches_planted_imports(tmp_path: Path, source: str) -> None:
-    module = tmp_path / "byconsole" / "widgets" / "sneaky.py"
+    module = tmp_path / "byconsole" / "tui" / "widgets" / "sneaky.py"
     module.parent.mkdir(parents=True)
     module.write_text(source, encoding="utf-8")
     assert python_files(tmp_path, UI_PACKAGES) == [module]

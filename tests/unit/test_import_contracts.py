@@ -9,6 +9,13 @@
   Imports under ``if TYPE_CHECKING:`` do not count (the package's lazy public API names
   ``WorkerManager`` that way); lazy loading is proved in ``test_public_api.py``.
 
+* The console's two front ends stand side by side: ``byconsole/headless/`` (the
+  ``--snapshot`` path and the admin subcommands) and the modules both front ends share
+  (``cli.py``, ``config.py``, ``text.py``, ``styles.py``, ``formatting.py``,
+  ``outcomes.py``) never import Textual or ``byconsole.tui``; the one exception is
+  ``cli.py`` starting the TUI or the demo, lazily, inside the function that does it.
+  The TUI does not reach into the headless package either: what both need lives on top.
+
 ``tests/unit/test_hygiene.py`` imports every runtime module in a fresh interpreter;
 ``tests/integration/test_import_contracts.py`` runs the headless commands and checks
 Textual never loads. Each scanner here also runs on a planted offender, so a scan that
@@ -29,6 +36,11 @@ UI_ROOTS = ("byconsole", "textual", "rich")
 ADMIN_MODULE = "worker_runtime.admin"
 # Who in the runtime may import the admin write API (paths relative to the package).
 ADMIN_IMPORTERS = ("admin.py", "cli.py")
+
+CONSOLE = ROOT / "byconsole"
+TUI_ROOTS = ("textual", "byconsole.tui")
+# (file, line) pairs allowed to start the TUI: cli.py's lazy imports in its TUI/demo branch.
+TUI_LAUNCHERS = ("cli.py",)
 
 
 def _type_checking_nodes(tree: ast.AST) -> set[int]:
@@ -117,6 +129,55 @@ def test_the_console_is_allowed_the_admin_api() -> None:
     )
 
 
+def tui_imports(files: list[Path], *, allow_lazy_in: tuple[str, ...] = ()) -> list[str]:
+    """``file:line root`` of every import of Textual or the TUI package in ``files``.
+
+    Files named in ``allow_lazy_in`` may import them inside a function (a lazy launch),
+    never at module level.
+    """
+    found: list[str] = []
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        top_level = {id(node) for node in tree.body}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                modules = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            else:
+                continue
+            lazy = id(node) not in top_level
+            if lazy and path.name in allow_lazy_in:
+                continue
+            for root in TUI_ROOTS:
+                if any(_within(m, root) for m in modules):
+                    found.append(f"{path}:{node.lineno} {root}")
+                    break
+    return found
+
+
+def test_headless_and_shared_modules_never_import_the_tui() -> None:
+    headless = sorted((CONSOLE / "headless").rglob("*.py"))
+    shared = sorted(CONSOLE.glob("*.py"))
+    assert len(headless) >= 6 and any(p.name == "cli.py" for p in shared)
+    offenders = tui_imports(headless + shared, allow_lazy_in=TUI_LAUNCHERS)
+    assert offenders == [], "headless/shared code must not pull in the TUI:\n" + "\n".join(
+        offenders
+    )
+
+
+def test_the_tui_does_not_reach_into_the_headless_package() -> None:
+    offenders = [
+        f"{path}:{line}"
+        for path in sorted((CONSOLE / "tui").rglob("*.py"))
+        for line, module in imported_modules(path)
+        if _within(module, "byconsole.headless")
+    ]
+    assert offenders == [], "shared code belongs on top of both front ends:\n" + "\n".join(
+        offenders
+    )
+
+
 # -- the scanners find planted offenders -----------------------------------------------------
 
 
@@ -160,3 +221,25 @@ def test_admin_scan_catches_planted_imports(tmp_path: Path, source: str) -> None
     # cli.py is an allowed importer; fleet.py is not; admin_x is another module; a
     # type-only import does not run.
     assert admin_imports(tmp_path) == [f"{tmp_path / 'fleet.py'}:{source.count(chr(10))}"]
+
+
+@pytest.mark.parametrize(
+    ("source", "hits"),
+    [
+        ("import textual\n", 1),
+        ("from byconsole.tui.app import run_tui\n", 1),
+        ("from byconsole.tui import app\n", 1),
+        ("def launch():\n    from byconsole.tui.app import run_tui\n", 1),
+        ("from byconsole.text import safe_text\nimport textualize\n", 0),
+    ],
+)
+def test_tui_scan_catches_planted_imports(tmp_path: Path, source: str, hits: int) -> None:
+    sneaky = tmp_path / "sneaky.py"
+    sneaky.write_text(source, encoding="utf-8")
+    assert len(tui_imports([sneaky])) == hits
+    # A launcher may import the TUI lazily, never at module level.
+    launcher = tmp_path / "cli.py"
+    launcher.write_text(source, encoding="utf-8")
+    lazy = source.startswith("def ")
+    expected = 0 if lazy else hits
+    assert len(tui_imports([launcher], allow_lazy_in=TUI_LAUNCHERS)) == expected

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from byconsole.plain_table import (
+from byconsole.headless.plain_table import (
     WORKER_COLUMNS,
     Painter,
     PlainBlock,

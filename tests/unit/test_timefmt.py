@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from byconsole.timefmt import DASH, ZONE, age, age_step, clock, exact_age, timestamp
+from byconsole.formatting import DASH, ZONE, age, age_step, clock, exact_age, timestamp
 
 # 2026-05-28 20:26:40 UTC
 T = 1_780_000_000_000

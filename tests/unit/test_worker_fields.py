@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from byconsole.render_table import worker_detail_view
-from byconsole.screens.detail import render_detail
-from byconsole.worker_fields import admin_fields, worker_fields
+from byconsole.formatting import admin_fields, worker_fields
+from byconsole.headless.render_table import worker_detail_view
+from byconsole.tui.screens.detail import render_detail
 from worker_runtime.models import AdminState, Status
 from worker_runtime.snapshot import CommandState, WorkerDetail, WorkerView
 

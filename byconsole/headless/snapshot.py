@@ -2,8 +2,8 @@
 
 ``byconsole --snapshot`` in CI runs once per job, so its start-up is part of what it
 costs. This module imports only what a snapshot needs (the fleet reader, the checks):
-no Rich console or table (the table format is written by :mod:`byconsole.plain_table`,
-imported when asked for), no admin API, no Textual. :mod:`byconsole.commands` re-exports
+no Rich console or table (the table format is written by :mod:`byconsole.headless.plain_table`,
+imported when asked for), no admin API, no Textual. :mod:`byconsole.headless.commands` re-exports
 everything here for the admin subcommands.
 """
 
@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from byconsole import checks as chk
+from byconsole.headless import checks as chk
 from byconsole.text import safe_text
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
@@ -54,7 +54,7 @@ class Session:
     def _console(self, stderr: bool) -> Console:
         console = self._consoles.get(stderr)
         if console is None:
-            from byconsole.render_table import make_console
+            from byconsole.headless.render_table import make_console
 
             console = self._consoles[stderr] = make_console(stderr=stderr)
         return console
@@ -123,11 +123,11 @@ async def run_snapshot(session: Session, args: argparse.Namespace, checks: chk.C
     if args.format == "json":
         print_json(scoped.model_dump(mode="json"))
     elif args.format == "prom":
-        from byconsole.render_prom import render_prom
+        from byconsole.headless.render_prom import render_prom
 
         sys.stdout.write(render_prom(scoped, list(scoped.workers), list(scoped.types)))
     else:
-        from byconsole.plain_table import snapshot_view, write_block
+        from byconsole.headless.plain_table import snapshot_view, write_block
 
         write_block(snapshot_view(scoped), sys.stdout)
     code = 0

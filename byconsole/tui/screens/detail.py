@@ -15,9 +15,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from byconsole.formatting import DASH, admin_fields, clock, worker_fields
 from byconsole.text import safe_text
-from byconsole.timefmt import DASH, clock
-from byconsole.worker_fields import admin_fields, worker_fields
 from worker_runtime.models import Execution, now_ms
 from worker_runtime.snapshot import WorkerDetail
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
+from textual import getters
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
 from byconsole.styles import CellStyles
 from byconsole.text import safe_text
-from byconsole.views.cells import DASH, cell, number
-from byconsole.widgets.keyed_table import Column, KeyedTable
+from byconsole.tui.views.cells import DASH, cell, number
+from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 from worker_runtime.snapshot import FleetSnapshot, TypeView
 
 COLUMNS: tuple[Column, ...] = (
@@ -62,6 +63,10 @@ def type_cells(view: TypeView, styles: CellStyles) -> list[Text]:
 class TypesView(Vertical):
     """One row per agent type."""
 
+    table = getters.query_one(KeyedTable)
+    """The types table."""
+    status_line = getters.query_one("#types-status", Static)
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.snapshot: FleetSnapshot | None = None
@@ -70,11 +75,6 @@ class TypesView(Vertical):
         """The table and a one-line summary."""
         yield KeyedTable(COLUMNS, id="types-table")
         yield Static(id="types-status", classes="view-status")
-
-    @property
-    def table(self) -> KeyedTable:
-        """The types table."""
-        return self.query_one(KeyedTable)
 
     def show_snapshot(self, snapshot: FleetSnapshot) -> None:
         """Diff the table against a new snapshot."""
@@ -85,7 +85,7 @@ class TypesView(Vertical):
         depth = snapshot.metrics.queue_depth
         pending = sum(t.pending for t in snapshot.types)
         dead = sum(t.dead for t in snapshot.types)
-        self.query_one("#types-status", Static).update(
+        self.status_line.update(
             Text(
                 f"{len(snapshot.types)} types  ·  depth {depth:,} (undelivered + pending)"
                 f"  ·  pending {pending:,}  ·  dead {dead:,}  ·  enter: workers of the type"

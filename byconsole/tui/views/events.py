@@ -7,10 +7,10 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from byconsole.formatting import ZONE, clock
 from byconsole.styles import CellStyles
-from byconsole.timefmt import ZONE, clock
-from byconsole.views.cells import cell
-from byconsole.widgets.keyed_table import Column, KeyedTable
+from byconsole.tui.views.cells import cell
+from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 from worker_runtime.models import AdminAction, AuditEvent
 from worker_runtime.snapshot import FleetSnapshot
 

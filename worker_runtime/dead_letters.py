@@ -1,7 +1,9 @@
 """Dead letters: read why tasks died, requeue them to their type's stream, or purge them.
 
-Shared by the console's Dead view and ``byconsole dead list|show|requeue|purge``; no
-Textual here. A dead letter is an entry of the type's dead-letter stream, written by the
+The admin API of dead letters, beside :mod:`worker_runtime.admin`: the console's Dead
+view and ``byconsole dead list|show|requeue|purge`` both call it.
+
+A dead letter is an entry of the type's dead-letter stream, written by the
 runtime when a task failed its last attempt (or was delivered too often, or was not a
 task at all): the original task fields plus ``error``, ``worker_id`` and ``buried_at``.
 
@@ -17,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from byconsole.text import safe_text
 from worker_runtime.audit import add_audit, audit_fields
 from worker_runtime.keys import Keys
 from worker_runtime.messages import KIND_TASK
@@ -29,9 +30,6 @@ if TYPE_CHECKING:  # the views import the model; only the backend and CLI hold a
 
 BURIAL_FIELDS = ("error", "worker_id", "buried_at")
 """Fields the runtime adds when it buries an entry (dropped again on requeue)."""
-
-PAYLOAD_EXCERPT = 120
-"""Characters of payload a listing shows (``show`` prints it whole, made safe)."""
 
 MAX_BATCH = 10_000
 """Most dead letters one ``--all`` requeue or purge touches."""
@@ -54,9 +52,9 @@ class DeadLetter(BaseModel):
     fields: dict[str, str] = Field(default_factory=dict)
     """The entry exactly as stored."""
 
-    def excerpt(self, limit: int = PAYLOAD_EXCERPT) -> str:
-        """The payload on one line, control characters escaped, cut at ``limit``."""
-        return safe_text(" ".join(self.payload.split()), limit=limit)
+    def one_line_payload(self) -> str:
+        """The payload with its whitespace runs folded to single spaces (not yet safe)."""
+        return " ".join(self.payload.split())
 
 
 def _int(value: Any) -> int | None:

@@ -9,9 +9,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from byconsole.dead_letters import DeadLetter
+from byconsole.formatting import age, payload_excerpt, timestamp
+from byconsole.styles import ansi_style
 from byconsole.text import safe, safe_text
-from byconsole.timefmt import age, timestamp
+from worker_runtime.dead_letters import DeadLetter
 
 
 def dead_table(items: Iterable[DeadLetter], now: int) -> Table:
@@ -21,7 +22,7 @@ def dead_table(items: Iterable[DeadLetter], now: int) -> Table:
     table.add_column("Died", no_wrap=True)
     table.add_column("Att", justify="right")
     table.add_column("Worker", overflow="fold")
-    table.add_column("Error", overflow="fold", style="red")
+    table.add_column("Error", overflow="fold", style=ansi_style("error"))
     table.add_column("Payload", overflow="ellipsis", no_wrap=True, max_width=40)
     for d in items:
         table.add_row(
@@ -30,7 +31,7 @@ def dead_table(items: Iterable[DeadLetter], now: int) -> Table:
             Text("-" if d.attempts is None else str(d.attempts)),
             safe(d.worker_id or "-", limit=60),
             safe(d.error or "-", limit=200),
-            Text(d.excerpt(60) or "-"),
+            Text(payload_excerpt(d, 60) or "-"),
         )
     return table
 

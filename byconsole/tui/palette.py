@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-from byconsole.actions import ACTIONS
-from byconsole.screens.main import VIEWS, OperatorScreen
 from byconsole.text import safe_text
+from byconsole.tui.actions import ACTIONS
+from byconsole.tui.screens.main import VIEWS, OperatorScreen
 
 if TYPE_CHECKING:
-    from byconsole.app import ConsoleApp
+    from byconsole.tui.app import ConsoleApp
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,7 @@ class ConsoleCommands(Provider):
 
     def _console(self) -> ConsoleApp | None:
         # Imported here: the app module lists this provider in its COMMANDS.
-        from byconsole.app import ConsoleApp
+        from byconsole.tui.app import ConsoleApp
 
         return self.app if isinstance(self.app, ConsoleApp) else None
 

@@ -33,7 +33,7 @@ from worker_runtime.admin import WorkerManager
 from worker_runtime.connection import LOOP_ERRORS, create_redis
 from worker_runtime.embedded import RedisServer, free_port
 from worker_runtime.instance import WorkerInstance
-from worker_runtime.models import Task
+from worker_runtime.models import Role, Task
 from worker_runtime.producer import Producer
 from worker_runtime.settings import RedisSettings, WorkerSettings
 
@@ -111,6 +111,19 @@ class DemoFleet:
     ) -> None:
         await self.stop()
 
+    def _worker_settings(self, instance_id: str, role: Role) -> WorkerSettings:
+        """One demo instance's settings: quick beats so the console shows changes soon."""
+        return WorkerSettings(
+            instance_id=instance_id,
+            role=role,
+            heartbeat_interval=self.heartbeat,
+            lease_ttl=self.heartbeat * 4,
+            metrics_interval=2.0,
+            block_ms=500,
+            grace_period=2.0,
+            app_version="demo-1.0",
+        )
+
     async def start(self) -> None:
         """Start Redis, the two instances, the producer, then set the demo states."""
         self._quiet_logs()
@@ -118,21 +131,16 @@ class DemoFleet:
         server = RedisServer().start() if shutil.which("redis-server") else _FakeServer().start()
         self._server = server
         self.settings = RedisSettings(url=server.url)
-        common = {
-            "heartbeat_interval": self.heartbeat,
-            "lease_ttl": self.heartbeat * 4,
-            "metrics_interval": 2.0,
-            "block_ms": 500,
-            "grace_period": 2.0,
-            "app_version": "demo-1.0",
-        }
-        layout = (("demo-a", ("chat", "embed"), "all"), ("demo-b", ("chat", "report"), "consumer"))
+        layout = (
+            ("demo-a", ("chat", "embed"), Role.ALL),
+            ("demo-b", ("chat", "report"), Role.CONSUMER),
+        )
         for instance_id, types, role in layout:
             instance = WorkerInstance(
                 demo_handler,
                 types,
                 replicas=2,
-                settings=WorkerSettings(instance_id=instance_id, role=role, **common),  # type: ignore[arg-type]
+                settings=self._worker_settings(instance_id, role),
                 redis_settings=self.settings,
             )
             await instance.start()
@@ -210,8 +218,8 @@ class DemoFleet:
 
 
 async def _run(*, read_only: bool = False, refresh: float = 1.0) -> int:
-    from byconsole.app import ConsoleApp
-    from byconsole.backend import RedisBackend
+    from byconsole.tui.app import ConsoleApp
+    from byconsole.tui.backend import RedisBackend
 
     async with DemoFleet() as fleet:
         assert fleet.settings is not None

@@ -18,7 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from byconsole.config import Context
-from byconsole.plain_table import (  # noqa: F401  (the fleet tables are plain, fixed-width)
+from byconsole.formatting import ZONE, admin_fields, timestamp, worker_fields
+from byconsole.headless.plain_table import (  # noqa: F401  (the fleet tables are plain, fixed-width)
     Painter,
     PlainBlock,
     counts_line,
@@ -30,8 +31,6 @@ from byconsole.plain_table import (  # noqa: F401  (the fleet tables are plain, 
 )
 from byconsole.styles import ansi_style, lifecycle_style, status_style
 from byconsole.text import safe
-from byconsole.timefmt import ZONE, timestamp
-from byconsole.worker_fields import admin_fields, worker_fields
 from worker_runtime.models import Execution, MetricsPoint
 from worker_runtime.snapshot import (
     MetricsView,

@@ -14,16 +14,16 @@ import asyncio
 from dataclasses import replace
 from typing import Protocol
 
-from byconsole.actions import DEAD_ACTIONS, Action, ActionOutcome, ActionRequest
-from byconsole.dead_letters import DeadLetter, DeadLetters
 from byconsole.outcomes import running_line, wait_converged
 from byconsole.text import safe_text
+from byconsole.tui.actions import DEAD_ACTIONS, Action, ActionOutcome, ActionRequest
 from worker_runtime.admin import (
     UnknownWorkerError,
     UnsupportedCommandError,
     WorkerManager,
 )
 from worker_runtime.connection import LOOP_ERRORS, create_redis, not_redis_server
+from worker_runtime.dead_letters import DeadLetter, DeadLetters
 from worker_runtime.fleet import FleetReader
 from worker_runtime.redact import redact
 from worker_runtime.settings import RedisSettings

@@ -1,16 +1,16 @@
 """Small formatting helpers shared by the views: untrusted cells (ages and times live in
-:mod:`byconsole.timefmt`, re-exported here for the views that import them from here)."""
+:mod:`byconsole.formatting`, re-exported here for the views that import them from here)."""
 
 from __future__ import annotations
 
 from rich.style import Style
 from rich.text import Text
 
+from byconsole.formatting import DASH as DASH
+from byconsole.formatting import age_step as age
+from byconsole.formatting import clock as clock
+from byconsole.formatting import exact_age as exact_age
 from byconsole.text import safe_text
-from byconsole.timefmt import DASH as DASH
-from byconsole.timefmt import age_step as age
-from byconsole.timefmt import clock as clock
-from byconsole.timefmt import exact_age as exact_age
 
 __all__ = ["DASH", "age", "cell", "clean", "clock", "exact_age", "number"]
 

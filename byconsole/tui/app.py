@@ -26,13 +26,13 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
-from byconsole.actions import DEAD_ACTIONS, SPECS, Action, ActionOutcome, ActionRequest
-from byconsole.backend import Backend, RedisBackend
 from byconsole.config import Context, load_contexts, resolve_settings
-from byconsole.dead_letters import DeadLetter
-from byconsole.palette import ConsoleCommands
-from byconsole.screens.main import MonitorScreen, OperatorScreen
 from byconsole.text import safe_text
+from byconsole.tui.actions import DEAD_ACTIONS, SPECS, Action, ActionOutcome, ActionRequest
+from byconsole.tui.backend import Backend, RedisBackend
+from byconsole.tui.palette import ConsoleCommands
+from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
+from worker_runtime.dead_letters import DeadLetter
 from worker_runtime.quota import MAX_SCALE
 from worker_runtime.settings import ConfigError, RedisSettings
 from worker_runtime.snapshot import FleetSnapshot, WorkerDetail

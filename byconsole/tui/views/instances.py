@@ -6,13 +6,14 @@ import json
 from typing import Any
 
 from rich.text import Text
+from textual import getters
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
 from byconsole.styles import CellStyles
-from byconsole.views.cells import DASH, cell
-from byconsole.widgets.keyed_table import Column, KeyedTable
+from byconsole.tui.views.cells import DASH, cell
+from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 from worker_runtime.snapshot import FleetSnapshot, InstanceView
 
 LEADER = "★"
@@ -77,6 +78,10 @@ def instance_rows(
 class InstancesView(Vertical):
     """Instances grouped with their per-type replica counts."""
 
+    table = getters.query_one(KeyedTable)
+    """The instances table."""
+    status_line = getters.query_one("#instances-status", Static)
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._targets: dict[str, tuple[str, str | None]] = {}
@@ -85,11 +90,6 @@ class InstancesView(Vertical):
         """The table and a one-line summary."""
         yield KeyedTable(COLUMNS, id="instances-table")
         yield Static(id="instances-status", classes="view-status")
-
-    @property
-    def table(self) -> KeyedTable:
-        """The instances table."""
-        return self.query_one(KeyedTable)
 
     def show_snapshot(self, snapshot: FleetSnapshot) -> None:
         """Diff the table against a new snapshot."""
@@ -112,7 +112,7 @@ class InstancesView(Vertical):
         summary += f"{leader}" if leader else "none"
         if snapshot.leader.epoch is not None:
             summary += f" (epoch {snapshot.leader.epoch})"
-        self.query_one("#instances-status", Static).update(Text(summary))
+        self.status_line.update(Text(summary))
 
     def selected(self) -> tuple[str, str | None] | None:
         """The (instance id, agent type) under the cursor."""

@@ -11,16 +11,16 @@ import time
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import getters, on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from byconsole.dead_letters import DeadLetter
+from byconsole.formatting import DASH, age_step, clock, payload_excerpt
 from byconsole.text import safe_text
-from byconsole.timefmt import DASH, age_step, clock
-from byconsole.views.cells import cell, number
-from byconsole.widgets.keyed_table import Column, KeyedTable
+from byconsole.tui.views.cells import cell, number
+from byconsole.tui.widgets.keyed_table import Column, KeyedTable
+from worker_runtime.dead_letters import DeadLetter
 
 COLUMNS: tuple[Column, ...] = (
     Column("type", "type"),
@@ -52,7 +52,7 @@ def dead_cells(dead: DeadLetter, now_ms: int) -> list[Text]:
         number(dead.attempts),
         cell(dead.worker_id or DASH, limit=28),
         cell(dead.error or DASH, "red", limit=60),
-        cell(dead.excerpt(60) or DASH, limit=60),
+        cell(payload_excerpt(dead, 60) or DASH, limit=60),
     ]
 
 
@@ -77,6 +77,11 @@ def detail_text(dead: DeadLetter | None, total: int, now_ms: int | None = None) 
 class DeadView(Vertical):
     """The dead letters of every type that has some."""
 
+    table = getters.query_one(KeyedTable)
+    """The dead-letter table."""
+    status_line = getters.query_one("#dead-status", Static)
+    detail_pane = getters.query_one("#dead-detail", Static)
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.items: dict[str, DeadLetter] = {}
@@ -88,11 +93,6 @@ class DeadView(Vertical):
         yield KeyedTable(COLUMNS, id="dead-table")
         yield Static(id="dead-detail")
         yield Static(id="dead-status", classes="view-status")
-
-    @property
-    def table(self) -> KeyedTable:
-        """The dead-letter table."""
-        return self.query_one(KeyedTable)
 
     def show_dead(
         self, items: list[DeadLetter], totals: dict[str, int], now_ms: int | None = None
@@ -126,13 +126,13 @@ class DeadView(Vertical):
         if total > len(order):
             status += f"  ·  newest {len(order):,} shown"
         status += "  ·  R requeue  ·  P purge (this one or all of its type)"
-        self.query_one("#dead-status", Static).update(Text(status))
+        self.status_line.update(Text(status))
         self._show_selected()
 
     def show_error(self, error: str) -> None:
         """The read failed: keep the rows, say why."""
         self.error = error
-        self.query_one("#dead-status", Static).update(Text(f"dead letters: {error}"))
+        self.status_line.update(Text(f"dead letters: {error}"))
 
     def selected(self) -> DeadLetter | None:
         """The dead letter under the cursor."""
@@ -140,9 +140,7 @@ class DeadView(Vertical):
         return self.items.get(key) if key is not None else None
 
     def _show_selected(self) -> None:
-        self.query_one("#dead-detail", Static).update(
-            detail_text(self.selected(), len(self.items), self.now_ms)
-        )
+        self.detail_pane.update(detail_text(self.selected(), len(self.items), self.now_ms))
 
     @on(DataTable.RowHighlighted, "#dead-table")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.text import Text
-from textual import events, on
+from textual import events, getters, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -33,6 +33,10 @@ class ConfirmScreen(ModalScreen[str | None]):
     """
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    reason_input = getters.query_one("#reason", Input)
+    cancel_button = getters.query_one("#cancel", Button)
+    confirm_button = getters.query_one("#confirm", Button)
 
     def __init__(
         self,
@@ -84,7 +88,7 @@ class ConfirmScreen(ModalScreen[str | None]):
 
     def on_mount(self) -> None:
         """Default to Cancel."""
-        self.query_one("#cancel", Button).focus()
+        self.cancel_button.focus()
 
     def on_key(self, event: events.Key) -> None:
         """A printable key typed while a button has focus belongs to the reason.
@@ -101,7 +105,7 @@ class ConfirmScreen(ModalScreen[str | None]):
             return
         event.stop()
         event.prevent_default()
-        reason = self.query_one("#reason", Input)
+        reason = self.reason_input
         at = min(self._typed, len(reason.value))
         cursor = reason.cursor_position
         reason.value = reason.value[:at] + event.character + reason.value[at:]
@@ -113,17 +117,17 @@ class ConfirmScreen(ModalScreen[str | None]):
     def _focus_moved(self, event: events.DescendantFocus) -> None:
         # An operator who tabs to a button and types adds to the end of the reason.
         if isinstance(event.widget, Button):
-            self._typed = len(self.query_one("#reason", Input).value)
+            self._typed = len(self.reason_input.value)
 
     @on(Input.Submitted, "#reason")
     def _reason_entered(self) -> None:
         # Synchronously (focus() is deferred): an Enter typed right after this one,
         # already queued, must press the confirm button, not submit the reason again.
-        self.set_focus(self.query_one("#confirm", Button))
+        self.set_focus(self.confirm_button)
 
     @on(Button.Pressed, "#confirm")
     def _confirmed(self) -> None:
-        self.dismiss(self.query_one("#reason", Input).value.strip())
+        self.dismiss(self.reason_input.value.strip())
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:

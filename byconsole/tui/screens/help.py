@@ -10,8 +10,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from byconsole.actions import ACTIONS
 from byconsole.styles import CellStyles
+from byconsole.tui.actions import ACTIONS
 
 LEGEND: tuple[tuple[str, str, str], ...] = (
     ("●", "marked", "marked: the next action applies to every marked worker"),

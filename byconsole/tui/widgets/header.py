@@ -57,9 +57,10 @@ class FleetHeader(Widget):
         context: str | None = None,
         read_only: bool = False,
         clock: Callable[[], float] = time.monotonic,
-        **kwargs: object,
+        id: str | None = None,
+        classes: str | None = None,
     ) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+        super().__init__(id=id, classes=classes)
         self.endpoint = endpoint
         self.context = context
         self.read_only = read_only

@@ -15,10 +15,18 @@ from typing import Any
 
 from rich.text import Text
 
-from byconsole import checks as chk
 from byconsole.config import Context
-from byconsole.dead_letters import DeadLetter, DeadLetters
-from byconsole.headless import (  # noqa: F401  (re-exported for the subcommands)
+from byconsole.headless import checks as chk
+from byconsole.headless.render_dead import dead_detail, dead_table
+from byconsole.headless.render_table import (
+    contexts_table,
+    emit,
+    history_table,
+    make_console,
+    metrics_summary,
+    worker_detail_view,
+)
+from byconsole.headless.snapshot import (  # noqa: F401  (re-exported for the subcommands)
     NotFoundError,
     RefusedError,
     Session,
@@ -28,15 +36,6 @@ from byconsole.headless import (  # noqa: F401  (re-exported for the subcommands
     run_snapshot,
 )
 from byconsole.outcomes import plan_scale, serves, unconverged, wait_converged
-from byconsole.render_dead import dead_detail, dead_table
-from byconsole.render_table import (
-    contexts_table,
-    emit,
-    history_table,
-    make_console,
-    metrics_summary,
-    worker_detail_view,
-)
 from byconsole.styles import ansi_style
 from byconsole.text import safe_text
 from worker_runtime.admin import (
@@ -46,6 +45,7 @@ from worker_runtime.admin import (
     UnsupportedCommandError,
     WorkerOnlineError,
 )
+from worker_runtime.dead_letters import DeadLetter, DeadLetters
 from worker_runtime.models import AdminAction, Status, now_ms
 from worker_runtime.quota import check_scale_count
 from worker_runtime.snapshot import FleetSnapshot
@@ -86,7 +86,7 @@ async def worker_list(session: Session, args: argparse.Namespace) -> int:
     if args.json:
         print_json([w.model_dump(mode="json") for w in workers])
         return 0
-    from byconsole.plain_table import worker_list_view, write_block
+    from byconsole.headless.plain_table import worker_list_view, write_block
 
     write_block(worker_list_view(workers, snapshot.generated_at), sys.stdout)
     if hidden:

@@ -24,7 +24,7 @@ from rich.cells import cell_len
 from rich.console import JustifyMethod
 from rich.style import Style
 from rich.text import Text
-from textual import on
+from textual import getters, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -34,8 +34,8 @@ from textual.widgets import DataTable, Input, Static
 
 from byconsole.styles import LIFECYCLE_ORDER, STATUS_ORDER, CellStyles
 from byconsole.text import safe_text
-from byconsole.views.cells import DASH, age, clean
-from byconsole.widgets.keyed_table import Column, KeyedTable
+from byconsole.tui.views.cells import DASH, age, clean
+from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 from worker_runtime.snapshot import FleetSnapshot, WorkerView
 
 MARK = "●"
@@ -344,6 +344,13 @@ class WorkersView(Vertical):
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
+    table = getters.query_one("#workers-table", KeyedTable)
+    """The worker table."""
+    status_line = getters.query_one("#workers-status", Static)
+    filter_input = getters.query_one("#filter", Input)
+    crumb = getters.query_one("#workers-crumb", Static)
+    """Where the view is scoped to (a type or an instance), above the table."""
+
     class DetailRequested(Message):
         """The operator asked for one worker's detail screen."""
 
@@ -405,11 +412,6 @@ class WorkersView(Vertical):
     def on_mount(self) -> None:
         """Follow theme changes (cell colours come from the theme)."""
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
-
-    @property
-    def table(self) -> KeyedTable:
-        """The worker table."""
-        return self.query_one("#workers-table", KeyedTable)
 
     def _cells_of(self, entry: Entry) -> list[Text]:
         """The table's renderer: one entry's cells (only rows being drawn get here)."""
@@ -605,7 +607,7 @@ class WorkersView(Vertical):
             parts.append(f"{len(self.marks)} marked")
         if self.stale:
             parts.append("STALE")
-        self.query_one("#workers-status", Static).update(Text("  ·  ".join(parts)))
+        self.status_line.update(Text("  ·  ".join(parts)))
 
     def watch_stale(self, stale: bool) -> None:
         """Mark the table as showing old data."""
@@ -654,7 +656,7 @@ class WorkersView(Vertical):
 
     def open_filter(self) -> None:
         """Show the filter input and focus it."""
-        filter_input = self.query_one("#filter", Input)
+        filter_input = self.filter_input
         filter_input.add_class("-open")
         filter_input.value = self.filter_text
         # Synchronously, not focus(): keys typed right after '/' (already queued) must
@@ -676,7 +678,7 @@ class WorkersView(Vertical):
 
     def action_clear_filter(self) -> None:
         """Escape: drop the filter; with no filter, leave the drill-down (go back)."""
-        filter_input = self.query_one("#filter", Input)
+        filter_input = self.filter_input
         if self.filter_text or filter_input.has_class("-open"):
             filter_input.value = ""
             filter_input.remove_class("-open")
@@ -701,7 +703,7 @@ class WorkersView(Vertical):
 
     def watch_scope(self, scope: tuple[str, str] | None) -> None:
         """Show the breadcrumb and re-filter."""
-        crumb = self.query_one("#workers-crumb", Static)
+        crumb = self.crumb
         crumb.set_class(scope is not None, "-open")
         if scope is not None:
             kind, name = scope

@@ -19,9 +19,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Literal
 
-from byconsole.styles import PENDING_STYLE, lifecycle_style, status_style
+from byconsole.formatting import ZONE, age, timestamp
+from byconsole.styles import PENDING_STYLE, ansi_style, lifecycle_style, status_style
 from byconsole.text import safe_text
-from byconsole.timefmt import ZONE, age, timestamp
 from worker_runtime.snapshot import (
     CommandState,
     FleetSnapshot,
@@ -289,7 +289,7 @@ def _lifecycle(worker: WorkerView) -> Cell:
 def workers_table(workers: Iterable[WorkerView], now: int, title: str | None = None) -> PlainTable:
     """The workers table: id, lifecycle, status, instance, role, types, IP, jobs, age…"""
     rows: list[Sequence[Cell]] = []
-    bad = ("stale (bad lease)", "yellow")
+    bad = ("stale (bad lease)", ansi_style("warning"))
     for w in workers:
         status = w.status.value
         rows.append(
@@ -333,10 +333,10 @@ def types_table(types: Iterable[TypeView], title: str | None = "Agent types") ->
                 _safe(t.name, 80),
                 str(len(t.workers)),
                 _safe(", ".join(t.denied) or "-", 120),
-                (str(t.depth), "bold yellow" if t.depth else ""),
+                (str(t.depth), ansi_style("backlog") if t.depth else ""),
                 str(t.undelivered),
                 str(t.pending),
-                (str(t.dead), "bold red" if t.dead else ""),
+                (str(t.dead), ansi_style("alert") if t.dead else ""),
                 "-" if t.target is None else str(t.target),
                 _safe(overrides or "-", 120),
             )
@@ -419,7 +419,7 @@ def snapshot_view(snapshot: FleetSnapshot) -> PlainBlock:
         if snapshot.leader.epoch is not None:
             leader.append((f" (epoch {snapshot.leader.epoch})", ""))
     else:
-        leader.append(("none", "yellow"))
+        leader.append(("none", ansi_style("warning")))
     workers = snapshot.workers
     return PlainBlock(
         [

@@ -13,14 +13,16 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
-from textual import events, on, work
+from textual import events, getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
-from byconsole.actions import (
+from byconsole.outcomes import plan_scale
+from byconsole.text import safe_text
+from byconsole.tui.actions import (
     ACTIONS,
     BY_BINDING,
     DEAD_ACTIONS,
@@ -29,22 +31,20 @@ from byconsole.actions import (
     ActionRequest,
     binding_name,
 )
-from byconsole.dead_letters import DeadLetter
-from byconsole.outcomes import plan_scale
-from byconsole.screens.confirm import ConfirmScreen
-from byconsole.screens.detail import DetailLoader, DetailScreen
-from byconsole.screens.help import HelpScreen
-from byconsole.screens.prompt import ChoiceScreen, CountScreen
-from byconsole.text import safe_text
-from byconsole.views.dead import LIMIT as DEAD_LIMIT
-from byconsole.views.dead import DeadView
-from byconsole.views.events import EventsView
-from byconsole.views.instances import InstancesView
-from byconsole.views.metrics import MetricsView
-from byconsole.views.types import TypesView
-from byconsole.views.workers import WorkersView
-from byconsole.widgets.header import FleetHeader
-from byconsole.widgets.keyed_table import KeyedTable
+from byconsole.tui.screens.confirm import ConfirmScreen
+from byconsole.tui.screens.detail import DetailLoader, DetailScreen
+from byconsole.tui.screens.help import HelpScreen
+from byconsole.tui.screens.prompt import ChoiceScreen, CountScreen
+from byconsole.tui.views.dead import LIMIT as DEAD_LIMIT
+from byconsole.tui.views.dead import DeadView
+from byconsole.tui.views.events import EventsView
+from byconsole.tui.views.instances import InstancesView
+from byconsole.tui.views.metrics import MetricsView
+from byconsole.tui.views.types import TypesView
+from byconsole.tui.views.workers import WorkersView
+from byconsole.tui.widgets.header import FleetHeader
+from byconsole.tui.widgets.keyed_table import KeyedTable
+from worker_runtime.dead_letters import DeadLetter
 from worker_runtime.snapshot import FleetSnapshot
 
 VIEWS: tuple[tuple[str, str], ...] = (
@@ -87,6 +87,16 @@ class MonitorScreen(Screen[None]):
     """
 
     read_only = True
+
+    # The parts, looked up when used (each view is composed once and never replaced).
+    header = getters.query_one(FleetHeader)
+    tabs = getters.query_one("#views", TabbedContent)
+    workers_view = getters.query_one(WorkersView)
+    instances_view = getters.query_one(InstancesView)
+    types_view = getters.query_one(TypesView)
+    metrics_view = getters.query_one(MetricsView)
+    events_view = getters.query_one(EventsView)
+    dead_view = getters.query_one(DeadView)
 
     class Resumed(Message):
         """The screen is showing again (started, or back from a modal): polling may run."""
@@ -163,21 +173,6 @@ class MonitorScreen(Screen[None]):
     # -- parts ---------------------------------------------------------------------------
 
     @property
-    def header(self) -> FleetHeader:
-        """The header."""
-        return self.query_one(FleetHeader)
-
-    @property
-    def tabs(self) -> TabbedContent:
-        """The view switcher."""
-        return self.query_one("#views", TabbedContent)
-
-    @property
-    def workers_view(self) -> WorkersView:
-        """View 1."""
-        return self.query_one(WorkersView)
-
-    @property
     def active_view(self) -> str:
         """The id of the visible view."""
         return self.tabs.active or VIEWS[0][0]
@@ -195,10 +190,10 @@ class MonitorScreen(Screen[None]):
         self.tabs.remove_class("-stale")
         self.workers_view.stale = False
         self.workers_view.show_snapshot(snapshot)
-        self.query_one(InstancesView).show_snapshot(snapshot)
-        self.query_one(TypesView).show_snapshot(snapshot)
-        self.query_one(MetricsView).show_snapshot(snapshot)
-        self.query_one(EventsView).show_snapshot(snapshot)
+        self.instances_view.show_snapshot(snapshot)
+        self.types_view.show_snapshot(snapshot)
+        self.metrics_view.show_snapshot(snapshot)
+        self.events_view.show_snapshot(snapshot)
         if self.active_view == "dead":
             self.load_dead()
 
@@ -209,7 +204,7 @@ class MonitorScreen(Screen[None]):
         if snapshot is None or loader is None:
             return
         totals = {t.name: t.dead for t in snapshot.types if t.dead}
-        view = self.query_one(DeadView)
+        view = self.dead_view
         try:
             items = await loader(sorted(totals), DEAD_LIMIT) if totals else []
         except Exception as exc:  # an outage: the view says so, the console carries on
@@ -275,14 +270,14 @@ class MonitorScreen(Screen[None]):
     @on(DataTable.RowSelected, "#types-table")
     def _drill_type(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        selected = self.query_one(TypesView).selected()
+        selected = self.types_view.selected()
         if selected is not None:
             self.drill_down(("type", selected.name), "types")
 
     @on(DataTable.RowSelected, "#instances-table")
     def _drill_instance(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        selected = self.query_one(InstancesView).selected()
+        selected = self.instances_view.selected()
         if selected is not None:
             self.drill_down(("instance", selected[0]), "instances")
 
@@ -470,7 +465,7 @@ class OperatorScreen(MonitorScreen):
         if self.active_view != "dead":
             self.notify("Pick dead letters in the Dead view (6).", severity="warning")
             return None
-        dead = self.query_one(DeadView).selected()
+        dead = self.dead_view.selected()
         if dead is None:
             self.notify("No dead letter selected.", severity="warning")
             return None
@@ -516,13 +511,13 @@ class OperatorScreen(MonitorScreen):
         agent_type: str | None = None
         view = self.active_view
         if view == "instances":
-            selected = self.query_one(InstancesView).selected()
+            selected = self.instances_view.selected()
             if selected is None:
                 self.notify("No instance selected.", severity="warning")
                 return None
             instance_id, agent_type = selected
         elif view == "types":
-            type_view = self.query_one(TypesView).selected()
+            type_view = self.types_view.selected()
             agent_type = type_view.name if type_view else None
         elif view == "workers":
             worker = self.workers_view.cursor_worker
