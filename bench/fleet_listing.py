@@ -27,6 +27,7 @@ import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -148,9 +149,7 @@ async def time_clis(
             once(name)
             after = command_calls(await admin.info("commandstats"))
             commands[name] = calls_delta(before, after)
-        timed = interleave(
-            {name: (lambda name=name: once(name)) for name in sides}, repeats, warmup=0
-        )
+        timed = interleave({name: partial(once, name) for name in sides}, repeats, warmup=0)
     finally:
         await admin.aclose()
     out: dict[str, Any] = {

@@ -452,7 +452,9 @@ def interleaving(results: Mapping[str, Any]) -> tuple[bool | None, str]:
     return not short and not unloaded and not broken, "; ".join(parts)
 
 
-GOALS: list[tuple[Goal, Lookup]] = [
+GOALS: list[tuple[Goal, Lookup, tuple[str, ...]]] = [
+    # (target, how its figure is found, the profiles of bench.profiles that show where
+    # the time goes when it is missed)
     (
         Goal(
             "10,000 workers: longest event-loop stall during a refresh",
@@ -464,6 +466,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             10_000,
         ),
         live_stall,
+        ("tui", "reader"),
     ),
     (
         Goal(
@@ -476,6 +479,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             10_000,
         ),
         live_keys,
+        ("tui", "reader"),
     ),
     (
         Goal(
@@ -487,6 +491,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             size=10_000,
         ),
         live_first_paint,
+        ("tui",),
     ),
     (
         Goal(
@@ -498,10 +503,12 @@ GOALS: list[tuple[Goal, Lookup]] = [
             size=10_000,
         ),
         live_changed,
+        ("tui",),
     ),
     (
         Goal("10,000 workers: console peak RSS", 200, "below", "MB", "console_stall", size=10_000),
         live_rss,
+        ("tui",),
     ),
     (
         Goal(
@@ -513,6 +520,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             size=100_000,
         ),
         static_first_paint,
+        ("static",),
     ),
     (
         Goal(
@@ -524,6 +532,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             size=100_000,
         ),
         _static_latency(("page down", "end", "home")),
+        ("static",),
     ),
     (
         Goal(
@@ -535,6 +544,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             size=100_000,
         ),
         _static_latency(("filter 1%", "filter cleared")),
+        ("static",),
     ),
     (
         Goal(
@@ -546,6 +556,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             size=100_000,
         ),
         _static_latency(("sort by jobs", "sort reversed")),
+        ("static",),
     ),
     (
         Goal(
@@ -557,6 +568,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             size=100_000,
         ),
         static_rss,
+        ("static",),
     ),
     (
         Goal(
@@ -568,6 +580,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             size=10_000,
         ),
         read_vs_floor,
+        ("reader",),
     ),
     (
         Goal(
@@ -579,6 +592,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             size=10_000,
         ),
         table_vs_json,
+        ("table",),
     ),
     (
         Goal(
@@ -590,6 +604,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             size=10_000,
         ),
         _vs_rq("loopback", 10_000, "table"),
+        ("table", "reader"),
     ),
     (
         Goal(
@@ -600,6 +615,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             "headless_scale",
         ),
         cold_start,
+        ("startup",),
     ),
     (
         Goal(
@@ -611,6 +627,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             size=1_000,
         ),
         _vs_rq("loopback", 1_000),
+        ("startup",),
     ),
     (
         Goal(
@@ -622,6 +639,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             size=10_000,
         ),
         _vs_rq("loopback", 10_000),
+        ("reader", "startup"),
     ),
     (
         Goal(
@@ -633,6 +651,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             size=1_000,
         ),
         _vs_rq("delayed", 1_000),
+        ("startup",),
     ),
     (
         Goal(
@@ -643,6 +662,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             "throughput --results --ab",
         ),
         results_speedup,
+        ("worker_results",),
     ),
     (
         Goal(
@@ -653,6 +673,7 @@ GOALS: list[tuple[Goal, Lookup]] = [
             "throughput --results --ab",
         ),
         results_rate,
+        ("worker_results",),
     ),
 ]
 
@@ -678,7 +699,7 @@ def evaluate(results: Mapping[str, Any], errors: Mapping[str, str] | None = None
     """Every target against the figures in ``results`` (benchmark name -> its JSON)."""
     errors = errors or {}
     table = Table()
-    for goal, lookup in GOALS:
+    for goal, lookup, _ in GOALS:
         bench = RESULTS_OF[goal.source.split()[0]]
         try:
             figure = lookup(results)
@@ -694,6 +715,15 @@ def evaluate(results: Mapping[str, Any], errors: Mapping[str, str] | None = None
         table.verdicts.append(Verdict(goal, figure, why))
     table.interleaved = interleaving(results)
     return table
+
+
+def profiles_for(table: Table) -> list[str]:
+    """The ``bench.profiles`` profiles behind the targets this run did not meet."""
+    wanted: list[str] = []
+    for verdict, (_, _, profiles) in zip(table.verdicts, GOALS, strict=True):
+        if verdict.met is False:
+            wanted += [p for p in profiles if p not in wanted]
+    return wanted
 
 
 def render(table: Table) -> list[str]:
