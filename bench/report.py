@@ -129,7 +129,12 @@ def targets(run: Run) -> list[Target]:
             Target(
                 "one process >= 2x the fastest peer's no-op throughput",
                 ratio >= 2,
-                f"{ratio:.2f}x {tp['fastest_peer']}",
+                f"{ratio:.2f}x {tp['fastest_peer']}"
+                + (
+                    f" (mins: {tp['vs_fastest_peer_min']:.2f}x)"
+                    if "vs_fastest_peer_min" in tp
+                    else ""
+                ),
                 "" if ratio >= 2 else f"needs {2 / ratio:.2f}x more",
             )
         )
@@ -341,7 +346,14 @@ def _throughput(r: dict[str, Any]) -> list[str]:
         f"{r['tasks']:,} tasks queued through each system's own client before its worker "
         f"starts; concurrency {r['concurrency']} everywhere; drain time from the first task "
         "to the last (each task only counts itself in-process, no Redis call). CPU and "
-        "commands are measured from the worker's start to its last task.",
+        "commands are measured from the worker's start to its last task."
+        + (
+            f" The systems ran interleaved (A B C … C B A …, {r['repeats']} recorded rounds "
+            "after a warm-up): medians, tasks/s with its min; load average "
+            f"{r['load_before']} -> {r['load_after']}."
+            if r.get("repeats", 1) > 1
+            else ""
+        ),
         "",
     ]
     ok = {s: v for s, v in r["systems"].items() if "tasks_per_s" in v}
@@ -351,7 +363,8 @@ def _throughput(r: dict[str, Any]) -> list[str]:
         rows.append(
             [
                 NAMES.get(system, system),
-                f"{v['tasks_per_s']:,.0f}",
+                f"{v['tasks_per_s']:,.0f}"
+                + (f" (min {v['tasks_per_s_min']:,.0f})" if "tasks_per_s_min" in v else ""),
                 f"{v['tasks_per_s'] / best_peer:.2f}x" if best_peer else "n/a",
                 f"{v['drain_s']:.2f} s",
                 f"{v['worker_cpu_us_per_task']:.0f} us",
@@ -729,7 +742,13 @@ def _console_stall(r: dict[str, Any]) -> list[str]:
     lines = [
         "## Console responsiveness (event-loop stalls, keys, paints)",
         "",
-        f"Load average {r.get('load_before')} -> {r.get('load_after')} (shared machine).",
+        f"Load average {r.get('load_before')} -> {r.get('load_after')} (shared machine)."
+        + (
+            f" {r['repeats']} rounds of (live run, static run), each a fresh console "
+            "process; the tables below show the first round, the target table every round."
+            if r.get("repeats", 1) > 1
+            else ""
+        ),
         "",
     ]
     for n, f in r.get("live", {}).items():

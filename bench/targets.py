@@ -368,7 +368,7 @@ def results_speedup(results: Mapping[str, Any]) -> Figure | None:
 
 def _tp_sides(tp: Mapping[str, Any]) -> dict[str, Any]:
     """The interleaved tasks/s stats of ``bench.throughput --ab`` as one comparison."""
-    out: dict[str, Any] = {n: s["tasks_per_s"] for n, s in tp["sides"].items()}
+    out: dict[str, Any] = {n: s["tasks_per_s"] for n, s in tp["sides"].items() if "error" not in s}
     out["load_before"], out["load_after"] = tp.get("load_before"), tp.get("load_after")
     return out
 
@@ -417,10 +417,17 @@ def _throughput_comparisons(r: Mapping[str, Any]) -> list[tuple[str, int, bool]]
     return [("A/B", *_interleaved(_tp_sides(r)))]
 
 
+def _peer_comparisons(r: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
+    if "sides" not in r:
+        return [("peers, one run each", 1, False)]
+    return [("peers", *_interleaved(_tp_sides(r)))]
+
+
 COMPARISONS.update(
     headless=_headless_comparisons,
     fleet_listing=_listing_comparisons,
     throughput_results=_throughput_comparisons,
+    throughput=_peer_comparisons,
 )
 
 
@@ -435,9 +442,6 @@ def interleaving(results: Mapping[str, Any]) -> tuple[bool | None, str]:
             found += [(f"{bench} {name}", n, load) for name, n, load in collect(results[bench])]
         except LOOKUP_ERRORS:
             broken.append(bench)
-    tp = results.get("throughput", {})
-    if tp and "sides" not in tp:
-        found.append(("throughput (peers)", 1, False))
     if not found:
         return None, "no comparison measured"
     short = [f"{name}: {n}" for name, n, load in found if n < 5]
