@@ -1,7 +1,7 @@
 """Fleet listing: ``byconsole --snapshot --format json`` vs ``rq info``, same Redis, same run.
 
-    .venv/bin/python -m bench.fleet_listing [--sizes 100,1000,10000] [--repeats 3]
-        [--delay-ms 1] [--no-netns] [--json PATH]
+    .venv/bin/python -m bench.fleet_listing [--sizes 100,1000,10000] [--repeats 5]
+        [--delay-ms 1] [--delay-sizes 1000] [--table] [--no-netns] [--json PATH]
 
 For each fleet size N, on one private ``redis-server``:
 
@@ -10,11 +10,15 @@ For each fleet size N, on one private ``redis-server``:
 * rq's fleet: N ``rq.Worker`` objects registered with ``register_birth()`` (rq's own
   API) on three queues, one job enqueued per queue.
 
-Measured, each CLI as a fresh subprocess (interpreter start-up included on both sides):
-wall time (median of ``--repeats``), peak RSS, Redis commands per listing (``INFO
-commandstats`` deltas); in process: ``FleetReader.read()`` time and round trips, and
-``rq.Worker.all()``. Then again with the client behind a delayed network path
-(``bench.netdelay``: netns + netem when the kernel allows it, else a delay relay).
+Measured, each CLI as a fresh subprocess (interpreter start-up included on both sides),
+the CLIs of one size interleaved (``bench.interleave``: A B C, C B A …, ``--repeats``
+rounds after one unrecorded run of each that counts its Redis commands): wall time
+median and min, peak RSS, Redis commands per listing (``INFO commandstats`` deltas),
+the load average before and after; with ``--table`` also ``--format table`` against
+``rq info``. In process: ``FleetReader.read()`` time and round trips, and
+``rq.Worker.all()``. Then ``byconsole --snapshot`` and ``rq info`` again, interleaved,
+with the client behind a delayed network path (``bench.netdelay``: netns + netem when
+the kernel allows it, else a delay relay) at the ``--delay-sizes`` sizes (default: all).
 """
 
 from __future__ import annotations

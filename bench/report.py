@@ -41,6 +41,8 @@ class Run:
     load_before: str = ""
     load_after: str = ""
     environment: dict[str, str] = field(default_factory=dict)
+    durations: dict[str, float] = field(default_factory=dict)
+    """benchmark name -> seconds it took."""
 
 
 @dataclass
@@ -793,14 +795,14 @@ def _console_stall(r: dict[str, Any]) -> list[str]:
 
 SECTIONS = {
     "fleet_listing": _fleet_listing,
+    "headless": _headless,
+    "console_stall": _console_stall,
     "throughput_results": _throughput_results,
     "throughput": _throughput,
     "control": _control,
     "console": _console,
     "heartbeat": _heartbeat,
     "profiles": _profiles,
-    "headless": _headless,
-    "console_stall": _console_stall,
 }
 
 
@@ -865,7 +867,9 @@ def render(run: Run, notes: list[str] | None = None) -> str:
         elif name in run.errors:
             lines += [f"## {name}", "", f"Failed: {run.errors[name]}", ""]
     lines += ["## Exact commands", "", "```"]
-    lines += [cmd for cmd in run.commands.values()]
+    for name, cmd in run.commands.items():
+        took = run.durations.get(name)
+        lines.append(f"{cmd}  # {took / 60:.1f} min" if took is not None else cmd)
     lines += ["```", "", "## Raw output", ""]
     for name, text in run.outputs.items():
         lines += [

@@ -238,7 +238,10 @@ def main() -> int:
                 arguments = [",".join(wanted) if a == PROFILES else a for a in arguments]
             path = results_dir / f"{name}.json"
             path.unlink(missing_ok=True)
+            began = time.perf_counter()
             shown, output, code = run_one(name, module, arguments, path)
+            run.durations[name] = time.perf_counter() - began
+            print(f"=== {name}: {run.durations[name] / 60:.1f} min", flush=True)
             run.commands[name] = shown
             run.outputs[name] = output
             if code == 0 and path.exists():
@@ -264,6 +267,7 @@ def main() -> int:
         "load_before": run.load_before,
         "load_after": run.load_after,
         "environment": run.environment,
+        "durations": run.durations,
     }
     (results_dir / "run.json").write_text(json.dumps(meta, indent=2))
     default = results_dir / "BENCHMARKS-quick.md" if args.quick else ROOT / "BENCHMARKS.md"

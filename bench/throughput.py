@@ -11,9 +11,10 @@ goes to the session's data stream and its registry; dramatiq runs its Results
 middleware, taskiq its Redis result backend, celery its Redis result backend, arq keeps
 results as it always does. ``--repeats N`` runs the systems interleaved (A B C … C B A …)
 N times after one warm-up round and reports median and min (a system that fails is
-reported as failed and not run again; the ceiling follows as in a single run). ``--ab BASE_TREE`` compares
-worker_runtime from this tree against the one in ``BASE_TREE`` (e.g. a ``git worktree``
-of the commit before a change), interleaved the same way.
+reported as failed and not run again; the ceiling follows as in a single run).
+``--ab BASE_TREE`` compares worker_runtime from this tree against the one in
+``BASE_TREE`` (e.g. a ``git worktree`` of the commit before a change), interleaved the
+same way.
 
 For every system, on the same private ``redis-server``, one after the other:
 
