@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck bench screenshots redis-server lock clean interop-venv
+.PHONY: demo test check lint typecheck bench bench-quick screenshots redis-server lock clean interop-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -69,6 +69,12 @@ check: lint typecheck test
 bench: $(STAMP) redis-server
 	$(BIN)/python -m pip install -q -e '.[dev,bench]'
 	$(BIN)/python bench/run_all.py
+
+# The same suite at small sizes, twice each: checks the scripts and the report, writes
+# bench/results/BENCHMARKS-quick.md (not figures to quote).
+bench-quick: $(STAMP) redis-server
+	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	$(BIN)/python bench/run_all.py --quick
 
 screenshots: $(STAMP) redis-server
 	$(BIN)/python tools/screenshots.py screenshots

@@ -1,7 +1,7 @@
 """Console responsiveness at scale: event-loop stalls, key latency, paints, RSS.
 
     .venv/bin/python -m bench.console_stall [--live 10000] [--static 100000]
-        [--refreshes 5] [--json PATH]
+        [--refreshes 5] [--repeats 1] [--json PATH]
 
 Live (``--live N``, the real ``ConsoleApp`` with the Redis backend, headless at 120x36,
 in its own process; the fleet written and beaten by the runtime's own heartbeat,
@@ -19,6 +19,9 @@ in its own process; the fleet written and beaten by the runtime's own heartbeat,
 * **peak RSS** of the console process (``VmHWM``).
 
 Each of ``--refreshes`` refreshes (after the first load) is measured; median and max.
+``--repeats N`` runs N rounds of (live run, static run), each a fresh console process,
+and keeps every run's figures (first paint and RSS get N samples, per-refresh figures
+N x ``--refreshes``).
 
 Static (``--static N``, a synthetic N-worker snapshot, no Redis: the read is not what
 is measured): first paint after the snapshot arrives, then latency of scrolling
@@ -239,15 +242,21 @@ async def live_child(url: str, count: int, refreshes: int) -> dict[str, Any]:
                 changed_request.append((painted - requested) * 1000)
             else:
                 unchanged_paint.append(after_paint)
-        out["refresh_longest_stall_ms"] = {"median": statistics.median(stalls), "max": max(stalls)}
+        out["refresh_longest_stall_ms"] = {
+            "median": statistics.median(stalls),
+            "max": max(stalls),
+            "samples": stalls,
+        }
         out["keys_during_refresh_ms"] = {
             "n": len(keys),
             "median": statistics.median(keys) if keys else None,
             "max": max(keys, default=None),
             "over_50ms": sum(1 for k in keys if k > 50),
+            "samples": keys,
         }
         out["changed_1pct_applied_after_read_ms"] = statistics.median(changed_apply)
         out["changed_1pct_painted_after_read_ms"] = statistics.median(changed_paint)
+        out["changed_1pct_painted_after_read_samples"] = changed_paint
         out["changed_1pct_painted_after_request_ms"] = statistics.median(changed_request)
         out["unchanged_painted_after_read_ms"] = (
             statistics.median(unchanged_paint) if unchanged_paint else None
@@ -273,44 +282,76 @@ async def suspend_some(redis: Any, every: int) -> None:
     await pipe.execute()
 
 
-async def live(count: int, refreshes: int) -> dict[str, Any]:
-    """Populate a fleet, run :func:`live_child` beside it, answer its requests."""
-    server = start_redis()
-    redis = redis_client(server.url)
+async def live_once(redis: Any, url: str, fleet: Any, count: int, refreshes: int) -> Any:
+    """Run :func:`live_child` once beside the fleet, answering its requests."""
+    child = [sys.executable, "-m", "bench.console_stall", "--live-child", url]
+    child += [str(count), str(refreshes)]
+    proc = await asyncio.create_subprocess_exec(
+        *child,
+        cwd=ROOT,
+        env=worker_env(url),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        limit=2**24,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    last = b""
+    while line := await proc.stdout.readline():
+        word = line.strip()
+        if word in (b"beat", b"suspend"):
+            await write_fleet(redis, fleet)
+            if word == b"suspend":
+                await suspend_some(redis, 100)
+            proc.stdin.write(b"ok\n")
+            await proc.stdin.drain()
+        elif word:
+            last = line
+    err = await proc.stderr.read()
+    if await proc.wait() != 0:
+        tail = err.decode("utf-8", "replace").strip().splitlines()[-3:]
+        return {"error": " | ".join(tail)}
+    return json.loads(last)
+
+
+async def rounds(live_n: int, static_n: int, refreshes: int, repeats: int) -> dict[str, Any]:
+    """``repeats`` rounds of a live run then a static run (each a fresh console process).
+
+    Alternating the two spreads a change in the machine's load over both; each run's
+    figures are kept (``live_runs``/``static_runs``), the first also as ``live``/``static``.
+    """
+    out: dict[str, Any] = {}
+    server = start_redis() if live_n else None
+    redis = redis_client(server.url) if server else None
     try:
-        fleet = await populate(redis, count)
-        child = [sys.executable, "-m", "bench.console_stall", "--live-child", server.url]
-        child += [str(count), str(refreshes)]
-        proc = await asyncio.create_subprocess_exec(
-            *child,
-            cwd=ROOT,
-            env=worker_env(server.url),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            limit=2**24,
-        )
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        last = b""
-        while line := await proc.stdout.readline():
-            word = line.strip()
-            if word in (b"beat", b"suspend"):
-                await write_fleet(redis, fleet)
-                if word == b"suspend":
-                    await suspend_some(redis, 100)
-                proc.stdin.write(b"ok\n")
-                await proc.stdin.drain()
-            elif word:
-                last = line
-        err = await proc.stderr.read()
-        if await proc.wait() != 0:
-            tail = err.decode("utf-8", "replace").strip().splitlines()[-3:]
-            return {"error": " | ".join(tail)}
-        figures: dict[str, Any] = json.loads(last)
-        return figures
+        fleet = await populate(redis, live_n) if redis is not None else None
+        for i in range(repeats):
+            if server is not None and redis is not None:
+                figures = await live_once(redis, server.url, fleet, live_n, refreshes)
+                out.setdefault("live_runs", {}).setdefault(str(live_n), []).append(figures)
+                print(f"live {live_n:,} workers, run {i + 1}: {json.dumps(_brief(figures))}")
+            if static_n:
+                figures = await asyncio.to_thread(child_figures, ["--static-child", str(static_n)])
+                out.setdefault("static_runs", {}).setdefault(str(static_n), []).append(figures)
+                print(f"static {static_n:,} workers, run {i + 1}: {json.dumps(figures)}")
     finally:
-        await redis.aclose()
-        server.cleanup()
+        if redis is not None:
+            await redis.aclose()
+        if server is not None:
+            server.cleanup()
+    for kind in ("live", "static"):
+        if f"{kind}_runs" in out:
+            out[kind] = {n: runs[0] for n, runs in out[f"{kind}_runs"].items()}
+    return out
+
+
+def _brief(figures: dict[str, Any]) -> dict[str, Any]:
+    """A run's figures without the raw samples (for the log)."""
+    return {
+        k: {kk: vv for kk, vv in v.items() if kk != "samples"} if isinstance(v, dict) else v
+        for k, v in figures.items()
+        if not k.endswith("_samples")
+    }
 
 
 # -- static: a synthetic large fleet, no Redis -------------------------------------------
@@ -418,6 +459,9 @@ def main() -> int:
     parser.add_argument("--live", type=int, default=10_000, help="live fleet size (0: skip)")
     parser.add_argument("--static", type=int, default=100_000, help="synthetic size (0: skip)")
     parser.add_argument("--refreshes", type=int, default=5)
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="rounds of (live run, static run), alternating"
+    )
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--live-child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--static-child", type=int, help=argparse.SUPPRESS)
@@ -435,14 +479,8 @@ def main() -> int:
         "versions": versions("textual", "rich", "pydantic", "redis"),
         "load_before": load_average(),
     }
-    if args.live:
-        live_figures = asyncio.run(live(args.live, args.refreshes))
-        results["live"] = {str(args.live): live_figures}
-        print(f"live {args.live:,} workers: {json.dumps(live_figures)}")
-    if args.static:
-        static_figures = child_figures(["--static-child", str(args.static)])
-        results["static"] = {str(args.static): static_figures}
-        print(f"static {args.static:,} workers: {json.dumps(static_figures)}")
+    results["repeats"] = args.repeats
+    results.update(asyncio.run(rounds(args.live, args.static, args.refreshes, args.repeats)))
     results["load_after"] = load_average()
     print(f"load average: {results['load_before']} -> {results['load_after']}")
     write_results(args.json, results)

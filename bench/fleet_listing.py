@@ -1,7 +1,7 @@
 """Fleet listing: ``byconsole --snapshot --format json`` vs ``rq info``, same Redis, same run.
 
-    .venv/bin/python -m bench.fleet_listing [--sizes 100,1000,10000] [--repeats 3]
-        [--delay-ms 1] [--no-netns] [--json PATH]
+    .venv/bin/python -m bench.fleet_listing [--sizes 100,1000,10000] [--repeats 5]
+        [--delay-ms 1] [--delay-sizes 1000] [--table] [--no-netns] [--json PATH]
 
 For each fleet size N, on one private ``redis-server``:
 
@@ -10,11 +10,15 @@ For each fleet size N, on one private ``redis-server``:
 * rq's fleet: N ``rq.Worker`` objects registered with ``register_birth()`` (rq's own
   API) on three queues, one job enqueued per queue.
 
-Measured, each CLI as a fresh subprocess (interpreter start-up included on both sides):
-wall time (median of ``--repeats``), peak RSS, Redis commands per listing (``INFO
-commandstats`` deltas); in process: ``FleetReader.read()`` time and round trips, and
-``rq.Worker.all()``. Then again with the client behind a delayed network path
-(``bench.netdelay``: netns + netem when the kernel allows it, else a delay relay).
+Measured, each CLI as a fresh subprocess (interpreter start-up included on both sides),
+the CLIs of one size interleaved (``bench.interleave``: A B C, C B A …, ``--repeats``
+rounds after one unrecorded run of each that counts its Redis commands): wall time
+median and min, peak RSS, Redis commands per listing (``INFO commandstats`` deltas),
+the load average before and after; with ``--table`` also ``--format table`` against
+``rq info``. In process: ``FleetReader.read()`` time and round trips, and
+``rq.Worker.all()``. Then ``byconsole --snapshot`` and ``rq info`` again, interleaved,
+with the client behind a delayed network path (``bench.netdelay``: netns + netem when
+the kernel allows it, else a delay relay) at the ``--delay-sizes`` sizes (default: all).
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +50,12 @@ from bench.common import (
     write_results,
 )
 from bench.fleet_sim import TYPES, calls_delta, command_calls, populate
+from bench.interleave import interleave
 from bench.netdelay import DelayedPath
 from worker_runtime.embedded import RedisServer
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
 from worker_runtime.producer import Producer
-
-CLI_BUDGET_S = 40.0
-"""Stop repeating one CLI at one size once its runs took this long (1 run minimum)."""
 
 
 def register_rq_workers(url: str, count: int) -> None:
@@ -73,9 +77,9 @@ def register_rq_workers(url: str, count: int) -> None:
     conn.close()
 
 
-def ours_cmd(url: str) -> list[str]:
-    """``byconsole --snapshot --format json``."""
-    return [str(BIN / "byconsole"), "--snapshot", "--format", "json", "--redis-url", url]
+def ours_cmd(url: str, fmt: str = "json") -> list[str]:
+    """``byconsole --snapshot --format FMT``."""
+    return [str(BIN / "byconsole"), "--snapshot", "--format", fmt, "--redis-url", url]
 
 
 def rq_cmd(url: str) -> list[str]:
@@ -91,6 +95,15 @@ def listed_ours(stdout: str) -> int:
         return -1
 
 
+WORKER_ROW = re.compile(r"^\S+-r\d+(\s|$)")
+"""A Workers-table row of a ``--format table`` snapshot: it starts with a replica's id."""
+
+
+def listed_table(stdout: str) -> int:
+    """Worker rows in a ``--format table`` snapshot (ids are never wrapped)."""
+    return sum(1 for line in stdout.splitlines() if WORKER_ROW.match(line))
+
+
 def listed_rq(stdout: str) -> int:
     """Workers in ``rq info`` output: its ``N workers, M queues`` line (-1 if absent)."""
     for line in reversed(stdout.splitlines()):
@@ -100,47 +113,65 @@ def listed_rq(stdout: str) -> int:
     return -1
 
 
-async def time_cli(
+def _listing(side: str) -> Any:
+    """How many workers a side's output lists."""
+    return {"rq": listed_rq, "table": listed_table}.get(side, listed_ours)
+
+
+async def time_clis(
     server: RedisServer,
-    args: list[str],
+    sides: dict[str, list[str]],
     expect: int,
-    count: Any,
     repeats: int,
     wrap: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Run a listing CLI up to ``repeats`` times; its figures and the commands it sent."""
+    """Run listing CLIs interleaved (A B C … C B A …, ``bench.interleave``).
+
+    One unrecorded run of each side first counts the Redis commands it sends (and warms
+    the page cache); then ``repeats`` recorded rounds. Per side: median (``seconds``),
+    min, every run, peak RSS and the commands; plus the load average before and after.
+    """
     admin = redis_client(server.url)
-    runs: list[float] = []
-    rss: list[float] = []
-    commands: dict[str, int] = {}
-    spent = 0.0
+    rss: dict[str, list[float]] = {name: [] for name in sides}
+    commands: dict[str, dict[str, int]] = {}
+
+    def once(name: str) -> float:
+        done = run_timed(sides[name], env=worker_env(server.url), wrap=wrap)
+        listed = _listing(name)(done.stdout)
+        if done.returncode not in (0, 1) or listed != expect:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            raise SystemExit(
+                f"{Path(sides[name][0]).name} listed {listed} of {expect} workers "
+                f"(exit {done.returncode}): {' | '.join(tail)}"
+            )
+        rss[name].append(done.max_rss_mb)
+        return done.seconds
+
     try:
-        for i in range(repeats):
+        for name in sides:
             before = command_calls(await admin.info("commandstats"))
-            done = run_timed(args, env=worker_env(server.url), wrap=wrap)
+            once(name)
             after = command_calls(await admin.info("commandstats"))
-            if done.returncode not in (0, 1) or count(done.stdout) != expect:
-                tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-                raise SystemExit(
-                    f"{Path(args[0]).name} listed {count(done.stdout)} of {expect} workers "
-                    f"(exit {done.returncode}): {' | '.join(tail)}"
-                )
-            runs.append(done.seconds)
-            rss.append(done.max_rss_mb)
-            if i == 0:
-                commands = calls_delta(before, after)
-            spent += done.seconds
-            if spent > CLI_BUDGET_S:
-                break
+            commands[name] = calls_delta(before, after)
+        timed = interleave({name: partial(once, name) for name in sides}, repeats, warmup=0)
     finally:
         await admin.aclose()
-    return {
-        "seconds": statistics.median(runs),
-        "runs": runs,
-        "max_rss_mb": max(rss),
-        "commands": sum(commands.values()),
-        "commands_by_name": commands,
+    out: dict[str, Any] = {
+        "repeats": repeats,
+        "load_before": timed["load_before"],
+        "load_after": timed["load_after"],
     }
+    for name in sides:
+        out[name] = {
+            "seconds": timed[name]["median"],
+            "min": timed[name]["min"],
+            "median": timed[name]["median"],
+            "runs": timed[name]["samples"],
+            "max_rss_mb": max(rss[name]),
+            "commands": sum(commands[name].values()),
+            "commands_by_name": commands[name],
+        }
+    return out
 
 
 async def in_process(server: RedisServer, repeats: int) -> dict[str, Any]:
@@ -210,17 +241,19 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             )
         # Start-up: each CLI against an empty Redis (interpreter, imports, connect).
         await redis.flushall()
-        for cmd in (ours_cmd(server.url), rq_cmd(server.url)):
-            run_timed(cmd, env=worker_env(server.url))  # warm the page cache
-        empty: dict[str, Any] = {
-            "ours": await time_cli(server, ours_cmd(server.url), 0, listed_ours, args.repeats),
-            "rq": await time_cli(server, rq_cmd(server.url), 0, listed_rq, args.repeats),
-        }
+        empty = await time_clis(
+            server, {"ours": ours_cmd(server.url), "rq": rq_cmd(server.url)}, 0, args.repeats
+        )
         results["startup"] = empty
         print(
             f"start-up (empty Redis): byconsole --snapshot {empty['ours']['seconds']:.3f} s "
-            f"({empty['ours']['max_rss_mb']:.0f} MB), rq info {empty['rq']['seconds']:.3f} s "
-            f"({empty['rq']['max_rss_mb']:.0f} MB)"
+            f"(min {empty['ours']['min']:.3f}, {empty['ours']['max_rss_mb']:.0f} MB), "
+            f"rq info {empty['rq']['seconds']:.3f} s (min {empty['rq']['min']:.3f}, "
+            f"{empty['rq']['max_rss_mb']:.0f} MB) [load {empty['load_before']} -> "
+            f"{empty['load_after']}]"
+        )
+        delay_sizes = (
+            {int(s) for s in args.delay_sizes.split(",") if s} if args.delay_sizes else set(sizes)
         )
         for n in sizes:
             await redis.flushall()
@@ -230,16 +263,32 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 await producer.submit(t, {})
             register_rq_workers(server.url, n)
             row: dict[str, Any] = await in_process(server, args.repeats)
-            row["ours"] = await time_cli(server, ours_cmd(server.url), n, listed_ours, args.repeats)
-            row["rq"] = await time_cli(server, rq_cmd(server.url), n, listed_rq, args.repeats)
+            sides = {"ours": ours_cmd(server.url), "rq": rq_cmd(server.url)}
+            if args.table:
+                sides["table"] = ours_cmd(server.url, "table")
+            clis = await time_clis(server, sides, n, args.repeats)
+            row.update(clis)
             row["speedup"] = ratio(row["rq"]["seconds"], row["ours"]["seconds"])
+            row["speedup_min"] = ratio(row["rq"]["min"], row["ours"]["min"])
+            if "table" in row:
+                row["table_speedup"] = ratio(row["rq"]["seconds"], row["table"]["seconds"])
+                row["table_speedup_min"] = ratio(row["rq"]["min"], row["table"]["min"])
             row["listing_speedup"] = ratio(row["rq_worker_all_ms"], row["reader_ms"])
             results["loopback"][str(n)] = row
+            table = (
+                f" | --format table {row['table']['seconds']:.3f} s (min "
+                f"{row['table']['min']:.3f}), {row['table_speedup']:.1f}x faster than rq info"
+                if "table" in row
+                else ""
+            )
             print(
                 f"{n:>6,} workers, loopback: byconsole --snapshot {row['ours']['seconds']:.3f} s "
-                f"({row['ours']['commands']:,} commands, {row['ours']['max_rss_mb']:.0f} MB) | "
-                f"rq info {row['rq']['seconds']:.3f} s ({row['rq']['commands']:,} commands, "
-                f"{row['rq']['max_rss_mb']:.0f} MB) | CLI {row['speedup']:.1f}x faster"
+                f"(min {row['ours']['min']:.3f}; {row['ours']['commands']:,} commands, "
+                f"{row['ours']['max_rss_mb']:.0f} MB) | rq info {row['rq']['seconds']:.3f} s "
+                f"(min {row['rq']['min']:.3f}; {row['rq']['commands']:,} commands, "
+                f"{row['rq']['max_rss_mb']:.0f} MB) | CLI {row['speedup']:.1f}x faster "
+                f"(mins: {row['speedup_min']:.1f}x){table} [load {row['load_before']} -> "
+                f"{row['load_after']}]"
             )
             print(
                 f"{n:>6,} workers, in process: FleetReader.read {row['reader_ms']:.1f} ms in "
@@ -247,28 +296,29 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 f"rq Worker.all + fields {row['rq_worker_all_ms']:.1f} ms | "
                 f"{row['listing_speedup']:.1f}x faster"
             )
-            if path is not None:
+            if path is not None and n in delay_sizes:
                 url = path.url_for(server.port)
-                slow: dict[str, Any] = {
-                    "ours": await time_cli(
-                        server, ours_cmd(url), n, listed_ours, args.repeats, path.wrap
-                    ),
-                    "rq": await time_cli(server, rq_cmd(url), n, listed_rq, 1, path.wrap),
-                }
+                slow = await time_clis(
+                    server, {"ours": ours_cmd(url), "rq": rq_cmd(url)}, n, args.repeats, path.wrap
+                )
                 extra = path.rtt_ms - path.base_rtt_ms
                 for who in ("ours", "rq"):
                     # Time the path added, in round trips: what the client waited on
                     # (fastest runs on both sides: noise only ever adds time).
-                    added = min(slow[who]["runs"]) - min(row[who]["runs"])
+                    added = slow[who]["min"] - row[who]["min"]
                     slow[who]["implied_round_trips"] = max(0.0, added * 1000 / extra)
                 slow["speedup"] = ratio(slow["rq"]["seconds"], slow["ours"]["seconds"])
+                slow["speedup_min"] = ratio(slow["rq"]["min"], slow["ours"]["min"])
+                slow["rtt_ms"] = path.rtt_ms
                 results["delayed"][str(n)] = slow
                 print(
-                    f"{n:>6,} workers, +{path.rtt_ms:.2f} ms RTT: byconsole --snapshot "
-                    f"{slow['ours']['seconds']:.3f} s (~{slow['ours']['implied_round_trips']:.0f}"
-                    f" round trips) | rq info {slow['rq']['seconds']:.3f} s "
-                    f"(~{slow['rq']['implied_round_trips']:,.0f} round trips) | "
-                    f"{slow['speedup']:.1f}x faster"
+                    f"{n:>6,} workers, {path.rtt_ms:.2f} ms RTT: byconsole --snapshot "
+                    f"{slow['ours']['seconds']:.3f} s (min {slow['ours']['min']:.3f}, "
+                    f"~{slow['ours']['implied_round_trips']:.0f} round trips) | rq info "
+                    f"{slow['rq']['seconds']:.3f} s (min {slow['rq']['min']:.3f}, "
+                    f"~{slow['rq']['implied_round_trips']:,.0f} round trips) | "
+                    f"{slow['speedup']:.1f}x faster (mins: {slow['speedup_min']:.1f}x) "
+                    f"[load {slow['load_before']} -> {slow['load_after']}]"
                 )
     finally:
         if path is not None:
@@ -287,6 +337,12 @@ def main() -> int:
         "--delay-ms", type=float, default=1.0, help="added RTT for the second pass (0: none)"
     )
     parser.add_argument("--no-netns", action="store_true", help="use the delay relay directly")
+    parser.add_argument(
+        "--delay-sizes", default="", help="sizes measured over the delayed path (default: all)"
+    )
+    parser.add_argument(
+        "--table", action="store_true", help="time --format table against rq info too"
+    )
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
     print(f"machine: {machine()}")

@@ -1,7 +1,7 @@
 """Profiles behind the figures: where the time goes when a target is missed.
 
-    .venv/bin/python -m bench.profiles [--workers 10000] [--only reader,table,tui,startup,worker]
-        [--json PATH]
+    .venv/bin/python -m bench.profiles [--workers 10000] [--static 100000]
+        [--only reader,table,tui,startup,worker,worker_results,static] [--json PATH]
 
 * ``reader``: ``FleetReader.read()`` at ``--workers`` under pyinstrument, and its CPU time
   with the garbage collector on and off;
@@ -9,7 +9,10 @@
 * ``tui``: the TUI refresh after 1% of the workers changed, under pyinstrument, inside
   the headless console (``bench.console_scale`` child);
 * ``startup``: ``python -X importtime`` of ``byconsole.cli`` and ``rq.cli``;
-* ``worker``: ``worker-runtime run`` draining 20,000 no-op tasks, under py-spy.
+* ``worker``: ``worker-runtime run`` draining 20,000 no-op tasks, under py-spy;
+* ``worker_results``: the same with every task's output stored (session results);
+* ``static``: the console on a synthetic ``--static``-worker fleet under pyinstrument:
+  first load, sort, filter, page down.
 
 Each prints the functions with the most self time (the hot spots to fix).
 """
@@ -251,11 +254,14 @@ def profile_startup() -> dict[str, Any]:
     return out
 
 
-async def profile_worker(server: RedisServer, tasks: int = 20_000) -> dict[str, Any]:
+async def profile_worker(
+    server: RedisServer, tasks: int = 20_000, results: bool = False
+) -> dict[str, Any]:
     """``worker-runtime run`` draining ``tasks`` no-op tasks, under py-spy (drain only).
 
     The worker starts suspended (admin state written first), py-spy attaches, then a
-    resume starts the drain: start-up is not in the profile.
+    resume starts the drain: start-up is not in the profile. With ``results`` every task
+    carries a session id, so its output is stored (as ``bench.throughput --results``).
     """
     from bench.peers.worker_runtime_app import enqueue
     from worker_runtime.admin import WorkerManager
@@ -264,7 +270,16 @@ async def profile_worker(server: RedisServer, tasks: int = 20_000) -> dict[str, 
     keys = Keys()
     redis = redis_client(server.url)
     await redis.flushall()
-    await asyncio.to_thread(enqueue, server.url, tasks)
+    mode = {"BENCH_RESULTS": "1"} if results else {}
+    # The enqueue reads its mode from the environment, as in bench.throughput.
+    saved = os.environ.pop("BENCH_RESULTS", None)
+    os.environ.update(mode)
+    try:
+        await asyncio.to_thread(enqueue, server.url, tasks)
+    finally:
+        os.environ.pop("BENCH_RESULTS", None)
+        if saved is not None:
+            os.environ["BENCH_RESULTS"] = saved
     worker_id = "prof-r0"
     suspended = AdminState(lifecycle=Lifecycle.SUSPENDED.value, updated_at=now_ms())
     await redis.hset(
@@ -279,7 +294,11 @@ async def profile_worker(server: RedisServer, tasks: int = 20_000) -> dict[str, 
         marker = Path(tmp) / "done.json"
         raw = Path(tmp) / "raw.txt"
         env = worker_env(
-            server.url, BENCH_TASKS=str(tasks), BENCH_OUT=str(marker), PYTHONPATH=str(ROOT)
+            server.url,
+            BENCH_TASKS=str(tasks),
+            BENCH_OUT=str(marker),
+            PYTHONPATH=str(ROOT),
+            **mode,
         )
         cmd = [str(BIN / "worker-runtime"), "run", "bench.handlers:counted", "--type", "bench"]
         cmd += ["--instance", "prof", "--concurrency", "100"]
@@ -320,15 +339,99 @@ async def profile_worker(server: RedisServer, tasks: int = 20_000) -> dict[str, 
             "samples": samples,
             "drain_s": done.get("last", 0) - done.get("first", 0),
         }
-    show(f"worker-runtime draining {tasks:,} no-op tasks (py-spy, self samples)", out["top"])
+    kind = "no-op tasks, outputs stored" if results else "no-op tasks"
+    show(f"worker-runtime draining {tasks:,} {kind} (py-spy, self samples)", out["top"])
     show("the same by package", out["packages"])
+    return out
+
+
+IDLE = ("select (", "poll (", "epoll")
+"""Frames where the event loop waits for I/O: idle time, left out of the hot spots."""
+
+
+def _busy(top: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [row for row in top if not row["function"].startswith(IDLE)]
+
+
+async def profile_static(count: int) -> dict[str, Any]:
+    """The console on a synthetic ``count``-worker fleet under pyinstrument.
+
+    Profiled one by one (the whole thread, every task of the loop; waiting for I/O left
+    out): the first load of the Workers view from the snapshot, sorting by jobs, a filter
+    keeping 1%, and paging down, each until the table has done it and painted.
+    """
+    from pyinstrument import Profiler
+
+    from bench.tui_refresh import fleet
+    from byconsole.app import ConsoleApp
+    from byconsole.backend import StaticBackend
+
+    snapshot = fleet(count)
+    app = ConsoleApp(StaticBackend(snapshot), refresh=3600, clock=lambda: 0.0)
+    out: dict[str, Any] = {"workers": count}
+    async with app.run_test(size=(120, 36)) as pilot:
+        while app.snapshot is None:
+            await pilot.pause(0.01)
+        main = app.main_screen
+        view = main.workers_view
+        table = view.table
+
+        def loaded() -> bool:
+            return table.row_count >= count and not getattr(view, "_preparing", False)
+
+        while not loaded():
+            await pilot.pause(0.01)
+        table.focus()
+        await pilot.pause()
+        prefix = f"worker-{(count // 100 - 1):03d}" if count >= 1000 else "worker-0000"
+        first = table.ordered_keys()[:3]
+
+        def reload() -> None:
+            main.reset(app.backend.endpoint, None)
+            main.show_snapshot(snapshot)
+
+        row = table.cursor_row
+        steps: list[tuple[str, Any, Any]] = [
+            ("first load", reload, loaded),
+            (
+                "sort by jobs",
+                lambda: view.sort_by("jobs"),
+                lambda: table.ordered_keys()[:3] != first,
+            ),
+            (
+                "filter 1%",
+                lambda: setattr(view, "filter_text", prefix),
+                lambda: table.row_count <= max(count // 100, 100),
+            ),
+            (
+                "filter cleared",
+                lambda: setattr(view, "filter_text", ""),
+                lambda: table.row_count == count,
+            ),
+            ("page down", lambda: app.simulate_key("pagedown"), lambda: table.cursor_row != row),
+        ]
+        for label, action, done in steps:
+            profiler = Profiler(interval=0.0005, async_mode="disabled")
+            profiler.start()
+            started = time.perf_counter()
+            action()
+            deadline = started + 120
+            while not done() and time.perf_counter() < deadline:
+                await asyncio.sleep(0.0005)
+            await pilot.pause()  # the paint that follows
+            elapsed = (time.perf_counter() - started) * 1000
+            profiler.stop()
+            top = _busy(top_pyinstrument(profiler.last_session, TOP + 4))[:TOP]
+            out[label] = {"ms": elapsed, "done": done(), "top": top}
+            print(f"{label} at {count:,} workers: {elapsed:.0f} ms (under the profiler)")
+            show(f"{label}, {count:,} workers (pyinstrument, self time, idle left out)", top)
     return out
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Run the chosen profiles."""
     only = set(args.only.split(","))
-    results: dict[str, Any] = {"machine": machine(), "workers": args.workers}
+    results: dict[str, Any] = {"machine": machine(), "workers": args.workers, "only": args.only}
     if "startup" in only:
         results["startup"] = profile_startup()
     server = start_redis()
@@ -345,6 +448,10 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             results["tui"] = await profile_tui(server, args.workers, fleet)
         if "worker" in only:
             results["worker"] = await profile_worker(server)
+        if "worker_results" in only:
+            results["worker_results"] = await profile_worker(server, results=True)
+        if "static" in only:
+            results["static"] = await profile_static(args.static)
     finally:
         await redis.aclose()
         server.cleanup()
@@ -355,7 +462,8 @@ def main() -> int:
     """Parse flags, run, print, write JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=10_000)
-    parser.add_argument("--only", default="reader,table,tui,startup,worker")
+    parser.add_argument("--only", default="reader,table,tui,startup,worker,worker_results,static")
+    parser.add_argument("--static", type=int, default=100_000, help="synthetic fleet size")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
     print(f"machine: {machine()}")

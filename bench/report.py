@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench import targets as issue
+
 ROOT = Path(__file__).resolve().parents[1]
 
 NAMES = {
@@ -37,7 +39,10 @@ class Run:
     started: str = ""
     seconds: float = 0.0
     load_before: str = ""
+    load_after: str = ""
     environment: dict[str, str] = field(default_factory=dict)
+    durations: dict[str, float] = field(default_factory=dict)
+    """benchmark name -> seconds it took."""
 
 
 @dataclass
@@ -126,7 +131,12 @@ def targets(run: Run) -> list[Target]:
             Target(
                 "one process >= 2x the fastest peer's no-op throughput",
                 ratio >= 2,
-                f"{ratio:.2f}x {tp['fastest_peer']}",
+                f"{ratio:.2f}x {tp['fastest_peer']}"
+                + (
+                    f" (mins: {tp['vs_fastest_peer_min']:.2f}x)"
+                    if "vs_fastest_peer_min" in tp
+                    else ""
+                ),
                 "" if ratio >= 2 else f"needs {2 / ratio:.2f}x more",
             )
         )
@@ -245,13 +255,19 @@ def findings(run: Run) -> list[str]:
 # -- sections -------------------------------------------------------------------------------
 
 
+def _cli_time(side: dict[str, Any]) -> str:
+    low = f" (min {side['min']:.3f})" if "min" in side else ""
+    return f"{side['seconds']:.3f} s{low}"
+
+
 def _fleet_listing(r: dict[str, Any]) -> list[str]:
     lines = ["## 1. Fleet listing: `byconsole --snapshot --format json` vs `rq info`", ""]
     lines += [
         "Both fleets live in the same `redis-server`: ours written by the runtime's own "
         "heartbeat (`bench/fleet_sim.py`, instances of 100 replicas over three agent "
         "types), rq's registered with `rq.Worker(...).register_birth()` on three queues. "
-        "Each CLI runs as a fresh process (interpreter start-up included on both sides); "
+        "Each CLI runs as a fresh process (interpreter start-up included on both sides), "
+        "the CLIs of one size interleaved (A B C, C B A, …), median (min); "
         "commands are `INFO commandstats` deltas for one run (they include the commands a "
         "read-only script runs inside Redis: they show server work, not round trips).",
         "",
@@ -259,18 +275,20 @@ def _fleet_listing(r: dict[str, Any]) -> list[str]:
     st = r.get("startup")
     if st:
         lines += [
-            f"Start-up alone (empty Redis): `byconsole --snapshot` {st['ours']['seconds']:.3f} s, "
-            f"`rq info` {st['rq']['seconds']:.3f} s.",
+            f"Start-up alone (empty Redis): `byconsole --snapshot` {_cli_time(st['ours'])}, "
+            f"`rq info` {_cli_time(st['rq'])}.",
             "",
         ]
     rows = []
     for n, row in r.get("loopback", {}).items():
+        table = row.get("table")
         rows.append(
             [
                 f"{int(n):,}",
-                f"{row['ours']['seconds']:.3f} s",
-                f"{row['rq']['seconds']:.3f} s",
+                _cli_time(row["ours"]),
+                _cli_time(row["rq"]),
                 f"**{row['speedup']:.1f}x**",
+                f"{_cli_time(table)}, **{row['table_speedup']:.1f}x**" if table else "n/a",
                 f"{row['ours']['commands']:,} / {row['rq']['commands']:,}",
                 f"{row['reader_ms']:.1f} ms ({row['reader_round_trips']} round trips)",
                 f"{row['rq_worker_all_ms']:.1f} ms",
@@ -285,6 +303,7 @@ def _fleet_listing(r: dict[str, Any]) -> list[str]:
             "byconsole --snapshot",
             "rq info",
             "CLI speed-up",
+            "--format table (speed-up)",
             "Redis commands (ours / rq)",
             "FleetReader.read",
             "rq Worker.all + fields",
@@ -310,8 +329,8 @@ def _fleet_listing(r: dict[str, Any]) -> list[str]:
             rows.append(
                 [
                     f"{int(n):,}",
-                    f"{row['ours']['seconds']:.3f} s (~{row['ours']['implied_round_trips']:,.0f})",
-                    f"{row['rq']['seconds']:.3f} s (~{row['rq']['implied_round_trips']:,.0f})",
+                    f"{_cli_time(row['ours'])} (~{row['ours']['implied_round_trips']:,.0f})",
+                    f"{_cli_time(row['rq'])} (~{row['rq']['implied_round_trips']:,.0f})",
                     f"**{row['speedup']:.1f}x**",
                 ]
             )
@@ -329,7 +348,14 @@ def _throughput(r: dict[str, Any]) -> list[str]:
         f"{r['tasks']:,} tasks queued through each system's own client before its worker "
         f"starts; concurrency {r['concurrency']} everywhere; drain time from the first task "
         "to the last (each task only counts itself in-process, no Redis call). CPU and "
-        "commands are measured from the worker's start to its last task.",
+        "commands are measured from the worker's start to its last task."
+        + (
+            f" The systems ran interleaved (A B C … C B A …, {r['repeats']} recorded rounds "
+            "after a warm-up): medians, tasks/s with its min; load average "
+            f"{r['load_before']} -> {r['load_after']}."
+            if r.get("repeats", 1) > 1
+            else ""
+        ),
         "",
     ]
     ok = {s: v for s, v in r["systems"].items() if "tasks_per_s" in v}
@@ -339,7 +365,8 @@ def _throughput(r: dict[str, Any]) -> list[str]:
         rows.append(
             [
                 NAMES.get(system, system),
-                f"{v['tasks_per_s']:,.0f}",
+                f"{v['tasks_per_s']:,.0f}"
+                + (f" (min {v['tasks_per_s_min']:,.0f})" if "tasks_per_s_min" in v else ""),
                 f"{v['tasks_per_s'] / best_peer:.2f}x" if best_peer else "n/a",
                 f"{v['drain_s']:.2f} s",
                 f"{v['worker_cpu_us_per_task']:.0f} us",
@@ -380,6 +407,39 @@ def _throughput(r: dict[str, Any]) -> list[str]:
             f"unpipelined, {c['redis_benchmark_xadd_p16_per_s']:,.0f}/s at `-P 16`",
             "",
         ]
+    return lines
+
+
+def _throughput_results(r: dict[str, Any]) -> list[str]:
+    base = r.get("baseline_rev", "the previous tree")
+    lines = [
+        "## Task throughput with every task's output stored: this runtime vs the previous one",
+        "",
+        f"{r['tasks']:,} no-op tasks, each with a session id (round-robin over "
+        f"{r.get('sessions')} sessions), so every output goes to the session's data stream "
+        f"and registry; concurrency {r['concurrency']}; the previous runtime is `{base}` "
+        "checked out beside this one, queued by the same client. Interleaved A B B A … "
+        f"({r['repeats']} recorded rounds after a warm-up); load average "
+        f"{r['load_before']} -> {r['load_after']}.",
+        "",
+    ]
+    rows = []
+    for name, label in (("worker_runtime", "this tree"), ("baseline", f"previous ({base})")):
+        v = r["sides"].get(name)
+        if not v:
+            continue
+        tp, cpu = v["tasks_per_s"], v["worker_cpu_us_per_task"]
+        rows.append(
+            [
+                label,
+                f"{tp['median']:,.0f} (min {tp['min']:,.0f}, max {tp['max']:,.0f})",
+                f"{cpu['median']:.0f} us (min {cpu['min']:.0f} us)",
+                f"{v['redis_commands_per_task']:.2f}",
+            ]
+        )
+    lines += _table(
+        ["runtime", "tasks/s median (min, max)", "worker CPU/task", "Redis commands/task"], rows
+    )
     return lines
 
 
@@ -538,7 +598,8 @@ def _profiles(r: dict[str, Any]) -> list[str]:
     lines = [
         "## 6. Profiles",
         "",
-        "Where the time goes (`bench/profiles.py`; self time, i.e. in the function itself).",
+        "Where the time goes (`bench/profiles.py`; self time, i.e. in the function itself), "
+        f"for the targets this run missed: {r.get('only', 'see the command')}.",
         "",
     ]
     st = r.get("startup")
@@ -582,10 +643,30 @@ def _profiles(r: dict[str, Any]) -> list[str]:
             [[f"{p['pct']:.0f}%", p["function"]] for p in table.get("packages", [])[:6]],
         )
         lines += _hot(table["top"])
-    worker = r.get("worker")
+    static = r.get("static")
+    if static:
+        count = static.get("workers", 0)
+        for label, figures in static.items():
+            if not isinstance(figures, dict) or "top" not in figures:
+                continue
+            lines += [
+                f"### Console, {label}, synthetic fleet of {count:,} workers (pyinstrument, "
+                f"{_ms(figures.get('ms'))} under the profiler, waiting for I/O left out)",
+                "",
+            ]
+            lines += _hot(figures["top"])
+    for key, kind in (("worker", "no-op tasks"), ("worker_results", "no-op tasks, outputs stored")):
+        lines += _worker_profile(r.get(key), kind)
+    if len(lines) == 4:
+        lines += ["No profile ran (see the raw output).", ""]
+    return lines
+
+
+def _worker_profile(worker: dict[str, Any] | None, kind: str) -> list[str]:
+    lines: list[str] = []
     if worker and "top" in worker:
         lines += [
-            f"### `worker-runtime` draining 20,000 no-op tasks (py-spy, drain only: "
+            f"### `worker-runtime` draining 20,000 {kind} (py-spy, drain only: "
             f"{worker['drain_s']:.2f} s)",
             "",
         ]
@@ -663,7 +744,13 @@ def _console_stall(r: dict[str, Any]) -> list[str]:
     lines = [
         "## Console responsiveness (event-loop stalls, keys, paints)",
         "",
-        f"Load average {r.get('load_before')} -> {r.get('load_after')} (shared machine).",
+        f"Load average {r.get('load_before')} -> {r.get('load_after')} (shared machine)."
+        + (
+            f" {r['repeats']} rounds of (live run, static run), each a fresh console "
+            "process; the tables below show the first round, the target table every round."
+            if r.get("repeats", 1) > 1
+            else ""
+        ),
         "",
     ]
     for n, f in r.get("live", {}).items():
@@ -708,13 +795,14 @@ def _console_stall(r: dict[str, Any]) -> list[str]:
 
 SECTIONS = {
     "fleet_listing": _fleet_listing,
+    "headless": _headless,
+    "console_stall": _console_stall,
+    "throughput_results": _throughput_results,
     "throughput": _throughput,
     "control": _control,
     "console": _console,
     "heartbeat": _heartbeat,
     "profiles": _profiles,
-    "headless": _headless,
-    "console_stall": _console_stall,
 }
 
 
@@ -733,31 +821,55 @@ def render(run: Run, notes: list[str] | None = None) -> str:
         "",
     ]
     lines += _table(["", ""], [[k, v] for k, v in env.items()])
+    after = f", after: {run.load_after}" if run.load_after else ""
     lines += [
         f"Run started {run.started}, took {run.seconds / 60:.1f} min; load average before: "
-        f"{run.load_before}.",
+        f"{run.load_before}{after}.",
         "",
-        "## Targets",
+        "## Targets of issue 14",
+        "",
+        "Each figure is the median and min over the runs of this very run (for a ratio: "
+        "the ratio of the two sides' medians, and of their mins; the sides ran "
+        "interleaved). A target is judged on the median, except where it names the worst "
+        "case (no stall, every key answered): there on the max. A figure the run did not "
+        "produce reads 'not measured'.",
         "",
     ]
-    rows = []
-    for t in targets(run):
-        verdict = "n/a" if t.met is None else ("**met**" if t.met else "**not met**")
-        rows.append([t.name, verdict, t.measured, t.gap])
-    lines += _table(["target", "result", "measured", "gap"], rows)
-    found = findings(run)
-    if found:
-        lines += ["What the figures and profiles say about the missed targets:", ""]
-        lines += [f"- {f}" for f in found] + [""]
+    lines += issue.render(issue.evaluate(run.results, run.errors))
+    lines += ["## Earlier targets", ""]
+    try:
+        rows = []
+        for t in targets(run):
+            verdict = "n/a" if t.met is None else ("**met**" if t.met else "**not met**")
+            rows.append([t.name, verdict, t.measured, t.gap])
+        lines += _table(["target", "result", "measured", "gap"], rows)
+        found = findings(run)
+        if found:
+            lines += ["What the figures and profiles say about the missed targets:", ""]
+            lines += [f"- {f}" for f in found] + [""]
+    except issue.LOOKUP_ERRORS as exc:
+        lines += [f"Not evaluated: the figures are incomplete ({type(exc).__name__}: {exc}).", ""]
     for note in notes or []:
         lines += [note, ""]
     for name, section in SECTIONS.items():
         if name in run.results:
-            lines += section(run.results[name])
+            try:
+                lines += section(run.results[name])
+            except issue.LOOKUP_ERRORS as exc:
+                # A benchmark's figures without a field this section shows (an older
+                # result file, a run cut short): say so, keep the rest of the report.
+                lines += [
+                    f"## {name}",
+                    "",
+                    f"Figures incomplete ({type(exc).__name__}: {exc}); see the raw output.",
+                    "",
+                ]
         elif name in run.errors:
             lines += [f"## {name}", "", f"Failed: {run.errors[name]}", ""]
     lines += ["## Exact commands", "", "```"]
-    lines += [cmd for cmd in run.commands.values()]
+    for name, cmd in run.commands.items():
+        took = run.durations.get(name)
+        lines.append(f"{cmd}  # {took / 60:.1f} min" if took is not None else cmd)
     lines += ["```", "", "## Raw output", ""]
     for name, text in run.outputs.items():
         lines += [

@@ -10,9 +10,11 @@ session id (round-robin over ``--sessions`` sessions, 20 in a row each), so each
 goes to the session's data stream and its registry; dramatiq runs its Results
 middleware, taskiq its Redis result backend, celery its Redis result backend, arq keeps
 results as it always does. ``--repeats N`` runs the systems interleaved (A B C … C B A …)
-N times after one warm-up round and reports median and min. ``--ab BASE_TREE`` compares
-worker_runtime from this tree against the one in ``BASE_TREE`` (e.g. a ``git worktree``
-of the commit before a change), interleaved the same way.
+N times after one warm-up round and reports median and min (a system that fails is
+reported as failed and not run again; the ceiling follows as in a single run).
+``--ab BASE_TREE`` compares worker_runtime from this tree against the one in
+``BASE_TREE`` (e.g. a ``git worktree`` of the commit before a change), interleaved the
+same way.
 
 For every system, on the same private ``redis-server``, one after the other:
 
@@ -36,6 +38,7 @@ import asyncio
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -326,22 +329,30 @@ async def measure_interleaved(args: argparse.Namespace, systems: list[str]) -> d
         else {system: (system, None) for system in systems}
     )
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
+    failed: dict[str, str] = {}
     server = start_redis()
 
     def side(name: str) -> Callable[[], Awaitable[float]]:
         system, root = sides[name]
 
         async def once() -> float:
-            row = await run_system(
-                server,
-                system,
-                args.tasks,
-                args.concurrency,
-                args.timeout,
-                results=args.results,
-                sessions=args.sessions,
-                root=root,
-            )
+            if name in failed:
+                return float("nan")  # a side that failed once is not run again
+            try:
+                row = await run_system(
+                    server,
+                    system,
+                    args.tasks,
+                    args.concurrency,
+                    args.timeout,
+                    results=args.results,
+                    sessions=args.sessions,
+                    root=root,
+                )
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                failed[name] = str(exc)
+                print(f"  {name:<15} failed: {exc}", flush=True)
+                return float("nan")
             rows[name].append(row)
             print(
                 f"  {name:<15} {row['tasks_per_s']:>9,.0f} tasks/s"
@@ -354,12 +365,19 @@ async def measure_interleaved(args: argparse.Namespace, systems: list[str]) -> d
 
         return once
 
+    ceiling: dict[str, float] = {}
     try:
         rates = await ainterleave({name: side(name) for name in sides}, repeats=args.repeats)
+        if not args.ab:
+            ceiling = await raw_loop(server, args.tasks)
+            ceiling.update(redis_benchmark(server, max(args.tasks * 5, 100_000)))
     finally:
         server.cleanup()
     out: dict[str, Any] = {
         "machine": machine(),
+        "versions": versions(
+            "arq", "taskiq", "taskiq-redis", "dramatiq", "celery", "kombu", "redis", "hiredis"
+        ),
         "tasks": args.tasks,
         "concurrency": args.concurrency,
         "results": args.results,
@@ -370,6 +388,9 @@ async def measure_interleaved(args: argparse.Namespace, systems: list[str]) -> d
         "sides": {},
     }
     for name in sides:
+        if name in failed:
+            out["sides"][name] = {"error": failed[name]}
+            continue
         recorded = rows[name][1:]  # the first run of each side is the warm-up round
         cpu = stats([r["worker_cpu_us_per_task"] for r in recorded])
         commands = stats([r["redis_commands_per_task"] for r in recorded])
@@ -385,11 +406,68 @@ async def measure_interleaved(args: argparse.Namespace, systems: list[str]) -> d
             f"  worker CPU median {cpu['median']:5.0f} us/task (min {cpu['min']:.0f})"
             f"  Redis {commands['median']:.2f} commands/task"
         )
-    first, *others = list(sides)
-    for other in others:
-        print(ratio_line(rates, first, other, unit="tasks/s"))
+    ok = [name for name in sides if name not in failed]
+    if ok:
+        first, *others = ok
+        for other in others:
+            print(ratio_line(rates, first, other, unit="tasks/s"))
     print(f"load average {rates['load_before']} -> {rates['load_after']} (shared machine)")
+    if not args.ab:
+        systems_view(out, rows, failed, ceiling)
     return out
+
+
+def systems_view(
+    out: dict[str, Any],
+    rows: dict[str, list[dict[str, Any]]],
+    failed: dict[str, str],
+    ceiling: dict[str, float],
+) -> None:
+    """The interleaved peers in the single-run layout (``systems``, ``ceiling`` …).
+
+    Each system's figures are the medians over its recorded runs; its tasks/s also
+    carries the min (``tasks_per_s_min``); the ratio to the fastest peer is given for
+    the medians and for the mins.
+    """
+    out["systems"] = {}
+    for name, recorded_rows in rows.items():
+        if name in failed:
+            out["systems"][name] = {"error": failed[name]}
+            continue
+        recorded = recorded_rows[1:] or recorded_rows
+        row = {
+            key: statistics.median(r[key] for r in recorded)
+            for key, value in recorded[-1].items()
+            if isinstance(value, int | float) and not isinstance(value, bool)
+        }
+        row["tasks_per_s"] = out["sides"][name]["tasks_per_s"]["median"]
+        row["tasks_per_s_min"] = out["sides"][name]["tasks_per_s"]["min"]
+        row["config"] = recorded[-1]["config"]
+        out["systems"][name] = row
+    out["ceiling"] = ceiling
+    if ceiling:
+        print(
+            f"ceiling: XREADGROUP COUNT 200 + XACK loop {ceiling['xreadgroup_xack_per_s']:,.0f}/s,"
+            f" pipelined XADD (redis-py) {ceiling['xadd_pipelined_per_s']:,.0f}/s,"
+            f" redis-benchmark XADD {ceiling['redis_benchmark_xadd_p1_per_s']:,.0f}/s"
+            f" (-P 16: {ceiling['redis_benchmark_xadd_p16_per_s']:,.0f}/s)"
+        )
+    ok = {s: r for s, r in out["systems"].items() if "tasks_per_s" in r}
+    peers = {s: r for s, r in ok.items() if s != "worker_runtime"}
+    if "worker_runtime" in ok and peers:
+        fastest = max(peers, key=lambda s: peers[s]["tasks_per_s"])
+        ours = ok["worker_runtime"]
+        out["fastest_peer"] = fastest
+        out["vs_fastest_peer"] = ratio(ours["tasks_per_s"], peers[fastest]["tasks_per_s"])
+        out["vs_fastest_peer_min"] = ratio(
+            ours["tasks_per_s_min"], peers[fastest]["tasks_per_s_min"]
+        )
+        if ceiling:
+            out["vs_ceiling"] = ratio(ours["tasks_per_s"], ceiling["xreadgroup_xack_per_s"])
+        print(
+            f"worker_runtime vs fastest peer ({fastest}): {out['vs_fastest_peer']:.2f}x median, "
+            f"{out['vs_fastest_peer_min']:.2f}x min"
+        )
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:

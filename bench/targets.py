@@ -1,0 +1,773 @@
+"""The performance targets of issue 14, evaluated from the figures of one ``run_all``.
+
+Pure functions over the benchmarks' JSON figures (``bench/results/*.json``): no I/O, no
+figure written down anywhere but in those files. A figure a run did not produce (a
+benchmark failed, was skipped, or an older result file lacks it) is reported as "not
+measured", never guessed and never a crash.
+
+Every figure is a median with its min (and max where the worst case is the target)
+over the runs a benchmark made; a ratio of two sides is the ratio of their medians and
+the ratio of their mins (the sides ran interleaved, ``bench.interleave``).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Direction = Literal["at_most", "below", "at_least"]
+"""``value <= limit``, ``value < limit`` or ``value >= limit``."""
+
+LOOKUP_ERRORS = (KeyError, TypeError, ValueError, ZeroDivisionError, IndexError, AttributeError)
+"""What a missing or malformed figure raises while it is looked up."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One measured value: median and min over ``n`` runs (and max when it matters)."""
+
+    median: float
+    low: float
+    high: float | None = None
+    n: int = 0
+    detail: str = ""
+    """What the value is made of (the two sides of a ratio, CPU per task …)."""
+    size: int | None = None
+    """The fleet size it was measured at, when that differs from the target's."""
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One target: what is measured, its limit and which way is better."""
+
+    label: str
+    limit: float
+    direction: Direction
+    unit: str
+    """``ms``, ``MB``, ``s``, ``x`` (a ratio) or ``tasks/s``."""
+    source: str
+    """The benchmark that measures it."""
+    judged_on: Literal["median", "max"] = "median"
+    size: int | None = None
+    """The fleet size the target names (a figure from another size is flagged)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A goal and the figure measured for it (``None``: not measured)."""
+
+    goal: Goal
+    figure: Figure | None
+    why_missing: str = ""
+
+    @property
+    def value(self) -> float | None:
+        """The value the goal is judged on."""
+        if self.figure is None:
+            return None
+        if self.goal.judged_on == "max" and self.figure.high is not None:
+            return self.figure.high
+        return self.figure.median
+
+    @property
+    def met(self) -> bool | None:
+        """Whether the target is met (``None``: not measured)."""
+        value = self.value
+        if value is None or math.isnan(value):
+            return None
+        limit = self.goal.limit
+        if self.goal.direction == "at_most":
+            return value <= limit
+        if self.goal.direction == "below":
+            return value < limit
+        return value >= limit
+
+    @property
+    def gap(self) -> str:
+        """How far from the target (or the margin when it is met)."""
+        value, met = self.value, self.met
+        if value is None or met is None:
+            return ""
+        limit, unit = self.goal.limit, self.goal.unit
+        if self.goal.direction == "at_least":
+            if met:
+                return f"margin {value / limit:.2f}x" if limit else ""
+            if value <= 0:
+                return "no speed to compare"
+            return f"needs {limit / value:.2f}x more"
+        over = value - limit
+        if met:
+            return f"margin {fmt(-over, unit)}"
+        times = f" ({value / limit:.2f}x the target)" if limit else ""
+        return f"{fmt(over, unit)} over{times}"
+
+    @property
+    def result(self) -> str:
+        """``met`` / ``not met`` / ``not measured`` (with the size when it differs)."""
+        met = self.met
+        if met is None:
+            return "not measured"
+        word = "met" if met else "not met"
+        size = self.figure.size if self.figure else None
+        if size is not None and self.goal.size is not None and size != self.goal.size:
+            return f"{word} (at {size:,} workers, not {self.goal.size:,})"
+        return word
+
+
+def fmt(value: float | None, unit: str) -> str:
+    """A value in its unit, at the precision that unit is read at."""
+    if value is None or math.isnan(value):
+        return "n/a"
+    if math.isinf(value):
+        return "inf"
+    if unit == "ms":
+        return f"{value:,.1f} ms"
+    if unit == "MB":
+        return f"{value:,.0f} MB"
+    if unit == "s":
+        return f"{value:.3f} s"
+    if unit == "x":
+        return f"{value:.2f}x"
+    if unit == "tasks/s":
+        return f"{value:,.0f} tasks/s"
+    return f"{value:g} {unit}"
+
+
+def goal_text(goal: Goal) -> str:
+    """``≤ 50 ms``, ``< 1,000 ms``, ``≥ 2.00x`` …"""
+    sign = {"at_most": "≤", "below": "<", "at_least": "≥"}[goal.direction]
+    return f"{sign} {fmt(goal.limit, goal.unit)}"
+
+
+# -- figures from samples and interleaved sides ---------------------------------------------
+
+
+def _numbers(values: Iterable[Any]) -> list[float]:
+    return [
+        float(v)
+        for v in values
+        if isinstance(v, int | float) and not isinstance(v, bool) and not math.isnan(v)
+    ]
+
+
+def from_samples(values: Iterable[Any], detail: str = "", size: int | None = None) -> Figure | None:
+    """Median, min and max of the numeric samples (``None`` when there are none)."""
+    samples = _numbers(values)
+    if not samples:
+        return None
+    return Figure(
+        statistics.median(samples), min(samples), max(samples), len(samples), detail, size
+    )
+
+
+def side(result: Mapping[str, Any], name: str) -> tuple[float, float, int]:
+    """Median, min and run count of one side of an interleaved comparison.
+
+    Accepts ``bench.interleave`` stats (``median``/``min``/``n``) and the CLI timings
+    of ``bench.fleet_listing`` (``seconds``/``min``/``runs``).
+    """
+    r = result[name]
+    median = float(r["median"] if "median" in r else r["seconds"])
+    low = float(r["min"])
+    n = int(r["n"]) if "n" in r else len(r.get("runs", []))
+    return median, low, n
+
+
+def ratio(
+    result: Mapping[str, Any],
+    top: str,
+    bottom: str,
+    unit: str = "s",
+    size: int | None = None,
+    names: tuple[str, str] | None = None,
+) -> Figure:
+    """``top / bottom`` of an interleaved comparison: ratio of medians, ratio of mins."""
+    a_med, a_min, a_n = side(result, top)
+    b_med, b_min, b_n = side(result, bottom)
+    a_name, b_name = names or (top, bottom)
+    detail = (
+        f"{a_name} {fmt(a_med, unit)} (min {fmt(a_min, unit)}) / {b_name} {fmt(b_med, unit)} "
+        f"(min {fmt(b_min, unit)})"
+    )
+    load = _load(result)
+    return Figure(a_med / b_med, a_min / b_min, None, min(a_n, b_n), detail + load, size)
+
+
+def _load(result: Mapping[str, Any]) -> str:
+    before, after = result.get("load_before"), result.get("load_after")
+    return f"; load {before} -> {after}" if before and after else ""
+
+
+def _sized(table: Mapping[str, Any], size: int) -> tuple[int, Any]:
+    """The entry for ``size`` (keys are sizes as text), else the largest one there is."""
+    if str(size) in table:
+        return size, table[str(size)]
+    sizes = sorted(int(k) for k in table)
+    if not sizes:
+        raise KeyError(size)
+    return sizes[-1], table[str(sizes[-1])]
+
+
+# -- the targets ----------------------------------------------------------------------------
+
+Lookup = Callable[[Mapping[str, Any]], Figure | None]
+
+
+def _live_runs(results: Mapping[str, Any]) -> tuple[int, list[dict[str, Any]]]:
+    cs = results["console_stall"]
+    runs = cs.get("live_runs") or {n: [f] for n, f in cs["live"].items()}
+    size, found = _sized(runs, 10_000)
+    ok = [f for f in found if "error" not in f]
+    if not ok:
+        raise ValueError(found[0].get("error", "no run"))
+    return size, ok
+
+
+def _static_runs(results: Mapping[str, Any]) -> tuple[int, list[dict[str, Any]]]:
+    cs = results["console_stall"]
+    runs = cs.get("static_runs") or {n: [f] for n, f in cs["static"].items()}
+    size, found = _sized(runs, 100_000)
+    ok = [f for f in found if "error" not in f]
+    if not ok:
+        raise ValueError(found[0].get("error", "no run"))
+    return size, ok
+
+
+def _pooled(runs: list[dict[str, Any]], key: str, per_run: str = "samples") -> list[Any]:
+    """Every sample of ``key`` across runs (a run without samples gives its median)."""
+    out: list[Any] = []
+    for run in runs:
+        value = run[key]
+        if isinstance(value, dict):
+            out += value.get(per_run) or [value["median"]]
+        else:
+            out.append(value)
+    return out
+
+
+def live_stall(results: Mapping[str, Any]) -> Figure | None:
+    """Longest loop stall of each refresh, every run pooled."""
+    size, runs = _live_runs(results)
+    return from_samples(
+        _pooled(runs, "refresh_longest_stall_ms"), f"{len(runs)} console run(s)", size
+    )
+
+
+def live_keys(results: Mapping[str, Any]) -> Figure | None:
+    """Key → cursor moved, for keys pressed during refreshes."""
+    size, runs = _live_runs(results)
+    keys = _pooled(runs, "keys_during_refresh_ms")
+    over = sum(int(r["keys_during_refresh_ms"].get("over_50ms", 0)) for r in runs)
+    total = sum(int(r["keys_during_refresh_ms"].get("n", 0)) for r in runs)
+    return from_samples(keys, f"{over} of {total} keys over 50 ms", size)
+
+
+def live_first_paint(results: Mapping[str, Any]) -> Figure | None:
+    """Snapshot arrived → first frame with rows, per console run."""
+    size, runs = _live_runs(results)
+    return from_samples([r["first_paint_after_read_ms"] for r in runs], "", size)
+
+
+def live_changed(results: Mapping[str, Any]) -> Figure | None:
+    """1%-changed refresh: snapshot arrived → painted, every such refresh pooled."""
+    size, runs = _live_runs(results)
+    samples: list[Any] = []
+    for r in runs:
+        samples += r.get("changed_1pct_painted_after_read_samples") or [
+            r["changed_1pct_painted_after_read_ms"]
+        ]
+    return from_samples(samples, "", size)
+
+
+def live_rss(results: Mapping[str, Any]) -> Figure | None:
+    """Peak RSS of each console run."""
+    size, runs = _live_runs(results)
+    return from_samples([r["peak_rss_mb"] for r in runs], "", size)
+
+
+def static_first_paint(results: Mapping[str, Any]) -> Figure | None:
+    """Snapshot handed over → first frame with rows, synthetic fleet."""
+    size, runs = _static_runs(results)
+    return from_samples([r["first_paint_after_read_ms"] for r in runs], "", size)
+
+
+def _static_latency(labels: tuple[str, ...]) -> Lookup:
+    def lookup(results: Mapping[str, Any]) -> Figure | None:
+        size, runs = _static_runs(results)
+        worst = [max(r["latency_ms"][label] for label in labels) for r in runs]
+        return from_samples(worst, "slowest of " + ", ".join(labels) + " per run", size)
+
+    return lookup
+
+
+def static_rss(results: Mapping[str, Any]) -> Figure | None:
+    """Peak RSS of each synthetic-fleet console run."""
+    size, runs = _static_runs(results)
+    return from_samples([r["peak_rss_mb"] for r in runs], "", size)
+
+
+def read_vs_floor(results: Mapping[str, Any]) -> Figure | None:
+    """``FleetReader.read()`` / the bare pipelined read, same run."""
+    size, row = _sized(results["headless"]["sizes"], 10_000)
+    return ratio(row["read_vs_floor"], "read_build", "floor", "ms", size, ("read", "floor"))
+
+
+def table_vs_json(results: Mapping[str, Any]) -> Figure | None:
+    """``--format table`` / ``--format json``, fresh processes."""
+    size, row = _sized(results["headless"]["sizes"], 10_000)
+    return ratio(row["table_vs_json"], "table", "json", "s", size)
+
+
+def _vs_rq(kind: Literal["loopback", "delayed"], size: int, ours: str = "ours") -> Lookup:
+    def lookup(results: Mapping[str, Any]) -> Figure | None:
+        fl = results["fleet_listing"]
+        found, row = _sized(fl[kind], size)
+        name = "--format table" if ours == "table" else "byconsole --snapshot"
+        fig = ratio(row, "rq", ours, "s", found, ("rq info", name))
+        if kind == "delayed":
+            rtt = row.get("rtt_ms") or fl.get("delay", {}).get("rtt_delayed_ms")
+            path = fl.get("delay", {}).get("kind", "")
+            extra = f"; PING RTT {rtt:.2f} ms ({path})" if rtt else ""
+            fig = Figure(fig.median, fig.low, None, fig.n, fig.detail + extra, fig.size)
+        return fig
+
+    return lookup
+
+
+def cold_start(results: Mapping[str, Any]) -> Figure | None:
+    """``byconsole --snapshot`` start-up / ``rq info``'s, empty Redis."""
+    cold = results.get("headless", {}).get("cold_start")
+    if cold:
+        return ratio(cold, "byconsole_json", "rq_info", "s", None, ("byconsole", "rq info"))
+    return ratio(results["fleet_listing"]["startup"], "ours", "rq", "s", None)
+
+
+def results_speedup(results: Mapping[str, Any]) -> Figure | None:
+    """Runtime with results stored, this tree / the previous one."""
+    tp = results["throughput_results"]
+    sides = tp["sides"]
+    fig = ratio(
+        _tp_sides(tp),
+        "worker_runtime",
+        "baseline",
+        "tasks/s",
+        None,
+        ("now", "before"),
+    )
+    cpu = "; worker CPU/task " + ", ".join(
+        f"{name} {sides[key]['worker_cpu_us_per_task']['median']:.0f} us"
+        for name, key in (("now", "worker_runtime"), ("before", "baseline"))
+    )
+    base = tp.get("baseline_rev")
+    rev = f"; before = {base}" if base else ""
+    return Figure(fig.median, fig.low, None, fig.n, fig.detail + cpu + rev, None)
+
+
+def _tp_sides(tp: Mapping[str, Any]) -> dict[str, Any]:
+    """The interleaved tasks/s stats of ``bench.throughput --ab`` as one comparison."""
+    out: dict[str, Any] = {n: s["tasks_per_s"] for n, s in tp["sides"].items() if "error" not in s}
+    out["load_before"], out["load_after"] = tp.get("load_before"), tp.get("load_after")
+    return out
+
+
+def results_rate(results: Mapping[str, Any]) -> Figure | None:
+    """Tasks/s of the runtime with results stored, every recorded run."""
+    tp = results["throughput_results"]
+    ours = tp["sides"]["worker_runtime"]
+    cpu = ours["worker_cpu_us_per_task"]
+    detail = f"worker CPU/task median {cpu['median']:.0f} us (min {cpu['min']:.0f} us)"
+    fig = from_samples(ours["tasks_per_s"]["samples"], detail + _load(tp))
+    return fig
+
+
+COMPARISONS: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, int, bool]]]] = {}
+"""Filled below: benchmark -> its comparisons as (name, rounds, load recorded)."""
+
+
+def _interleaved(r: Mapping[str, Any]) -> tuple[int, bool]:
+    rounds = [side(r, k)[2] for k, v in r.items() if isinstance(v, dict)]
+    return min(rounds, default=0), bool(r.get("load_before") and r.get("load_after"))
+
+
+def _headless_comparisons(r: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
+    out = [("cold start", *_interleaved(r["cold_start"]))] if "cold_start" in r else []
+    for n, row in r["sizes"].items():
+        for key in ("table_vs_json", "read_vs_floor"):
+            out.append((f"{key} {int(n):,}", *_interleaved(row[key])))
+    return out
+
+
+def _listing_comparisons(r: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
+    out = [("start-up", *_interleaved(_cli_sides(r["startup"])))] if "startup" in r else []
+    for kind in ("loopback", "delayed"):
+        for n, row in r.get(kind, {}).items():
+            out.append((f"{kind} {int(n):,}", *_interleaved(_cli_sides(row))))
+    return out
+
+
+def _cli_sides(row: Mapping[str, Any]) -> dict[str, Any]:
+    sides = {k: row[k] for k in ("ours", "rq", "table") if k in row}
+    return {**sides, "load_before": row.get("load_before"), "load_after": row.get("load_after")}
+
+
+def _throughput_comparisons(r: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
+    return [("A/B", *_interleaved(_tp_sides(r)))]
+
+
+def _peer_comparisons(r: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
+    if "sides" not in r:
+        return [("peers, one run each", 1, False)]
+    return [("peers", *_interleaved(_tp_sides(r)))]
+
+
+COMPARISONS.update(
+    headless=_headless_comparisons,
+    fleet_listing=_listing_comparisons,
+    throughput_results=_throughput_comparisons,
+    throughput=_peer_comparisons,
+)
+
+
+def interleaving(results: Mapping[str, Any]) -> tuple[bool | None, str]:
+    """Whether every comparison ran interleaved ≥ 5 rounds with the load recorded."""
+    found: list[tuple[str, int, bool]] = []
+    broken: list[str] = []
+    for bench, collect in COMPARISONS.items():
+        if bench not in results:
+            continue
+        try:
+            found += [(f"{bench} {name}", n, load) for name, n, load in collect(results[bench])]
+        except LOOKUP_ERRORS:
+            broken.append(bench)
+    if not found:
+        return None, "no comparison measured"
+    short = [f"{name}: {n}" for name, n, load in found if n < 5]
+    unloaded = [name for name, _, load in found if not load]
+    parts = [f"{len(found)} comparisons, fewest rounds {min(n for _, n, _ in found)}"]
+    if short:
+        parts.append("under 5 rounds: " + ", ".join(short))
+    if unloaded:
+        parts.append("no load average: " + ", ".join(unloaded))
+    if broken:
+        parts.append("unreadable: " + ", ".join(broken))
+    return not short and not unloaded and not broken, "; ".join(parts)
+
+
+GOALS: list[tuple[Goal, Lookup, tuple[str, ...]]] = [
+    # (target, how its figure is found, the profiles of bench.profiles that show where
+    # the time goes when it is missed)
+    (
+        Goal(
+            "10,000 workers: longest event-loop stall during a refresh",
+            50,
+            "at_most",
+            "ms",
+            "console_stall",
+            "max",
+            10_000,
+        ),
+        live_stall,
+        ("tui", "reader"),
+    ),
+    (
+        Goal(
+            "10,000 workers: keys pressed during a refresh answered",
+            50,
+            "at_most",
+            "ms",
+            "console_stall",
+            "max",
+            10_000,
+        ),
+        live_keys,
+        ("tui", "reader"),
+    ),
+    (
+        Goal(
+            "10,000 workers: first paint of the Workers view after the read",
+            300,
+            "below",
+            "ms",
+            "console_stall",
+            size=10_000,
+        ),
+        live_first_paint,
+        ("tui",),
+    ),
+    (
+        Goal(
+            "10,000 workers: 1%-changed refresh painted after the read",
+            30,
+            "below",
+            "ms",
+            "console_stall",
+            size=10_000,
+        ),
+        live_changed,
+        ("tui",),
+    ),
+    (
+        Goal("10,000 workers: console peak RSS", 200, "below", "MB", "console_stall", size=10_000),
+        live_rss,
+        ("tui",),
+    ),
+    (
+        Goal(
+            "100,000 workers: first paint after the read",
+            1000,
+            "below",
+            "ms",
+            "console_stall --static",
+            size=100_000,
+        ),
+        static_first_paint,
+        ("static",),
+    ),
+    (
+        Goal(
+            "100,000 workers: scroll (page down, end, home) until painted",
+            100,
+            "below",
+            "ms",
+            "console_stall --static",
+            size=100_000,
+        ),
+        _static_latency(("page down", "end", "home")),
+        ("static",),
+    ),
+    (
+        Goal(
+            "100,000 workers: filter (1%, cleared) until painted",
+            100,
+            "below",
+            "ms",
+            "console_stall --static",
+            size=100_000,
+        ),
+        _static_latency(("filter 1%", "filter cleared")),
+        ("static",),
+    ),
+    (
+        Goal(
+            "100,000 workers: sort (by jobs, reversed) until painted",
+            100,
+            "below",
+            "ms",
+            "console_stall --static",
+            size=100_000,
+        ),
+        _static_latency(("sort by jobs", "sort reversed")),
+        ("static",),
+    ),
+    (
+        Goal(
+            "100,000 workers: console peak RSS",
+            1024,
+            "below",
+            "MB",
+            "console_stall --static",
+            size=100_000,
+        ),
+        static_rss,
+        ("static",),
+    ),
+    (
+        Goal(
+            "10,000 workers: read + build / the floor (bare pipelined read, same fields)",
+            1.5,
+            "at_most",
+            "x",
+            "headless_scale",
+            size=10_000,
+        ),
+        read_vs_floor,
+        ("reader",),
+    ),
+    (
+        Goal(
+            "10,000 workers: `--snapshot --format table` / our `--format json`",
+            1.5,
+            "at_most",
+            "x",
+            "headless_scale",
+            size=10_000,
+        ),
+        table_vs_json,
+        ("table",),
+    ),
+    (
+        Goal(
+            "10,000 workers: `--format table` speed-up over `rq info`, end to end",
+            3,
+            "at_least",
+            "x",
+            "fleet_listing",
+            size=10_000,
+        ),
+        _vs_rq("loopback", 10_000, "table"),
+        ("table", "reader"),
+    ),
+    (
+        Goal(
+            "cold start: `byconsole --snapshot` / `rq info` (empty Redis)",
+            1.0,
+            "at_most",
+            "x",
+            "headless_scale",
+        ),
+        cold_start,
+        ("startup",),
+    ),
+    (
+        Goal(
+            "1,000 workers, loopback: snapshot speed-up over `rq info`, end to end",
+            2,
+            "at_least",
+            "x",
+            "fleet_listing",
+            size=1_000,
+        ),
+        _vs_rq("loopback", 1_000),
+        ("startup",),
+    ),
+    (
+        Goal(
+            "10,000 workers, loopback: snapshot speed-up over `rq info`, end to end",
+            5,
+            "at_least",
+            "x",
+            "fleet_listing",
+            size=10_000,
+        ),
+        _vs_rq("loopback", 10_000),
+        ("reader", "startup"),
+    ),
+    (
+        Goal(
+            "1,000 workers, ~1 ms round trip: snapshot speed-up over `rq info`",
+            5,
+            "at_least",
+            "x",
+            "fleet_listing (delay relay)",
+            size=1_000,
+        ),
+        _vs_rq("delayed", 1_000),
+        ("startup",),
+    ),
+    (
+        Goal(
+            "runtime with task outputs stored: speed-up over the previous runtime",
+            2,
+            "at_least",
+            "x",
+            "throughput --results --ab",
+        ),
+        results_speedup,
+        ("worker_results",),
+    ),
+    (
+        Goal(
+            "runtime with task outputs stored: throughput",
+            10_000,
+            "at_least",
+            "tasks/s",
+            "throughput --results --ab",
+        ),
+        results_rate,
+        ("worker_results",),
+    ),
+]
+
+
+RESULTS_OF = {
+    "console_stall": "console_stall",
+    "headless_scale": "headless",
+    "fleet_listing": "fleet_listing",
+    "throughput": "throughput_results",
+}
+"""A goal's script -> the name ``run_all`` files its figures under."""
+
+
+@dataclass
+class Table:
+    """The evaluated targets, and the interleaving check."""
+
+    verdicts: list[Verdict] = field(default_factory=list)
+    interleaved: tuple[bool | None, str] = (None, "")
+
+
+def evaluate(results: Mapping[str, Any], errors: Mapping[str, str] | None = None) -> Table:
+    """Every target against the figures in ``results`` (benchmark name -> its JSON)."""
+    errors = errors or {}
+    table = Table()
+    for goal, lookup, _ in GOALS:
+        bench = RESULTS_OF[goal.source.split()[0]]
+        try:
+            figure = lookup(results)
+            why = "" if figure is not None else "no samples"
+        except LOOKUP_ERRORS as exc:
+            figure = None
+            if bench in errors:
+                why = f"{bench} failed: {errors[bench]}"
+            elif bench not in results:
+                why = f"{bench} did not run"
+            else:
+                why = f"no figure ({type(exc).__name__}: {exc})"
+        table.verdicts.append(Verdict(goal, figure, why))
+    table.interleaved = interleaving(results)
+    return table
+
+
+def profiles_for(table: Table) -> list[str]:
+    """The ``bench.profiles`` profiles behind the targets this run did not meet."""
+    wanted: list[str] = []
+    for verdict, (_, _, profiles) in zip(table.verdicts, GOALS, strict=True):
+        if verdict.met is False:
+            wanted += [p for p in profiles if p not in wanted]
+    return wanted
+
+
+def render(table: Table) -> list[str]:
+    """The Markdown table (and its notes) for BENCHMARKS.md."""
+    header = [
+        "target",
+        "goal",
+        "median",
+        "min",
+        "max",
+        "n",
+        "result",
+        "gap",
+        "measured by",
+        "detail",
+    ]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(" --- " for _ in header) + "|",
+    ]
+    for v in table.verdicts:
+        g, f = v.goal, v.figure
+        judged = " (judged on the max)" if g.judged_on == "max" else ""
+        cells = [
+            g.label,
+            goal_text(g) + judged,
+            fmt(f.median, g.unit) if f else "",
+            fmt(f.low, g.unit) if f else "",
+            fmt(f.high, g.unit) if f and f.high is not None else "",
+            str(f.n) if f else "",
+            f"**{v.result}**",
+            v.gap,
+            f"`bench/{g.source.split()[0]}.py`" + (" " + " ".join(g.source.split()[1:])).rstrip(),
+            (f.detail if f else v.why_missing).replace("|", "/"),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    met, how = table.interleaved
+    word = "not measured" if met is None else ("met" if met else "not met")
+    lines.append(
+        "| every comparison interleaved (ABAB…), ≥ 5 rounds, load average before and after "
+        f"| ≥ 5 rounds |  |  |  |  | **{word}** |  | `bench/interleave.py` | {how} |"
+    )
+    return [*lines, ""]
