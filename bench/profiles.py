@@ -363,8 +363,8 @@ async def profile_static(count: int) -> dict[str, Any]:
     from pyinstrument import Profiler
 
     from bench.tui_refresh import fleet
-    from byconsole.app import ConsoleApp
-    from byconsole.backend import StaticBackend
+    from byconsole.tui.app import ConsoleApp
+    from byconsole.tui.backend import StaticBackend
 
     snapshot = fleet(count)
     app = ConsoleApp(StaticBackend(snapshot), refresh=3600, clock=lambda: 0.0)
