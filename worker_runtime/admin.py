@@ -50,6 +50,7 @@ from worker_runtime.models import (
     now_ms,
 )
 from worker_runtime.names import check_agent_type, check_utf8, check_worker_id
+from worker_runtime.pipeline import Batch
 
 # The replica-count rules live in worker_runtime.quota; re-exported for existing callers.
 from worker_runtime.quota import MAX_SCALE as MAX_SCALE
@@ -207,14 +208,15 @@ class WorkerManager:
             updated_at=ts,
             updated_by=self.operator,
         )
-        pipe = self.redis.pipeline(transaction=False)
+        batch = Batch(self.redis.pipeline(transaction=False))
+        pipe = batch.pipe
         pipe.srem(self.keys.admin_workers, worker_id)
         # by-framework's clear pushes nothing; a resume tells a live worker at once.
         _push(pipe, self.keys.worker_stream(worker_id), command, target.lease)
-        pipe.exists(self.keys.worker_online(worker_id))
+        online = batch.slot(pipe.exists(self.keys.worker_online(worker_id)))
         add_audit(pipe, self.keys, await self._audit_fields(AdminAction.CLEAR, worker_id, reason))
-        res = await pipe.execute()
-        return target.result(worker_id, AdminAction.CLEAR, ts, bool(res[2]), pushed=True)
+        await batch.execute()
+        return target.result(worker_id, AdminAction.CLEAR, ts, bool(online.value), pushed=True)
 
     async def _set_lifecycle(
         self,
@@ -249,8 +251,9 @@ class WorkerManager:
             updated_at=ts,
             updated_by=self.operator,
         )
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.exists(self.keys.worker_online(worker_id))
+        batch = Batch(self.redis.pipeline(transaction=False))
+        pipe = batch.pipe
+        online = batch.slot(pipe.exists(self.keys.worker_online(worker_id)))
         # by-framework's admin-state index: keeps the worker listed once it leaves the
         # registry (a by-framework worker removes itself when evicted).
         pipe.sadd(self.keys.admin_workers, worker_id)
@@ -270,8 +273,8 @@ class WorkerManager:
         # so nobody takes them for dead; a forced one hands them back as it cancels.
         details = "force" if force else ""
         add_audit(pipe, self.keys, await self._audit_fields(action, worker_id, reason, details))
-        res = await pipe.execute()
-        return target.result(worker_id, action, ts, bool(res[0]), pushed=True)
+        await batch.execute()
+        return target.result(worker_id, action, ts, bool(online.value), pushed=True)
 
     # -- per-type denylists ----------------------------------------------------------
 
@@ -305,8 +308,9 @@ class WorkerManager:
         # by-framework has no deny/allow command: its workers (and offline ones, which
         # read the denylist at start-up) follow the set at their next heartbeat.
         push = lease is not None and lease.supports(Capability.PUSH_DENY)
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.exists(self.keys.worker_online(worker_id))
+        batch = Batch(self.redis.pipeline(transaction=False))
+        pipe = batch.pipe
+        online = batch.slot(pipe.exists(self.keys.worker_online(worker_id)))
         if action is CommandAction.DENY:
             pipe.sadd(self.keys.type_denied(agent_type), worker_id)
             pipe.srem(self.keys.type_workers(agent_type), worker_id)
@@ -320,14 +324,14 @@ class WorkerManager:
             self.keys,
             await self._audit_fields(verb, worker_id, reason, f"type={agent_type}"),
         )
-        res = await pipe.execute()
+        await batch.execute()
         # The lease reports applied denials (not an admin_applied_at) when it confirms.
         confirms = lease is not None and lease.supports(Capability.CONFIRM)
         return ActionResult(
             worker_id,
             verb,
             ts,
-            bool(res[0]),
+            bool(online.value),
             Confirmation.DENIED_TYPES if confirms else Confirmation.NONE,
             runtime=_Target(set(), lease).runtime,
             pushed=push,
@@ -351,14 +355,17 @@ class WorkerManager:
         scale target. A denylist set alone does not count: that is exactly what a
         mistyped deny leaves behind.
         """
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.sismember(self.keys.worker_agent_types(worker_id), agent_type)
-        pipe.scard(self.keys.type_workers(agent_type))
-        pipe.exists(self.keys.type_stream(agent_type))
-        pipe.hexists(self.keys.scale_targets, agent_type)
-        pipe.sismember(self.keys.type_denied(agent_type), worker_id)
-        replies = await pipe.execute(raise_on_error=False)
-        return any(_positive(r) for r in replies[:4]), _positive(replies[4])
+        batch = Batch(self.redis.pipeline(transaction=False))
+        pipe = batch.pipe
+        real = [
+            batch.slot(pipe.sismember(self.keys.worker_agent_types(worker_id), agent_type)),
+            batch.slot(pipe.scard(self.keys.type_workers(agent_type))),
+            batch.slot(pipe.exists(self.keys.type_stream(agent_type))),
+            batch.slot(pipe.hexists(self.keys.scale_targets, agent_type)),
+        ]
+        denied = batch.slot(pipe.sismember(self.keys.type_denied(agent_type), worker_id))
+        await batch.execute(raise_on_error=False)
+        return any(_positive(s.get()) for s in real), _positive(denied.get())
 
     async def get_type_denylist(self, agent_type: str) -> list[str]:
         """Worker ids denied for ``agent_type``, sorted."""

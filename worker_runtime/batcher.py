@@ -39,6 +39,7 @@ from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.envelope import execution_record
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.models import Execution, ExecutionState, now_ms
+from worker_runtime.pipeline import Batch, Slot
 from worker_runtime.refusals import RefusalLog
 
 log = logging.getLogger(__name__)
@@ -384,51 +385,54 @@ class Batcher:
         self._written_starts.update(batch.starts)
         retry = _Pending()
         refused: list[BaseException] = []
-        pipe = self.redis.pipeline(transaction=False)
-        checks: list[Callable[[Any], None]] = []
-
-        def queue(check: Callable[[Any], None]) -> None:
-            checks.append(check)
-
+        writes = Batch(self.redis.pipeline(transaction=False))
+        pipe = writes.pipe
+        # Every queued command's slot with the check of its reply, in queue order (the
+        # first refusal is the one logged).
+        checks: list[tuple[Slot, Callable[[Any], None]]] = []
         late_acks: list[Move] = []
         for move in batch.moves:
-            self._queue_move(pipe, move, queue, retry, refused, late_acks)
+            checks += self._queue_move(writes, move, retry, refused, late_acks)
         for stream, ids in batch.acks.items():
-            pipe.xack(stream, self.group_of(stream), *ids)
-            queue(self._on_acks(stream, ids, retry, refused))
+            acked = writes.slot(pipe.xack(stream, self.group_of(stream), *ids))
+            checks.append((acked, self._on_acks(stream, ids, retry, refused)))
         for session_id, outputs in _by_session(batch.outputs).items():
-            pipe.eval(
-                _APPEND_OUTPUTS,
-                1,
-                self.keys.session_data_stream(session_id),
-                SESSION_STREAM_MAXLEN,
-                SESSION_TTL_S,
-                _entries_json(outputs),
+            appended = writes.slot(
+                pipe.eval(
+                    _APPEND_OUTPUTS,
+                    1,
+                    self.keys.session_data_stream(session_id),
+                    SESSION_STREAM_MAXLEN,
+                    SESSION_TTL_S,
+                    _entries_json(outputs),
+                )
             )
-            queue(self._on_outputs(session_id, outputs, retry, refused))
+            checks.append((appended, self._on_outputs(session_id, outputs, retry, refused)))
         for name, count in batch.counters.items():
-            pipe.hincrby(self.keys.type_stats, name, count)
-            queue(self._on_counter(name, count, retry, refused))
+            counted = writes.slot(pipe.hincrby(self.keys.type_stats, name, count))
+            checks.append((counted, self._on_counter(name, count, retry, refused)))
         # Bookkeeping for the console: a refusal is logged, not retried (the task's
         # own fate does not depend on it, and a finish always removes its start).
         dump = _Dumps(now_ms())
-        queued = len(pipe)
+        start = len(writes)
         self._queue_executions(pipe, batch, dump)
-        for _ in range(len(pipe) - queued):
-            queue(_note(refused))
+        note = _note(refused)
+        checks += ((slot, note) for slot in writes.slots_since(start))
         # The session registry is what a client maps its messages to executions with:
         # a refused write is kept and retried, like the results themselves.
         for session_id, fields in _registry_fields(batch, dump, self._records).items():
-            pipe.eval(
-                _WRITE_REGISTRY,
-                1,
-                self.keys.session_registry(session_id),
-                SESSION_TTL_S,
-                json.dumps(fields, ensure_ascii=False, separators=(",", ":")),
+            registered = writes.slot(
+                pipe.eval(
+                    _WRITE_REGISTRY,
+                    1,
+                    self.keys.session_registry(session_id),
+                    SESSION_TTL_S,
+                    json.dumps(fields, ensure_ascii=False, separators=(",", ":")),
+                )
             )
-            queue(_on_registry(session_id, fields, retry, refused))
+            checks.append((registered, _on_registry(session_id, fields, retry, refused)))
         try:
-            replies = await pipe.execute(raise_on_error=False)
+            await writes.execute(raise_on_error=False)
         except LOOP_ERRORS as exc:
             # Keep the batch and try again: dropping it would strand hand-backs and acks.
             # A move already applied is not applied twice (the script checks the PEL).
@@ -437,8 +441,8 @@ class Batcher:
             self._requeue(batch)
             await asyncio.sleep(0.5)
             return
-        for check, reply in zip(checks, replies, strict=True):
-            check(reply)
+        for slot, check in checks:
+            check(slot.reply)
         if late_acks:
             # Successors appended now or in an earlier flush: their originals go now.
             await self._ack_moved(late_acks, retry, refused)
@@ -457,16 +461,17 @@ class Batcher:
 
     def _queue_move(
         self,
-        pipe: Any,
+        writes: Batch,
         move: Move,
-        queue: Callable[[Callable[[Any], None]], None],
         retry: _Pending,
         refused: list[BaseException],
         late_acks: list[Move],
-    ) -> None:
+    ) -> list[tuple[Slot, Callable[[Any], None]]]:
+        """Queue one move on ``writes``; returns its command and the check of its reply."""
         if move.added:
             late_acks.append(move)
-            return
+            return []
+        pipe = writes.pipe
         scripted = not move.orphan and (
             not self._cluster or key_slot(move.dest.encode()) == key_slot(move.source.encode())
         )
@@ -479,14 +484,16 @@ class Batcher:
             ]
             for name, value in move.fields.items():
                 args += [name, value]
-            pipe.eval(_MOVE, 2, move.dest, move.source, *args)
+            sent = writes.slot(pipe.eval(_MOVE, 2, move.dest, move.source, *args))
         else:
             # A cluster script may only name keys of one slot (a type stream and its
             # dead letters are not): append here, ack after the append succeeded.
             if move.maxlen:
-                pipe.xadd(move.dest, move.fields, maxlen=move.maxlen, approximate=True)
+                sent = writes.slot(
+                    pipe.xadd(move.dest, move.fields, maxlen=move.maxlen, approximate=True)
+                )
             else:
-                pipe.xadd(move.dest, move.fields)
+                sent = writes.slot(pipe.xadd(move.dest, move.fields))
 
         def check(reply: Any) -> None:
             if isinstance(reply, BaseException):
@@ -503,7 +510,7 @@ class Batcher:
             else:
                 self._unconfirmed.discard((move.source, move.entry_id))
 
-        queue(check)
+        return [(sent, check)]
 
     async def _ack_moved(
         self, moves: list[Move], retry: _Pending, refused: list[BaseException]

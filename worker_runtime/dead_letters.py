@@ -23,6 +23,7 @@ from worker_runtime.audit import add_audit, audit_fields
 from worker_runtime.keys import Keys
 from worker_runtime.messages import KIND_TASK
 from worker_runtime.models import AdminAction
+from worker_runtime.pipeline import Batch
 
 if TYPE_CHECKING:  # the views import the model; only the backend and CLI hold a client
     from redis.asyncio import Redis
@@ -178,16 +179,16 @@ class DeadLetters:
     async def purge(self, agent_type: str, entry_ids: list[str] | None, reason: str | None) -> int:
         """Delete dead letters for good (``None``: all of the type's). Returns how many."""
         dead_stream = self.keys.dead_letter_stream(agent_type)
-        pipe = self.redis.pipeline(transaction=False)
+        batch = Batch(self.redis.pipeline(transaction=False))
         if entry_ids is None:
-            pipe.xlen(dead_stream)
-            pipe.delete(dead_stream)
+            removed = batch.slot(batch.pipe.xlen(dead_stream))
+            batch.pipe.delete(dead_stream)
             what = "all"
         else:
-            pipe.xdel(dead_stream, *entry_ids)
+            removed = batch.slot(batch.pipe.xdel(dead_stream, *entry_ids))
             what = ",".join(entry_ids[:5])
-        replies = await pipe.execute()
-        count = int(replies[0])
+        await batch.execute()
+        count = int(removed.value)
         pipe = self.redis.pipeline(transaction=False)
         add_audit(
             pipe,

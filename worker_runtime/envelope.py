@@ -10,8 +10,11 @@ It then reads the session's data stream: entries with one field ``data`` = JSON 
 finished root execution emits ``finalAnswer`` (the answer text in
 ``data.choices[0].delta.content``) and then ``appStreamResponse`` (end of stream).
 
-This module turns such an entry into a :class:`~worker_runtime.models.Task` and builds
-the execution record and data stream entries a by-framework client reads. Only root
+:func:`read_envelope` is the one reader of the envelope's wire format: lifecycle
+commands travel in the same envelope, and ``worker_runtime.messages`` reads them
+through it. This module turns a task entry into a :class:`~worker_runtime.models.Task`
+and builds the execution record and data stream entries a by-framework client reads.
+Only root
 dispatches (``ASK_AGENT`` from a client) are served here; a ``RESUME`` or a sub-agent
 call (whose reply must go back through by-framework's wait index) is handed back to
 the stream for a by-framework worker of the same group.
@@ -72,16 +75,23 @@ class Envelope:
         )
 
 
-def parse_envelope(fields: Any) -> Envelope | None:
-    """The by-framework command in a stream entry, or ``None`` when it is not one.
+def read_envelope(fields: Any) -> dict[str, Any] | None:
+    """by-framework's envelope in a stream entry, as decoded JSON; ``None`` when not one.
 
-    An entry of ours carries ``kind``; by-framework's has only ``data`` holding a JSON
-    object with a string ``action_type`` and an object ``header``.
+    The one reader of the wire format, for task entries (:func:`parse_envelope`) and
+    control entries (``worker_runtime.messages.decode_envelope``) alike. by-framework
+    writes one field ``data`` holding a JSON object with a string ``action_type``, an
+    object ``header`` and (optionally) ``body``; an entry of ours carries ``kind``.
+    Decoded with :mod:`json`, as by-framework's worker reads it.
     """
     if not isinstance(fields, dict) or "kind" in fields:
         return None
     raw = fields.get("data")
     if not isinstance(raw, str):
+        return None
+    if '"action_type"' not in raw and "\\u" not in raw:
+        # The key is neither written out nor (with no escape) spelled otherwise: not
+        # an envelope. A kind-less task entry is then decoded once, by decode_task.
         return None
     try:
         data = json.loads(raw)
@@ -89,10 +99,22 @@ def parse_envelope(fields: Any) -> Envelope | None:
         return None
     if not isinstance(data, dict):
         return None
-    action, header, body = data.get("action_type"), data.get("header"), data.get("body", {})
-    if not isinstance(action, str) or not isinstance(header, dict):
+    if not isinstance(data.get("action_type"), str) or not isinstance(data.get("header"), dict):
         return None
-    return Envelope(action, header, body if isinstance(body, dict) else {})
+    return data
+
+
+def parse_envelope(fields: Any) -> Envelope | None:
+    """The by-framework command in a stream entry, or ``None`` when it is not one.
+
+    Lenient, for task entries: any header object is kept (:meth:`Envelope.text`
+    reads its fields), and a body that is not an object reads as empty.
+    """
+    data = read_envelope(fields)
+    if data is None:
+        return None
+    body = data.get("body", {})
+    return Envelope(data["action_type"], data["header"], body if isinstance(body, dict) else {})
 
 
 def to_task(envelope: Envelope, agent_type: str) -> Task:

@@ -16,6 +16,7 @@ from typing import Any
 from worker_runtime.context import RuntimeContext
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.models import AdminState, InstanceLease, now_ms
+from worker_runtime.pipeline import Batch, Slot
 from worker_runtime.refusals import RefusalLog
 from worker_runtime.registry import RENEW_LOCK, lock_ttl_s, lock_value, queue_presence
 from worker_runtime.replica import Replica
@@ -36,8 +37,8 @@ def _refusals(worker_id: str) -> RefusalLog:
     return found
 
 
-def _first_error(replies: list[Any]) -> BaseException | None:
-    return next((r for r in replies if isinstance(r, BaseException)), None)
+def _first_error(slots: Iterable[Slot]) -> BaseException | None:
+    return next((s.reply for s in slots if not s.ok), None)
 
 
 async def beat(
@@ -53,20 +54,22 @@ async def beat(
     live = [r for r in replicas if not r.ended.is_set()]
     types = sorted({t for r in live for t in r.agent_types})
     lock_ttl = lock_ttl_s(ctx.settings.heartbeat_interval)
-    pipe = ctx.redis.pipeline(transaction=False)
-    spans: list[tuple[Replica, int, int]] = []
-    lock_at: dict[int, Replica] = {}
+    batch = Batch(ctx.redis.pipeline(transaction=False))
+    pipe = batch.pipe
+    # Per renewed replica: its lock renewal, and every write of its presence.
+    renewed: list[tuple[Replica, Slot, list[Slot]]] = []
     for replica in live:
         wid = replica.worker_id
         if replica.keeps_lease():
             if replica.healthy():
-                first = len(pipe)
+                start = len(batch)
                 queue_presence(pipe, replica)
-                lock_at[len(pipe)] = replica
-                pipe.eval(RENEW_LOCK, 1, keys.worker_lock(wid), lock_value(replica), lock_ttl)
+                lock = batch.slot(
+                    pipe.eval(RENEW_LOCK, 1, keys.worker_lock(wid), lock_value(replica), lock_ttl)
+                )
                 pipe.sadd(keys.workers, wid)
                 pipe.sadd(keys.worker_agent_types(wid), *replica.agent_types)
-                spans.append((replica, first, len(pipe)))
+                renewed.append((replica, lock, batch.slots_since(start)))
             else:
                 log.error(
                     "%s: consumer loop stalled for over %.0fs; letting the lease expire",
@@ -78,22 +81,18 @@ async def beat(
     iid = instance.instance_id or ctx.instance_id
     pipe.set(keys.instance_online(iid), instance.model_dump_json(), px=ctx.lease_ttl_ms)
     pipe.zadd(keys.instances, {iid: now_ms()})
-    # Reads come last so their positions are easy to find.
-    first_read = len(pipe)
-    for replica in live:
-        pipe.hgetall(keys.worker_admin(replica.worker_id))
-    for agent_type in types:
-        pipe.smembers(keys.type_denied(agent_type))
+    admins = [(r, batch.slot(pipe.hgetall(keys.worker_admin(r.worker_id)))) for r in live]
+    denied_sets = {t: batch.slot(pipe.smembers(keys.type_denied(t))) for t in types}
     read_at = time.monotonic()
-    res = await pipe.execute(raise_on_error=False)
-    for replica, first, end in spans:
-        error = _first_error(res[first:end])
+    await batch.execute(raise_on_error=False)
+    for replica, _, writes in renewed:
+        error = _first_error(writes)
         if error is None:
             _refusals(replica.worker_id).accepted()
         else:
             _refusals(replica.worker_id).refused(error, action="retrying every beat")
-    for at, replica in lock_at.items():
-        if res[at] == 0:
+    for replica, lock, _ in renewed:
+        if lock.get() == 0:
             # Redis lost our lock (restart without persistence, failover) and another
             # process took the id before this beat could re-take it: two processes must
             # never run one worker id, so this one gives it up.
@@ -103,14 +102,13 @@ async def beat(
                 replica.worker_id,
             )
             replica.lock_lost = True
-    reads = res[first_read:]
-    admins, denied_sets = reads[: len(live)], reads[len(live) :]
     denied_by_type = {
-        t: {str(m) for m in d} if isinstance(d, set | list) else set()
-        for t, d in zip(types, denied_sets, strict=True)
+        t: {str(m) for m in d} if isinstance(d := slot.get(), set | list) else set()
+        for t, slot in denied_sets.items()
     }
     changed: list[Replica] = []
-    for replica, raw in zip(live, admins, strict=True):
+    for replica, slot in admins:
+        raw = slot.get()
         if not isinstance(raw, dict):
             continue  # the read failed: an empty hash would wrongly mean "resume"
         admin = AdminState.parse(raw)
@@ -124,23 +122,28 @@ async def trim_executions(ctx: RuntimeContext, replicas: Iterable[Replica]) -> N
     """Cap each replica's execution history at ``execution_cap`` entries."""
     keys = ctx.keys
     cap = ctx.settings.execution_cap
-    live = list(replicas)
-    pipe = ctx.redis.pipeline(transaction=False)
-    for replica in live:
-        pipe.zrange(keys.worker_executions(replica.worker_id), 0, -(cap + 1))
-    olds = await pipe.execute(raise_on_error=False)
-    pipe = ctx.redis.pipeline(transaction=False)
-    for replica, old in zip(live, olds, strict=True):
+    batch = Batch(ctx.redis.pipeline(transaction=False))
+    olds = [
+        (r, batch.slot(batch.pipe.zrange(keys.worker_executions(r.worker_id), 0, -(cap + 1))))
+        for r in replicas
+    ]
+    await batch.execute(raise_on_error=False)
+    batch = Batch(ctx.redis.pipeline(transaction=False))
+    for replica, slot in olds:
+        old = slot.get()
         if isinstance(old, list) and old:
             wid = replica.worker_id
-            pipe.zrem(keys.worker_executions(wid), *old)
-            pipe.hdel(keys.worker_history_snapshots(wid), *old)
-    if len(pipe):
-        _check_trims(await pipe.execute(raise_on_error=False))
+            batch.pipe.zrem(keys.worker_executions(wid), *old)
+            batch.pipe.hdel(keys.worker_history_snapshots(wid), *old)
+    if len(batch):
+        await _write_trims(batch)
 
 
-def _check_trims(replies: list[Any]) -> None:
-    error = _first_error(replies)
+async def _write_trims(batch: Batch) -> None:
+    """Run the trims queued on ``batch``; a refused one is logged, tried again later."""
+    trims = batch.slots_since(0)
+    await batch.execute(raise_on_error=False)
+    error = _first_error(trims)
     if error is None:
         _trim_refusals.accepted()
     else:
@@ -155,18 +158,23 @@ async def trim_acknowledged(ctx: RuntimeContext, streams: list[str]) -> None:
     """
     if not streams:
         return
-    pipe = ctx.redis.pipeline(transaction=False)
-    for stream in streams:
-        pipe.xinfo_groups(stream)
-        pipe.xpending(stream, ctx.batcher.group_of(stream))
-    res = await pipe.execute(raise_on_error=False)
-    pipe = ctx.redis.pipeline(transaction=False)
-    for i, stream in enumerate(streams):
-        minid = _safe_minid(res[2 * i], res[2 * i + 1], ctx.batcher.group_of(stream))
+    batch = Batch(ctx.redis.pipeline(transaction=False))
+    reads = [
+        (
+            stream,
+            batch.slot(batch.pipe.xinfo_groups(stream)),
+            batch.slot(batch.pipe.xpending(stream, ctx.batcher.group_of(stream))),
+        )
+        for stream in streams
+    ]
+    await batch.execute(raise_on_error=False)
+    batch = Batch(ctx.redis.pipeline(transaction=False))
+    for stream, groups, pending in reads:
+        minid = _safe_minid(groups.reply, pending.reply, ctx.batcher.group_of(stream))
         if minid:
-            pipe.xtrim(stream, minid=minid, approximate=True)
-    if len(pipe):
-        _check_trims(await pipe.execute(raise_on_error=False))
+            batch.pipe.xtrim(stream, minid=minid, approximate=True)
+    if len(batch):
+        await _write_trims(batch)
 
 
 def _safe_minid(groups: Any, pending: Any, ours: str = CONSUMER_GROUP) -> str | None:

@@ -7,17 +7,20 @@ them at once too; our stamp (``updated_at``, ``updated_by``) rides in
 ``header.metadata``, which by-framework carries without reading. An envelope written
 by by-framework's own admin has no stamp: the worker then reads the admin hash that
 by-framework wrote just before (:func:`decode_command` returns ``updated_at == 0``).
+The envelope's wire format is read in one place, ``worker_runtime.envelope``.
 Entries that are neither (written by something else) decode to ``None`` and are
 acknowledged and dead-lettered rather than crashing a consumer.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from worker_runtime.envelope import read_envelope
 from worker_runtime.models import (
     BF_CONTROL_ACTIONS,
     BF_EVICT,
@@ -98,16 +101,35 @@ def encode_envelope(command: Command) -> dict[str, str]:
 
 
 def decode_envelope(fields: Any) -> Envelope | None:
-    """by-framework's envelope in an entry, or ``None`` when the entry is not one."""
-    if not isinstance(fields, dict) or "kind" in fields:
-        return None
-    data = fields.get("data")
-    if not isinstance(data, str) or '"action_type"' not in data:
-        return None
+    """by-framework's envelope in an entry, typed as a command's, ``None`` when not one.
+
+    The wire is read by :func:`worker_runtime.envelope.read_envelope` (the one reader
+    of the format); a command's envelope must also have by-framework's required header
+    fields (``MessageHeader``: message, session and trace ids).
+    """
+    data = read_envelope(fields)
+    return None if data is None else _typed_envelope(data)
+
+
+def _typed_envelope(data: dict[str, Any]) -> Envelope | None:
     try:
-        return Envelope.model_validate_json(data)
+        envelope = Envelope.model_validate(data)
     except ValidationError:
         return None
+    if not _encodable(data):
+        # Text with a lone surrogate (a "\ud800" escape) cannot be written back to
+        # Redis or a lease (the worker would fail on the reason it applies): refused.
+        return None
+    return envelope
+
+
+def _encodable(data: dict[str, Any]) -> bool:
+    """Whether every text in decoded JSON is valid Unicode (no lone surrogate)."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def is_control_entry(fields: Any) -> bool:
@@ -116,8 +138,13 @@ def is_control_entry(fields: Any) -> bool:
         return False
     if fields.get("kind") == KIND_COMMAND:
         return True
-    envelope = decode_envelope(fields)
-    return envelope is not None and envelope.action_type in BF_CONTROL_ACTIONS
+    data = read_envelope(fields)
+    # The action type first: a task envelope (ASK_AGENT) needs no further check.
+    return (
+        data is not None
+        and data["action_type"] in BF_CONTROL_ACTIONS
+        and _typed_envelope(data) is not None
+    )
 
 
 def _envelope_command(envelope: Envelope) -> Command | None:

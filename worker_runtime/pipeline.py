@@ -12,7 +12,8 @@ queued::
     admin.value, {wid: s.value for wid, s in online.items()}
 
 Commands queued without a slot (``add_audit(batch.pipe, ...)``) run too; their replies
-are simply not read. Works for single-Redis and cluster pipelines alike (both return
+are simply not read, or read together through :meth:`Batch.slots_since` when only a
+refusal matters. Works for single-Redis and cluster pipelines alike (both return
 replies in queue order).
 """
 
@@ -91,6 +92,23 @@ class Batch:
         if self.replies is not None:
             raise RuntimeError("the pipeline already ran; queue on a new Batch")
         return Slot(self, len(self.pipe) - 1)
+
+    def slots_since(self, start: int) -> list[Slot]:
+        """A slot per command queued since the batch held ``start`` commands.
+
+        For a helper that queues a varying number of commands on :attr:`pipe`
+        (``queue_presence(batch.pipe, replica)``) whose replies are only checked for
+        refusals: take ``start = len(batch)`` before calling it.
+
+        Raises:
+            ValueError: ``start`` is not a length this batch has had.
+        """
+        end = len(self.pipe)
+        if not 0 <= start <= end:
+            raise ValueError(f"start {start} is outside the {end} queued commands")
+        if self.replies is not None:
+            raise RuntimeError("the pipeline already ran; queue on a new Batch")
+        return [Slot(self, index) for index in range(start, end)]
 
     def __len__(self) -> int:
         return len(self.pipe)

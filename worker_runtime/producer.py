@@ -14,6 +14,7 @@ from worker_runtime.keys import Keys
 from worker_runtime.messages import encode_task
 from worker_runtime.models import Lease, Lifecycle, Status, Task, now_ms
 from worker_runtime.names import check_agent_type, check_worker_id
+from worker_runtime.pipeline import Batch
 
 
 class NoOnlineWorkerError(LookupError):
@@ -115,18 +116,24 @@ class Producer:
     async def _usable(self, worker_ids: list[str], agent_type: str) -> list[str]:
         if not worker_ids:
             return []
-        pipe = self.redis.pipeline(transaction=False)
-        for wid in worker_ids:
-            pipe.get(self.keys.worker_online(wid))
-            pipe.hget(self.keys.worker_admin(wid), "lifecycle")
-            pipe.pttl(self.keys.worker_online(wid))
-        pipe.smembers(self.keys.type_denied(agent_type))
-        res = await pipe.execute()
-        denied = {str(m) for m in res[-1]}
+        batch = Batch(self.redis.pipeline(transaction=False))
+        pipe = batch.pipe
+        reads = [
+            (
+                wid,
+                batch.slot(pipe.get(self.keys.worker_online(wid))),
+                batch.slot(pipe.hget(self.keys.worker_admin(wid), "lifecycle")),
+                batch.slot(pipe.pttl(self.keys.worker_online(wid))),
+            )
+            for wid in worker_ids
+        ]
+        denied_slot = batch.slot(pipe.smembers(self.keys.type_denied(agent_type)))
+        await batch.execute()
+        denied = {str(m) for m in denied_slot.value}
         usable = []
         now = now_ms()
-        for i, wid in enumerate(worker_ids):
-            raw, admin_lifecycle, ttl = res[3 * i], res[3 * i + 1], res[3 * i + 2]
+        for wid, lease_slot, lifecycle_slot, ttl_slot in reads:
+            raw, admin_lifecycle, ttl = lease_slot.value, lifecycle_slot.value, ttl_slot.value
             if raw is None or wid in denied:
                 continue
             lease = Lease.parse(raw)

@@ -16,6 +16,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from worker_runtime.keys import Keys
 from worker_runtime.models import InstanceLease
+from worker_runtime.pipeline import Batch
 from worker_runtime.quota import compute_quota, parse_count
 
 
@@ -56,29 +57,32 @@ async def read_scale_inputs(
 
     One round trip when nothing is scaled (the usual case), two otherwise.
     """
-    pipe = redis.pipeline(transaction=False)
-    pipe.hmget(keys.scale_targets, list(types))
-    for agent_type in types:
-        pipe.hgetall(keys.scale_overrides(agent_type))
-    pipe.zrange(keys.instances, 0, -1)
-    res = await pipe.execute(raise_on_error=False)
-    raw_targets = res[0] if isinstance(res[0], list) else [None] * len(types)
+    batch = Batch(redis.pipeline(transaction=False))
+    targets_slot = batch.slot(batch.pipe.hmget(keys.scale_targets, list(types)))
+    override_slots = {t: batch.slot(batch.pipe.hgetall(keys.scale_overrides(t))) for t in types}
+    instances_slot = batch.slot(batch.pipe.zrange(keys.instances, 0, -1))
+    await batch.execute(raise_on_error=False)
+    raw_targets = targets_slot.get()
+    if not isinstance(raw_targets, list):
+        raw_targets = [None] * len(types)
     targets = {t: parse_count(v) for t, v in zip(types, raw_targets, strict=True)}
     overrides: dict[str, dict[str, int]] = {}
-    for agent_type, raw in zip(types, res[1 : 1 + len(types)], strict=True):
+    for agent_type, slot in override_slots.items():
+        raw = slot.get()
         table = raw if isinstance(raw, dict) else {}
         overrides[agent_type] = {
             str(k): c for k, v in table.items() if (c := parse_count(v)) is not None
         }
     if all(targets[t] is None and not overrides[t] for t in types):
         return None
-    instance_ids = [str(i) for i in res[-1]] if isinstance(res[-1], list) else []
-    pipe = redis.pipeline(transaction=False)
-    for iid in instance_ids:
-        pipe.get(keys.instance_online(iid))
-    leases = await pipe.execute(raise_on_error=False)
+    found = instances_slot.get()
+    instance_ids = [str(i) for i in found] if isinstance(found, list) else []
+    batch = Batch(redis.pipeline(transaction=False))
+    leases = {i: batch.slot(batch.pipe.get(keys.instance_online(i))) for i in instance_ids}
+    await batch.execute(raise_on_error=False)
     serving: dict[str, list[str]] = {t: [] for t in types}
-    for iid, raw in zip(instance_ids, leases, strict=True):
+    for iid, slot in leases.items():
+        raw = slot.get()
         if not isinstance(raw, str):
             continue  # no lease: not live
         served = set(InstanceLease.parse(raw).agent_types)

@@ -6,8 +6,10 @@ import json
 
 import pytest
 
+from worker_runtime.envelope import parse_envelope, read_envelope
 from worker_runtime.messages import (
     decode_command,
+    decode_envelope,
     decode_task,
     encode_command,
     encode_envelope,
@@ -129,3 +131,52 @@ def test_our_own_commands_and_garbage() -> None:
         assert decode_command(junk) is None
     # A task envelope (ASK_AGENT) is not a control command.
     assert not is_control_entry(_byf_entry("ASK_AGENT", {"content": "hi"}))
+
+
+def _raw_entry(action_type: str, header: str, body: str) -> dict[str, str]:
+    return {"data": f'{{"action_type": "{action_type}", "header": {header}, "body": {body}}}'}
+
+
+_HEADER = '{"message_id": "m1", "session_id": "admin", "trace_id": "t1"}'
+
+
+def test_one_reader_serves_the_task_and_the_control_view() -> None:
+    # Every entry the control view reads is an envelope for the task view too.
+    for action_type in ("SUSPEND_WORKER", "ASK_AGENT", "CANCEL_TASK"):
+        entry = _byf_entry(action_type, {"reason": "r"})
+        assert read_envelope(entry) is not None
+        assert decode_envelope(entry) is not None and parse_envelope(entry) is not None
+    # The control view asks more: by-framework's required header fields, an object body.
+    for entry in (
+        _raw_entry("SUSPEND_WORKER", '{"message_id": "m1", "session_id": "admin"}', "{}"),
+        _raw_entry("SUSPEND_WORKER", _HEADER, '"disk"'),
+    ):
+        envelope = parse_envelope(entry)
+        assert envelope is not None and envelope.body == {}
+        assert decode_envelope(entry) is None and not is_control_entry(entry)
+        assert decode_command(entry) is None
+
+
+def test_the_key_spelled_with_an_escape_is_still_an_envelope() -> None:
+    # by-framework reads the entry with json.loads: so do both views.
+    entry = {"data": '{"action\\u005ftype": "SUSPEND_WORKER", "header": ' + _HEADER + "}"}
+    assert read_envelope(entry) is not None
+    command = decode_command(entry)
+    assert command is not None and command.lifecycle is Lifecycle.SUSPENDED
+    # Without the key written out or any escape, the JSON is not read as an envelope.
+    assert read_envelope({"data": '{"task_id": "t", "agent_type": "a"}'}) is None
+
+
+def test_a_command_with_a_lone_surrogate_is_refused_a_task_keeps_it() -> None:
+    # A reason that cannot be encoded would fail the lease the worker then writes.
+    entry = _raw_entry("SUSPEND_WORKER", _HEADER, '{"reason": "\\ud800"}')
+    assert read_envelope(entry) is not None
+    assert decode_envelope(entry) is None and decode_command(entry) is None
+    assert not is_control_entry(entry)
+    paired = _raw_entry("SUSPEND_WORKER", _HEADER, '{"reason": "\\ud83d\\ude00"}')
+    command = decode_command(paired)
+    assert command is not None and command.reason == "\U0001f600"
+    # Task text is stored escaped later (batcher.safe_text): the task is still read.
+    ask = _raw_entry("ASK_AGENT", _HEADER, '{"content": "\\ud800"}')
+    envelope = parse_envelope(ask)
+    assert envelope is not None and envelope.body["content"] == "\ud800"

@@ -74,3 +74,24 @@ async def test_misuse_is_refused(fake: fakeredis.FakeAsyncRedis) -> None:
 async def test_an_empty_batch_runs(fake: fakeredis.FakeAsyncRedis) -> None:
     batch = Batch(fake.pipeline(transaction=False))
     assert await batch.execute() == []
+
+
+async def test_slots_since_name_what_a_helper_queued(fake: fakeredis.FakeAsyncRedis) -> None:
+    await fake.set("s", "text")
+    batch = Batch(fake.pipeline(transaction=False))
+    before = batch.slot(batch.pipe.get("s"))
+    start = len(batch)
+    batch.pipe.set("a", "1")  # what a helper queues, unseen by the caller
+    batch.pipe.sadd("s", "x")  # WRONGTYPE
+    batch.pipe.set("b", "2")
+    written = batch.slots_since(start)
+    after = batch.slot(batch.pipe.get("a"))
+    assert [s.index for s in written] == [1, 2, 3]
+    assert batch.slots_since(len(batch)) == []
+    with pytest.raises(ValueError):
+        batch.slots_since(len(batch) + 1)
+    await batch.execute(raise_on_error=False)
+    assert [s.ok for s in written] == [True, False, True]
+    assert before.value == "text" and after.value == "1"
+    with pytest.raises(RuntimeError):
+        batch.slots_since(0)  # the batch already ran
