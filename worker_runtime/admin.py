@@ -124,7 +124,8 @@ class ActionResult:
         action: the verb (:class:`AdminAction`), e.g. ``suspend``.
         updated_at: the admin ``updated_at`` written (ms); the worker confirms by
             reporting it as ``admin_applied_at`` in its lease.
-        online: whether the worker held a lease when the command was written.
+        online: whether the worker held a lease when the command was written (just
+            before the write or still after it).
         confirmation: how the worker will confirm it (:class:`Confirmation`).
         runtime: ``worker_runtime``, ``by-framework`` or ``unknown`` (no lease).
         pushed: whether a command entry was written to the worker's stream.
@@ -601,11 +602,24 @@ class _Target:
         pushed: bool,
         confirmation: Confirmation | None = None,
     ) -> ActionResult:
-        """The :class:`ActionResult` of a write to this worker."""
+        """The :class:`ActionResult` of a write to this worker.
+
+        ``online`` is the lease's presence read after the write; a worker that held its
+        lease just before the write was online when it was written too. It may already
+        have acted on the admin hash (a heartbeat pull between the hash and the push) and
+        exited, dropping its lease: that is a confirmation for a drain or an eviction,
+        not a worker that "applies this state when it starts".
+        """
         if confirmation is None:
             confirmation = self._confirmation(action)
         return ActionResult(
-            worker_id, action, ts, online, confirmation, runtime=self.runtime, pushed=pushed
+            worker_id,
+            action,
+            ts,
+            online or self.lease is not None,
+            confirmation,
+            runtime=self.runtime,
+            pushed=pushed,
         )
 
     def _confirmation(self, action: AdminAction) -> Confirmation:

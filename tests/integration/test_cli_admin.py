@@ -16,6 +16,7 @@ from redis.asyncio.cluster import RedisCluster as ClusterClient
 
 from tests.backends import Backend
 from tests.integration.cli_helpers import BYCONSOLE, Result, add_worker, cli_env, run
+from worker_runtime.admin import WorkerManager
 from worker_runtime.connection import AnyRedis, default_keys
 from worker_runtime.messages import decode_command
 from worker_runtime.models import (
@@ -315,6 +316,27 @@ async def _run_async(args: list[str], env: dict[str, str]) -> tuple[int, str, st
     out, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
+
+
+async def test_a_worker_that_exits_between_the_write_and_the_push_has_confirmed_a_drain(
+    fleet: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker may act on the admin hash (its heartbeat pull) before the push
+    # pipeline runs, and exit: the write still met a live worker, and its lease going
+    # confirms the drain; it is not an offline worker applying the state on start.
+    redis, k = fleet.redis, fleet.keys
+    manager = WorkerManager(redis, keys=k)
+    write_hash = redis.eval  # the admin hash is written by a script, on its own
+
+    async def hash_then_exit(*args: Any, **kwargs: Any) -> Any:
+        stamped = await write_hash(*args, **kwargs)
+        await redis.delete(k.worker_online("w1"))
+        return stamped
+
+    monkeypatch.setattr(redis, "eval", hash_then_exit)
+    result = await manager.drain_worker("w1")
+    assert result.online
+    assert await manager.wait_applied(result, timeout=2) is not None
 
 
 async def test_wait_reports_the_confirmation(fleet: Backend, env: dict[str, str]) -> None:
