@@ -58,6 +58,22 @@ class RuntimeStatus(StrEnum):
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
+
+def empty_list() -> list[Any]:
+    """A new empty list: the ``default_factory`` of the models' list fields.
+
+    A Python function, not the builtin ``list``: pydantic reads every factory's
+    signature, and a builtin's is parsed from its text with :mod:`tokenize`, whose
+    patterns compile on first use (milliseconds of every process start).
+    """
+    return []
+
+
+def empty_dict() -> dict[Any, Any]:
+    """A new empty dict: the ``default_factory`` of dict fields (see :func:`empty_list`)."""
+    return {}
+
+
 _MAX_STR = 4096  # longer strings from Redis are cut for display; never a reason to fail
 
 
@@ -137,11 +153,13 @@ class Lease(BaseModel):
     pid: int | None = None
     role: str | None = None
     agent_types: list[str] = Field(
-        default_factory=list, validation_alias=_camel("agent_types", "queues")
+        default_factory=empty_list, validation_alias=_camel("agent_types", "queues")
     )
     lifecycle: str | None = None
     status: str | None = None
-    denied_types: list[str] = Field(default_factory=list, validation_alias=_camel("denied_types"))
+    denied_types: list[str] = Field(
+        default_factory=empty_list, validation_alias=_camel("denied_types")
+    )
     concurrency: int | None = None
     active_jobs: int | None = Field(
         default=None, validation_alias=_camel("active_jobs", "activeJobCount")
@@ -339,7 +357,7 @@ class EnvelopeHeader(BaseModel):
     task_group_id: str = ""
     user_code: str = ""
     user_name: str = ""
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=empty_dict)
     trace_parent_span_id: str = ""
     langfuse_parent_observation_id: str = ""
 
@@ -351,7 +369,7 @@ class Envelope(BaseModel):
 
     action_type: str
     header: EnvelopeHeader
-    body: dict[str, Any] = Field(default_factory=dict)
+    body: dict[str, Any] = Field(default_factory=empty_dict)
 
 
 class Task(BaseModel):
@@ -361,7 +379,7 @@ class Task(BaseModel):
 
     task_id: str
     agent_type: str
-    payload: dict[str, Any] = Field(default_factory=dict)
+    payload: dict[str, Any] = Field(default_factory=empty_dict)
     session_id: str | None = None
     attempt: int = 1
     submitted_at: int = Field(default_factory=now_ms)
@@ -444,14 +462,14 @@ class InstanceLease(BaseModel):
     hostname: str | None = None
     pid: int | None = None
     role: str | None = None
-    agent_types: list[str] = Field(default_factory=list)
-    replicas: dict[str, list[str]] = Field(default_factory=dict)
+    agent_types: list[str] = Field(default_factory=empty_list)
+    replicas: dict[str, list[str]] = Field(default_factory=empty_dict)
     """agent type -> worker ids of the live replicas serving it."""
     is_leader: bool = False
     epoch: int | None = None
     started_at: int | None = None
     last_seen: int | None = None
-    modules: list[str] = Field(default_factory=list)
+    modules: list[str] = Field(default_factory=empty_list)
     scale_note: str | None = None
     """Why the instance runs fewer replicas than its quota (e.g. an evicted id skipped)."""
 
@@ -518,7 +536,7 @@ class MetricsPoint(BaseModel):
         validation_alias=AliasChoices("consumer_pending", "consumer_pending_total"),
     )
     throughput: float = 0.0
-    per_type: dict[str, TypeMetrics] = Field(default_factory=dict)
+    per_type: dict[str, TypeMetrics] = Field(default_factory=empty_dict)
     epoch: int | None = None
 
     @classmethod
