@@ -5,6 +5,10 @@ field names), by an older version (fields missing), or by something hostile (wro
 types, huge values, non-JSON). Readers use :func:`lenient` which keeps every field
 that validates and drops the ones that do not, so a refresh never fails on one bad
 worker.
+
+Models a fleet read never validates (commands, envelopes, tasks, executions) build their
+validators on first use (``defer_build``): ``byconsole --snapshot`` defines them with the
+module but does not pay for them.
 """
 
 from __future__ import annotations
@@ -317,7 +321,7 @@ class Command(BaseModel):
     the state already applied (``updated_at``) is ignored.
     """
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     action: CommandAction
     lifecycle: Lifecycle | None = None
@@ -346,7 +350,7 @@ BF_CONTROL_ACTIONS = frozenset({*BF_LIFECYCLE_ACTIONS, "CANCEL_TASK", "RELOAD_PL
 class EnvelopeHeader(BaseModel):
     """by-framework's ``MessageHeader`` (core/protocol/message_header.py), field for field."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     message_id: str
     session_id: str
@@ -365,7 +369,7 @@ class EnvelopeHeader(BaseModel):
 class Envelope(BaseModel):
     """by-framework's command envelope: the JSON in a stream entry's one ``data`` field."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     action_type: str
     header: EnvelopeHeader
@@ -375,7 +379,7 @@ class Envelope(BaseModel):
 class Task(BaseModel):
     """One unit of work as a handler sees it."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     task_id: str
     agent_type: str
@@ -410,7 +414,7 @@ class Execution(BaseModel):
     ``target_agent_type``, ``error_message``): they share the worker's indexes.
     """
 
-    model_config = ConfigDict(extra="ignore", str_max_length=_MAX_STR)
+    model_config = ConfigDict(defer_build=True, extra="ignore", str_max_length=_MAX_STR)
 
     execution_id: str = ""
     task_id: str = ""

@@ -205,7 +205,8 @@ class FleetSnapshot(BaseModel):
 class WorkerDetail(BaseModel):
     """One worker in depth, for ``byconsole worker info`` and the console's detail screen."""
 
-    model_config = ConfigDict(frozen=True)
+    # Built on first use: a fleet snapshot never holds one.
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     worker_id: str
     known: bool = False
