@@ -13,13 +13,20 @@ private ``redis-server``:
 * per N, in process: ``FleetReader.read()`` (read + build of the snapshot) vs the
   floor: a bare pipelined read of the same keys (every lease, admin hash and declared
   type set; every type's sets, stream lengths and group info) with each lease decoded
-  from JSON into a dict, and nothing else.
+  from JSON into a dict, and nothing else;
+* per N, end to end: ``byconsole --snapshot --format json`` vs ``rq info`` listing N
+  rq workers registered in the same Redis (``bench.fleet_listing``: rq's own
+  ``register_birth``, three queues, one job each; ours gets one task per type).
+
+Subprocess figures carry CPU time (user + system) next to wall time: on a shared
+machine it moves less with other people's load.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import sys
 import time
@@ -37,21 +44,61 @@ from bench.common import (
     worker_env,
     write_results,
 )
-from bench.fleet_sim import populate
-from bench.interleave import ainterleave, interleave, ratio_line
+from bench.fleet_listing import listed_rq, register_rq_workers
+from bench.fleet_sim import TYPES, populate
+from bench.interleave import ainterleave, interleave, ratio_line, stats
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
+from worker_runtime.producer import Producer
 
 KEYS = Keys()
 
 
-def _cli(args: list[str], url: str, check: Any = None) -> float:
+def _cli(args: list[str], url: str, check: Any = None, cpu: list[float] | None = None) -> float:
+    """Run one CLI: its wall seconds (its CPU seconds appended to ``cpu``)."""
     done = run_timed(args, env=worker_env(url))
     if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(args[:3])} failed: {done.stderr.strip()[-300:]}")
     if check is not None:
         check(done.stdout)
+    if cpu is not None:
+        cpu.append(done.cpu_seconds)
     return done.seconds
+
+
+def cli_pair(sides: dict[str, tuple[list[str], Any]], url: str, repeats: int) -> dict[str, Any]:
+    """Two CLIs interleaved: wall figures per side, and their CPU under ``cpu``.
+
+    CPU samples of the warm-up round are dropped as its wall samples are.
+    """
+    cpu: dict[str, list[float]] = {name: [] for name in sides}
+    result = interleave(
+        {
+            name: functools.partial(_cli, args, url, check, cpu[name])
+            for name, (args, check) in sides.items()
+        },
+        repeats,
+    )
+    result["cpu"] = {name: stats(samples[-repeats:]) for name, samples in cpu.items()}
+    return result
+
+
+def cpu_line(result: dict[str, Any], a: str, b: str) -> str:
+    """``CPU a … vs b …: ratio`` (medians and mins, milliseconds)."""
+    ca, cb = result["cpu"][a], result["cpu"][b]
+    return (
+        f"CPU {a} {ca['median'] * 1000:.0f} ms (min {ca['min'] * 1000:.0f}) vs {b} "
+        f"{cb['median'] * 1000:.0f} ms (min {cb['min'] * 1000:.0f}): "
+        f"{ca['median'] / cb['median']:.2f}x median, {ca['min'] / cb['min']:.2f}x min"
+    )
+
+
+def expect_rq(n: int) -> Any:
+    def check(stdout: str) -> None:
+        if listed_rq(stdout) != n:
+            raise SystemExit(f"rq info listed {listed_rq(stdout)} of {n} workers")
+
+    return check
 
 
 def byconsole(url: str, fmt: str) -> list[str]:
@@ -138,15 +185,17 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
     try:
         await redis.flushall()
-        cold = interleave(
+        cold = cli_pair(
             {
-                "byconsole_json": lambda: _cli(byconsole(url, "json"), url, expect_json(0)),
-                "rq_info": lambda: _cli(rq_info(url), url),
+                "byconsole_json": (byconsole(url, "json"), expect_json(0)),
+                "rq_info": (rq_info(url), expect_rq(0)),
             },
+            url,
             args.repeats,
         )
         results["cold_start"] = cold
         print("cold start, empty Redis:", ratio_line(cold, "byconsole_json", "rq_info"))
+        print("cold start, empty Redis:", cpu_line(cold, "byconsole_json", "rq_info"))
         for n in [int(s) for s in args.sizes.split(",")]:
             await redis.flushall()
             await populate(redis, n)
@@ -164,6 +213,22 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 f"{n:>7,} workers:",
                 ratio_line(row["read_vs_floor"], "read_build", "floor", "ms"),
             )
+            # rq's fleet beside ours (its own keys), then both listings end to end.
+            producer = Producer(redis)
+            for t in TYPES:
+                await producer.submit(t, {})
+            await asyncio.to_thread(register_rq_workers, url, n)
+            row["e2e_vs_rq"] = cli_pair(
+                {
+                    "byconsole_json": (byconsole(url, "json"), expect_json(n)),
+                    "rq_info": (rq_info(url), expect_rq(n)),
+                },
+                url,
+                args.repeats,
+            )
+            e2e = row["e2e_vs_rq"]
+            print(f"{n:>7,} workers:", ratio_line(e2e, "byconsole_json", "rq_info"))
+            print(f"{n:>7,} workers:", cpu_line(e2e, "byconsole_json", "rq_info"))
             results["sizes"][str(n)] = row
     finally:
         await redis.aclose()
