@@ -1,6 +1,7 @@
 """Headless paths, interleaved: cold start vs ``rq info``, table vs JSON, read vs floor.
 
     .venv/bin/python -m bench.headless_scale [--sizes 1000,10000] [--repeats 5] [--json PATH]
+        [--baseline SRC]
 
 Every comparison runs A B A B … (``bench.interleave``: ``--repeats`` recorded rounds
 after one warm-up, median and min per side, load average before and after), on one
@@ -16,7 +17,9 @@ private ``redis-server``:
   from JSON into a dict, and nothing else;
 * per N, end to end: ``byconsole --snapshot --format json`` vs ``rq info`` listing N
   rq workers registered in the same Redis (``bench.fleet_listing``: rq's own
-  ``register_birth``, three queues, one job each; ours gets one task per type).
+  ``register_birth``, three queues, one job each; ours gets one task per type);
+* with ``--baseline SRC``, the cold start and end-to-end runs also time ``byconsole``
+  from another checkout (e.g. ``git worktree add /tmp/base main``), interleaved.
 
 Subprocess figures carry CPU time (user + system) next to wall time: on a shared
 machine it moves less with other people's load.
@@ -54,9 +57,19 @@ from worker_runtime.producer import Producer
 KEYS = Keys()
 
 
-def _cli(args: list[str], url: str, check: Any = None, cpu: list[float] | None = None) -> float:
-    """Run one CLI: its wall seconds (its CPU seconds appended to ``cpu``)."""
-    done = run_timed(args, env=worker_env(url))
+def _cli(
+    args: list[str],
+    url: str,
+    check: Any = None,
+    cpu: list[float] | None = None,
+    source: str | None = None,
+) -> float:
+    """Run one CLI: its wall seconds (its CPU seconds appended to ``cpu``).
+
+    ``source``: a checkout whose packages the command imports instead (``PYTHONPATH``).
+    """
+    env = worker_env(url, **({"PYTHONPATH": source} if source else {}))
+    done = run_timed(args, env=env)
     if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(args[:3])} failed: {done.stderr.strip()[-300:]}")
     if check is not None:
@@ -66,16 +79,20 @@ def _cli(args: list[str], url: str, check: Any = None, cpu: list[float] | None =
     return done.seconds
 
 
-def cli_pair(sides: dict[str, tuple[list[str], Any]], url: str, repeats: int) -> dict[str, Any]:
-    """Two CLIs interleaved: wall figures per side, and their CPU under ``cpu``.
+Side = tuple[list[str], Any, str | None]
+"""A CLI to time: its arguments, the check of its output, the checkout it runs from."""
+
+
+def cli_pair(sides: dict[str, Side], url: str, repeats: int) -> dict[str, Any]:
+    """CLIs interleaved: wall figures per side, and their CPU under ``cpu``.
 
     CPU samples of the warm-up round are dropped as its wall samples are.
     """
     cpu: dict[str, list[float]] = {name: [] for name in sides}
     result = interleave(
         {
-            name: functools.partial(_cli, args, url, check, cpu[name])
-            for name, (args, check) in sides.items()
+            name: functools.partial(_cli, args, url, check, cpu[name], source)
+            for name, (args, check, source) in sides.items()
         },
         repeats,
     )
@@ -99,6 +116,13 @@ def expect_rq(n: int) -> Any:
             raise SystemExit(f"rq info listed {listed_rq(stdout)} of {n} workers")
 
     return check
+
+
+def baseline(url: str) -> list[str]:
+    """``byconsole --snapshot --format json`` as its console script ran before it had
+    ``run()`` (``sys.exit(main())``), for a checkout given with ``--baseline``."""
+    code = "import sys; from byconsole.cli import main; sys.exit(main())"
+    return [sys.executable, "-c", code, "--snapshot", "--format", "json", "--redis-url", url]
 
 
 def byconsole(url: str, fmt: str) -> list[str]:
@@ -185,17 +209,19 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
     try:
         await redis.flushall()
-        cold = cli_pair(
-            {
-                "byconsole_json": (byconsole(url, "json"), expect_json(0)),
-                "rq_info": (rq_info(url), expect_rq(0)),
-            },
-            url,
-            args.repeats,
-        )
+        sides: dict[str, Side] = {
+            "byconsole_json": (byconsole(url, "json"), expect_json(0), None),
+            "rq_info": (rq_info(url), expect_rq(0), None),
+        }
+        if args.baseline:
+            sides["baseline_json"] = (baseline(url), expect_json(0), args.baseline)
+        cold = cli_pair(sides, url, args.repeats)
         results["cold_start"] = cold
         print("cold start, empty Redis:", ratio_line(cold, "byconsole_json", "rq_info"))
         print("cold start, empty Redis:", cpu_line(cold, "byconsole_json", "rq_info"))
+        if args.baseline:
+            print("cold start, empty Redis:", ratio_line(cold, "byconsole_json", "baseline_json"))
+            print("cold start, empty Redis:", cpu_line(cold, "byconsole_json", "baseline_json"))
         for n in [int(s) for s in args.sizes.split(",")]:
             await redis.flushall()
             await populate(redis, n)
@@ -218,17 +244,16 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             for t in TYPES:
                 await producer.submit(t, {})
             await asyncio.to_thread(register_rq_workers, url, n)
-            row["e2e_vs_rq"] = cli_pair(
-                {
-                    "byconsole_json": (byconsole(url, "json"), expect_json(n)),
-                    "rq_info": (rq_info(url), expect_rq(n)),
-                },
-                url,
-                args.repeats,
-            )
-            e2e = row["e2e_vs_rq"]
-            print(f"{n:>7,} workers:", ratio_line(e2e, "byconsole_json", "rq_info"))
-            print(f"{n:>7,} workers:", cpu_line(e2e, "byconsole_json", "rq_info"))
+            sides = {
+                "byconsole_json": (byconsole(url, "json"), expect_json(n), None),
+                "rq_info": (rq_info(url), expect_rq(n), None),
+            }
+            if args.baseline:
+                sides["baseline_json"] = (baseline(url), expect_json(n), args.baseline)
+            e2e = row["e2e_vs_rq"] = cli_pair(sides, url, args.repeats)
+            for other in ("rq_info", "baseline_json") if args.baseline else ("rq_info",):
+                print(f"{n:>7,} workers:", ratio_line(e2e, "byconsole_json", other))
+                print(f"{n:>7,} workers:", cpu_line(e2e, "byconsole_json", other))
             results["sizes"][str(n)] = row
     finally:
         await redis.aclose()
@@ -242,6 +267,11 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument(
+        "--baseline",
+        metavar="SRC",
+        help="also time byconsole from this checkout (before/after a change), interleaved",
+    )
     args = parser.parse_args()
     print(f"machine: {machine()}")
     results = asyncio.run(measure(args))

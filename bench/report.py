@@ -712,6 +712,7 @@ def _headless(r: dict[str, Any]) -> list[str]:
             ]
         )
         rows += _cpu_row("cold start, empty Redis", cold)
+        rows += _baseline_rows("cold start, empty Redis", cold)
     for n, row in r.get("sizes", {}).items():
         tj = row["table_vs_json"]
         rows.append(
@@ -751,8 +752,36 @@ def _headless(r: dict[str, Any]) -> list[str]:
                 ]
             )
             rows += _cpu_row(f"{int(n):,} workers", e2e)
+            rows += _baseline_rows(f"{int(n):,} workers", e2e)
     lines += _table(["", "A", "A median (min)", "B", "B median (min)", "A/B", "load"], rows)
     return lines
+
+
+def _baseline_rows(label: str, r: dict[str, Any]) -> list[list[str]]:
+    """This checkout vs the ``--baseline`` one, wall and CPU, when it was timed."""
+    if "baseline_json" not in r:
+        return []
+    a, b = "byconsole --snapshot --format json", "the same, --baseline checkout"
+    return [
+        [
+            f"{label}, vs baseline",
+            a,
+            _side(r["byconsole_json"]),
+            b,
+            _side(r["baseline_json"]),
+            _ratio(r, "byconsole_json", "baseline_json"),
+            "(same runs)",
+        ],
+        [
+            f"{label}, vs baseline, CPU",
+            a,
+            _side(r["cpu"]["byconsole_json"], "ms", 1000),
+            b,
+            _side(r["cpu"]["baseline_json"], "ms", 1000),
+            _ratio(r["cpu"], "byconsole_json", "baseline_json"),
+            "(same runs)",
+        ],
+    ]
 
 
 def _cpu_row(label: str, r: dict[str, Any]) -> list[list[str]]:
