@@ -1,7 +1,7 @@
 """``--snapshot --format json`` loads only what it needs: no Textual, no Rich layout.
 
-Nor anything else a snapshot does not use: the settings library, the admin API, the
-admin subcommands, a TOML parser when there is no config file. A CI job pays for
+Nor anything else a snapshot does not use: the admin API, the admin subcommands, a
+TOML parser when there is no config file. A CI job pays for
 every import on each run (bench/headless_scale.py measures the start-up against
 ``rq info``).
 """
@@ -33,11 +33,8 @@ with open(sys.argv[1], "w") as out:
 RICH_LAYOUT = ("rich.console", "rich.table", "rich.layout", "rich.padding", "rich.measure")
 
 
-# Loaded by other paths only: the settings library (settings read the environment
-# themselves), the admin API and subcommands, TOML (no config file here), .env files.
+# Loaded by other paths only: the admin API and subcommands, TOML (no config file here).
 NOT_FOR_A_SNAPSHOT = (
-    "pydantic_settings",
-    "dotenv",
     "worker_runtime.admin",
     "worker_runtime.messages",
     "byconsole.headless.commands",
