@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -32,8 +33,14 @@ def start_redis() -> RedisServer:
 
 
 def worker_env(url: str, **extra: str) -> dict[str, str]:
-    """Environment for a worker process pointed at ``url``."""
+    """Environment for a worker process pointed at ``url``.
+
+    Without ``PYTHONDONTWRITEBYTECODE``: an installed package (the peers in
+    site-packages) starts from compiled bytecode, and so must ours, or every start
+    of this checkout would include compiling it (the warm-up run writes the cache).
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BYAI_", "REDIS_"))}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["BYAI_REDIS_URL"] = url
     env.update(extra)
     return env
@@ -107,6 +114,9 @@ class Timed:
     stderr: str
     returncode: int
     max_rss_mb: float
+    cpu_seconds: float = 0.0
+    """User + system CPU of the command and its children: less swayed than wall time by
+    other load on a shared machine."""
 
 
 def run_timed(
@@ -129,6 +139,7 @@ def run_timed(
         if not Path(gnu_time).exists():
             full = [*(wrap or []), *args]
         with out_file.open("wb") as out, err_file.open("wb") as err:
+            cpu_before = _children_cpu()
             started = time.perf_counter()
             proc = subprocess.Popen(full, cwd=ROOT, env=env, stdout=out, stderr=err)
             try:
@@ -137,6 +148,7 @@ def run_timed(
                 proc.kill()
                 proc.wait()
             seconds = time.perf_counter() - started
+            cpu_seconds = _children_cpu() - cpu_before
         rss_kb = 0.0
         if rss_file.exists():
             lines = rss_file.read_text().split()
@@ -147,7 +159,15 @@ def run_timed(
             stderr=err_file.read_text("utf-8", "replace"),
             returncode=proc.returncode,
             max_rss_mb=rss_kb / 1024,
+            cpu_seconds=cpu_seconds,
         )
+
+
+def _children_cpu() -> float:
+    """CPU seconds of every child this process has waited for (they are reaped one at a
+    time here, so the difference around one wait is that command's)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def versions(*dists: str) -> dict[str, str]:

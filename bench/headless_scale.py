@@ -1,6 +1,7 @@
 """Headless paths, interleaved: cold start vs ``rq info``, table vs JSON, read vs floor.
 
     .venv/bin/python -m bench.headless_scale [--sizes 1000,10000] [--repeats 5] [--json PATH]
+        [--baseline SRC]
 
 Every comparison runs A B A B … (``bench.interleave``: ``--repeats`` recorded rounds
 after one warm-up, median and min per side, load average before and after), on one
@@ -13,13 +14,22 @@ private ``redis-server``:
 * per N, in process: ``FleetReader.read()`` (read + build of the snapshot) vs the
   floor: a bare pipelined read of the same keys (every lease, admin hash and declared
   type set; every type's sets, stream lengths and group info) with each lease decoded
-  from JSON into a dict, and nothing else.
+  from JSON into a dict, and nothing else;
+* per N, end to end: ``byconsole --snapshot --format json`` vs ``rq info`` listing N
+  rq workers registered in the same Redis (``bench.fleet_listing``: rq's own
+  ``register_birth``, three queues, one job each; ours gets one task per type);
+* with ``--baseline SRC``, the cold start and end-to-end runs also time ``byconsole``
+  from another checkout (e.g. ``git worktree add /tmp/base main``), interleaved.
+
+Subprocess figures carry CPU time (user + system) next to wall time: on a shared
+machine it moves less with other people's load.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import sys
 import time
@@ -37,21 +47,82 @@ from bench.common import (
     worker_env,
     write_results,
 )
-from bench.fleet_sim import populate
-from bench.interleave import ainterleave, interleave, ratio_line
+from bench.fleet_listing import listed_rq, register_rq_workers
+from bench.fleet_sim import TYPES, populate
+from bench.interleave import ainterleave, interleave, ratio_line, stats
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
+from worker_runtime.producer import Producer
 
 KEYS = Keys()
 
 
-def _cli(args: list[str], url: str, check: Any = None) -> float:
-    done = run_timed(args, env=worker_env(url))
+def _cli(
+    args: list[str],
+    url: str,
+    check: Any = None,
+    cpu: list[float] | None = None,
+    source: str | None = None,
+) -> float:
+    """Run one CLI: its wall seconds (its CPU seconds appended to ``cpu``).
+
+    ``source``: a checkout whose packages the command imports instead (``PYTHONPATH``).
+    """
+    env = worker_env(url, **({"PYTHONPATH": source} if source else {}))
+    done = run_timed(args, env=env)
     if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(args[:3])} failed: {done.stderr.strip()[-300:]}")
     if check is not None:
         check(done.stdout)
+    if cpu is not None:
+        cpu.append(done.cpu_seconds)
     return done.seconds
+
+
+Side = tuple[list[str], Any, str | None]
+"""A CLI to time: its arguments, the check of its output, the checkout it runs from."""
+
+
+def cli_pair(sides: dict[str, Side], url: str, repeats: int) -> dict[str, Any]:
+    """CLIs interleaved: wall figures per side, and their CPU under ``cpu``.
+
+    CPU samples of the warm-up round are dropped as its wall samples are.
+    """
+    cpu: dict[str, list[float]] = {name: [] for name in sides}
+    result = interleave(
+        {
+            name: functools.partial(_cli, args, url, check, cpu[name], source)
+            for name, (args, check, source) in sides.items()
+        },
+        repeats,
+    )
+    result["cpu"] = {name: stats(samples[-repeats:]) for name, samples in cpu.items()}
+    return result
+
+
+def cpu_line(result: dict[str, Any], a: str, b: str) -> str:
+    """``CPU a … vs b …: ratio`` (medians and mins, milliseconds)."""
+    ca, cb = result["cpu"][a], result["cpu"][b]
+    return (
+        f"CPU {a} {ca['median'] * 1000:.0f} ms (min {ca['min'] * 1000:.0f}) vs {b} "
+        f"{cb['median'] * 1000:.0f} ms (min {cb['min'] * 1000:.0f}): "
+        f"{ca['median'] / cb['median']:.2f}x median, {ca['min'] / cb['min']:.2f}x min"
+    )
+
+
+def expect_rq(n: int) -> Any:
+    def check(stdout: str) -> None:
+        if listed_rq(stdout) != n:
+            raise SystemExit(f"rq info listed {listed_rq(stdout)} of {n} workers")
+
+    return check
+
+
+def baseline(url: str) -> list[str]:
+    """``byconsole --snapshot --format json`` as its console script ran before it had
+    ``run()`` (``sys.exit(main())``), for a checkout given with ``--baseline``."""
+    code = "import sys; from byconsole.cli import main; sys.exit(main())"
+    return [sys.executable, "-c", code, "--snapshot", "--format", "json", "--redis-url", url]
 
 
 def byconsole(url: str, fmt: str) -> list[str]:
@@ -138,15 +209,19 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
     try:
         await redis.flushall()
-        cold = interleave(
-            {
-                "byconsole_json": lambda: _cli(byconsole(url, "json"), url, expect_json(0)),
-                "rq_info": lambda: _cli(rq_info(url), url),
-            },
-            args.repeats,
-        )
+        sides: dict[str, Side] = {
+            "byconsole_json": (byconsole(url, "json"), expect_json(0), None),
+            "rq_info": (rq_info(url), expect_rq(0), None),
+        }
+        if args.baseline:
+            sides["baseline_json"] = (baseline(url), expect_json(0), args.baseline)
+        cold = cli_pair(sides, url, args.repeats)
         results["cold_start"] = cold
         print("cold start, empty Redis:", ratio_line(cold, "byconsole_json", "rq_info"))
+        print("cold start, empty Redis:", cpu_line(cold, "byconsole_json", "rq_info"))
+        if args.baseline:
+            print("cold start, empty Redis:", ratio_line(cold, "byconsole_json", "baseline_json"))
+            print("cold start, empty Redis:", cpu_line(cold, "byconsole_json", "baseline_json"))
         for n in [int(s) for s in args.sizes.split(",")]:
             await redis.flushall()
             await populate(redis, n)
@@ -164,6 +239,21 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 f"{n:>7,} workers:",
                 ratio_line(row["read_vs_floor"], "read_build", "floor", "ms"),
             )
+            # rq's fleet beside ours (its own keys), then both listings end to end.
+            producer = Producer(redis)
+            for t in TYPES:
+                await producer.submit(t, {})
+            await asyncio.to_thread(register_rq_workers, url, n)
+            sides = {
+                "byconsole_json": (byconsole(url, "json"), expect_json(n), None),
+                "rq_info": (rq_info(url), expect_rq(n), None),
+            }
+            if args.baseline:
+                sides["baseline_json"] = (baseline(url), expect_json(n), args.baseline)
+            e2e = row["e2e_vs_rq"] = cli_pair(sides, url, args.repeats)
+            for other in ("rq_info", "baseline_json") if args.baseline else ("rq_info",):
+                print(f"{n:>7,} workers:", ratio_line(e2e, "byconsole_json", other))
+                print(f"{n:>7,} workers:", cpu_line(e2e, "byconsole_json", other))
             results["sizes"][str(n)] = row
     finally:
         await redis.aclose()
@@ -177,6 +267,11 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument(
+        "--baseline",
+        metavar="SRC",
+        help="also time byconsole from this checkout (before/after a change), interleaved",
+    )
     args = parser.parse_args()
     print(f"machine: {machine()}")
     results = asyncio.run(measure(args))

@@ -711,6 +711,8 @@ def _headless(r: dict[str, Any]) -> list[str]:
                 f"{cold['load_before']} -> {cold['load_after']}",
             ]
         )
+        rows += _cpu_row("cold start, empty Redis", cold)
+        rows += _baseline_rows("cold start, empty Redis", cold)
     for n, row in r.get("sizes", {}).items():
         tj = row["table_vs_json"]
         rows.append(
@@ -736,8 +738,68 @@ def _headless(r: dict[str, Any]) -> list[str]:
                 f"{rf['load_before']} -> {rf['load_after']}",
             ]
         )
+        e2e = row.get("e2e_vs_rq")
+        if e2e:
+            rows.append(
+                [
+                    f"{int(n):,} workers (and {int(n):,} rq workers)",
+                    "byconsole --snapshot --format json",
+                    _side(e2e["byconsole_json"]),
+                    "rq info",
+                    _side(e2e["rq_info"]),
+                    _ratio(e2e, "byconsole_json", "rq_info"),
+                    f"{e2e['load_before']} -> {e2e['load_after']}",
+                ]
+            )
+            rows += _cpu_row(f"{int(n):,} workers", e2e)
+            rows += _baseline_rows(f"{int(n):,} workers", e2e)
     lines += _table(["", "A", "A median (min)", "B", "B median (min)", "A/B", "load"], rows)
     return lines
+
+
+def _baseline_rows(label: str, r: dict[str, Any]) -> list[list[str]]:
+    """This checkout vs the ``--baseline`` one, wall and CPU, when it was timed."""
+    if "baseline_json" not in r:
+        return []
+    a, b = "byconsole --snapshot --format json", "the same, --baseline checkout"
+    return [
+        [
+            f"{label}, vs baseline",
+            a,
+            _side(r["byconsole_json"]),
+            b,
+            _side(r["baseline_json"]),
+            _ratio(r, "byconsole_json", "baseline_json"),
+            "(same runs)",
+        ],
+        [
+            f"{label}, vs baseline, CPU",
+            a,
+            _side(r["cpu"]["byconsole_json"], "ms", 1000),
+            b,
+            _side(r["cpu"]["baseline_json"], "ms", 1000),
+            _ratio(r["cpu"], "byconsole_json", "baseline_json"),
+            "(same runs)",
+        ],
+    ]
+
+
+def _cpu_row(label: str, r: dict[str, Any]) -> list[list[str]]:
+    """The CPU time (user + system) of an interleaved CLI pair, when it was recorded."""
+    cpu = r.get("cpu")
+    if not cpu:
+        return []
+    return [
+        [
+            f"{label}, CPU",
+            "byconsole --snapshot --format json",
+            _side(cpu["byconsole_json"], "ms", 1000),
+            "rq info",
+            _side(cpu["rq_info"], "ms", 1000),
+            _ratio(cpu, "byconsole_json", "rq_info"),
+            "(same runs)",
+        ]
+    ]
 
 
 def _console_stall(r: dict[str, Any]) -> list[str]:

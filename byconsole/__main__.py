@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from byconsole.cli import run
 
-from byconsole.cli import main
-
-sys.exit(main())
+run()

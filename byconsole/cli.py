@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
+import gc
 import os
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from redis.exceptions import RedisClusterException, RedisError
 
@@ -22,7 +24,6 @@ from byconsole.config import select_context as pick_context
 from byconsole.headless import checks as chk
 from byconsole.headless import snapshot as headless
 from byconsole.text import safe_text
-from worker_runtime.admin import CommandLostError, UnknownWorkerError
 from worker_runtime.connection import create_redis, redis_error_line
 from worker_runtime.models import AdminAction
 from worker_runtime.names import InvalidNameError, check_agent_type, check_utf8, check_worker_id
@@ -46,6 +47,38 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+if TYPE_CHECKING:
+    _SubParsers = argparse._SubParsersAction[_Parser]
+else:  # not subscriptable at run time
+    _SubParsers = argparse._SubParsersAction
+
+
+class _Commands(_SubParsers):
+    """The subcommands; with ``lazy``, a command's own arguments are added when it is chosen.
+
+    Building every admin subcommand's arguments took longer than parsing ever does, and
+    ``--snapshot`` (a CI job's whole run) needs none of them. The top-level help lists
+    each command from its name and help line, which exist from the start.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fillers: dict[str, Callable[[], None]] = {}
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        if isinstance(values, list) and values:
+            fill = self.fillers.pop(str(values[0]), None)
+            if fill is not None:
+                fill()
+        super().__call__(parser, namespace, values, option_string)
 
 
 def _positive_float(text: str) -> float:
@@ -195,8 +228,14 @@ def _write_flags(parser: argparse.ArgumentParser, wait: bool = True) -> None:
         )
 
 
-def build_parser() -> _Parser:
-    """The whole command line (SPEC section 7 names)."""
+def build_parser(*, lazy: bool = False) -> _Parser:
+    """The whole command line (SPEC section 7 names).
+
+    Args:
+        lazy: add a subcommand's own arguments only once it is chosen (``main`` does:
+            parsing then builds only what the command line uses). The default builds
+            the complete tree, for whatever walks it.
+    """
     parser = _Parser(
         prog="byconsole",
         description="Operations console for worker_runtime fleets on Redis.",
@@ -250,10 +289,21 @@ def build_parser() -> _Parser:
         help="fail when any type's queue depth exceeds N",
     )
 
-    group = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    group = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_Parser, action=_Commands
+    )
+    assert isinstance(group, _Commands)
+    for name, help_text, example, fill in _COMMANDS:
+        command = _sub(group, name, help_text, example, [])
+        filler = functools.partial(fill, command, parents)
+        if lazy:
+            group.fillers[name] = filler
+        else:
+            filler()
+    return parser
 
-    # -- worker ---------------------------------------------------------------------
-    worker = _sub(group, "worker", "list, inspect and control workers", "byconsole worker list", [])
+
+def _worker_commands(worker: _Parser, parents: list[_Parser]) -> None:
     wsub = worker.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = _sub(
         wsub,
@@ -304,8 +354,8 @@ def build_parser() -> _Parser:
             p.add_argument("--force", action="store_true", help=force_help)
         p.set_defaults(handler="worker_action", write=True)
 
-    # -- type -----------------------------------------------------------------------
-    type_ = _sub(group, "type", "per-type denylists", "byconsole type denylist chat", [])
+
+def _type_commands(type_: _Parser, parents: list[_Parser]) -> None:
     tsub = type_.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = _sub(tsub, "denylist", "workers denied for a type", "byconsole type denylist chat", parents)
     p.add_argument("agent_type", metavar="T")
@@ -324,14 +374,10 @@ def build_parser() -> _Parser:
         )
         p.set_defaults(handler="type_deny_allow", write=True)
 
-    # -- scale ----------------------------------------------------------------------
-    p = _sub(
-        group,
-        "scale",
-        "set a type's replica target (global, or for one instance)",
-        "byconsole scale chat 6   |   byconsole scale chat 2 --instance host-a:4242",
-        parents,
-    )
+
+def _scale_args(p: _Parser, parents: list[_Parser]) -> None:
+    del parents  # a leaf command: the connection options are its own
+    _common(p, suppress=True)
     p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
     p.add_argument("count", metavar="N", type=_count, help=f"replicas, 0 to {MAX_SCALE}")
     p.add_argument("--instance", metavar="ID", help="pin this instance to exactly N replicas")
@@ -341,8 +387,8 @@ def build_parser() -> _Parser:
     _write_flags(p)
     p.set_defaults(handler="scale", write=True)
 
-    # -- metrics --------------------------------------------------------------------
-    metrics = _sub(group, "metrics", "cluster figures", "byconsole metrics snapshot", [])
+
+def _metrics_commands(metrics: _Parser, parents: list[_Parser]) -> None:
     msub = metrics.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = _sub(
         msub, "snapshot", "live figures of the fleet", "byconsole metrics snapshot --json", parents
@@ -367,8 +413,8 @@ def build_parser() -> _Parser:
     _json_flag(p)
     p.set_defaults(handler="metrics_history", write=False)
 
-    # -- dead letters -------------------------------------------------------------
-    dead = _sub(group, "dead", "dead letters of a type", "byconsole dead list chat", [])
+
+def _dead_commands(dead: _Parser, parents: list[_Parser]) -> None:
     dsub = dead.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = _sub(dsub, "list", "why tasks died, newest first", "byconsole dead list chat", parents)
     p.add_argument("agent_type", metavar="T")
@@ -395,11 +441,28 @@ def build_parser() -> _Parser:
         _json_flag(p)
         p.set_defaults(handler="dead_write", write=True)
 
-    # -- contexts -------------------------------------------------------------------
-    p = _sub(group, "contexts", "list the named contexts", "byconsole contexts", parents)
+
+def _contexts_args(p: _Parser, parents: list[_Parser]) -> None:
+    del parents  # a leaf command: the connection options are its own
+    _common(p, suppress=True)
     _json_flag(p)
     p.set_defaults(handler=None, write=False)
-    return parser
+
+
+_COMMANDS: tuple[tuple[str, str, str, Callable[[_Parser, list[_Parser]], None]], ...] = (
+    ("worker", "list, inspect and control workers", "byconsole worker list", _worker_commands),
+    ("type", "per-type denylists", "byconsole type denylist chat", _type_commands),
+    (
+        "scale",
+        "set a type's replica target (global, or for one instance)",
+        "byconsole scale chat 6   |   byconsole scale chat 2 --instance host-a:4242",
+        _scale_args,
+    ),
+    ("metrics", "cluster figures", "byconsole metrics snapshot", _metrics_commands),
+    ("dead", "dead letters of a type", "byconsole dead list chat", _dead_commands),
+    ("contexts", "list the named contexts", "byconsole contexts", _contexts_args),
+)
+"""The top level's commands: name, help line, example, what adds their arguments."""
 
 
 def _check_modes(args: argparse.Namespace) -> chk.Checks:
@@ -487,8 +550,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def run() -> NoReturn:
+    """The ``byconsole`` executable: :func:`main`, then exit with its code.
+
+    What is still alive at exit moves to the collector's permanent generation first
+    (``gc.freeze``): the interpreter's final collections would otherwise walk every
+    object pydantic and redis-py made (tens of thousands) only to free them as the
+    process ends, a large part of a ``--snapshot`` run. Nothing is left to finalise:
+    the Redis client is closed and the output flushed by then.
+    """
+    code = main()
+    gc.freeze()
+    sys.exit(code)
+
+
 def _main(argv: list[str]) -> int:
-    parser = build_parser()
+    parser = build_parser(lazy=True)
     try:
         args = parser.parse_args(argv)
         checks = _check_modes(args)
@@ -539,12 +616,7 @@ def _main(argv: list[str]) -> int:
             message = message.replace("BYAI_REDIS_URL/REDIS_URL", "--redis-url")
         _say(_scrub(message, settings))
         return EXIT_ERROR
-    except (
-        headless.NotFoundError,
-        headless.RefusedError,
-        UnknownWorkerError,
-        CommandLostError,
-    ) as exc:
+    except _target_errors() as exc:
         _say(str(exc.args[0] if exc.args else exc), prefix="byconsole: ")
         return EXIT_FAILED
     except ValueError as exc:  # e.g. a scale count out of bounds
@@ -563,6 +635,19 @@ def _main(argv: list[str]) -> int:
             traceback.print_exc()
         _say(_scrub(f"internal error: {type(exc).__name__}: {exc}", settings))
         return EXIT_ERROR
+
+
+def _target_errors() -> tuple[type[Exception], ...]:
+    """The errors meaning the target does not exist or refused: exit code 1.
+
+    The admin API's own are among them once it is loaded; only it raises them, so
+    ``--snapshot`` runs without importing it.
+    """
+    admin = sys.modules.get("worker_runtime.admin")
+    found: tuple[type[Exception], ...] = (headless.NotFoundError, headless.RefusedError)
+    if admin is not None:
+        found += (admin.UnknownWorkerError, admin.CommandLostError)
+    return found
 
 
 def _read_only_message(
@@ -597,4 +682,4 @@ def _run_tui(
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

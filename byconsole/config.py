@@ -22,7 +22,6 @@ flag nor the environment names an endpoint.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -50,7 +49,8 @@ ENDPOINT_ENV = (
 class Context(BaseModel):
     """One named endpoint of the config file."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Built on first use: most runs have no config file (see load_config).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     url: str | None = None
     """``redis://`` / ``rediss://`` URL, ACL user and password allowed (never displayed)."""
@@ -84,7 +84,7 @@ class Context(BaseModel):
 class ContextsFile(BaseModel):
     """The whole config file."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     default_context: str | None = None
     contexts: dict[str, Context] = Field(default_factory=dict)
@@ -114,9 +114,12 @@ def load_config(path: str | Path | None = None) -> ContextsFile:
     except FileNotFoundError:
         if explicit:
             raise ConfigError(f"config file {file} does not exist") from None
-        return ContextsFile()
+        # The defaults, without building the validator a run with no file never needs.
+        return ContextsFile.model_construct()
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {file}: {one_line(exc)}") from None
+    import tomllib  # only a run that has a config file parses TOML
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -5,6 +5,10 @@ field names), by an older version (fields missing), or by something hostile (wro
 types, huge values, non-JSON). Readers use :func:`lenient` which keeps every field
 that validates and drops the ones that do not, so a refresh never fails on one bad
 worker.
+
+Models a fleet read never validates (commands, envelopes, tasks, executions) build their
+validators on first use (``defer_build``): ``byconsole --snapshot`` defines them with the
+module but does not pay for them.
 """
 
 from __future__ import annotations
@@ -57,6 +61,22 @@ class RuntimeStatus(StrEnum):
 
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def empty_list() -> list[Any]:
+    """A new empty list: the ``default_factory`` of the models' list fields.
+
+    A Python function, not the builtin ``list``: pydantic reads every factory's
+    signature, and a builtin's is parsed from its text with :mod:`tokenize`, whose
+    patterns compile on first use (milliseconds of every process start).
+    """
+    return []
+
+
+def empty_dict() -> dict[Any, Any]:
+    """A new empty dict: the ``default_factory`` of dict fields (see :func:`empty_list`)."""
+    return {}
+
 
 _MAX_STR = 4096  # longer strings from Redis are cut for display; never a reason to fail
 
@@ -137,11 +157,13 @@ class Lease(BaseModel):
     pid: int | None = None
     role: str | None = None
     agent_types: list[str] = Field(
-        default_factory=list, validation_alias=_camel("agent_types", "queues")
+        default_factory=empty_list, validation_alias=_camel("agent_types", "queues")
     )
     lifecycle: str | None = None
     status: str | None = None
-    denied_types: list[str] = Field(default_factory=list, validation_alias=_camel("denied_types"))
+    denied_types: list[str] = Field(
+        default_factory=empty_list, validation_alias=_camel("denied_types")
+    )
     concurrency: int | None = None
     active_jobs: int | None = Field(
         default=None, validation_alias=_camel("active_jobs", "activeJobCount")
@@ -299,7 +321,7 @@ class Command(BaseModel):
     the state already applied (``updated_at``) is ignored.
     """
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     action: CommandAction
     lifecycle: Lifecycle | None = None
@@ -328,7 +350,7 @@ BF_CONTROL_ACTIONS = frozenset({*BF_LIFECYCLE_ACTIONS, "CANCEL_TASK", "RELOAD_PL
 class EnvelopeHeader(BaseModel):
     """by-framework's ``MessageHeader`` (core/protocol/message_header.py), field for field."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     message_id: str
     session_id: str
@@ -339,7 +361,7 @@ class EnvelopeHeader(BaseModel):
     task_group_id: str = ""
     user_code: str = ""
     user_name: str = ""
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=empty_dict)
     trace_parent_span_id: str = ""
     langfuse_parent_observation_id: str = ""
 
@@ -347,21 +369,21 @@ class EnvelopeHeader(BaseModel):
 class Envelope(BaseModel):
     """by-framework's command envelope: the JSON in a stream entry's one ``data`` field."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     action_type: str
     header: EnvelopeHeader
-    body: dict[str, Any] = Field(default_factory=dict)
+    body: dict[str, Any] = Field(default_factory=empty_dict)
 
 
 class Task(BaseModel):
     """One unit of work as a handler sees it."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     task_id: str
     agent_type: str
-    payload: dict[str, Any] = Field(default_factory=dict)
+    payload: dict[str, Any] = Field(default_factory=empty_dict)
     session_id: str | None = None
     attempt: int = 1
     submitted_at: int = Field(default_factory=now_ms)
@@ -392,7 +414,7 @@ class Execution(BaseModel):
     ``target_agent_type``, ``error_message``): they share the worker's indexes.
     """
 
-    model_config = ConfigDict(extra="ignore", str_max_length=_MAX_STR)
+    model_config = ConfigDict(defer_build=True, extra="ignore", str_max_length=_MAX_STR)
 
     execution_id: str = ""
     task_id: str = ""
@@ -444,14 +466,14 @@ class InstanceLease(BaseModel):
     hostname: str | None = None
     pid: int | None = None
     role: str | None = None
-    agent_types: list[str] = Field(default_factory=list)
-    replicas: dict[str, list[str]] = Field(default_factory=dict)
+    agent_types: list[str] = Field(default_factory=empty_list)
+    replicas: dict[str, list[str]] = Field(default_factory=empty_dict)
     """agent type -> worker ids of the live replicas serving it."""
     is_leader: bool = False
     epoch: int | None = None
     started_at: int | None = None
     last_seen: int | None = None
-    modules: list[str] = Field(default_factory=list)
+    modules: list[str] = Field(default_factory=empty_list)
     scale_note: str | None = None
     """Why the instance runs fewer replicas than its quota (e.g. an evicted id skipped)."""
 
@@ -518,7 +540,7 @@ class MetricsPoint(BaseModel):
         validation_alias=AliasChoices("consumer_pending", "consumer_pending_total"),
     )
     throughput: float = 0.0
-    per_type: dict[str, TypeMetrics] = Field(default_factory=dict)
+    per_type: dict[str, TypeMetrics] = Field(default_factory=empty_dict)
     epoch: int | None = None
 
     @classmethod

@@ -254,7 +254,10 @@ def argv_password_warning(url: str | None, flag: str = "--redis-url") -> str | N
 class WorkerSettings(BaseSettings):
     """How a worker process behaves (SPEC section 7 environment names)."""
 
-    model_config = SettingsConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+    # Built on first use: the console and the admin CLI define it with the module only.
+    model_config = SettingsConfigDict(
+        populate_by_name=True, extra="ignore", frozen=True, defer_build=True
+    )
 
     role: Role = Field(default=Role.ALL, validation_alias="BYAI_WORKER_ROLE")
     instance_id: str = Field(default="", validation_alias="BYAI_WORKER_INSTANCE")

@@ -11,7 +11,16 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worker_runtime.models import AdminState, AuditEvent, Execution, Lease, MetricsPoint, Status
+from worker_runtime.models import (
+    AdminState,
+    AuditEvent,
+    Execution,
+    Lease,
+    MetricsPoint,
+    Status,
+    empty_dict,
+    empty_list,
+)
 
 MAX_WORKER_ID = 65_536
 """Longest worker id the views carry. Other strings from Redis are cut at 4 KiB, but an
@@ -78,10 +87,10 @@ class InstanceView(BaseModel):
     role: str | None = None
     is_leader: bool = False
     last_seen: int | None = None
-    workers: list[str] = Field(default_factory=list)
-    replicas: dict[str, int] = Field(default_factory=dict)
+    workers: list[str] = Field(default_factory=empty_list)
+    replicas: dict[str, int] = Field(default_factory=empty_dict)
     """agent type -> live replicas serving it on this instance."""
-    quota: dict[str, int] = Field(default_factory=dict)
+    quota: dict[str, int] = Field(default_factory=empty_dict)
     """agent type -> replicas this instance should run under the current targets."""
     scale_note: str | None = None
     """The instance's own word on why its quota is not met (None when it is)."""
@@ -104,9 +113,9 @@ class TypeView(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     name: str
-    workers: list[str] = Field(default_factory=list)
+    workers: list[str] = Field(default_factory=empty_list)
     """Routable workers (online, active, not denied)."""
-    denied: list[str] = Field(default_factory=list)
+    denied: list[str] = Field(default_factory=empty_list)
     depth: int = 0
     """The queue depth: ``undelivered + pending`` (see :func:`queue_depth`), summed over
     every consumer group of the stream. Dead letters are not part of it (``dead``)."""
@@ -118,7 +127,7 @@ class TypeView(BaseModel):
     length: int = 0
     dead: int = 0
     target: int | None = None
-    overrides: dict[str, int] = Field(default_factory=dict)
+    overrides: dict[str, int] = Field(default_factory=empty_dict)
 
 
 class LeaderView(BaseModel):
@@ -154,7 +163,7 @@ class MetricsView(BaseModel):
     agent_types: int = 0
     active_executions: int = 0
     queue_depth: int = 0
-    history: list[MetricsPoint] = Field(default_factory=list)
+    history: list[MetricsPoint] = Field(default_factory=empty_list)
 
 
 class FleetSnapshot(BaseModel):
@@ -164,12 +173,12 @@ class FleetSnapshot(BaseModel):
 
     generated_at: int
     redis: RedisInfo
-    workers: list[WorkerView] = Field(default_factory=list)
-    instances: list[InstanceView] = Field(default_factory=list)
-    types: list[TypeView] = Field(default_factory=list)
+    workers: list[WorkerView] = Field(default_factory=empty_list)
+    instances: list[InstanceView] = Field(default_factory=empty_list)
+    types: list[TypeView] = Field(default_factory=empty_list)
     metrics: MetricsView = Field(default_factory=MetricsView)
     leader: LeaderView = Field(default_factory=LeaderView)
-    events: list[AuditEvent] = Field(default_factory=list)
+    events: list[AuditEvent] = Field(default_factory=empty_list)
 
     def worker(self, worker_id: str) -> WorkerView | None:
         """The worker with this id, if the snapshot has it."""
@@ -196,7 +205,8 @@ class FleetSnapshot(BaseModel):
 class WorkerDetail(BaseModel):
     """One worker in depth, for ``byconsole worker info`` and the console's detail screen."""
 
-    model_config = ConfigDict(frozen=True)
+    # Built on first use: a fleet snapshot never holds one.
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     worker_id: str
     known: bool = False
@@ -210,9 +220,9 @@ class WorkerDetail(BaseModel):
     admin: AdminState = Field(default_factory=AdminState)
     runtime_status: str | None = None
     """The worker's ``status`` key (idle/busy/suspended/draining)."""
-    declared_types: list[str] = Field(default_factory=list)
-    denied_types: list[str] = Field(default_factory=list)
+    declared_types: list[str] = Field(default_factory=empty_list)
+    denied_types: list[str] = Field(default_factory=empty_list)
     """Types whose denylist names this worker (the operator's intent)."""
-    active_executions: list[Execution] = Field(default_factory=list)
-    recent_executions: list[Execution] = Field(default_factory=list)
+    active_executions: list[Execution] = Field(default_factory=empty_list)
+    recent_executions: list[Execution] = Field(default_factory=empty_list)
     """Most recent first."""

@@ -1,8 +1,15 @@
-"""``--snapshot --format json`` loads only what it needs: no Textual, no Rich layout."""
+"""``--snapshot --format json`` loads only what it needs: no Textual, no Rich layout.
+
+Nor anything else a snapshot does not use: the admin API, the admin subcommands, a
+TOML parser when there is no config file. A CI job pays for
+every import on each run (bench/headless_scale.py measures the start-up against
+``rq info``).
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,13 +33,25 @@ with open(sys.argv[1], "w") as out:
 RICH_LAYOUT = ("rich.console", "rich.table", "rich.layout", "rich.padding", "rich.measure")
 
 
+# Loaded by other paths only: the admin API and subcommands, TOML (no config file here).
+NOT_FOR_A_SNAPSHOT = (
+    "worker_runtime.admin",
+    "worker_runtime.messages",
+    "byconsole.headless.commands",
+    "tomllib",
+)
+
+
 def _modules(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
     result = tmp_path / "modules.json"
+    # No config file: the default path points into the empty test directory.
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, str(result), *args],
         capture_output=True,
         text=True,
         timeout=60,
+        env=env,
     )
     assert proc.returncode in (0, 1), proc.stderr
     doc = json.loads(result.read_text())
@@ -50,6 +69,7 @@ async def test_json_snapshot_imports_neither_textual_nor_rich_layout(
     assert not {m for m in modules if m == "textual" or m.startswith("textual.")}
     assert not {m for m in modules if m.startswith("rich")}, "JSON output needs no Rich at all"
     assert "byconsole.headless.commands" not in modules  # the admin subcommands load on demand
+    assert not modules & set(NOT_FOR_A_SNAPSHOT), sorted(modules & set(NOT_FOR_A_SNAPSHOT))
 
 
 async def test_table_snapshot_uses_no_rich_layout(
@@ -61,3 +81,16 @@ async def test_table_snapshot_uses_no_rich_layout(
     assert "byconsole.headless.plain_table" in modules
     assert not {m for m in modules if m.startswith("textual")}
     assert not modules & set(RICH_LAYOUT)
+
+
+async def test_the_probe_sees_what_other_paths_load(
+    redis: Redis, redis_url: str, tmp_path: Path
+) -> None:
+    # Guards the list above: an admin subcommand and a config file do load them.
+    await redis.sadd(K.workers, "w-1")
+    config = tmp_path / "byconsole.toml"
+    config.write_text('[contexts.here]\nurl = "redis://127.0.0.1:1/0"\n', encoding="utf-8")
+    args = ("--redis-url", redis_url, "--config", str(config), "worker", "list", "--json")
+    code, modules = _modules(tmp_path, *args)
+    assert code == 0
+    assert {"worker_runtime.admin", "byconsole.headless.commands", "tomllib"} <= modules

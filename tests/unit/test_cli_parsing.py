@@ -5,12 +5,15 @@
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from byconsole.cli import main
+from byconsole.cli import UsageError, build_parser, main
 from byconsole.headless.checks import Checks, parse_fail_on, parse_min_online
 from worker_runtime.settings import RedisSettings
 
@@ -86,6 +89,42 @@ def test_usage_errors_are_one_line_and_exit_2(
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("byconsole: error: "), captured.err
     assert "pw@" not in captured.err and captured.out == ""
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[object, str]:
+    """The namespace (or the exit/usage error) and the help text parsing ``argv`` gives."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            result: object = vars(parser.parse_args(argv))
+        except SystemExit as exc:  # --help
+            result = ("exit", exc.code)
+        except UsageError as exc:
+            result = ("usage", str(exc))
+    return result, out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        *([*command, "--help"] for command in COMMANDS),
+        ["dead", "requeue", "--help"],
+        ["--snapshot", "--format", "json", "--type", "chat"],
+        ["worker", "list", "--type", "chat", "--json", "--redis-url", "redis://h:1/0"],
+        ["worker", "evict", "w-1", "--force", "--wait", "--timeout", "2", "-r", "why"],
+        ["type", "deny", "chat", "w-1", "--context", "prod"],
+        ["scale", "chat", "3", "--instance", "host-a:1"],
+        ["metrics", "history", "-n", "5"],
+        ["dead", "purge", "chat", "--all", "--reason", "r"],
+        ["contexts", "--json", "--config", "x.toml"],
+        ["worker", "frob"],
+        ["scale", "chat"],
+        ["nonsense"],
+    ],
+)
+def test_lazy_parser_parses_as_the_complete_one(argv: list[str]) -> None:
+    # main() builds each subcommand's arguments only once it is chosen: same result.
+    assert _parse(build_parser(lazy=True), argv) == _parse(build_parser(), argv)
 
 
 def test_scale_bounds_are_a_usage_error(
