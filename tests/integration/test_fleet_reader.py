@@ -37,15 +37,24 @@ V1 = {
 
 
 class CountingRedis:
-    """Counts pipeline executions: an independent check of the reader's round trips.
+    """Counts round trips on the wire: an independent check of the reader's own count.
 
-    The client's ``pipeline`` is wrapped in place, so the reader still sees the real
-    client class (it reads leases differently on a cluster).
+    On a single Redis every connection the pool hands out is watched: a write after
+    the connection read a reply (or its first write) starts a round trip. A cluster
+    pipeline talks to every node at once, so there its executions are counted. The
+    client is wrapped in place, so the reader still sees the real client class (it
+    reads leases differently on a cluster).
     """
 
     def __init__(self, client: Redis | ClusterClient) -> None:
         self.client = client
         self.executes = 0
+        if isinstance(client, ClusterClient):
+            self._count_pipelines(client)
+        else:
+            self._count_writes(client)
+
+    def _count_pipelines(self, client: ClusterClient) -> None:
         make_pipeline = client.pipeline
 
         def pipeline(transaction: bool = True) -> Any:
@@ -56,10 +65,43 @@ class CountingRedis:
                 self.executes += 1
                 return await original(raise_on_error=raise_on_error)
 
-            pipe.execute = execute  # type: ignore[method-assign]
+            pipe.execute = execute  # type: ignore[method-assign, assignment]
             return pipe
 
         client.pipeline = pipeline  # type: ignore[method-assign, assignment]
+
+    def _count_writes(self, client: Redis) -> None:
+        pool = client.connection_pool
+        get_connection = pool.get_connection
+        watched: set[int] = set()
+
+        def watch(conn: Any) -> None:
+            writing = False
+            send, read = conn.send_packed_command, conn.read_response
+
+            async def send_packed_command(*args: Any, **kwargs: Any) -> Any:
+                nonlocal writing
+                if not writing:
+                    self.executes += 1
+                writing = True
+                return await send(*args, **kwargs)
+
+            async def read_response(*args: Any, **kwargs: Any) -> Any:
+                nonlocal writing
+                writing = False
+                return await read(*args, **kwargs)
+
+            conn.send_packed_command = send_packed_command
+            conn.read_response = read_response
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            conn = await get_connection(*args, **kwargs)  # type: ignore[no-untyped-call]
+            if id(conn) not in watched:
+                watched.add(id(conn))
+                watch(conn)
+            return conn
+
+        pool.get_connection = counted  # type: ignore[method-assign]
 
 
 async def test_foreign_v1_workers_snake_camel_offline_malformed(redis: Redis) -> None:
