@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import inspect
 import json
 import os
 import statistics
@@ -123,7 +124,9 @@ async def _ticker(gaps: list[float], period: float = 0.001) -> None:
         last = now
 
 
-async def probe(workers: int, reads: int, top: int) -> dict[str, Any]:
+async def probe(
+    workers: int, reads: int, top: int, freeze_from: int | None = None
+) -> dict[str, Any]:
     """Populate ``workers`` workers and time ``reads`` reads (after one warm-up)."""
     from bench.common import redis_client, start_redis
     from bench.fleet_sim import populate
@@ -135,7 +138,14 @@ async def probe(workers: int, reads: int, top: int) -> dict[str, Any]:
     timer = StepTimer()
     try:
         await populate(redis, workers)
-        reader = FleetReader(redis, Keys())
+        # As the console reads (byconsole.backend), when asked: the snapshot frozen.
+        known = inspect.signature(FleetReader).parameters
+        options: dict[str, Any] = (
+            {}
+            if freeze_from is None or "freeze_from" not in known
+            else {"freeze_from": freeze_from}
+        )
+        reader = FleetReader(redis, Keys(), **options)
         snapshot = await reader.read()
         if len(snapshot.workers) != workers:
             raise SystemExit(f"read {len(snapshot.workers)} of {workers} workers")
@@ -169,6 +179,7 @@ async def probe(workers: int, reads: int, top: int) -> dict[str, Any]:
     return {
         "workers": workers,
         "reads": reads,
+        "freeze_from": freeze_from,
         "longest_stall_ms": {"median": statistics.median(stalls), "min": min(stalls)},
         "stalls_ms": [round(s, 1) for s in stalls],
         "read_ms": {"median": statistics.median(read_ms), "min": min(read_ms)},
@@ -210,7 +221,9 @@ def show(figures: dict[str, Any]) -> None:
     print(f"  slowest garbage collections: {collections or 'none over 1 ms'}")
 
 
-def ab(trees: list[str], workers: int, reads: int, rounds: int) -> dict[str, Any]:
+def ab(
+    trees: list[str], workers: int, reads: int, rounds: int, freeze_from: int | None
+) -> dict[str, Any]:
     """Each tree's probe in its own process, interleaved; median/min of the medians."""
     from bench.interleave import interleave, load_average
 
@@ -219,6 +232,8 @@ def ab(trees: list[str], workers: int, reads: int, rounds: int) -> dict[str, Any
             env = {**os.environ, "PYTHONPATH": tree}
             cmd = [sys.executable, str(HERE), "--child", "--workers", str(workers)]
             cmd += ["--reads", str(reads)]
+            if freeze_from is not None:
+                cmd += ["--freeze-from", str(freeze_from)]
             done = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True)
             if done.returncode != 0:
                 raise SystemExit(f"{tree}: {done.stderr.strip().splitlines()[-3:]}")
@@ -248,16 +263,21 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=8)
     parser.add_argument("--trees", nargs="+", help="A/B the probe over these source trees")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--freeze-from",
+        type=int,
+        help="the reader's freeze_from (as the console sets it; trees without it ignore it)",
+    )
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.trees:
-        result = ab(args.trees, args.workers, args.reads, args.rounds)
+        result = ab(args.trees, args.workers, args.reads, args.rounds, args.freeze_from)
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=2))
         return 0
     try:
-        figures = asyncio.run(probe(args.workers, args.reads, args.top))
+        figures = asyncio.run(probe(args.workers, args.reads, args.top, args.freeze_from))
     except Exception:
         traceback.print_exc()
         return 1

@@ -27,6 +27,7 @@ import contextlib
 import gc
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis
@@ -76,28 +77,40 @@ from worker_runtime.snapshot import (
 # -- the reader ----------------------------------------------------------------------
 
 _paused_reads = 0
+_freeze_on_resume = False
+
+
+@dataclass
+class _Pause:
+    freeze: bool = False  # set by a read whose result should be frozen (see freeze_from)
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
+def _collector_paused() -> Iterator[_Pause]:
     """No cyclic garbage collection while a read builds its snapshot.
 
     A read allocates tens of objects per worker and frees none of them: at 10,000
     workers the collector ran full passes over the whole heap mid-read, about 40% of
     the read's CPU (``bench/profiles.py``). It runs again once the last overlapping
-    read is done; the reader itself creates no reference cycles.
+    read is done; the reader itself creates no reference cycles. When a read asked for
+    it (``pause.freeze``), everything alive then is frozen first (``gc.freeze``).
     """
-    global _paused_reads
+    global _paused_reads, _freeze_on_resume
+    pause = _Pause()
     if _paused_reads == 0 and not gc.isenabled():
-        yield  # disabled by the application: leave it that way
+        yield pause  # disabled by the application: leave it that way
         return
     _paused_reads += 1
     gc.disable()
     try:
-        yield
+        yield pause
     finally:
         _paused_reads -= 1
+        _freeze_on_resume = _freeze_on_resume or pause.freeze
         if _paused_reads == 0:
+            if _freeze_on_resume:
+                gc.freeze()
+                _freeze_on_resume = False
             gc.enable()
 
 
@@ -165,6 +178,15 @@ class FleetReader:
         endpoint: the endpoint as it may be shown (password masked).
         history_limit: how many metrics history points (the most recent) to read.
         events_limit: how many audit events (the most recent) to read.
+        freeze_from: after a read of at least this many workers, every object alive
+            (the new snapshot first of all) is moved out of the cyclic collector's way
+            (``gc.freeze``) before it runs again. The first collections after a
+            10,000-worker read otherwise walk the whole snapshot, twice (the young
+            generation, then the next), each 20-65 ms holding the event loop
+            (``bench/read_stall.py``). Frozen objects are still freed by reference
+            counting; only cyclic garbage alive at that moment stays until someone
+            thaws (``gc.unfreeze``): for callers that do so now and then, like the
+            console. ``None`` (the default) freezes nothing.
 
     Attributes:
         round_trips: pipelined round trips of the last :meth:`read` (for benchmarks).
@@ -178,12 +200,14 @@ class FleetReader:
         endpoint: str = "",
         history_limit: int = 120,
         events_limit: int = 100,
+        freeze_from: int | None = None,
     ) -> None:
         self.redis = redis
         self.keys = keys
         self.endpoint = endpoint
         self.history_limit = max(1, history_limit)
         self.events_limit = max(1, events_limit)
+        self.freeze_from = freeze_from
         self.round_trips = 0
         self._bulk_script: bool | None = None
         # The worker keys' commands of the last read, packed once, reused while the
@@ -346,8 +370,12 @@ class FleetReader:
         Raises:
             redis.exceptions.RedisError: Redis is unreachable or refused the connection.
         """
-        with _collector_paused():
-            return await self._read()
+        with _collector_paused() as pause:
+            snapshot = await self._read()
+            pause.freeze = (
+                self.freeze_from is not None and len(snapshot.workers) >= self.freeze_from
+            )
+            return snapshot
 
     async def _read(self) -> FleetSnapshot:
         started = time.perf_counter()

@@ -37,6 +37,11 @@ _ACTION_ERRORS: tuple[type[Exception], ...] = (*_WAIT_ERRORS, ValueError)
 READ_TIMEOUT = 8.0
 """Seconds a refresh may take before the console calls Redis slow and shows it."""
 
+FREEZE_FROM = 2_000
+"""Fleets from this size on have each read's snapshot frozen as it is read (the
+reader's ``freeze_from``): the Workers view counts such refreshes and thaws every
+``GC_THAW_EVERY`` of them (``byconsole.tui.views.workers``, ``OFF_LOOP_MIN``: not below it)."""
+
 
 class Backend(Protocol):
     """What the console needs from a fleet."""
@@ -96,7 +101,9 @@ class RedisBackend:
         self.endpoint = settings.endpoint
         self.read_timeout = read_timeout
         self.redis = create_redis(settings, retries=0)
-        self.reader = FleetReader(self.redis, settings.keys, endpoint=settings.endpoint)
+        self.reader = FleetReader(
+            self.redis, settings.keys, endpoint=settings.endpoint, freeze_from=FREEZE_FROM
+        )
         self.manager = WorkerManager(self.redis, settings.keys)
 
     async def read(self) -> FleetSnapshot:

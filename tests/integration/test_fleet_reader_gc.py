@@ -83,3 +83,52 @@ async def test_left_disabled_when_the_application_disabled_it(
     gc.disable()
     await watching(redis).read()
     assert not gc.isenabled()
+
+
+@pytest.fixture
+def thawed(collector: None) -> Iterator[None]:
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+
+
+def _collectable(obj: object) -> bool:
+    """Whether the cyclic collector still walks ``obj`` (frozen objects are in none)."""
+    return any(o is obj for o in gc.get_objects())
+
+
+async def _registry(redis: Redis, n: int) -> None:
+    await redis.sadd(Keys().workers, *[f"w{i}" for i in range(n)])
+
+
+async def test_a_large_read_is_frozen_before_the_collector_runs_again(
+    redis: Redis, thawed: None
+) -> None:
+    await _registry(redis, 3)
+    snap = await FleetReader(redis, Keys(), freeze_from=3).read()
+    assert gc.isenabled()
+    assert gc.get_freeze_count() > 0
+    assert not _collectable(snap) and not _collectable(snap.workers[0])
+
+
+async def test_smaller_reads_and_default_readers_freeze_nothing(redis: Redis, thawed: None) -> None:
+    await _registry(redis, 3)
+    small = await FleetReader(redis, Keys(), freeze_from=4).read()
+    default = await FleetReader(redis, Keys()).read()
+    assert gc.get_freeze_count() == 0
+    assert _collectable(small.workers[0]) and _collectable(default.workers[0])
+
+
+async def test_overlapping_reads_freeze_once_the_last_one_ends(redis: Redis, thawed: None) -> None:
+    await _registry(redis, 3)
+    first = watching(redis)
+    first.freeze_from = 1
+    second = watching(redis)  # freezes nothing itself, and ends last
+
+    async def late() -> Any:
+        await asyncio.sleep(0.005)
+        return await second.read()
+
+    a, b = await asyncio.gather(first.read(), late())
+    assert gc.isenabled()
+    assert not _collectable(a) and not _collectable(b)

@@ -15,6 +15,7 @@ import pytest
 from rich.text import Text
 from textual.widgets import Static
 
+import byconsole.tui.backend as backend_module
 import byconsole.tui.views.workers as workers_module
 from byconsole.styles import CellStyles
 from byconsole.tui.app import ConsoleApp
@@ -200,3 +201,9 @@ async def test_theme_change_redraws_with_the_new_styles() -> None:
         after = table.get_cell(key, "lifecycle").style
         assert before != after
         assert after == CellStyles.from_variables(app.theme_variables).lifecycle("active")
+
+
+def test_the_console_freezes_reads_only_where_the_workers_view_thaws() -> None:
+    # A snapshot frozen as read is thawed by the view's GC_THAW_EVERY count, which
+    # counts only refreshes of OFF_LOOP_MIN rows or more.
+    assert backend_module.FREEZE_FROM >= workers_module.OFF_LOOP_MIN
