@@ -9,7 +9,8 @@ match count, sort, drill-down, literal hostile text) is checked on them too.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from rich.text import Text
@@ -17,10 +18,25 @@ from textual.widgets import Static
 
 import byconsole.tui.backend as backend_module
 import byconsole.tui.views.workers as workers_module
-from byconsole.styles import CellStyles
+from byconsole.styles import LIFECYCLE_ORDER, STATUS_ORDER, CellStyles
 from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import StaticBackend
-from byconsole.tui.views.workers import R_ID, WorkersView, prepare, row_values
+from byconsole.tui.views.workers import (
+    R_ID,
+    R_INSTANCE,
+    R_JOBS_N,
+    R_LIFECYCLE,
+    R_SEARCH,
+    R_SEEN_RANK,
+    R_STATUS,
+    R_VERSION,
+    SORTS,
+    Row,
+    WorkersView,
+    prepare,
+    row_values,
+    sort_order,
+)
 from byconsole.tui.widgets.keyed_table import KeyedTable
 from tests.tui.conftest import until
 from tests.tui.fleet_data import NOW, admin, lease, sample_snapshot
@@ -89,6 +105,55 @@ def test_prepare_reuses_unchanged_rows_and_reports_the_changed() -> None:
     marked = prepare(fleet(20).workers, again.entries, frozenset({"w-005"}), again.widths)
     assert sorted(marked.changed) == ["w-003", "w-005", "w-007"]
     assert marked.entries["w-005"][1][0] is True
+
+
+REFERENCE_KEYS: dict[str, Callable[[Row], Any]] = {
+    "lifecycle": lambda r: LIFECYCLE_ORDER.get(r[R_LIFECYCLE], -1),
+    "status": lambda r: STATUS_ORDER.get(r[R_STATUS], -1),
+    "jobs": lambda r: r[R_JOBS_N],
+    "seen": lambda r: r[R_SEEN_RANK],
+    "instance": lambda r: r[R_INSTANCE],
+    "version": lambda r: r[R_VERSION],
+}
+"""Each sortable column's value, one row at a time (what the column-wide keys must do)."""
+
+
+def test_every_sort_order_is_the_id_order_stably_sorted_by_its_column() -> None:
+    snapshot = fleet(60, frozenset({4, 17, 33}))
+    lazy = prepare(snapshot.workers, {}, frozenset(), [0] * 13)
+    ahead = prepare(snapshot.workers, {}, frozenset(), [0] * 13, presort=True)
+    assert lazy.orders == {}
+    rows = {wid: entry[1] for wid, entry in ahead.entries.items()}
+    in_id_order = [rows[wid] for wid in ahead.by_id]
+    for index, (name, _, key) in enumerate(SORTS):
+        if key is None:
+            assert name == "id" and index not in ahead.orders
+            continue
+        expected = sorted(ahead.by_id, key=lambda wid: (REFERENCE_KEYS[name](rows[wid]), wid))
+        assert ahead.orders[index] == expected, name
+        assert sort_order(key, ahead.by_id, in_id_order) == expected, name
+    assert ahead.orders[1][:3] == ["w-004", "w-017", "w-033"]  # suspended sort first
+    assert ahead.search == lazy.search == [r[R_SEARCH] for r in in_id_order]
+
+
+async def test_filter_words_all_match_in_the_sorted_order(low_threshold: None) -> None:
+    app = ConsoleApp(StaticBackend(fleet(40, frozenset({4, 9, 10}))), refresh=3600)
+    async with app.run_test(size=(120, 30)) as pilot:
+        view = app.main_screen.workers_view
+        table = view.table
+        await until(pilot, lambda: table.row_count == 40 and not view._preparing)
+        view.sort_by("jobs")
+        view.action_reverse_sort()
+        view.filter_text = "SUSP  inst-1"  # every word, any case, in any field
+        await pilot.pause()
+        # w-004 and w-010 are on inst-1 (i % 3 == 1), w-009 is not; jobs 2 before 0.
+        assert table.ordered_keys() == ["w-010", "w-004"]
+        view.filter_text = "inst-1 nothing-matches"
+        await pilot.pause()
+        assert table.ordered_keys() == []
+        view.filter_text = ""
+        await pilot.pause()
+        assert table.row_count == 40
 
 
 def test_rows_hold_safe_strings_only() -> None:

@@ -18,6 +18,7 @@ import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from itertools import compress, repeat
 from typing import Any
 
 from rich.cells import cell_len
@@ -83,6 +84,11 @@ Equal rows look the same.
 R_MARK, R_ID, R_LIFECYCLE, R_STATUS, R_CMD, R_REASON, R_JOBS, R_SEEN = range(8)
 R_TYPES, R_INSTANCE, R_ROLE, R_VERSION, R_IP = range(8, 13)
 R_SEEN_RANK, R_JOBS_N, R_SEARCH = range(13, 16)
+
+_ROW = operator.itemgetter(1)
+"""An :data:`Entry`'s row."""
+_SEARCH = operator.itemgetter(R_SEARCH)
+"""A row's filter text."""
 
 _AUTO = tuple(i for i, c in enumerate(COLUMNS) if c.width is None)
 """Columns whose width follows their widest cell."""
@@ -224,6 +230,11 @@ class Prepared:
     """Worker id -> worker (the first of a duplicated id)."""
     by_id: list[str]
     """Every worker id, sorted (the base of every sort order)."""
+    search: list[str]
+    """Each worker's filter text, in ``by_id`` order."""
+    orders: dict[int, list[str]]
+    """Sort index -> every id in that order (see :func:`sort_order`), computed here
+    for large fleets so that a sort on the loop is a lookup; the others on demand."""
     changed: list[str]
     """Ids whose row is new or differs from the previous snapshot's."""
     widths: list[int]
@@ -232,16 +243,23 @@ class Prepared:
     """The rows ``changed`` is relative to."""
 
 
+def rows_in(entries: Mapping[str, Entry], ids: list[str]) -> list[Row]:
+    """The rows of ``ids``, in that order (one C-level pass)."""
+    return list(map(_ROW, map(entries.__getitem__, ids)))
+
+
 def prepare(
     workers: Iterable[WorkerView],
     previous: Mapping[str, Entry],
     marks: AbstractSet[str],
     widths: Sequence[int],
+    presort: bool = False,
 ) -> Prepared:
     """Rows for ``workers``, reusing ``previous`` rows whose fields did not change.
 
     Pure (reads its arguments, returns new objects), so it can run in a thread while
-    the loop keeps using the previous rows.
+    the loop keeps using the previous rows. ``presort``: compute every sort order too
+    (worth it in a thread, for a fleet large enough that sorting on the loop shows).
     """
     entries: dict[str, Entry] = {}
     by_worker: dict[str, WorkerView] = {}
@@ -268,7 +286,13 @@ def prepare(
                 if w > grown[i]:
                     grown[i] = w
         entries[wid] = (sig, row)
-    return Prepared(entries, by_worker, sorted(by_worker), changed, grown, previous)
+    by_id = sorted(by_worker)
+    rows = rows_in(entries, by_id)
+    orders = {}
+    if presort:
+        orders = {i: sort_order(key, by_id, rows) for i, (_, _, key) in enumerate(SORTS) if key}
+    search = list(map(_SEARCH, rows))
+    return Prepared(entries, by_worker, by_id, search, orders, changed, grown, previous)
 
 
 class _LazyRows(dict[str, Entry]):
@@ -318,21 +342,44 @@ def _in_scope(worker: WorkerView, scope: tuple[str, str]) -> bool:
     return worker.instance_id == name
 
 
-SortKey = Callable[[Row], Any]
+SortKey = Callable[[list[Row]], list[Any]]
+"""Every row's sort value, in the rows' order."""
+
+
+def _field(index: int) -> SortKey:
+    get = operator.itemgetter(index)
+    return lambda rows: list(map(get, rows))
+
+
+def _ranked(index: int, ranks: Mapping[str, int]) -> SortKey:
+    get = operator.itemgetter(index)
+    return lambda rows: list(map(ranks.get, map(get, rows), repeat(-1)))
+
 
 SORTS: tuple[tuple[str, str, SortKey | None], ...] = (
     ("id", "worker", None),
-    ("lifecycle", "lifecycle", lambda r: LIFECYCLE_ORDER.get(r[R_LIFECYCLE], -1)),
-    ("status", "status", lambda r: STATUS_ORDER.get(r[R_STATUS], -1)),
-    ("jobs", "jobs", operator.itemgetter(R_JOBS_N)),
-    ("seen", "last seen", operator.itemgetter(R_SEEN_RANK)),
-    ("instance", "instance", operator.itemgetter(R_INSTANCE)),
-    ("version", "version", operator.itemgetter(R_VERSION)),
+    ("lifecycle", "lifecycle", _ranked(R_LIFECYCLE, LIFECYCLE_ORDER)),
+    ("status", "status", _ranked(R_STATUS, STATUS_ORDER)),
+    ("jobs", "jobs", _field(R_JOBS_N)),
+    ("seen", "last seen", _field(R_SEEN_RANK)),
+    ("instance", "instance", _field(R_INSTANCE)),
+    ("version", "version", _field(R_VERSION)),
 )
 """Sortable columns in the order ``o`` cycles through them: key, label, sort key.
 
 Every order is the id order re-sorted (stably) by the column's value, so ties keep
-the id order; ``None``: the id order itself."""
+the id order; ``None``: the id order itself. The keys take every row at once and
+run as C-level ``map`` passes: at 100,000 workers a per-row Python call (a lambda,
+a dict lookup by id) was most of a sort."""
+
+
+def sort_order(key: SortKey, by_id: list[str], rows: list[Row]) -> list[str]:
+    """``by_id`` stably sorted by ``key`` (``rows``: the rows in ``by_id`` order)."""
+    values = key(rows)
+    # Sorting positions by a list's items keeps every step in C; stable, so ties keep
+    # the id order.
+    positions = sorted(range(len(by_id)), key=values.__getitem__)
+    return list(map(by_id.__getitem__, positions))
 
 
 class WorkersView(Vertical):
@@ -384,6 +431,8 @@ class WorkersView(Vertical):
         """Every worker's row (the table renders from this mapping)."""
         self._workers: dict[str, WorkerView] = {}
         self._by_id: list[str] = []
+        self._search: list[str] | None = None
+        """Every row's filter text in ``_by_id`` order (``None``: not gathered yet)."""
         self._sorted: dict[int, list[str]] = {}
         """Sort index -> every id in that order (until the next snapshot)."""
         self._in_scope: set[str] | None = None
@@ -454,7 +503,7 @@ class WorkersView(Vertical):
         generation = self._generation
         marks = frozenset(self.marks)
         prepared = await asyncio.to_thread(
-            prepare, snapshot.workers, self._entries, marks, list(self._widths)
+            prepare, snapshot.workers, self._entries, marks, list(self._widths), True
         )
         self._ready = (generation, snapshot, prepared, marks)
 
@@ -465,7 +514,7 @@ class WorkersView(Vertical):
                 generation = self._generation
                 marks = frozenset(self.marks)
                 prepared = await asyncio.to_thread(
-                    prepare, snapshot.workers, self._entries, marks, list(self._widths)
+                    prepare, snapshot.workers, self._entries, marks, list(self._widths), True
                 )
                 if generation == self._generation:
                     self._apply(prepared, marks)
@@ -484,6 +533,7 @@ class WorkersView(Vertical):
         self._entries = _LazyRows(workers)
         self._workers = workers
         self._by_id = sorted(workers)
+        self._search = None
         self._sorted = {}
         self._in_scope = self._scope_ids()
         self._reorder()
@@ -497,8 +547,9 @@ class WorkersView(Vertical):
         self._entries = prepared.entries
         self._workers = prepared.workers
         self._by_id = prepared.by_id
+        self._search = prepared.search
         self._widths = prepared.widths
-        self._sorted = {}
+        self._sorted = dict(prepared.orders)
         self._in_scope = self._scope_ids()
         changed = prepared.changed
         if stale_base or len(changed) > FORGET_ALL_OVER:
@@ -538,6 +589,7 @@ class WorkersView(Vertical):
         self._entries = {}
         self._workers = {}
         self._by_id = []
+        self._search = None
         self._sorted = {}
         self._in_scope = None
         self._order = []
@@ -564,12 +616,21 @@ class WorkersView(Vertical):
             if key is None:
                 ids = self._by_id
             else:
-                by_id, entries = self._by_id, self._entries
-                values = [key(entries[wid][1]) for wid in by_id]
-                # Stable over the id order: ties stay in id order.
-                ranks = sorted(range(len(by_id)), key=values.__getitem__)
-                ids = [by_id[i] for i in ranks]
+                ids = sort_order(key, self._by_id, rows_in(self._entries, self._by_id))
             self._sorted[index] = ids
+        return ids
+
+    def _matching(self, words: list[str]) -> list[str]:
+        """The ids whose filter text holds every one of ``words``, in id order."""
+        texts = self._search
+        if texts is None:  # a first load's rows, built as they are needed
+            texts = self._search = list(map(_SEARCH, rows_in(self._entries, self._by_id)))
+        ids = self._by_id
+        for i, word in enumerate(words):  # one C-level pass per word, over fewer rows
+            hits = list(map(str.__contains__, texts, repeat(word)))
+            ids = list(compress(ids, hits))
+            if i + 1 < len(words):
+                texts = list(compress(texts, hits))
         return ids
 
     def _reorder(self, changed: Iterable[str] = ()) -> None:
@@ -577,12 +638,12 @@ class WorkersView(Vertical):
         ids = self._sorted_ids()
         scope = self._in_scope
         if scope is not None:
-            ids = [wid for wid in ids if wid in scope]
+            ids = list(filter(scope.__contains__, ids))
         words = self.filter_text.casefold().split()
         if words:
-            entries = self._entries
-            for word in words:  # one plain pass per word, each over fewer rows
-                ids = [wid for wid in ids if word in entries[wid][1][R_SEARCH]]
+            matching = self._matching(words)
+            # In the id order already when sorted by id; else kept in the sort's order.
+            ids = matching if ids is self._by_id else list(filter(set(matching).__contains__, ids))
         order = ids[::-1] if self.sort_reverse else list(ids)
         if self.marks:
             keep = self._workers if scope is None else scope
@@ -607,7 +668,9 @@ class WorkersView(Vertical):
             parts.append(f"{len(self.marks)} marked")
         if self.stale:
             parts.append("STALE")
-        self.status_line.update(Text("  ·  ".join(parts)))
+        # One line high whatever it says (the CSS), so no layout pass: a re-layout
+        # repaints the whole screen, ~20 ms at every sort or filter key.
+        self.status_line.update(Text("  ·  ".join(parts)), layout=False)
 
     def watch_stale(self, stale: bool) -> None:
         """Mark the table as showing old data."""
