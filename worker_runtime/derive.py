@@ -50,6 +50,7 @@ from worker_runtime.snapshot import (
     TypeView,
     WorkerView,
     queue_depth,
+    share_given_fields,
 )
 
 DEFAULT_HEARTBEAT_INTERVAL = 5.0
@@ -311,6 +312,8 @@ def parse_workers(
         discovered |= declared[wid]
         if isinstance(lease, Lease):
             discovered.update(lease.agent_types)
+            # Read here and dropped once its view is built: nothing assigns to it.
+            share_given_fields(lease)
     return leases, admins, declared, discovered
 
 

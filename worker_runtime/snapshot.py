@@ -8,6 +8,7 @@ its JSON form (``FleetSnapshot.model_dump(mode="json")``) is the documented
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,6 +47,31 @@ class CommandState(StrEnum):
 APPLIED_FADE_MS = 60_000
 """How long after a command its ``applied`` confirmation stays on screen."""
 
+_SHARED_NAMES: list[set[str]] = []
+"""Sets of given-field names that models share (see :func:`share_given_fields`)."""
+_SHARED_NAMES_MAX = 8
+"""Distinct sets kept (a read has a few: leases of each shape, then the views)."""
+
+
+def share_given_fields(model: BaseModel) -> None:
+    """Point ``model``'s set of given-field names at an equal set shared with others.
+
+    pydantic keeps on every instance the names of the fields it was given: a 2.2 KB
+    set for a worker view's ~33 fields, two thirds of the view's own size, 22 MB of
+    identical sets per 10,000 workers. Only for models nothing assigns to afterwards
+    (frozen ones, or ones dropped before anything could): an assignment would add its
+    field's name to every sharer's set. A copy copies the set before updating it.
+    """
+    names = model.__pydantic_fields_set__
+    for shared in _SHARED_NAMES:  # sets of unequal sizes differ at once
+        if shared == names:
+            if shared is not names:
+                object.__setattr__(model, "__pydantic_fields_set__", shared)
+            return
+    if len(_SHARED_NAMES) >= _SHARED_NAMES_MAX:
+        del _SHARED_NAMES[0]
+    _SHARED_NAMES.append(names)
+
 
 class WorkerView(Lease):
     """One worker as the operator sees it: lease fields plus derived state.
@@ -73,6 +99,10 @@ class WorkerView(Lease):
     lease_age_ms: int | None = None
     lease_valid: bool = True
     """False when the online key held something that was not a JSON object."""
+
+    def model_post_init(self, context: Any, /) -> None:
+        """One shared set of given-field names (frozen: see :func:`share_given_fields`)."""
+        share_given_fields(self)
 
 
 class InstanceView(BaseModel):

@@ -245,3 +245,19 @@ async def test_detail_orders_executions_and_finds_denials(
     assert detail.lease == {"last_seen": now, "agent_types": ["chat"]}
     unknown = await FleetReader(fake, K).read_worker_detail("nobody")
     assert not unknown.known and unknown.worker.status is Status.OFFLINE
+
+
+def test_views_share_one_set_of_given_field_names_and_a_copy_keeps_its_own() -> None:
+    now = 1_000_000
+    views = [build_worker_view(f"w-{i}", None, AdminState(), [], [], now) for i in range(3)]
+    lease = {"worker_id": "w-9", "role": "all"}
+    leased = build_worker_view("w-9", lease, AdminState(), [], [], now)
+    shared = views[0].__pydantic_fields_set__
+    assert all(v.__pydantic_fields_set__ is shared for v in views)
+    assert leased.model_fields_set > shared  # the lease's fields were given too
+    assert "hostname" not in shared
+    copy = views[0].model_copy(update={"hostname": "h1"})
+    assert "hostname" in copy.model_fields_set
+    assert "hostname" not in views[1].model_fields_set  # the shared set is untouched
+    assert "hostname" not in views[1].model_dump(exclude_unset=True)
+    assert copy.model_dump(exclude_unset=True)["hostname"] == "h1"
