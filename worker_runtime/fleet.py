@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import gc
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -62,6 +62,7 @@ from worker_runtime.replies import (
     lease_value,
     mapping,
     pairs_to_dict,
+    sections,
     strs,
     text,
 )
@@ -243,13 +244,15 @@ class FleetReader:
             return []
         return [None if isinstance(r, Exception) else r for r in await self._execute(queue)]
 
-    async def _run_checked(self, queue: Sequence[_Cmd | Batch]) -> tuple[list[Any], set[int]]:
-        """Like :meth:`_run`, also returning the positions whose command failed."""
-        if not queue:
-            return [], set()
-        replies = await self._execute(queue)
-        failed = {i for i, r in enumerate(replies) if isinstance(r, Exception)}
-        return [None if i in failed else r for i, r in enumerate(replies)], failed
+    async def _run_named(self, commands: Mapping[str, _Cmd]) -> tuple[dict[str, Any], set[str]]:
+        """One round trip of named commands: replies by name, and the names that failed.
+
+        A failed command's reply is ``None``, as with :meth:`_run`.
+        """
+        replies = await self._execute(list(commands.values()))
+        named = dict(zip(commands, replies, strict=True))
+        failed = {name for name, reply in named.items() if isinstance(reply, Exception)}
+        return {n: None if n in failed else r for n, r in named.items()}, failed
 
     def _worker_batches(self, worker_ids: Sequence[str], bulk: bool) -> tuple[Batch, Batch]:
         """The worker keys' reads and their TTLs on a single Redis, cached per registry.
@@ -393,41 +396,42 @@ class FleetReader:
         # -- round trip 1: the indexes ---------------------------------------------
         cluster = isinstance(self.redis, RedisCluster)
         probe = not cluster and self._bulk_script is None
-        r1, failed1 = await self._run_checked(
-            [
-                _c("smembers", k.workers),
-                _c("smembers", k.agent_types),
-                _c("zrange", k.instances, 0, -1, withscores=True),
-                _c("get", k.leader_lock),
-                _c("get", k.leader_epoch),
-                _c("hgetall", k.scale_targets),
-                _c("zrange", k.metrics_history, -self.history_limit, -1),
-                _c("xrevrange", k.audit_stream, "+", "-", self.events_limit),
+        r1, failed1 = await self._run_named(
+            {
+                "workers": _c("smembers", k.workers),
+                "types": _c("smembers", k.agent_types),
+                "instances": _c("zrange", k.instances, 0, -1, withscores=True),
+                "leader_lock": _c("get", k.leader_lock),
+                "leader_epoch": _c("get", k.leader_epoch),
+                "targets": _c("hgetall", k.scale_targets),
+                "history": _c("zrange", k.metrics_history, -self.history_limit, -1),
+                "events": _c("xrevrange", k.audit_stream, "+", "-", self.events_limit),
                 # by-framework's admin-state index: a suspended or evicted worker that
                 # left the registry (by-framework's do on exit) is still listed.
-                _c("smembers", k.admin_workers),
+                "administered": _c("smembers", k.admin_workers),
                 # Once per reader: may this client run read-only scripts (EVAL_RO is
                 # Redis 7+, and an ACL viewer may lack @scripting)?
-                *([_c("eval_ro", "return 1", 0)] if probe else []),
-            ]
+                **({"script_probe": _c("eval_ro", "return 1", 0)} if probe else {}),
+            }
         )
         if probe:
-            self._bulk_script = 9 not in failed1
+            self._bulk_script = "script_probe" not in failed1
 
         def indexes() -> tuple[list[str], list[MetricsPoint], list[Any]]:
             # Worker ids get a larger bound than other names: a worker in the registry
             # is listed, whatever its id (1 KiB used to hide a 10 kB id from every view).
-            ids = sorted(strs(r1[0], MAX_WORKER_ID) | strs(r1[8], MAX_WORKER_ID))
-            points = [MetricsPoint.parse(m) for m in (r1[6] or []) if isinstance(m, str)]
-            return ids, points, parse_audit(r1[7])
+            ids = strs(r1["workers"], MAX_WORKER_ID) | strs(r1["administered"], MAX_WORKER_ID)
+            history = r1["history"] or []
+            points = [MetricsPoint.parse(m) for m in history if isinstance(m, str)]
+            return sorted(ids), points, parse_audit(r1["events"])
 
         # Sorting 10,000 ids and parsing the history and audit tails: off the loop.
-        registry = r1[0] if isinstance(r1[0], set | list) else ()
+        registry = r1["workers"] if isinstance(r1["workers"], set | list) else ()
         worker_ids, history, events = await _off_loop(len(registry), indexes)
-        indexed_types = strs(r1[1])
-        scores = instance_scores(r1[2])
-        leader = leader_view(r1[3], r1[4])
-        targets = counts(r1[5])
+        indexed_types = strs(r1["types"])
+        scores = instance_scores(r1["instances"])
+        leader = leader_view(r1["leader_lock"], r1["leader_epoch"])
+        targets = counts(r1["targets"])
 
         # -- round trip 2: per worker, per known type, per instance --------------------
         known_types = sorted(indexed_types | set(targets))
@@ -445,13 +449,16 @@ class FleetReader:
             workers_batch, ttl_batch = self._worker_batches(worker_ids, bulk)
             queue.append(workers_batch)
             ttl_queue.append(ttl_batch)
-        n_w = command_count(queue)
-        queue += self._type_queue(known_types)
+        type_queue = self._type_queue(known_types)
         instance_ids = sorted(scores)
-        queue += [_c("get", k.instance_online(i)) for i in instance_ids]
-        n_before_ttl = command_count(queue)
-        r2 = await self._run(queue + ttl_queue)
-        n_t = _TYPE_COMMANDS * len(known_types)
+        instance_queue = [_c("get", k.instance_online(i)) for i in instance_ids]
+        parts = {
+            "workers": command_count(queue),
+            "types": len(type_queue),
+            "instances": len(instance_queue),
+            "ttls": command_count(ttl_queue),
+        }
+        r2 = await self._run(queue + type_queue + instance_queue + ttl_queue)
 
         def parse(
             r2: list[Any],
@@ -464,14 +471,15 @@ class FleetReader:
         ]:
             # Every pass over the workers (splitting the replies, parsing them, finding
             # those round trip 3 must count) and every pydantic parse: in the thread.
-            ttls = self._split_ttls(r2[n_before_ttl:], len(worker_ids), bulk)
+            part = sections(r2, parts)
+            ttls = self._split_ttls(part["ttls"], len(worker_ids), bulk)
             parsed = parse_workers(
-                worker_ids, *self._split_workers(r2[:n_w], worker_ids, cluster, bulk)
+                worker_ids, *self._split_workers(part["workers"], worker_ids, cluster, bulk)
             )
-            type_data = self._type_replies(known_types, r2[n_w : n_w + n_t])
+            type_data = self._type_replies(known_types, part["types"])
             instance_leases: dict[str, InstanceLease | None] = {}
-            for i, iid in enumerate(instance_ids):
-                raw = text(r2[n_w + n_t + i])
+            for iid, reply in zip(instance_ids, part["instances"], strict=True):
+                raw = text(reply)
                 instance_leases[iid] = None if raw is None else InstanceLease.parse(raw)
             leases = parsed[0]
             counted = [
@@ -491,13 +499,14 @@ class FleetReader:
         # status hash) -----------------------------------------------------------------
         extra_types = sorted(t for t in discovered - set(type_data) if len(t) <= MAX_NAME)
         if extra_types or counted:
-            r3 = await self._run(
-                self._type_queue(extra_types)
-                + [_c("hget", k.worker_status(w), "active_count") for w in counted]
+            extra_queue = self._type_queue(extra_types)
+            count_queue = [_c("hget", k.worker_status(w), "active_count") for w in counted]
+            r3 = sections(
+                await self._run(extra_queue + count_queue),
+                {"types": len(extra_queue), "counts": len(count_queue)},
             )
-            n_x = _TYPE_COMMANDS * len(extra_types)
-            type_data.update(self._type_replies(extra_types, r3[:n_x]))
-            for wid, raw in zip(counted, r3[n_x:], strict=True):
+            type_data.update(self._type_replies(extra_types, r3["types"]))
+            for wid, raw in zip(counted, r3["counts"], strict=True):
                 active = parse_count_any(raw)
                 if active is not None:
                     leases[wid] = leases[wid].model_copy(update={"active_jobs": active})
@@ -569,49 +578,50 @@ class FleetReader:
         now = now_ms()
         k = self.keys
         limit = max(1, limit)
-        r1 = await self._run(
-            [
-                _c("sismember", k.workers, worker_id),
-                _c("get", k.worker_online(worker_id)),
-                _c("hgetall", k.worker_admin(worker_id)),
-                _c("smembers", k.worker_agent_types(worker_id)),
-                _c("hgetall", k.worker_status(worker_id)),
-                _c("zrevrange", k.worker_executions(worker_id), 0, limit - 1),
-                _c("zrevrange", k.worker_active_executions(worker_id), 0, limit - 1),
-                _c("hgetall", k.worker_active_snapshots(worker_id)),
-                _c("hgetall", k.worker_history_snapshots(worker_id)),
-                _c("smembers", k.agent_types),
-                _c("sismember", k.admin_workers, worker_id),
-                _c("pttl", k.worker_online(worker_id)),
-            ]
+        r1, _ = await self._run_named(
+            {
+                "registered": _c("sismember", k.workers, worker_id),
+                "lease": _c("get", k.worker_online(worker_id)),
+                "admin": _c("hgetall", k.worker_admin(worker_id)),
+                "declared": _c("smembers", k.worker_agent_types(worker_id)),
+                "status": _c("hgetall", k.worker_status(worker_id)),
+                "recent": _c("zrevrange", k.worker_executions(worker_id), 0, limit - 1),
+                "active": _c("zrevrange", k.worker_active_executions(worker_id), 0, limit - 1),
+                "active_snapshots": _c("hgetall", k.worker_active_snapshots(worker_id)),
+                "history_snapshots": _c("hgetall", k.worker_history_snapshots(worker_id)),
+                "types": _c("smembers", k.agent_types),
+                "administered": _c("sismember", k.admin_workers, worker_id),
+                "ttl": _c("pttl", k.worker_online(worker_id)),
+            }
         )
-        raw_lease = text(r1[1])
+        raw_lease = text(r1["lease"])
         lease_obj = lease_value(raw_lease)
-        admin = AdminState.parse(mapping(r1[2]))
-        declared = strs(r1[3])
+        admin = AdminState.parse(mapping(r1["admin"]))
+        declared = strs(r1["declared"])
         lease_types: set[str] = set()
         if isinstance(lease_obj, dict):
             lease_types = set(Lease.parse(lease_obj).agent_types)
-        types = sorted(t for t in declared | lease_types | strs(r1[9]) if len(t) <= MAX_NAME)
+        known_types = declared | lease_types | strs(r1["types"])
+        types = sorted(t for t in known_types if len(t) <= MAX_NAME)
         r2 = await self._run([_c("sismember", k.type_denied(t), worker_id) for t in types])
         denied = [t for t, hit in zip(types, r2, strict=True) if hit]
 
-        status_hash = mapping(r1[4])
+        status_hash = mapping(r1["status"])
         view_lease = lease_obj
         if isinstance(lease_obj, dict) and Lease.parse(lease_obj).active_jobs is None:
             # A by-framework worker: its active jobs are the status hash's counter.
             counter = parse_count_any(status_hash.get("active_count"))
             if counter is not None:
                 view_lease = {**lease_obj, "active_jobs": counter}
-        ttl = r1[11] if isinstance(r1[11], int) else None
+        ttl = r1["ttl"] if isinstance(r1["ttl"], int) else None
         view = build_worker_view(worker_id, view_lease, admin, declared, denied, now, ttl)
-        active_snaps = mapping(r1[7])
-        history_snaps = mapping(r1[8])
-        active = executions(execution_order(r1[6], active_snaps), active_snaps, limit)
-        recent = executions(execution_order(r1[5], history_snaps), history_snaps, limit)
+        active_snaps = mapping(r1["active_snapshots"])
+        history_snaps = mapping(r1["history_snapshots"])
+        active = executions(execution_order(r1["active"], active_snaps), active_snaps, limit)
+        recent = executions(execution_order(r1["recent"], history_snaps), history_snaps, limit)
         return WorkerDetail(
             worker_id=worker_id,
-            known=bool(r1[0]) or raw_lease is not None or bool(r1[10]),
+            known=bool(r1["registered"]) or raw_lease is not None or bool(r1["administered"]),
             worker=view,
             lease=lease_obj if isinstance(lease_obj, dict) else None,
             lease_raw=raw_lease

@@ -10,6 +10,7 @@ JSON is kept as text (malformed, shown as such), never an exception in a refresh
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +84,26 @@ def pairs_to_dict(flat: Any) -> dict[str, Any] | None:
     if not isinstance(flat, list):
         return None
     return {str(flat[i]): flat[i + 1] for i in range(0, len(flat) - 1, 2)}
+
+
+def sections(replies: Sequence[Any], sizes: Mapping[str, int]) -> dict[str, Sequence[Any]]:
+    """A round trip's replies cut into named consecutive parts of the given sizes.
+
+    A round trip that queues a variable number of commands per part (per worker, per
+    type, per instance) reads each part by name instead of by offset arithmetic.
+
+    Raises:
+        ValueError: the sizes do not add up to the number of replies (the queue and
+            the reader disagree: a bug, never bad data).
+    """
+    out: dict[str, Sequence[Any]] = {}
+    at = 0
+    for name, size in sizes.items():
+        out[name] = replies[at : at + size]
+        at += size
+    if at != len(replies):
+        raise ValueError(f"{len(replies)} replies for parts of {at}: {dict(sizes)}")
+    return out
 
 
 def iter_reply(reply: Any) -> list[tuple[str, list[tuple[str, Any]]]]:

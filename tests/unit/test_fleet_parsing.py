@@ -13,6 +13,7 @@ from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.metrics import build_point
 from worker_runtime.models import AdminState, Lease, Status, now_ms
+from worker_runtime.replies import sections
 from worker_runtime.snapshot import APPLIED_FADE_MS, CommandState
 
 K = Keys()
@@ -261,3 +262,11 @@ def test_views_share_one_set_of_given_field_names_and_a_copy_keeps_its_own() -> 
     assert "hostname" not in views[1].model_fields_set  # the shared set is untouched
     assert "hostname" not in views[1].model_dump(exclude_unset=True)
     assert copy.model_dump(exclude_unset=True)["hostname"] == "h1"
+
+
+def test_sections_cut_replies_by_name_and_refuse_a_mismatch() -> None:
+    replies = list(range(7))
+    cut = sections(replies, {"workers": 3, "types": 0, "instances": 4})
+    assert cut == {"workers": [0, 1, 2], "types": [], "instances": [3, 4, 5, 6]}
+    with pytest.raises(ValueError, match="7 replies for parts of 6"):
+        sections(replies, {"workers": 3, "instances": 3})
