@@ -198,6 +198,7 @@ class WorkerFleet:
         processes: how many processes.
         env: extra environment (defaults to :data:`TIMINGS`).
         prefix: instance ids are ``{prefix}{index}``.
+        verbose: the processes log at DEBUG (which entry runs which task).
     """
 
     def __init__(
@@ -209,8 +210,10 @@ class WorkerFleet:
         processes: int = 3,
         env: dict[str, str] | None = None,
         prefix: str = "f",
+        verbose: bool = False,
     ) -> None:
         self.url = url
+        self.verbose = verbose
         self.journal = journal
         self.log_dir = log_dir
         self.count = processes
@@ -229,7 +232,14 @@ class WorkerFleet:
 
     def spawn(self, index: int) -> subprocess.Popen[bytes]:
         """Start (or restart) process ``index``."""
-        args = [str(BIN / "worker-runtime"), "run", HANDLER, "--instance", self.instance(index)]
+        args = [
+            str(BIN / "worker-runtime"),
+            *(["-v"] if self.verbose else []),
+            "run",
+            HANDLER,
+            "--instance",
+            self.instance(index),
+        ]
         args += ["--type", AGENT_TYPE]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("BYAI_", "REDIS_"))}
         env.update(self.env)
@@ -395,6 +405,7 @@ async def worker_chaos(
     gap: tuple[float, float] = (0.4, 1.2),
     sleep: tuple[float, float] = (0.05, 0.25),
     timeout: float = 120.0,
+    verbose: bool = False,
 ) -> ScenarioResult:
     """SIGKILL, SIGTERM and SIGSTOP/SIGCONT at seeded random moments while tasks run.
 
@@ -407,7 +418,7 @@ async def worker_chaos(
     rng = random.Random(seed)
     keys = Keys()
     journal = workdir / "journal.txt"
-    fleet = WorkerFleet(url, journal, workdir / "logs", processes=processes)
+    fleet = WorkerFleet(url, journal, workdir / "logs", processes=processes, verbose=verbose)
     result = ScenarioResult("worker SIGKILL/SIGTERM/SIGSTOP")
     redis = Redis.from_url(url, decode_responses=True)
     background: set[asyncio.Task[None]] = set()
