@@ -12,6 +12,14 @@ file the handlers append to:
   *explained* only when the process that ran the previous execution received a fault
   (SIGKILL, SIGTERM, SIGSTOP) between that start and this one, or when a fleet-wide
   fault (Redis restart) happened in between. Anything else is *unexplained*.
+
+  One reordering is told apart: the runtime starts a handler, and the handler's first
+  step journals ``S``. A process stopped between the two journals its ``S`` only after
+  it resumes, so when a peer reclaimed the task meanwhile the peer's ``S`` comes first
+  although the stopped process had the task first. The later ``S`` is then that
+  process's first line after its stop (only starts in between: a resumed process runs
+  its already started handlers before any sleep ends), and the stop was journalled
+  before the peer's start; that duplicate is explained by the stop.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import signal
 import subprocess
 import sys
 import time
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -133,7 +142,11 @@ def tally(events: Sequence[Event], submitted: Sequence[str], dead_lettered: int 
     done: set[str] = set()
     faults: list[tuple[int, int, str]] = []
     raised: dict[str, list[int]] = {}
+    not_starts: dict[int, list[int]] = {}
+    """pid -> indexes of its lines other than starts (faults included)."""
     for index, event in enumerate(events):
+        if event.kind != "S":
+            not_starts.setdefault(event.pid, []).append(index)
         if event.kind == "S":
             starts.setdefault(event.subject, []).append((index, event.pid))
         elif event.kind == "D":
@@ -152,7 +165,7 @@ def tally(events: Sequence[Event], submitted: Sequence[str], dead_lettered: int 
         if len(runs) < 2:
             continue
         duplicated = False
-        for (at, pid), (next_at, _) in pairwise(runs):
+        for (at, pid), (next_at, next_pid) in pairwise(runs):
             if any(at < r_at < next_at for r_at in raised.get(task_id, ())):
                 result.retries += 1  # the handler failed on purpose: a retry
                 continue
@@ -167,6 +180,8 @@ def tally(events: Sequence[Event], submitted: Sequence[str], dead_lettered: int 
                 None,
             )
             if cause is None:
+                cause = _stopped_before_its_start(faults, not_starts, next_pid, at, next_at)
+            if cause is None:
                 result.unexplained.append(task_id)
             else:
                 result.explained_by[cause.split(":")[0]] += 1
@@ -174,6 +189,29 @@ def tally(events: Sequence[Event], submitted: Sequence[str], dead_lettered: int 
             result.duplicated += 1
             result.duplicated_ids.append(task_id)
     return result
+
+
+def _stopped_before_its_start(
+    faults: Sequence[tuple[int, int, str]],
+    not_starts: dict[int, list[int]],
+    pid: int,
+    peer_at: int,
+    at: int,
+) -> str | None:
+    """The fault kind when ``pid``'s start at ``at`` was begun before a stop of ``pid``.
+
+    That is: ``pid``'s last fault before the peer's start at ``peer_at`` was followed
+    by nothing of ``pid`` but starts until ``at`` (see the module docstring).
+    """
+    before = [(f_at, kind) for f_at, f_pid, kind in faults if f_pid == pid and f_at < peer_at]
+    if not before:
+        return None
+    f_at, kind = before[-1]
+    lines = not_starts.get(pid, [])
+    later = bisect_right(lines, f_at)
+    if later < len(lines) and lines[later] < at:
+        return None  # pid went on after its stop before this start: not begun before it
+    return kind
 
 
 # -- worker processes ---------------------------------------------------------------------
@@ -198,6 +236,7 @@ class WorkerFleet:
         processes: how many processes.
         env: extra environment (defaults to :data:`TIMINGS`).
         prefix: instance ids are ``{prefix}{index}``.
+        verbose: the processes log at DEBUG (which entry runs which task).
     """
 
     def __init__(
@@ -209,8 +248,10 @@ class WorkerFleet:
         processes: int = 3,
         env: dict[str, str] | None = None,
         prefix: str = "f",
+        verbose: bool = False,
     ) -> None:
         self.url = url
+        self.verbose = verbose
         self.journal = journal
         self.log_dir = log_dir
         self.count = processes
@@ -229,7 +270,14 @@ class WorkerFleet:
 
     def spawn(self, index: int) -> subprocess.Popen[bytes]:
         """Start (or restart) process ``index``."""
-        args = [str(BIN / "worker-runtime"), "run", HANDLER, "--instance", self.instance(index)]
+        args = [
+            str(BIN / "worker-runtime"),
+            *(["-v"] if self.verbose else []),
+            "run",
+            HANDLER,
+            "--instance",
+            self.instance(index),
+        ]
         args += ["--type", AGENT_TYPE]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("BYAI_", "REDIS_"))}
         env.update(self.env)
@@ -395,6 +443,7 @@ async def worker_chaos(
     gap: tuple[float, float] = (0.4, 1.2),
     sleep: tuple[float, float] = (0.05, 0.25),
     timeout: float = 120.0,
+    verbose: bool = False,
 ) -> ScenarioResult:
     """SIGKILL, SIGTERM and SIGSTOP/SIGCONT at seeded random moments while tasks run.
 
@@ -407,7 +456,7 @@ async def worker_chaos(
     rng = random.Random(seed)
     keys = Keys()
     journal = workdir / "journal.txt"
-    fleet = WorkerFleet(url, journal, workdir / "logs", processes=processes)
+    fleet = WorkerFleet(url, journal, workdir / "logs", processes=processes, verbose=verbose)
     result = ScenarioResult("worker SIGKILL/SIGTERM/SIGSTOP")
     redis = Redis.from_url(url, decode_responses=True)
     background: set[asyncio.Task[None]] = set()

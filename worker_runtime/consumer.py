@@ -43,6 +43,29 @@ log = logging.getLogger(__name__)
 _RECLAIM_PAGE = 100
 _PEL_PAGE = 100
 
+# Keep the entries still pending for this consumer and reset their idle time, in one
+# step. ARGV: group, consumer, "count" (claim again, counting a delivery, and return
+# the entries) or "fresh" (only reset the idle time: JUSTID counts no delivery; return
+# the ids), then the entry ids. An entry another consumer claimed in the meantime, or
+# that was acknowledged, is left alone.
+_KEEP_OWN = """
+local kept = {}
+for i = 4, #ARGV do
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if #p == 1 and p[1][2] == ARGV[2] then
+    if ARGV[3] == 'count' then
+      for _, entry in ipairs(redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i])) do
+        table.insert(kept, entry)
+      end
+    else
+      redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
+      table.insert(kept, ARGV[i])
+    end
+  end
+end
+return kept
+"""
+
 
 async def ensure_group(redis: Any, stream: str, group: str = CONSUMER_GROUP) -> None:
     """Create the consumer group (and the stream) if missing; only BUSYGROUP is tolerated."""
@@ -174,6 +197,7 @@ class Reader:
     async def _read_new(self, streams: list[str]) -> None:
         replica = self.replica
         count = min(self.ctx.settings.fetch_count, replica.free_slots())
+        sent = time.monotonic()
         reply = await self.ctx.redis.xreadgroup(
             self.group,
             replica.worker_id,
@@ -182,7 +206,7 @@ class Reader:
             block=self.ctx.settings.block_ms,
         )
         for stream, entries in iter_reply(reply):
-            for entry_id, fields in entries:
+            for entry_id, fields in await self._still_ours(stream, list(entries), sent):
                 self.dispatch(stream, entry_id, fields, deliveries=1)
 
     async def _recover_own_pending(self, streams: list[str]) -> None:
@@ -219,11 +243,12 @@ class Reader:
                     and not batcher.awaiting_ack(stream, str(r["message_id"]))
                 }
                 if deliveries:
-                    claimed = await redis.xclaim(
-                        stream, self.group, replica.worker_id, 0, list(deliveries)
-                    )
-                    for entry in claimed or []:
-                        entry_id, fields = str(entry[0]), entry[1]
+                    # Only while still ours: a peer may have reclaimed an entry since the
+                    # XPENDING above (this id had no lease yet); taking it back would run
+                    # it on both.
+                    sent = time.monotonic()
+                    claimed = await self._keep_own(stream, list(deliveries), count=True)
+                    for entry_id, fields in await self._still_ours(stream, claimed, sent):
                         prior = deliveries.get(entry_id, 1)
                         self.dispatch(stream, entry_id, fields, deliveries=prior + 1)
                 if len(rows) < _PEL_PAGE:
@@ -258,17 +283,65 @@ class Reader:
                     deliveries = {
                         str(r["message_id"]): int(r["times_delivered"]) for r in claimable
                     }
+                    sent = time.monotonic()
                     claimed = await ctx.redis.xclaim(
                         stream, self.group, replica.worker_id, idle, list(deliveries)
                     )
-                    for entry in claimed or []:
-                        entry_id, fields = str(entry[0]), entry[1]
+                    entries = [(str(entry[0]), entry[1]) for entry in claimed or []]
+                    for entry_id, fields in await self._still_ours(stream, entries, sent):
                         prior = deliveries.get(entry_id, 1)
                         log.info("%s: reclaimed %s %s", replica.worker_id, stream, entry_id)
                         self.dispatch(stream, entry_id, fields, deliveries=prior + 1)
                 if len(rows) < _RECLAIM_PAGE:
                     break
                 start = _next_id(str(rows[-1]["message_id"]))
+
+    async def _still_ours(
+        self, stream: str, entries: list[tuple[str, Any]], since: float
+    ) -> list[tuple[str, Any]]:
+        """The ``entries`` delivered to us by a command sent at ``since`` that are still ours.
+
+        Between Redis delivering an entry and this process starting it, the process may
+        stall (SIGSTOP, CPU starvation) past the claim timeout while its lease lapses;
+        a peer then rightly reclaims the entry, and starting it here after the stall
+        would run it twice. An entry's idle time is at most the time since ``since``, so
+        within the claim timeout no peer can have claimed it and nothing is checked;
+        after a longer wait each entry is kept only if it is still pending for this
+        consumer, with its idle time reset (checked again if that took as long).
+        """
+        limit = self.ctx.settings.claim_idle_ms / 1000
+        first = since
+        while entries and time.monotonic() - since >= limit:
+            since = time.monotonic()
+            kept = set(await self._keep_own(stream, [e[0] for e in entries], count=False))
+            if len(kept) < len(entries):
+                log.info(
+                    "%s: %d of %d entries delivered before a stall of %.1f s were "
+                    "reclaimed or acknowledged meanwhile; not running them here",
+                    self.replica.worker_id,
+                    len(entries) - len(kept),
+                    len(entries),
+                    since - first,
+                )
+            entries = [e for e in entries if e[0] in kept]
+        return entries
+
+    async def _keep_own(self, stream: str, ids: list[str], count: bool) -> list[Any]:
+        """Run :data:`_KEEP_OWN`: ``(id, fields)`` pairs when ``count``, else ids."""
+        reply = await self.ctx.redis.eval(
+            _KEEP_OWN,
+            1,
+            stream,
+            self.group,
+            self.replica.worker_id,
+            "count" if count else "fresh",
+            *ids,
+        )
+        if not count:
+            return [str(i) for i in reply or []]
+        # XCLAIM's entries as the script returns them: [id, [field, value, ...]]; the
+        # fields are empty (nil) for an entry deleted meanwhile (dispatch acks it).
+        return [(str(e[0]), _pairs(e[1])) for e in reply or []]
 
     async def _consumers_without_lease(self, consumers: list[str]) -> set[str]:
         if not consumers:
@@ -395,6 +468,13 @@ class Reader:
             back[HOPS_FIELD] = str(hops + 1)
             # The successor exists before the original is acknowledged (one move).
             batcher.move(stream, entry_id, self.replica.worker_id, stream, back)
+
+
+def _pairs(flat: Any) -> dict[str, str]:
+    """``[field, value, ...]`` as a dict (empty for a deleted entry)."""
+    if not isinstance(flat, list):
+        return {}
+    return {str(k): str(v) for k, v in zip(flat[::2], flat[1::2], strict=True)}
 
 
 def _next_id(entry_id: str) -> str:

@@ -361,6 +361,9 @@ class Replica:
             # Finished while Redis was away: the ack is queued, not lost. Re-reading our
             # PEL after the outage returns the entry; running it again would duplicate it.
             return
+        log.debug(
+            "%s: running %s (task %s, attempt %d)", self.worker_id, key, task.task_id, task.attempt
+        )
         self.inflight[key] = asyncio.create_task(
             self._execute(key, stream, entry_id, task, fields, envelope)
         )
