@@ -127,9 +127,11 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
         settings: endpoint, TLS and timeouts.
         retries: how often a command or pipeline is sent again after its connection
             broke (backoff 0.1, 0.2, 0.4 s ...; a new connection each time). Workers
-            keep the default, so a Redis restart or a reset connection costs them no
-            failed call; one-shot CLI commands and the console pass 0 so an outage is
-            reported at once (a cluster client still gets one retry, see below).
+            keep the default: a connection Redis closed (a restart, ``CLIENT KILL``, a
+            reset) costs them no failed call, and while Redis is down a call fails
+            after about 0.7 s. One-shot CLI commands and the console pass 0 so an
+            outage is reported at once (a cluster client still gets one retry, see
+            below).
 
     A pipeline is sent again whole (redis-py). When the connection broke after Redis
     ran it (a reply lost, not a request), its writes run twice. The worker's writes
