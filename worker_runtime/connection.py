@@ -140,9 +140,10 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
     the batcher's other appends and counters and the janitor's moves are sent again
     by their own loops after any error, so a re-send here adds no case a raised error
     did not already have. A write that must happen at most once is made inside
-    :func:`sent_once` (the scheduler's task of a period). A task a producer submits
-    may land twice with the same task id, where the raised error left its caller not
-    knowing whether it had landed.
+    :func:`sent_once` (the scheduler's task of a period, the janitor's prune with its
+    audit entry). A task a producer submits may land twice with the same task id,
+    where the raised error left its caller not knowing whether it had landed.
+
     On a cluster redis-py takes only the count from here and retries its own list of
     errors (timeouts too), re-initialising the slot map first.
     """
