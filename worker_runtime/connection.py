@@ -9,10 +9,14 @@ from __future__ import annotations
 import os
 import re
 import ssl
-from typing import Any, TypeAlias
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, TypeAlias, TypeVar
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import (
     AuthenticationError,
@@ -25,7 +29,6 @@ from redis.exceptions import (
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.retry import Retry
 
 from worker_runtime.keys import Keys
 from worker_runtime.redact import one_line, redact
@@ -63,18 +66,88 @@ fail with "Too many connections" while the leases still say online. Redis's own
 default ``maxclients`` is the same 10,000."""
 
 
+_T = TypeVar("_T")
+
+_NO_RESEND: ContextVar[bool] = ContextVar("no_resend", default=False)
+
+
+class _Retry(Retry):
+    """redis-py's asyncio ``Retry``, but never re-sending inside :func:`sent_once`."""
+
+    def get_retries(self) -> int:
+        # The cluster client reads only the count, once per command or pipeline.
+        return 0 if _NO_RESEND.get() else super().get_retries()
+
+    async def call_with_retry(
+        self,
+        do: Callable[[], Awaitable[_T]],
+        fail: Callable[..., Any],
+        is_retryable: Callable[[Exception], bool] | None = None,
+        with_failure_count: bool = False,
+    ) -> _T:
+        retry: Retry = self
+        if _NO_RESEND.get():
+            retry = Retry(NoBackoff(), 0, self._supported_errors)
+        return await Retry.call_with_retry(retry, do, fail, is_retryable, with_failure_count)
+
+
+@contextmanager
+def sent_once() -> Iterator[None]:
+    """Calls made inside are never sent again by the client after a broken connection.
+
+    For a write whose caller promises it happens at most once (the scheduler's one task
+    per period): a connection that broke after Redis ran it would otherwise run it twice.
+    The call raises instead, as with ``retries=0``.
+    """
+    token = _NO_RESEND.set(True)
+    try:
+        yield
+    finally:
+        _NO_RESEND.reset(token)
+
+
+def client_retry(retries: int) -> Retry:
+    """The ``Retry`` of a client: ``retries`` re-sends after a broken connection.
+
+    The asyncio class: the client awaits ``call_with_retry``, and the synchronous
+    ``redis.retry.Retry`` would hand back the coroutine unrun, so nothing was retried.
+
+    Only ``ConnectionError`` is retried, never ``TimeoutError``: a reply that outlived
+    the socket timeout is late, not lost; Redis runs the command anyway, and sending it
+    again would run it twice (an XADD appended twice).
+    """
+    backoff = ExponentialBackoff(cap=1.0, base=0.05) if retries else NoBackoff()
+    return _Retry(backoff, retries, supported_errors=(RedisConnectionError,))
+
+
 def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisCluster:
     """A client for the configured deployment.
 
     Args:
         settings: endpoint, TLS and timeouts.
-        retries: how often a command is retried on connection errors. Workers keep the
-            default; one-shot CLI commands and the console pass 0 so an outage is
-            reported at once (a cluster client still gets one retry, see below).
+        retries: how often a command or pipeline is sent again after its connection
+            broke (backoff 0.1, 0.2, 0.4 s ...; a new connection each time). Workers
+            keep the default: a connection Redis closed (a restart, ``CLIENT KILL``, a
+            reset) costs them no failed call, and while Redis is down a call fails
+            after about 0.7 s. One-shot CLI commands and the console pass 0 so an
+            outage is reported at once (a cluster client still gets one retry, see
+            below).
+
+    A pipeline is sent again whole (redis-py). When the connection broke after Redis
+    ran it (a reply lost, not a request), its writes run twice. The worker's writes
+    stay right: a task is moved by a script that appends only while the original is
+    still pending; acks, flags, leases and sets are rewritten with the same values;
+    the batcher's other appends and counters and the janitor's moves are sent again
+    by their own loops after any error, so a re-send here adds no case a raised error
+    did not already have. A write that must happen at most once is made inside
+    :func:`sent_once` (the scheduler's task of a period, the janitor's prune with its
+    audit entry). A task a producer submits may land twice with the same task id,
+    where the raised error left its caller not knowing whether it had landed.
+
+    On a cluster redis-py takes only the count from here and retries its own list of
+    errors (timeouts too), re-initialising the slot map first.
     """
-    retry = (
-        Retry(ExponentialBackoff(cap=1.0, base=0.05), retries) if retries else Retry(NoBackoff(), 0)
-    )
+    retry = client_retry(retries)
     common: dict[str, Any] = {
         "decode_responses": True,
         "encoding_errors": "replace",
@@ -97,7 +170,7 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
             # redis-py's cluster client rediscovers the slot map only when it retries: with
             # no retry, pipelines (all the fleet reader sends) keep going to a failed
             # primary long after its replica took over, and the console never recovers.
-            common["retry"] = Retry(NoBackoff(), 1)
+            common["retry"] = client_retry(1)
         # Every node given (by-framework's REDIS_CLUSTER_HOST=h1:p1,h2:p2) seeds discovery.
         return RedisCluster(
             startup_nodes=[ClusterNode(host, port) for host, port in settings.cluster_nodes],

@@ -22,7 +22,7 @@ from typing import Any
 from redis.exceptions import ResponseError
 
 from worker_runtime.audit import add_audit, audit_fields
-from worker_runtime.connection import LOOP_ERRORS, redis_now_ms
+from worker_runtime.connection import LOOP_ERRORS, redis_now_ms, sent_once
 from worker_runtime.context import RuntimeContext
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.messages import decode_task, is_control_entry
@@ -138,7 +138,9 @@ async def sweep(ctx: RuntimeContext) -> dict[str, int]:
                 buried,
             )
     if len(pipe):
-        await pipe.execute(raise_on_error=False)
+        # Never sent twice: a lost reply would append the prune's audit entry twice.
+        with sent_once():
+            await pipe.execute(raise_on_error=False)
     return counts
 
 

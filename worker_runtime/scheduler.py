@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from worker_runtime.connection import LOOP_ERRORS
+from worker_runtime.connection import LOOP_ERRORS, sent_once
 from worker_runtime.context import RuntimeContext
 from worker_runtime.fencing import claim_period
 from worker_runtime.producer import Producer
@@ -92,7 +92,10 @@ async def schedule_forever(ctx: RuntimeContext, epoch: int, tasks: list[Periodic
                 period = await claim_period(ctx.redis, ctx.keys, epoch, task.name, task.every_ms)
                 if period is not None:
                     payload = {**task.payload(), "period": period, "scheduled": task.name}
-                    await producer.submit(task.agent_type, payload)
+                    # Never sent twice: a lost reply would submit the period twice; a
+                    # failed submit loses this one period, as it always did.
+                    with sent_once():
+                        await producer.submit(task.agent_type, payload)
                     log.info("scheduled %s (period %d)", task.name, period)
             except LOOP_ERRORS as exc:
                 log.warning("scheduler: %s", exc)
