@@ -36,7 +36,7 @@ from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.messages import decode_task, is_control_entry
 from worker_runtime.models import Task
 from worker_runtime.replica import Replica
-from worker_runtime.replies import iter_reply
+from worker_runtime.replies import iter_reply, pairs_to_dict
 
 log = logging.getLogger(__name__)
 
@@ -341,7 +341,7 @@ class Reader:
             return [str(i) for i in reply or []]
         # XCLAIM's entries as the script returns them: [id, [field, value, ...]]; the
         # fields are empty (nil) for an entry deleted meanwhile (dispatch acks it).
-        return [(str(e[0]), _pairs(e[1])) for e in reply or []]
+        return [(str(e[0]), pairs_to_dict(e[1]) or {}) for e in reply or []]
 
     async def _consumers_without_lease(self, consumers: list[str]) -> set[str]:
         if not consumers:
@@ -468,13 +468,6 @@ class Reader:
             back[HOPS_FIELD] = str(hops + 1)
             # The successor exists before the original is acknowledged (one move).
             batcher.move(stream, entry_id, self.replica.worker_id, stream, back)
-
-
-def _pairs(flat: Any) -> dict[str, str]:
-    """``[field, value, ...]`` as a dict (empty for a deleted entry)."""
-    if not isinstance(flat, list):
-        return {}
-    return {str(k): str(v) for k, v in zip(flat[::2], flat[1::2], strict=True)}
 
 
 def _next_id(entry_id: str) -> str:
