@@ -388,15 +388,21 @@ COMPARISONS: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, int, bool]]
 
 
 def _interleaved(r: Mapping[str, Any]) -> tuple[int, bool]:
-    rounds = [side(r, k)[2] for k, v in r.items() if isinstance(v, dict)]
+    # The sides are the timed entries; others (the CPU times beside them) are not sides.
+    rounds = [
+        side(r, k)[2]
+        for k, v in r.items()
+        if isinstance(v, dict) and ("median" in v or "seconds" in v)
+    ]
     return min(rounds, default=0), bool(r.get("load_before") and r.get("load_after"))
 
 
 def _headless_comparisons(r: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
     out = [("cold start", *_interleaved(r["cold_start"]))] if "cold_start" in r else []
     for n, row in r["sizes"].items():
-        for key in ("table_vs_json", "read_vs_floor"):
-            out.append((f"{key} {int(n):,}", *_interleaved(row[key])))
+        for key in ("table_vs_json", "read_vs_floor", "e2e_vs_rq"):
+            if key in row:
+                out.append((f"{key} {int(n):,}", *_interleaved(row[key])))
     return out
 
 

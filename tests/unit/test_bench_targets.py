@@ -294,6 +294,17 @@ def test_a_comparison_under_five_rounds_fails_the_interleaving_target() -> None:
     assert "headless cold start: 3" in how
 
 
+def test_cpu_times_beside_the_sides_are_not_taken_for_a_side() -> None:
+    # headless_scale records CPU times next to the timed sides; they are no comparison.
+    figures = results()
+    cold = _cmp([0.3] * 5, [0.25] * 5, ("byconsole_json", "rq_info"))
+    cold["cpu"] = {"byconsole_json": {"median": 0.2}, "rq_info": {"median": 0.2}}
+    figures["headless"]["cold_start"] = cold
+    met, how = evaluate(figures).interleaved
+    assert met is True, how
+    assert "unreadable" not in how
+
+
 def test_profiles_follow_the_missed_targets() -> None:
     wanted = profiles_for(evaluate(results()))
     assert wanted == ["tui", "reader", "static", "startup"]
