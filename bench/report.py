@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import sys
@@ -947,16 +948,35 @@ def render(run: Run, notes: list[str] | None = None) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """Rebuild BENCHMARKS.md from ``DIR/*.json`` (and ``DIR/run.json``)."""
-    directory = Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "bench" / "results")
-    meta = json.loads((directory / "run.json").read_text())
-    results = {
-        p.stem: json.loads(p.read_text()) for p in directory.glob("*.json") if p.stem != "run"
-    }
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.report", description="Rebuild a report from saved figures."
+    )
+    parser.add_argument(
+        "directory",
+        nargs="?",
+        type=Path,
+        default=ROOT / "bench" / "results",
+        help="the figures of one run (default: bench/results)",
+    )
+    parser.add_argument(
+        "--output", type=Path, default=ROOT / "BENCHMARKS.md", help="where to write the report"
+    )
+    args = parser.parse_args(argv)
+    try:
+        meta = json.loads((args.directory / "run.json").read_text())
+        results = {
+            p.stem: json.loads(p.read_text())
+            for p in args.directory.glob("*.json")
+            if p.stem != "run"
+        }
+    except (OSError, ValueError) as exc:
+        print(f"bench.report: cannot read the figures in {args.directory}: {exc}", file=sys.stderr)
+        return 2
     run = Run(results=results, **meta)
-    (ROOT / "BENCHMARKS.md").write_text(render(run))
-    print(f"wrote {ROOT / 'BENCHMARKS.md'} ({platform.node()})")
+    args.output.write_text(render(run))
+    print(f"wrote {args.output} ({platform.node()})")
     return 0
 
 
