@@ -6,7 +6,10 @@ in one slot). Each reader:
 
 * first re-reads the replica's own pending entries (a restart with the same id, or
   acks lost while Redis was away);
-* then blocks on new entries, never asking for more than the free concurrency;
+* then reads new entries, never taking more than the free concurrency: XREADGROUP's
+  COUNT is per stream, so a reader of several streams reads them one after another
+  in a script (nothing waiting there: it blocks on all of them, and the rare entry a
+  full replica gets from that wait is handed back, never held or run over the limit);
 * hands back entries that arrive after the replica stopped accepting (suspended,
   draining, denied) instead of running them;
 * periodically reclaims entries that are idle longer than the claim timeout *and*
@@ -64,6 +67,29 @@ for i = 4, #ARGV do
   end
 end
 return kept
+"""
+
+
+# Read new entries from KEYS in order, at most ARGV[3] in all. ARGV: group, consumer,
+# count. One XREADGROUP per stream with what is left: a single XREADGROUP over N
+# streams could deliver N times the count. An error on one stream (NOGROUP after a
+# restart) does not lose what the others delivered: the entries are returned with
+# the error, as {[[stream, entries], ...], [error, ...]}.
+_READ_UP_TO = """
+local left = tonumber(ARGV[3])
+local out, errors = {}, {}
+for i = 1, #KEYS do
+  if left <= 0 then break end
+  local r = redis.pcall('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', left,
+                        'STREAMS', KEYS[i], '>')
+  if type(r) == 'table' and r.err then
+    table.insert(errors, r.err)
+  elseif r then
+    left = left - #r[1][2]
+    table.insert(out, r[1])
+  end
+end
+return {out, errors}
 """
 
 
@@ -195,19 +221,54 @@ class Reader:
                 backoff = min(backoff * 2, 5.0)
 
     async def _read_new(self, streams: list[str]) -> None:
+        """Start what is waiting, or block until something arrives.
+
+        What is waiting is read with the free slots held (:meth:`Replica.reserving`),
+        so two readers of one replica never take the same slot. The blocking read
+        holds none (another reader's streams may have work meanwhile) and asks for
+        at most the free slots in all unless there are more streams than free slots;
+        an entry that finds the replica full is handed back (a new entry, no delivery
+        counted), never run over the concurrency limit.
+        """
         replica = self.replica
         count = min(self.ctx.settings.fetch_count, replica.free_slots())
         sent = time.monotonic()
-        reply = await self.ctx.redis.xreadgroup(
-            self.group,
-            replica.worker_id,
-            dict.fromkeys(streams, ">"),
-            count=count,
-            block=self.ctx.settings.block_ms,
-        )
-        for stream, entries in iter_reply(reply):
+        with replica.reserving(count):
+            delivered, errors = await self._read_waiting(streams, count)
+        if not delivered and not errors:
+            sent = time.monotonic()
+            reply = await self.ctx.redis.xreadgroup(
+                self.group,
+                replica.worker_id,
+                dict.fromkeys(streams, ">"),
+                count=max(1, count // len(streams)),
+                block=self.ctx.settings.block_ms,
+            )
+            delivered = iter_reply(reply)
+        for stream, entries in delivered:
             for entry_id, fields in await self._still_ours(stream, list(entries), sent):
-                self.dispatch(stream, entry_id, fields, deliveries=1)
+                self.dispatch(stream, entry_id, fields, deliveries=1, needs_slot=True)
+        if errors:
+            raise ResponseError(errors[0])
+
+    async def _read_waiting(
+        self, streams: list[str], count: int
+    ) -> tuple[list[tuple[str, list[tuple[str, Any]]]], list[str]]:
+        """Up to ``count`` waiting entries of ``streams``, in order, without blocking."""
+        if len(streams) == 1:
+            reply = await self.ctx.redis.xreadgroup(
+                self.group, self.replica.worker_id, {streams[0]: ">"}, count=count
+            )
+            return iter_reply(reply), []
+        raw = await self.ctx.redis.eval(
+            _READ_UP_TO, len(streams), *streams, self.group, self.replica.worker_id, count
+        )
+        out, errors = raw if isinstance(raw, list) and len(raw) == 2 else ([], [])
+        delivered = [
+            (str(stream), [(str(e[0]), pairs_to_dict(e[1]) or {}) for e in entries])
+            for stream, entries in out or []
+        ]
+        return delivered, [str(e) for e in errors or []]
 
     async def _recover_own_pending(self, streams: list[str]) -> None:
         """Run again what this consumer was delivered but never acknowledged.
@@ -352,8 +413,15 @@ class Reader:
         alive = await pipe.execute()
         return {c for c, a in zip(consumers, alive, strict=True) if not a}
 
-    def dispatch(self, stream: str, entry_id: str, fields: Any, deliveries: int) -> None:
-        """Start, hand back, dead-letter or skip one delivered entry."""
+    def dispatch(
+        self, stream: str, entry_id: str, fields: Any, deliveries: int, needs_slot: bool = False
+    ) -> None:
+        """Start, hand back, dead-letter or skip one delivered entry.
+
+        ``needs_slot``: a new delivery that finds every slot taken is handed back.
+        (Reclaimed and recovered entries are never over the limit by construction,
+        and handing them back would reset the delivery count that stops poison tasks.)
+        """
         replica = self.replica
         batcher = self.ctx.batcher
         if not fields:
@@ -372,7 +440,7 @@ class Reader:
             return
         envelope = parse_envelope(fields)
         if envelope is not None:
-            self._dispatch_envelope(stream, entry_id, fields, envelope, deliveries)
+            self._dispatch_envelope(stream, entry_id, fields, envelope, deliveries, needs_slot)
             return
         task = decode_task(fields)
         if task is None:
@@ -384,7 +452,7 @@ class Reader:
             base = max(1, int(fields.get("attempt") or 1))
         except ValueError:
             base = 1
-        if self._not_run_here(stream, entry_id, fields, task, agent_type, deliveries):
+        if self._not_run_here(stream, entry_id, fields, task, agent_type, deliveries, needs_slot):
             return
         task.attempt = base + deliveries - 1
         replica.start_task(stream, entry_id, task, dict(fields))
@@ -397,14 +465,17 @@ class Reader:
         task: Task,
         agent_type: str | None,
         deliveries: int,
+        needs_slot: bool,
     ) -> bool:
         """Hand back or dead-letter an entry this replica must not run; True if so."""
         replica = self.replica
-        if not replica.accepting or (
-            agent_type is not None and agent_type not in replica.allowed_types()
+        if (
+            not replica.accepting
+            or (agent_type is not None and agent_type not in replica.allowed_types())
+            or (needs_slot and replica.free_slots() <= 0)
         ):
             # Delivered after we stopped accepting (or the type is denied or scaled
-            # off here): give it back to the fleet.
+            # off here, or every slot is taken): give it back to the fleet.
             replica.hand_back(stream, entry_id, task.agent_type, dict(fields))
             return True
         if deliveries - 1 >= self.ctx.settings.max_deliveries:
@@ -419,7 +490,13 @@ class Reader:
         return False
 
     def _dispatch_envelope(
-        self, stream: str, entry_id: str, fields: Any, envelope: Envelope, deliveries: int
+        self,
+        stream: str,
+        entry_id: str,
+        fields: Any,
+        envelope: Envelope,
+        deliveries: int,
+        needs_slot: bool,
     ) -> None:
         """Run, hand back or skip an entry in by-framework's command envelope."""
         replica = self.replica
@@ -432,7 +509,7 @@ class Reader:
             self._hand_back_foreign(stream, entry_id, fields, envelope, agent_type)
             return
         task = to_task(envelope, agent_type or "")
-        if self._not_run_here(stream, entry_id, fields, task, agent_type, deliveries):
+        if self._not_run_here(stream, entry_id, fields, task, agent_type, deliveries, needs_slot):
             return
         task.attempt = deliveries
         replica.start_task(stream, entry_id, task, dict(fields), envelope)

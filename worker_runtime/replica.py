@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from worker_runtime.batcher import safe_text
@@ -59,6 +60,8 @@ class Replica:
         self.scaled_off: set[str] = set()
         """Types this replica stopped serving because their quota is below its rank."""
         self.inflight: dict[str, asyncio.Task[None]] = {}
+        self.reserved = 0
+        """Slots held by a read in flight (see :meth:`reserving`)."""
         self.processed = 0
         self.failed = 0
         self.started_at = now_ms()
@@ -133,8 +136,22 @@ class Replica:
         return self.allowed_types() if self.accepting else []
 
     def free_slots(self) -> int:
-        """How many more tasks may start now."""
-        return self.ctx.settings.concurrency - len(self.inflight)
+        """How many more tasks may start now (slots held by a read in flight excluded)."""
+        return self.ctx.settings.concurrency - len(self.inflight) - self.reserved
+
+    @contextlib.contextmanager
+    def reserving(self, slots: int) -> Iterator[None]:
+        """Hold ``slots`` for one read while its reply is on the way.
+
+        A replica can have several readers (one per slot on a cluster, one per
+        consumer group); without this, each would ask for every free slot at once.
+        """
+        self.reserved += slots
+        try:
+            yield
+        finally:
+            self.reserved -= slots
+            self._freed.set()
 
     @property
     def runtime_status(self) -> RuntimeStatus:

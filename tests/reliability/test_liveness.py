@@ -186,13 +186,15 @@ async def test_force_evict_hands_running_tasks_to_another_worker(
         await Producer(redis, KEYS).submit("fe", {"sleep": 1.0}, worker_id="fspare-r0")
         ids = await _submit(redis, "fe", 3, sleep=3.0)
 
-        async def busy_has_them() -> bool:
+        async def busy_runs_some() -> bool:
+            # Not necessarily all three: on a loaded machine the spare may be free
+            # again before the busy worker has read them all, and take one.
             rows = await redis.xpending_range(
                 KEYS.type_stream("fe"), CONSUMER_GROUP, "-", "+", 100, "fbusy-r0"
             )
-            return len(rows) == len(ids)
+            return bool(rows)
 
-        await eventually(busy_has_them, timeout=15)
+        await eventually(busy_runs_some, timeout=15)
         await WorkerManager(redis, KEYS, operator="test").evict_worker("fbusy-r0", force=True)
 
         async def all_done() -> bool:
