@@ -31,7 +31,9 @@ from byconsole.text import safe_text
 from byconsole.tui.actions import DEAD_ACTIONS, SPECS, Action, ActionOutcome, ActionRequest
 from byconsole.tui.backend import Backend, RedisBackend
 from byconsole.tui.palette import ConsoleCommands
+from byconsole.tui.release import release_in_thread
 from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
+from byconsole.tui.views import workers as workers_view
 from worker_runtime.dead_letters import DeadLetter
 from worker_runtime.quota import MAX_SCALE
 from worker_runtime.settings import ConfigError, RedisSettings
@@ -234,11 +236,14 @@ class ConsoleApp(App[int]):
     @on(FleetUpdated)
     def _fleet_updated(self, message: FleetUpdated) -> None:
         self.failures = 0
+        previous = [self.snapshot]
         self.snapshot = message.snapshot
         try:
             self.main_screen.show_snapshot(message.snapshot)
         except QueryError:  # the app is shutting down and its widgets are gone
             return
+        if previous[0] is not None and len(previous[0].workers) >= workers_view.OFF_LOOP_MIN:
+            release_in_thread(previous)
         self._schedule_next(self.refresh_interval)
 
     @on(PollFailed)
