@@ -243,7 +243,8 @@ class ConsoleApp(App[int]):
         except QueryError:  # the app is shutting down and its widgets are gone
             return
         if previous[0] is not None and len(previous[0].workers) >= workers_view.OFF_LOOP_MIN:
-            release_in_thread(previous)
+            # After the paint: freeing meanwhile would take GIL turns from painting.
+            self.call_after_refresh(release_in_thread, previous)
         self._schedule_next(self.refresh_interval)
 
     @on(PollFailed)

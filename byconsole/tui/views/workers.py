@@ -547,7 +547,9 @@ class WorkersView(Vertical):
         stale_base = prepared.base is not self._entries
         if len(prepared.workers) >= OFF_LOOP_MIN:
             # The replaced rows and views die in a thread, not in this loop turn.
-            release_in_thread([self._entries, self._workers, self._by_id, self._search])
+            self.call_after_refresh(
+                release_in_thread, [self._entries, self._workers, self._by_id, self._search]
+            )
         self._entries = prepared.entries
         self._workers = prepared.workers
         self._by_id = prepared.by_id
