@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from redis.crc import key_slot
 from redis.exceptions import ResponseError
 
 from worker_runtime.connection import LOOP_ERRORS
@@ -255,11 +256,21 @@ class Reader:
         self, streams: list[str], count: int
     ) -> tuple[list[tuple[str, list[tuple[str, Any]]]], list[str]]:
         """Up to ``count`` waiting entries of ``streams``, in order, without blocking."""
-        if len(streams) == 1:
-            reply = await self.ctx.redis.xreadgroup(
-                self.group, self.replica.worker_id, {streams[0]: ">"}, count=count
-            )
-            return iter_reply(reply), []
+        if len(streams) == 1 or (
+            self.ctx.cluster and len({key_slot(s.encode()) for s in streams}) > 1
+        ):
+            # One stream, or (never from the instance, which groups by slot) streams
+            # no script may name together: one read each, with what is left.
+            delivered: list[tuple[str, list[tuple[str, Any]]]] = []
+            for stream in streams:
+                left = count - sum(len(entries) for _, entries in delivered)
+                if left <= 0:
+                    break
+                reply = await self.ctx.redis.xreadgroup(
+                    self.group, self.replica.worker_id, {stream: ">"}, count=left
+                )
+                delivered += iter_reply(reply)
+            return delivered, []
         raw = await self.ctx.redis.eval(
             _READ_UP_TO, len(streams), *streams, self.group, self.replica.worker_id, count
         )
