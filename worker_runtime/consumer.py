@@ -7,9 +7,10 @@ in one slot). Each reader:
 * first re-reads the replica's own pending entries (a restart with the same id, or
   acks lost while Redis was away);
 * then reads new entries, never taking more than the free concurrency: XREADGROUP's
-  COUNT is per stream, so a reader of several streams reads them one after another
-  in a script (nothing waiting there: it blocks on all of them, and the rare entry a
-  full replica gets from that wait is handed back, never held or run over the limit);
+  COUNT is per stream, so a reader of several streams reads what waits in them one
+  after another (nothing waiting: it blocks on all of them; the rare entry a full
+  replica gets from that wait is handed back, or, a direct task only this worker
+  may run, kept until a slot frees; never run over the limit);
 * hands back entries that arrive after the replica stopped accepting (suspended,
   draining, denied) instead of running them;
 * periodically reclaims entries that are idle longer than the claim timeout *and*
@@ -24,7 +25,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from redis.crc import key_slot
 from redis.exceptions import ResponseError
 
 from worker_runtime.connection import LOOP_ERRORS
@@ -68,29 +68,6 @@ for i = 4, #ARGV do
   end
 end
 return kept
-"""
-
-
-# Read new entries from KEYS in order, at most ARGV[3] in all. ARGV: group, consumer,
-# count. One XREADGROUP per stream with what is left: a single XREADGROUP over N
-# streams could deliver N times the count. An error on one stream (NOGROUP after a
-# restart) does not lose what the others delivered: the entries are returned with
-# the error, as {[[stream, entries], ...], [error, ...]}.
-_READ_UP_TO = """
-local left = tonumber(ARGV[3])
-local out, errors = {}, {}
-for i = 1, #KEYS do
-  if left <= 0 then break end
-  local r = redis.pcall('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', left,
-                        'STREAMS', KEYS[i], '>')
-  if type(r) == 'table' and r.err then
-    table.insert(errors, r.err)
-  elseif r then
-    left = left - #r[1][2]
-    table.insert(out, r[1])
-  end
-end
-return {out, errors}
 """
 
 
@@ -154,6 +131,13 @@ class Reader:
         self.group = group
         self.ctx = replica.ctx
         self._recover = True
+        self._idle = False
+        """The last read waited its whole block for nothing (see :meth:`_read_new`)."""
+        self._turn = 0
+        """Which stream the next read of waiting entries starts with."""
+        self._parked: list[tuple[str, str, Any, float]] = []
+        """Direct tasks delivered while every slot was taken (stream, id, fields, when
+        delivered): started before anything else is read (see :meth:`_read_new`)."""
         self._next_reclaim = time.monotonic() + self._reclaim_every()
         self._type_of_stream = {self.ctx.keys.type_stream(t): t for t in replica.agent_types}
 
@@ -177,19 +161,31 @@ class Reader:
 
     async def run(self) -> None:
         """Read until the replica ends or the process stops."""
-        replica = self.replica
         block_s = self.ctx.settings.block_ms / 1000
+        try:
+            await self._loop(block_s)
+        finally:
+            self._unpark()
+
+    async def _loop(self, block_s: float) -> None:
+        replica = self.replica
         backoff = 0.1
         while not replica.ended.is_set() and not replica.stopping:
             replica.tick()
             streams = self.select()
             if not streams:
+                self._unpark()
                 await replica.wait_change(block_s)
+                self._idle = False  # not read meanwhile: what waits there is unknown
                 continue
             if replica.free_slots() <= 0:
                 await replica.wait_capacity(block_s)
+                self._idle = False
                 continue
             try:
+                if self._parked:
+                    await self._start_parked()
+                    continue
                 if self._recover:
                     await self._recover_own_pending(streams)
                     self._recover = False
@@ -228,15 +224,24 @@ class Reader:
         so two readers of one replica never take the same slot. The blocking read
         holds none (another reader's streams may have work meanwhile) and asks for
         at most the free slots in all unless there are more streams than free slots;
-        an entry that finds the replica full is handed back (a new entry, no delivery
-        counted), never run over the concurrency limit.
+        an entry that finds the replica full is never run over the concurrency limit:
+        it is handed back (a new entry, no delivery counted), or parked if it is a
+        direct task (see :meth:`_start_parked`).
+
+        After a block that found nothing, the streams were empty a moment ago: the
+        next read blocks at once, so an idle worker sends one command per block, not
+        two (10,000 idle workers would otherwise double what Redis does for them).
         """
         replica = self.replica
         count = min(self.ctx.settings.fetch_count, replica.free_slots())
         sent = time.monotonic()
-        with replica.reserving(count):
-            delivered, errors = await self._read_waiting(streams, count)
+        delivered: list[tuple[str, list[tuple[str, Any]]]] = []
+        errors: list[str] = []
+        if not self._idle:
+            with replica.reserving(count):
+                delivered, errors = await self._read_waiting(streams, count)
         if not delivered and not errors:
+            replica.offer_slots()  # this reader blocks holding none: others may read
             sent = time.monotonic()
             reply = await self.ctx.redis.xreadgroup(
                 self.group,
@@ -246,40 +251,78 @@ class Reader:
                 block=self.ctx.settings.block_ms,
             )
             delivered = iter_reply(reply)
+            self._idle = not delivered
+        else:
+            self._idle = False
+        own = self.ctx.keys.worker_stream(replica.worker_id)
         for stream, entries in delivered:
             for entry_id, fields in await self._still_ours(stream, list(entries), sent):
-                self.dispatch(stream, entry_id, fields, deliveries=1, needs_slot=True)
+                if (
+                    stream == own
+                    and replica.free_slots() <= 0
+                    and fields
+                    and not is_control_entry(fields)
+                ):
+                    # Only this worker runs it: handed back, it would come back to this
+                    # reader's next block while another reader took the slot, again
+                    # and again (a backlog on a type stream). It waits here instead.
+                    self._parked.append((stream, entry_id, fields, sent))
+                else:
+                    self.dispatch(stream, entry_id, fields, deliveries=1, needs_slot=True)
+        replica.offer_slots()
         if errors:
             raise ResponseError(errors[0])
+
+    async def _start_parked(self) -> None:
+        """Start the parked direct tasks that free slots allow, oldest first."""
+        replica = self.replica
+        room = replica.free_slots()
+        taking, self._parked = self._parked[:room], self._parked[room:]
+        if not taking:
+            return
+        stream = taking[0][0]  # a reader has one worker stream
+        entries = [(entry_id, fields) for _, entry_id, fields, _ in taking]
+        for entry_id, fields in await self._still_ours(stream, entries, taking[0][3]):
+            self.dispatch(stream, entry_id, fields, deliveries=1, needs_slot=True)
+        replica.offer_slots()
+
+    def _unpark(self) -> None:
+        """Give parked tasks back (the replica stopped accepting, or the reader ends)."""
+        parked, self._parked = self._parked, []
+        for stream, entry_id, fields, _ in parked:
+            self.replica.hand_back(stream, entry_id, _task_type(fields), dict(fields))
 
     async def _read_waiting(
         self, streams: list[str], count: int
     ) -> tuple[list[tuple[str, list[tuple[str, Any]]]], list[str]]:
-        """Up to ``count`` waiting entries of ``streams``, in order, without blocking."""
-        if len(streams) == 1 or (
-            self.ctx.cluster and len({key_slot(s.encode()) for s in streams}) > 1
-        ):
-            # One stream, or (never from the instance, which groups by slot) streams
-            # no script may name together: one read each, with what is left.
-            delivered: list[tuple[str, list[tuple[str, Any]]]] = []
-            for stream in streams:
-                left = count - sum(len(entries) for _, entries in delivered)
-                if left <= 0:
-                    break
-                reply = await self.ctx.redis.xreadgroup(
+        """Up to ``count`` waiting entries of ``streams`` without blocking; errors apart.
+
+        One XREADGROUP per stream with what is left, starting one stream further each
+        time so a type stream with a steady backlog never starves the worker's own
+        stream. An error on one stream (NOGROUP after a Redis restart) is returned
+        with what the others delivered: those are pending for this consumer now, and
+        dropping them would strand them until a restart.
+        """
+        redis = self.ctx.redis
+        turn = self._turn % len(streams)
+        self._turn += 1
+        delivered: list[tuple[str, list[tuple[str, Any]]]] = []
+        errors: list[str] = []
+        left = count
+        for stream in streams[turn:] + streams[:turn]:
+            try:
+                reply = await redis.xreadgroup(
                     self.group, self.replica.worker_id, {stream: ">"}, count=left
                 )
-                delivered += iter_reply(reply)
-            return delivered, []
-        raw = await self.ctx.redis.eval(
-            _READ_UP_TO, len(streams), *streams, self.group, self.replica.worker_id, count
-        )
-        out, errors = raw if isinstance(raw, list) and len(raw) == 2 else ([], [])
-        delivered = [
-            (str(stream), [(str(e[0]), pairs_to_dict(e[1]) or {}) for e in entries])
-            for stream, entries in out or []
-        ]
-        return delivered, [str(e) for e in errors or []]
+            except ResponseError as exc:
+                errors.append(str(exc))
+                continue
+            for name, entries in iter_reply(reply):
+                delivered.append((name, entries))
+                left -= len(entries)
+            if left <= 0:
+                break
+        return delivered, errors
 
     async def _recover_own_pending(self, streams: list[str]) -> None:
         """Run again what this consumer was delivered but never acknowledged.
@@ -556,6 +599,15 @@ class Reader:
             back[HOPS_FIELD] = str(hops + 1)
             # The successor exists before the original is acknowledged (one move).
             batcher.move(stream, entry_id, self.replica.worker_id, stream, back)
+
+
+def _task_type(fields: Any) -> str:
+    """The agent type a task entry names (ours or by-framework's envelope); "" if none."""
+    envelope = parse_envelope(fields)
+    if envelope is not None:
+        return to_task(envelope, "").agent_type
+    task = decode_task(fields)
+    return task.agent_type if task is not None else ""
 
 
 def _next_id(entry_id: str) -> str:

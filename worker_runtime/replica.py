@@ -8,6 +8,7 @@ modules.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -77,7 +78,8 @@ class Replica:
         self.last_push_at = 0.0
         """Monotonic time a pushed command last changed state (orders pull reads)."""
         self._changed = asyncio.Event()
-        self._freed = asyncio.Event()
+        self._slot_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        """Readers waiting for a slot, longest first (see :meth:`wait_capacity`)."""
 
     # -- derived state ---------------------------------------------------------------
 
@@ -151,7 +153,9 @@ class Replica:
             yield
         finally:
             self.reserved -= slots
-            self._freed.set()
+            # No reader is woken here: the reader dispatches what it read first, then
+            # offers what is still free (offer_slots); woken now, the next reader
+            # would find the slots taken and lose its place in the queue.
 
     @property
     def runtime_status(self) -> RuntimeStatus:
@@ -209,12 +213,38 @@ class Replica:
             await asyncio.wait_for(self._changed.wait(), timeout)
 
     async def wait_capacity(self, timeout: float) -> None:
-        """Sleep until a running task ends, or ``timeout``."""
-        self._freed.clear()
+        """Sleep until a slot is this reader's turn, or ``timeout``.
+
+        Readers are woken one per freed slot, the one that has waited longest first:
+        woken all at once, the reader that had just read would come back first every
+        time (the others' wake-ups take a few more loop turns), and with a backlog on
+        its streams the others' tasks (a worker's own stream on a cluster) would wait.
+        """
         if self.free_slots() > 0:
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._freed.wait(), timeout)
+        turn = asyncio.get_running_loop().create_future()
+        self._slot_waiters.append(turn)
+        try:
+            async with asyncio.timeout(timeout):
+                await turn
+        except TimeoutError:
+            pass
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self.offer_slots()  # woken, then cancelled: the turn goes to the next
+            raise
+        finally:
+            if not turn.done():
+                turn.cancel()  # skipped by offer_slots
+
+    def offer_slots(self) -> None:
+        """Wake one waiting reader per free slot, those that have waited longest first."""
+        room = self.free_slots()
+        while room > 0 and self._slot_waiters:
+            turn = self._slot_waiters.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                room -= 1
 
     def notify(self) -> None:
         """Wake loops waiting on a state change."""
@@ -409,7 +439,7 @@ class Replica:
                 log.info("%s: %s already finished; not running it again", self.worker_id, key)
                 ctx.batcher.ack(stream, entry_id)
                 self.inflight.pop(key, None)
-                self._freed.set()
+                self.offer_slots()
                 return
         created = (record or {}).get("created_at")
         execution = Execution(
@@ -456,7 +486,7 @@ class Replica:
                     for message in result_messages(envelope, execution, output):
                         ctx.batcher.output(task.session_id, message)
             self.inflight.pop(key, None)
-            self._freed.set()
+            self.offer_slots()
 
     def _retry_or_bury(self, stream: str, entry_id: str, task: Task, error: str) -> None:
         from worker_runtime.messages import encode_task
@@ -485,6 +515,7 @@ class Replica:
             stream == keys.worker_stream(self.worker_id)
             and self.stopping
             and not self.ctx.settings.instance_id
+            and agent_type
         ):
             dest = keys.type_stream(agent_type)
             log.info(

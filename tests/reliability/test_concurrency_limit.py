@@ -18,6 +18,7 @@ import pytest
 
 from tests.backends import Backend
 from tests.integration.runtime_helpers import eventually, make_instance
+from worker_runtime.admin import WorkerManager
 from worker_runtime.consumer import Reader
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.models import Task
@@ -31,13 +32,15 @@ class _Meter:
         self.running = 0
         self.peak = 0
         self.runs: Counter[str] = Counter()
+        self.order: list[str] = []
 
     async def __call__(self, task: Task) -> None:
         self.running += 1
         self.peak = max(self.peak, self.running)
         try:
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(float(task.payload.get("sleep", 0.02)))
             self.runs[task.task_id] += 1
+            self.order.append(task.task_id)
         finally:
             self.running -= 1
 
@@ -55,6 +58,8 @@ async def _backlog(backend: Backend, worker_id: str, per_stream: int) -> list[st
 async def _nothing_pending(backend: Backend, worker_id: str) -> bool:
     keys = backend.keys
     for stream in (keys.type_stream("a"), keys.type_stream("b"), keys.worker_stream(worker_id)):
+        if not await backend.redis.exists(stream):
+            continue
         info: Any = await backend.redis.xpending(stream, CONSUMER_GROUP)
         if int(info["pending"]):
             return False
@@ -102,6 +107,60 @@ async def test_an_entry_that_finds_the_replica_full_is_handed_back_not_run(
         await inst.stop(grace=0)
     assert meter.peak == 1
     assert set(meter.runs) == set(ids) and set(meter.runs.values()) == {1}
+
+
+async def test_a_backlog_on_a_type_stream_does_not_starve_the_workers_own_stream(
+    backend: Backend,
+) -> None:
+    """A full replica reads one stream after another; each read starts one further on."""
+    meter = _Meter()
+    producer = Producer(backend.redis, backend.keys)
+    backlog = [await producer.submit("a", {}) for _ in range(30)]
+    direct = await producer.submit("a", {}, worker_id="st-r0")
+    inst = make_instance(backend.settings, meter, ["a"], "st", concurrency=1)
+    await inst.start()
+    try:
+        await eventually(lambda: _all_ran(meter, [*backlog, direct]), timeout=30)
+    finally:
+        await inst.stop(grace=0)
+    # Served within the first few reads, not after the 30 tasks queued before it.
+    assert meter.order.index(direct) < 5
+
+
+@pytest.mark.parametrize("suspend", [False, True], ids=["waits", "suspended"])
+async def test_a_direct_task_arriving_at_a_full_replica_runs_once(
+    backend: Backend, suspend: bool
+) -> None:
+    """A direct task delivered to a blocked reader while another reader filled the only
+    slot (a cluster: one reader per slot) waits for the slot and runs once; suspended
+    meanwhile, the worker gives it back to its stream, and it runs after the resume."""
+    meter = _Meter()
+    redis, keys = backend.redis, backend.keys
+    inst = make_instance(backend.settings, meter, ["a"], "pk", concurrency=1)
+    await inst.start()
+    try:
+        await eventually(lambda: redis.exists(keys.worker_online("pk-r0")), timeout=10)
+        await asyncio.sleep(0.5)  # every reader is blocked on its empty stream
+        producer = Producer(redis, keys)
+        long = await producer.submit("a", {"sleep": 1.5})
+        await eventually(lambda: _running(meter), timeout=10)
+        direct = await producer.submit("a", {}, worker_id="pk-r0")
+        await asyncio.sleep(0.4)  # delivered to the full replica
+        if suspend:
+            manager = WorkerManager(redis, keys, operator="test")
+            await manager.suspend_worker("pk-r0", reason="test")
+            await asyncio.sleep(2.0)  # the long task ends; nothing starts while suspended
+            assert direct not in meter.runs
+            await manager.resume_worker("pk-r0")
+        await eventually(lambda: _all_ran(meter, [long, direct]), timeout=15)
+        await eventually(lambda: _nothing_pending(backend, "pk-r0"), timeout=10)
+    finally:
+        await inst.stop(grace=0)
+    assert meter.peak == 1 and meter.runs[direct] == 1 and meter.runs[long] == 1
+
+
+async def _running(meter: _Meter) -> bool:
+    return meter.running > 0
 
 
 async def _all_ran(meter: _Meter, ids: list[str]) -> bool:
