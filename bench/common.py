@@ -11,6 +11,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,11 +143,15 @@ def run_timed(
             cpu_before = _children_cpu()
             started = time.perf_counter()
             proc = subprocess.Popen(full, cwd=ROOT, env=env, stdout=out, stderr=err)
+            # A blocking wait, the timeout on a timer: Popen.wait(timeout) polls with
+            # sleeps of up to 50 ms, which rounded every figure up to the next poll
+            # (a 0.215 s start-up read as 0.215 or 0.265 s, whichever poll caught it).
+            timer = threading.Timer(timeout, proc.kill)
+            timer.start()
             try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
                 proc.wait()
+            finally:
+                timer.cancel()
             seconds = time.perf_counter() - started
             cpu_seconds = _children_cpu() - cpu_before
         rss_kb = 0.0
