@@ -31,7 +31,7 @@ from byconsole.text import safe_text
 from byconsole.tui.actions import DEAD_ACTIONS, SPECS, Action, ActionOutcome, ActionRequest
 from byconsole.tui.backend import Backend, RedisBackend
 from byconsole.tui.palette import ConsoleCommands
-from byconsole.tui.release import release_in_thread
+from byconsole.tui.release import release_after_paint
 from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
 from byconsole.tui.views import workers as workers_view
 from worker_runtime.dead_letters import DeadLetter
@@ -243,8 +243,7 @@ class ConsoleApp(App[int]):
         except QueryError:  # the app is shutting down and its widgets are gone
             return
         if previous[0] is not None and len(previous[0].workers) >= workers_view.OFF_LOOP_MIN:
-            # After the paint: freeing meanwhile would take GIL turns from painting.
-            self.call_after_refresh(release_in_thread, previous)
+            release_after_paint(self, previous)
         self._schedule_next(self.refresh_interval)
 
     @on(PollFailed)

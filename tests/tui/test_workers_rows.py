@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import gc
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,7 +23,7 @@ import byconsole.tui.views.workers as workers_module
 from byconsole.styles import LIFECYCLE_ORDER, STATUS_ORDER, CellStyles
 from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import StaticBackend
-from byconsole.tui.release import release_in_thread
+from byconsole.tui.release import release_after_paint
 from byconsole.tui.views.workers import (
     R_ID,
     R_INSTANCE,
@@ -279,37 +277,23 @@ def test_the_console_freezes_reads_only_where_the_workers_view_thaws() -> None:
     assert backend_module.FREEZE_FROM >= workers_module.OFF_LOOP_MIN
 
 
-def test_release_in_thread_frees_in_another_thread() -> None:
-    freed_in: list[str] = []
-
-    class Marker:
-        def __del__(self) -> None:
-            freed_in.append(threading.current_thread().name)
-
-    release_in_thread([Marker()])
-    deadline = time.monotonic() + 5
-    while not freed_in and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert freed_in == ["release-snapshot"]
-
-
-async def test_a_replaced_large_snapshot_is_let_go_in_a_thread(
+async def test_a_replaced_large_snapshot_is_let_go_after_the_paint(
     low_threshold: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The app hands the previous snapshot to a thread once no view holds it any more."""
+    """The app frees the previous snapshot after the paint, once no view holds it."""
     handed: list[tuple[int, int]] = []
 
-    def record(holder: list[Any]) -> None:
+    def record(node: Any, holder: list[Any]) -> None:
         # 2: the holder's slot and this call's argument; a view still holding the
-        # snapshot would make it more, and the thread would free nothing.
+        # snapshot would make it more, and clearing the holder would free nothing.
         handed.append((id(holder[0]), sys.getrefcount(holder[0])))
-        release_in_thread(holder)
+        release_after_paint(node, holder)
 
     class Fresh(StaticBackend):
         async def read(self) -> FleetSnapshot:
             return fleet(40)  # a new snapshot per read, held by nobody but the app
 
-    monkeypatch.setattr(app_module, "release_in_thread", record)
+    monkeypatch.setattr(app_module, "release_after_paint", record)
     app = ConsoleApp(Fresh(fleet(1)), refresh=3600, clock=lambda: 0.0)
     async with app.run_test(size=(120, 30)) as pilot:
         view = app.main_screen.workers_view

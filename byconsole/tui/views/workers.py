@@ -35,7 +35,7 @@ from textual.widgets import DataTable, Input, Static
 
 from byconsole.styles import LIFECYCLE_ORDER, STATUS_ORDER, CellStyles
 from byconsole.text import safe_text
-from byconsole.tui.release import release_in_thread
+from byconsole.tui.release import release_after_paint
 from byconsole.tui.views.cells import DASH, age, clean
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 from worker_runtime.snapshot import FleetSnapshot, WorkerView
@@ -546,10 +546,8 @@ class WorkersView(Vertical):
         """Show prepared rows (on the loop: swaps in the new rows, then re-orders)."""
         stale_base = prepared.base is not self._entries
         if len(prepared.workers) >= OFF_LOOP_MIN:
-            # The replaced rows and views die in a thread, not in this loop turn.
-            self.call_after_refresh(
-                release_in_thread, [self._entries, self._workers, self._by_id, self._search]
-            )
+            # The replaced rows and views are freed after the new ones are painted.
+            release_after_paint(self, [self._entries, self._workers, self._by_id, self._search])
         self._entries = prepared.entries
         self._workers = prepared.workers
         self._by_id = prepared.by_id
