@@ -349,12 +349,15 @@ class Reader:
                     break
                 start = _next_id(str(rows[-1]["message_id"]))
                 batcher = self.ctx.batcher
-                # Entries running here or finished with their ack still queued (after an
-                # outage) are not deliveries: leave them and their counts alone.
+                # Entries running here, parked here, or finished with their ack still
+                # queued (after an outage) are not deliveries: leave them and their
+                # counts alone (a parked one starts when a slot frees, once).
+                parked = {(p[0], p[1]) for p in self._parked}
                 deliveries = {
                     str(r["message_id"]): int(r["times_delivered"])
                     for r in rows
                     if f"{stream} {r['message_id']!s}" not in replica.inflight
+                    and (stream, str(r["message_id"])) not in parked
                     and not batcher.awaiting_ack(stream, str(r["message_id"]))
                 }
                 if deliveries:
