@@ -225,10 +225,9 @@ class Replica:
         turn = asyncio.get_running_loop().create_future()
         self._slot_waiters.append(turn)
         try:
-            async with asyncio.timeout(timeout):
-                await turn
-        except TimeoutError:
-            pass
+            # asyncio.wait: a timeout is no exception, and a cancellation is never
+            # taken for one (the reader must end when the instance stops).
+            await asyncio.wait((turn,), timeout=timeout)
         except asyncio.CancelledError:
             if turn.done() and not turn.cancelled():
                 self.offer_slots()  # woken, then cancelled: the turn goes to the next
