@@ -170,16 +170,24 @@ async def test_a_read_cancelled_while_packing_or_sending_releases_its_connection
     await _populate(redis)
     monkeypatch.setattr(packed_pipeline, "SEND_SLICE", 1024)
     pool = redis.connection_pool
+    cancelled = 0
     for steps in range(8):
         first, loose, last = _queue()
         task = asyncio.create_task(execute(redis, [first, *loose, last]))
         for _ in range(steps):
             await asyncio.sleep(0)
         task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        try:
+            replies = await task
+        except asyncio.CancelledError:
+            cancelled += 1
+        else:
+            # A fast machine finished the read within these loop turns: then it must
+            # have finished whole.
+            assert len(replies) == command_count([first, *loose, last])
         assert not pool._in_use_connections
         assert await redis.get("s:3") == "value-3-" + "x" * 200
+    assert cancelled >= 1  # at least the read cancelled before it began
 
 
 @pytest.mark.parametrize("retries", [0, 1])

@@ -66,21 +66,31 @@ async def _nothing_pending(backend: Backend, worker_id: str) -> bool:
     return True
 
 
+async def _run_backlog(
+    backend: Backend, instance_id: str, per_stream: int, concurrency: int
+) -> _Meter:
+    """A backlog on every stream of ``instance_id``'s replica, run to the end: each task
+    exactly once, nothing left pending."""
+    meter = _Meter()
+    worker_id = f"{instance_id}-r0"
+    ids = await _backlog(backend, worker_id, per_stream)
+    inst = make_instance(backend.settings, meter, ["a", "b"], instance_id, concurrency=concurrency)
+    await inst.start()
+    try:
+        await eventually(lambda: _all_ran(meter, ids), timeout=30)
+        await eventually(lambda: _nothing_pending(backend, worker_id), timeout=10)
+    finally:
+        await inst.stop(grace=0)
+    assert set(meter.runs) == set(ids) and set(meter.runs.values()) == {1}
+    return meter
+
+
 @pytest.mark.parametrize("concurrency", [1, 2])
 async def test_backlog_on_every_stream_never_runs_over_the_limit(
     backend: Backend, concurrency: int
 ) -> None:
-    meter = _Meter()
-    ids = await _backlog(backend, "cl-r0", per_stream=8)
-    inst = make_instance(backend.settings, meter, ["a", "b"], "cl", concurrency=concurrency)
-    await inst.start()
-    try:
-        await eventually(lambda: _all_ran(meter, ids), timeout=30)
-        await eventually(lambda: _nothing_pending(backend, "cl-r0"), timeout=10)
-    finally:
-        await inst.stop(grace=0)
+    meter = await _run_backlog(backend, "cl", per_stream=8, concurrency=concurrency)
     assert meter.peak <= concurrency
-    assert set(meter.runs) == set(ids) and set(meter.runs.values()) == {1}
 
 
 async def test_an_entry_that_finds_the_replica_full_is_handed_back_not_run(
@@ -96,17 +106,8 @@ async def test_an_entry_that_finds_the_replica_full_is_handed_back_not_run(
         return [], []
 
     monkeypatch.setattr(Reader, "_read_waiting", nothing_waiting)
-    meter = _Meter()
-    ids = await _backlog(backend, "ho-r0", per_stream=4)
-    inst = make_instance(backend.settings, meter, ["a", "b"], "ho", concurrency=1)
-    await inst.start()
-    try:
-        await eventually(lambda: _all_ran(meter, ids), timeout=30)
-        await eventually(lambda: _nothing_pending(backend, "ho-r0"), timeout=10)
-    finally:
-        await inst.stop(grace=0)
+    meter = await _run_backlog(backend, "ho", per_stream=4, concurrency=1)
     assert meter.peak == 1
-    assert set(meter.runs) == set(ids) and set(meter.runs.values()) == {1}
 
 
 async def test_a_backlog_on_a_type_stream_does_not_starve_the_workers_own_stream(
