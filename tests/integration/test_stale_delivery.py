@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -77,21 +77,32 @@ async def _owner(redis: Redis, stream: str) -> list[tuple[str, str]]:
     return [(str(r["message_id"]), str(r["consumer"])) for r in rows]
 
 
+def _stall_after_reads(
+    monkeypatch: pytest.MonkeyPatch,
+    worker: Worker,
+    then: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """Each XREADGROUP of ``worker`` returns only after a stall past the claim timeout,
+    during which ``then`` runs (a peer's reclaim)."""
+    real_read = worker.redis.xreadgroup
+
+    async def read_then_stall(*args: Any, **kwargs: Any) -> Any:
+        reply = await real_read(*args, **kwargs)
+        await asyncio.sleep(STALL_S)
+        if then is not None:
+            await then()
+        return reply
+
+    monkeypatch.setattr(worker.redis, "xreadgroup", read_then_stall)
+
+
 async def test_a_read_reclaimed_during_a_stall_is_not_started(
     pair: tuple[Worker, Worker, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a, b, starts = pair
     task_id = await Producer(a.redis).submit(TYPE, {})
-    real_read = a.redis.xreadgroup
-
-    async def read_then_stall(*args: Any, **kwargs: Any) -> Any:
-        reply = await real_read(*args, **kwargs)
-        # Delivered to wa; wa stalls past the claim timeout and (no lease) b reclaims.
-        await asyncio.sleep(STALL_S)
-        await b.reader._reclaim([b.stream])
-        return reply
-
-    monkeypatch.setattr(a.redis, "xreadgroup", read_then_stall)
+    # Delivered to wa; wa stalls past the claim timeout and (no lease) b reclaims.
+    _stall_after_reads(monkeypatch, a, then=lambda: b.reader._reclaim([b.stream]))
     await a.reader._read_new([a.stream])
     await a.settle()
     await b.settle()
@@ -104,14 +115,7 @@ async def test_a_read_still_ours_after_a_stall_runs_once_and_is_fresh(
 ) -> None:
     a, _, starts = pair
     task_id = await Producer(a.redis).submit(TYPE, {})
-    real_read = a.redis.xreadgroup
-
-    async def read_then_stall(*args: Any, **kwargs: Any) -> Any:
-        reply = await real_read(*args, **kwargs)
-        await asyncio.sleep(STALL_S)  # nobody reclaims meanwhile
-        return reply
-
-    monkeypatch.setattr(a.redis, "xreadgroup", read_then_stall)
+    _stall_after_reads(monkeypatch, a)  # nobody reclaims meanwhile
     sent = time.monotonic()
     await a.reader._read_new([a.stream])
     await a.settle()
