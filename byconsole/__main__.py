@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from byconsole.cli import run
+from byconsole.launch import run
 
 run()

@@ -594,6 +594,9 @@ def _main(argv: list[str]) -> int:
             _say(warning, prefix="byconsole: ")
         read_only = bool(args.read_only or (context and context.read_only))
 
+        if args.demo or (args.command is None and not args.snapshot):
+            # Long-running: the collector the one-shot launch turned off is needed.
+            gc.enable()
         if args.demo:
             # Imported here: the console stack (Textual) is only loaded when needed.
             from byconsole.tui.demo import run_demo

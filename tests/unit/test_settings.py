@@ -263,3 +263,24 @@ def test_endpoint_never_shows_the_password(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("REDIS_CLUSTER_HOST", "node-1")
     endpoint = load(RedisSettings).endpoint
     assert "s3cr3t" not in endpoint and "node-1:6379" in endpoint
+
+
+def test_environment_names_match_without_regard_to_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As pydantic-settings read them before: an operator's lower-case export still counts.
+    monkeypatch.setenv("byai_redis_url", "redis://lower:6390/0")
+    monkeypatch.setenv("byai_concurrency", "7")
+    assert load(RedisSettings).url == "redis://lower:6390/0"
+    assert load(WorkerSettings).concurrency == 7
+
+
+def test_settings_built_directly_read_the_environment_under_their_arguments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("BYAI_REDIS_TLS_CA", "/etc/ca.pem")
+    monkeypatch.setenv("BYAI_REDIS_URL", "redis://env:6379/0")
+    settings = RedisSettings(url="redis://given:6379/0")
+    assert settings.url == "redis://given:6379/0"
+    assert settings.tls_ca_certs == "/etc/ca.pem"
+    monkeypatch.setenv("BYAI_CONCURRENCY", "")
+    with pytest.raises(ConfigError, match="BYAI_CONCURRENCY"):
+        load(WorkerSettings)

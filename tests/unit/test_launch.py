@@ -1,0 +1,71 @@
+"""The executable runs one-shot commands without the cyclic collector, the console with it."""
+
+from __future__ import annotations
+
+import gc
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import byconsole.cli as cli
+from byconsole import launch
+
+
+@pytest.fixture(autouse=True)
+def _collector_restored() -> Iterator[None]:
+    yield
+    gc.enable()
+
+
+def test_the_launcher_turns_the_collector_off_before_the_cli_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[bool] = []
+
+    def run() -> None:
+        seen.append(gc.isenabled())
+        sys.exit(0)
+
+    monkeypatch.setattr(cli, "run", run)
+    with pytest.raises(SystemExit):
+        launch.run()
+    assert seen == [False]
+
+
+@pytest.mark.parametrize(
+    ("argv", "runs"),
+    [
+        (["--redis-url", "redis://127.0.0.1:1/0"], "_run_tui"),
+        (["--demo"], "demo"),
+    ],
+)
+def test_the_console_and_the_demo_run_with_the_collector_on(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], runs: str
+) -> None:
+    seen: list[bool] = []
+
+    def record(*args: Any, **kwargs: Any) -> int:
+        seen.append(gc.isenabled())
+        return 0
+
+    if runs == "demo":
+        import byconsole.tui.demo as demo
+
+        monkeypatch.setattr(demo, "run_demo", record)
+    else:
+        monkeypatch.setattr(cli, "_run_tui", record)
+    gc.disable()
+    assert cli.main(argv) == 0
+    assert seen == [True]
+
+
+def test_a_snapshot_leaves_the_collector_as_the_launcher_set_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gc.disable()
+    # Nothing listens on port 1: the snapshot fails at once, without turning it on.
+    assert cli.main(["--redis-url", "redis://127.0.0.1:1/0", "--snapshot"]) == 2
+    assert not gc.isenabled()
+    assert "byconsole:" in capsys.readouterr().err
