@@ -216,8 +216,10 @@ class ConsoleApp(App[int]):
         self.polls += 1
         try:
             snapshot = await self.backend.read()
-            # A large fleet's rows are built now, in a thread, not when it is shown.
+            # A large fleet's rows are built and counted now, in threads, not when it
+            # is shown.
             await self.main_screen.workers_view.prepare_ahead(snapshot)
+            await self.main_screen.header.count_ahead(snapshot)
         except asyncio.CancelledError:
             self._polling = False
             raise

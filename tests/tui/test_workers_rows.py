@@ -305,3 +305,31 @@ async def test_a_replaced_large_snapshot_is_let_go_after_the_paint(
         await until(pilot, lambda: bool(handed))
         assert id(app.snapshot) != shown
     assert handed == [(shown, 2)]
+
+
+async def test_a_large_snapshot_is_counted_off_the_loop_before_it_is_shown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The header's counts of a large fleet are made in a thread, not in the paint."""
+    import threading
+
+    from byconsole.tui.widgets import header as header_module
+
+    threads: list[bool] = []
+    original = header_module.FleetHeader._counts
+
+    def counted(snapshot: FleetSnapshot) -> Any:
+        threads.append(threading.current_thread() is threading.main_thread())
+        return original(snapshot)
+
+    monkeypatch.setattr(header_module, "COUNT_AHEAD_MIN", 30)
+    monkeypatch.setattr(header_module.FleetHeader, "_counts", staticmethod(counted))
+    app = ConsoleApp(StaticBackend(fleet(40)), refresh=3600, clock=lambda: 0.0)
+    async with app.run_test(size=(120, 30)) as pilot:
+        view = app.main_screen.workers_view
+        await until(pilot, lambda: view.table.row_count == 40 and not view._preparing)
+        await pilot.pause()
+        header = app.main_screen.header
+        assert "40 workers" in str(header.render().renderables[1])
+        assert header._counted is None  # taken, and no snapshot kept for it
+    assert threads and not any(threads)  # counted, never on the loop
