@@ -29,7 +29,7 @@ SESSION_TTL_S = 7 * 24 * 3600
 RUNTIME_STATUS_FIELD = "runtime_status"
 """Our field in the status hash (idle/busy/suspended/draining); by-framework ignores it."""
 
-STATUS_OF_STATE = {
+STATUS_OF_STATE: dict[str, str] = {
     ExecutionState.RUNNING: "RUNNING",
     ExecutionState.SUCCEEDED: "COMPLETED",
     ExecutionState.FAILED: "FAILED",
@@ -43,7 +43,7 @@ _TERMINAL = {"COMPLETED", "FAILED", "CANCELLED"}
 def status_of(state: str) -> str:
     """by-framework's status for one of our states (unknown states upper-cased)."""
     # The members are str: a plain state string finds its member's entry directly.
-    return STATUS_OF_STATE.get(state) or state.upper()  # type: ignore[call-overload]
+    return STATUS_OF_STATE.get(state) or state.upper()
 
 
 def count_field(status: str) -> str:

@@ -51,18 +51,31 @@ class EnvSettings(BaseModel):
 
 def _from_environment(cls: type[BaseModel]) -> dict[str, str]:
     """``cls``'s fields that the environment sets, by field name."""
-    environ = {name.lower(): value for name, value in os.environ.items()}
+    environ = _environment()
     found: dict[str, str] = {}
     for field, info in cls.model_fields.items():
-        for name in _env_names(info.validation_alias):
-            value = environ.get(name.lower())
-            if value is not None:
-                found[field] = value
-                break
+        hit = _first_set(environ, _env_names(info.validation_alias))
+        if hit is not None:
+            found[field] = hit[1]
     return found
 
 
+def _environment() -> dict[str, tuple[str, str]]:
+    """The environment by lower-cased name: (the name as set, its value)."""
+    return {name.lower(): (name, value) for name, value in os.environ.items()}
+
+
+def _first_set(environ: dict[str, tuple[str, str]], names: list[str]) -> tuple[str, str] | None:
+    """The first of ``names`` that ``environ`` sets, in any case: (its name, its value)."""
+    for name in names:
+        hit = environ.get(name.lower())
+        if hit is not None:
+            return hit
+    return None
+
+
 def _env_names(alias: object) -> list[str]:
+    """The environment variables a field's ``validation_alias`` names, in order."""
     if isinstance(alias, str):
         return [alias]
     if isinstance(alias, AliasChoices):
@@ -391,15 +404,13 @@ def describe_validation_error(cls: type[BaseModel], exc: ValidationError) -> str
     value = err.get("input")
     name = loc
     for field, info in cls.model_fields.items():
-        alias = info.validation_alias
-        choices = [str(c) for c in alias.choices] if isinstance(alias, AliasChoices) else []
-        if isinstance(alias, str):
-            choices = [alias]
+        choices = _env_names(info.validation_alias)
         if loc != field and loc not in choices:
             continue
-        # Name the variable that actually holds the value (REDIS_URL, not the field).
-        env = [c for c in choices if os.environ.get(c) == value]
-        name = env[0] if env else "/".join(choices) or field
+        # Name the variable that holds the value, as it is spelled there (REDIS_URL,
+        # a lower-case export), else every variable that could set it.
+        hit = _first_set(_environment(), choices)
+        name = hit[0] if hit and hit[1] == value else "/".join(choices) or field
         break
     msg = str(err["msg"]).removeprefix("Value error, ")
     if name and not isinstance(value, dict):

@@ -112,10 +112,10 @@ def print_model_json(model: BaseModel) -> None:
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is None:  # a text-only stream (a test's StringIO)
         sys.stdout.write(data.decode("ascii") + "\n")
+        sys.stdout.flush()
     else:
         buffer.write(data + b"\n")
         buffer.flush()
-    sys.stdout.flush()
 
 
 def fail(session: Session, message: str) -> None:

@@ -271,6 +271,10 @@ def test_environment_names_match_without_regard_to_case(monkeypatch: pytest.Monk
     monkeypatch.setenv("byai_concurrency", "7")
     assert load(RedisSettings).url == "redis://lower:6390/0"
     assert load(WorkerSettings).concurrency == 7
+    # An error names the variable as the operator spelled it.
+    monkeypatch.setenv("byai_concurrency", "0")
+    with pytest.raises(ConfigError, match="invalid byai_concurrency '0'"):
+        load(WorkerSettings)
 
 
 def test_settings_built_directly_read_the_environment_under_their_arguments(
