@@ -131,29 +131,34 @@ class KeyProbe:
 
 
 class PaintWatch:
-    """Records when the table renders lines: a paint is a burst of ``render_line`` calls."""
+    """Records when the screen composes a frame.
 
-    def __init__(self, table: Any) -> None:
-        self.calls: list[float] = []
-        render = table.render_line
+    Each update the compositor renders reaches ``App._display`` (the headless driver
+    then writes nothing; a terminal's would write it). A frame, not the table's own
+    lines: a refresh repaints only what it changed (the visible rows whose cells
+    changed, the header's counts), so the first frame after a change is when it is on
+    screen, wherever it shows.
+    """
 
-        def recorded(y: int) -> Any:
-            self.calls.append(time.perf_counter())
-            return render(y)
+    def __init__(self, app: Any) -> None:
+        self.frames: list[float] = []
+        display = app._display
 
-        table.render_line = recorded
+        def recorded(screen: Any, renderable: Any) -> None:
+            display(screen, renderable)
+            if renderable is not None:
+                self.frames.append(time.perf_counter())
+
+        app._display = recorded
 
     async def painted_after(self, since: float, timeout: float = 10.0) -> float:
-        """The end of the first paint that started after ``since`` (perf_counter)."""
+        """When the first frame composed after ``since`` (perf_counter) was done."""
         deadline = time.perf_counter() + timeout
-        while not (self.calls and self.calls[-1] > since):
+        while not (self.frames and self.frames[-1] > since):
             if time.perf_counter() > deadline:
                 return float("nan")
             await asyncio.sleep(0.0005)
-        # The burst is over once no line was rendered for 2 ms.
-        while time.perf_counter() - self.calls[-1] < 0.002:
-            await asyncio.sleep(0.0005)
-        return self.calls[-1]
+        return next(t for t in self.frames if t > since)
 
 
 def _preparing(view: Any) -> bool:
@@ -193,7 +198,7 @@ async def live_child(url: str, count: int, refreshes: int) -> dict[str, Any]:
             applied.append(time.perf_counter())
 
         main.show_snapshot = timed  # type: ignore[method-assign]
-        paints = PaintWatch(table)
+        paints = PaintWatch(app)
         watch = LoopWatch()
         watch.start()
         deadline = time.perf_counter() + 300
@@ -374,7 +379,7 @@ async def static_child(count: int) -> dict[str, Any]:
         table = view.table
         main.reset(app.backend.endpoint, None)
         await pilot.pause()
-        paints = PaintWatch(table)
+        paints = PaintWatch(app)
         watch = LoopWatch()
         watch.start()
         started = time.perf_counter()

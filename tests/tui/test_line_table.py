@@ -11,6 +11,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
+from textual.strip import Strip
 from textual.widgets import DataTable
 
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
@@ -130,6 +131,47 @@ async def test_changed_cells_repaint_and_unchanged_rows_are_not_rerendered() -> 
         # A style-only change is a change.
         table.sync(keys, {"c": row("c", style="bold")})
         assert table.get_cell("c", "id").style == "bold"
+
+
+async def test_a_refresh_that_moves_no_row_repaints_only_its_changed_visible_rows() -> None:
+    app = TableApp()
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(KeyedTable)
+        keys = [f"k{i:03d}" for i in range(200)]
+        table.sync(keys, {k: row(k) for k in keys})
+        await pilot.pause()
+        drawn: list[int] = []
+        render = table.render_line
+
+        def recorded(y: int) -> Strip:
+            drawn.append(y)
+            return render(y)
+
+        table.render_line = recorded  # type: ignore[method-assign]
+        # k002 is on screen (line 3, under the header), k150 is not.
+        table.sync(keys, {"k002": row("k002", "y"), "k150": row("k150", "z")})
+        await pilot.pause()
+        assert set(drawn) == {3}
+        assert "yyyy" in screen_lines(app)[3]
+        # Nothing visible changed: nothing is repainted.
+        drawn.clear()
+        table.sync(keys, {"k151": row("k151", "z")})
+        await pilot.pause()
+        assert drawn == []
+        # What is on screen is what a full repaint paints.
+        before = painted(app)
+        table.refresh()
+        await pilot.pause()
+        assert painted(app) == before
+        # A re-order repaints every visible row, and the changes off screen show once
+        # scrolled to.
+        drawn.clear()
+        table.sync(list(reversed(keys)), {})
+        await pilot.pause()
+        assert set(range(1, 10)) <= set(drawn)
+        assert table.move_to("k150")
+        await pilot.pause()
+        assert "zzzz" in painted(app)
 
 
 async def test_hostile_text_is_shown_literally() -> None:

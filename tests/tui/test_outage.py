@@ -33,6 +33,10 @@ async def test_outage_is_shown_and_recovers_without_restart(
         table = main.workers_view.table
         await until(pilot, lambda: table.row_count == 1 and header.connected)
         assert "s3cret-pw" not in header.endpoint
+        status = main.workers_view.query_one("#workers-status")
+        fresh_colour = status.styles.color
+        warning = app.theme_variables["text-warning"]
+        assert fresh_colour.hex.lower() != warning.lower()
 
         own_server.stop()
         await until(pilot, lambda: header.connected is False)
@@ -43,6 +47,8 @@ async def test_outage_is_shown_and_recovers_without_restart(
         # The last good data stays, marked stale; input still works.
         assert table.ordered_keys() == ["w-1"]
         assert main.tabs.has_class("-stale")
+        assert "STALE" in str(status.render())
+        assert status.styles.color.hex.lower() == warning.lower()  # only while stale
         await pilot.press("2")
         assert main.active_view == "instances"
         await pilot.press("1")
@@ -56,4 +62,5 @@ async def test_outage_is_shown_and_recovers_without_restart(
         await until(pilot, lambda: header.connected is True, timeout=15)
         await until(pilot, lambda: table.ordered_keys() == ["w-2"])
         assert not main.tabs.has_class("-stale")
+        assert status.styles.color == fresh_colour
         assert app.failures == 0

@@ -11,6 +11,7 @@ from byconsole.formatting import ZONE, clock
 from byconsole.styles import CellStyles
 from byconsole.tui.views.cells import cell
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
+from byconsole.tui.widgets.static_text import show_text
 from worker_runtime.models import AdminAction, AuditEvent
 from worker_runtime.snapshot import FleetSnapshot
 
@@ -60,6 +61,7 @@ class EventsView(Vertical):
         for i, event in enumerate(snapshot.events):
             cells.setdefault(event.id or f"#{i}", event_cells(event, styles, snapshot.generated_at))
         self.query_one(KeyedTable).sync(list(cells), cells)
-        self.query_one("#events-status", Static).update(
-            Text(f"{len(cells)} most recent operator actions")
+        show_text(
+            self.query_one("#events-status", Static),
+            Text(f"{len(cells)} most recent operator actions"),
         )

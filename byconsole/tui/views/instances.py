@@ -14,6 +14,7 @@ from textual.widgets import Static
 from byconsole.styles import CellStyles
 from byconsole.tui.views.cells import DASH, cell
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
+from byconsole.tui.widgets.static_text import show_text
 from worker_runtime.snapshot import FleetSnapshot, InstanceView
 
 LEADER = "★"
@@ -112,7 +113,7 @@ class InstancesView(Vertical):
         summary += f"{leader}" if leader else "none"
         if snapshot.leader.epoch is not None:
             summary += f" (epoch {snapshot.leader.epoch})"
-        self.status_line.update(Text(summary))
+        show_text(self.status_line, Text(summary))
 
     def selected(self) -> tuple[str, str | None] | None:
         """The (instance id, agent type) under the cursor."""

@@ -17,6 +17,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from byconsole.text import safe_text
+from byconsole.tui.widgets.static_text import show_text
 from worker_runtime.models import MetricsPoint
 from worker_runtime.snapshot import FleetSnapshot
 
@@ -155,16 +156,17 @@ class MetricsView(VerticalScroll):
             if values:
                 label.append(f"  max {_fmt(max(values), series.unit)}")
             label.append(f"\nscale 0..max · last {span}", style="dim")
-            self.query_one(f"#label-{series.key}", Static).update(label)
+            show_text(self.query_one(f"#label-{series.key}", Static), label)
             spark = self.query_one(f"#spark-{series.key}", ZeroSparkline)
             if spark.data != values:
                 spark.data = values
-        self.query_one("#metrics-per-type", Static).update(self._per_type(history))
+        per_type = self.query_one("#metrics-per-type", Static)
+        show_text(per_type, self._per_type(history), layout=True)  # its height varies
         if history:
             status = f"{len(history)} points over the last {span}, oldest left"
         else:
             status = "no metrics history yet: the elected leader writes a point every few seconds"
-        self.query_one("#metrics-status", Static).update(Text(status))
+        show_text(self.query_one("#metrics-status", Static), Text(status))
 
     @staticmethod
     def _per_type(history: list[MetricsPoint]) -> Text:

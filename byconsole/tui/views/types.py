@@ -18,6 +18,7 @@ from byconsole.styles import CellStyles
 from byconsole.text import safe_text
 from byconsole.tui.views.cells import DASH, cell, number
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
+from byconsole.tui.widgets.static_text import show_text
 from worker_runtime.snapshot import FleetSnapshot, TypeView
 
 COLUMNS: tuple[Column, ...] = (
@@ -85,11 +86,12 @@ class TypesView(Vertical):
         depth = snapshot.metrics.queue_depth
         pending = sum(t.pending for t in snapshot.types)
         dead = sum(t.dead for t in snapshot.types)
-        self.status_line.update(
+        show_text(
+            self.status_line,
             Text(
                 f"{len(snapshot.types)} types  ·  depth {depth:,} (undelivered + pending)"
                 f"  ·  pending {pending:,}  ·  dead {dead:,}  ·  enter: workers of the type"
-            )
+            ),
         )
 
     def selected(self) -> TypeView | None:

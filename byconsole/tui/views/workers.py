@@ -38,6 +38,7 @@ from byconsole.text import safe_text
 from byconsole.tui.release import release_after_paint
 from byconsole.tui.views.cells import DASH, age, clean
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
+from byconsole.tui.widgets.static_text import show_text
 from worker_runtime.snapshot import FleetSnapshot, WorkerView
 
 MARK = "●"
@@ -674,7 +675,7 @@ class WorkersView(Vertical):
             parts.append("STALE")
         # One line high whatever it says (the CSS), so no layout pass: a re-layout
         # repaints the whole screen, ~20 ms at every sort or filter key.
-        self.status_line.update(Text("  ·  ".join(parts)), layout=False)
+        show_text(self.status_line, Text("  ·  ".join(parts)))
 
     def watch_stale(self, stale: bool) -> None:
         """Mark the table as showing old data."""

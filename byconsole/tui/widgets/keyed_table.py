@@ -30,6 +30,7 @@ row keys to keep a cursor on, and its cells are plain values, not styled ``Text`
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
@@ -365,6 +366,7 @@ class KeyedTable(ScrollView, can_focus=True):
         grew = False
         lines = self._lines
         n = len(self._columns)
+        changed_keys: set[str] = set()
         for key, row in cells.items():
             if key not in index:
                 continue
@@ -396,13 +398,15 @@ class KeyedTable(ScrollView, can_focus=True):
                 lines.pop((key, 1), None)
                 lines.pop((key, 2), None)
                 lines.pop((key, 3), None)
+                changed_keys.add(key)
         removed = [k for k in self._cells if k not in index]
         for key in removed:
             del self._cells[key]
         resorted = list(index) != self._order
         self._order = list(index)
         self._index = index
-        if grew or removed or resorted or len(lines) > _LINE_CACHE_MAX:
+        moved = bool(grew or removed or resorted)
+        if moved or len(lines) > _LINE_CACHE_MAX:
             # Zebra parity and widths are part of a rendered row.
             lines.clear()
             self._header_line = None
@@ -411,7 +415,7 @@ class KeyedTable(ScrollView, can_focus=True):
             self._set_cursor(index[cursor_key], scroll=resorted)
         else:
             self._set_cursor(min(self.cursor_row, max(0, len(self._order) - 1)), scroll=False)
-        self.refresh()
+        self._repaint(moved, changed_keys)
         return SyncStats(added, len(removed), updated, resorted)
 
     def show(
@@ -442,7 +446,8 @@ class KeyedTable(ScrollView, can_focus=True):
         old_row = self.cursor_row
         self._rows = rows
         lines = self._lines
-        for key in changed:
+        changed_keys = set(changed)
+        for key in changed_keys:
             lines.pop((key, 0), None)
             lines.pop((key, 1), None)
             lines.pop((key, 2), None)
@@ -467,7 +472,26 @@ class KeyedTable(ScrollView, can_focus=True):
             self._set_cursor(row, scroll=True)
         else:
             self._set_cursor(min(self.cursor_row, max(0, len(order) - 1)), scroll=False)
-        self.refresh()
+        self._repaint(resorted or grew, changed_keys)
+
+    def _repaint(self, moved: bool, changed: AbstractSet[str]) -> None:
+        """Ask for the repaint a change needs.
+
+        When no row moved and no column grew, only the visible rows whose cells changed
+        are repainted: a whole-table repaint (every visible line through the screen's
+        compositor) was most of a refresh in which 1% of 10,000 rows changed, and most
+        such refreshes change no visible row at all.
+        """
+        if moved:
+            self.refresh()
+            return
+        if not changed:
+            return
+        order = self._order
+        top = int(self.scroll_y)
+        for row in range(top, min(len(order), top + self._page_rows)):
+            if order[row] in changed:
+                self._refresh_row(row)
 
     def _find(self, key: str) -> int | None:
         """The display index of ``key``, without building the key index.
@@ -563,8 +587,17 @@ class KeyedTable(ScrollView, can_focus=True):
             styles = self._styles = {}
         style = styles.get(name)
         if style is None:
-            style = styles[name] = self.get_component_rich_style(name)
+            style = styles[name] = self.get_component_rich_style(name) if name else self.rich_style
         return style
+
+    @property
+    def _base_style(self) -> Style:
+        """The widget's own style, kept until the styles change as the rendered rows are.
+
+        ``rich_style`` walks every ancestor's styles: called for each line drawn, it
+        was a third of a repaint.
+        """
+        return self._style("")
 
     def _render_row(
         self,
@@ -613,7 +646,7 @@ class KeyedTable(ScrollView, can_focus=True):
         cached = self._lines.get((key, variant))
         if cached is not None:
             return cached
-        base = self.rich_style
+        base = self._base_style
         if cursor:
             row_style = base + self._style("datatable--cursor")
             fixed_style = row_style + self._style("datatable--fixed-cursor")
@@ -633,7 +666,7 @@ class KeyedTable(ScrollView, can_focus=True):
 
     def _header_segments(self) -> list[Segment]:
         if self._header_line is None:
-            style = self.rich_style + self._style("datatable--header")
+            style = self._base_style + self._style("datatable--header")
             labels = [Text(c.label, end="") for c in self._columns]
             self._header_line = self._render_row(labels, style, style)
         return self._header_line
@@ -648,7 +681,7 @@ class KeyedTable(ScrollView, can_focus=True):
             self._lines.clear()
             self._header_line = None
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        base = self._base_style
         if y == 0:
             segments = self._header_segments()
         else:
