@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib
 import inspect
 import json
@@ -276,11 +277,34 @@ def run(argv: list[str] | None = None) -> int:
         redis_settings=redis_settings,
         periodic=periodic,
     )
+    settle_collector()
     asyncio.run(instance.run())
     if instance.failure is not None:
         print(f"{PROG}: stopped: {instance.failure}", file=sys.stderr)
         return 3
     return 1 if instance.failed else 0
+
+
+YOUNG_THRESHOLD = 10_000
+"""Allocations between two collections of the youngest generation (Python's default: 700)."""
+
+
+def settle_collector() -> None:
+    """Tune the cyclic collector for a worker process, once start-up is done.
+
+    Everything start-up made (modules, classes, validators) lives as long as the
+    process: it is frozen out of the collector's way (``gc.freeze``), so a full
+    collection no longer walks it. A task allocates a dozen short-lived containers
+    (its asyncio task, models, dicts), almost all freed by reference counting: with
+    the default threshold the youngest generation was collected ~100 times a second
+    at 10,000 tasks/s, and the collector took 7% of the worker's CPU (``gc.callbacks``
+    timing a 150,000-task drain with outputs stored). Cycles are still collected,
+    only in larger steps.
+    """
+    gc.collect()
+    gc.freeze()
+    _, middle, oldest = gc.get_threshold()
+    gc.set_threshold(YOUNG_THRESHOLD, middle, oldest)
 
 
 def main(argv: list[str] | None = None) -> None:

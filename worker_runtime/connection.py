@@ -31,6 +31,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from worker_runtime.keys import Keys
+from worker_runtime.packing import hiredis_packing
 from worker_runtime.redact import one_line, redact
 from worker_runtime.settings import ConfigError, RedisSettings
 
@@ -179,7 +180,12 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
         )
     if settings.url.startswith("rediss://"):
         common.update(tls)
-    return Redis.from_url(settings.url, **common)
+    client = Redis.from_url(settings.url, **common)
+    pool = client.connection_pool
+    # Before any connection exists: each is made from this class (TCP, TLS or a
+    # Unix socket, as the URL chose). The cluster client keeps redis-py's packer.
+    pool.connection_class = hiredis_packing(pool.connection_class)
+    return client
 
 
 _TLS_FILES = (
