@@ -79,7 +79,8 @@ def safe_text(value: object, limit: int = 200) -> str:
         cut = True
     else:
         cut = False
-    if any(_unsafe(c) for c in text):
+    # Printable ASCII holds nothing to escape: one C-level check for the usual value.
+    if not (text.isascii() and text.isprintable()) and any(_unsafe(c) for c in text):
         text = "".join(_escape(c) if _unsafe(c) else c for c in text)
     if limit > 0 and len(text) > limit:
         text = text[: limit - 1]

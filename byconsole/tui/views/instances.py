@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeAlias
 
 from rich.text import Text
 from textual import getters
@@ -36,14 +36,31 @@ def _key(instance_id: str, agent_type: str | None) -> str:
     return json.dumps([instance_id, agent_type])
 
 
-def instance_rows(
-    instance: InstanceView, styles: CellStyles
-) -> list[tuple[str, str | None, list[Text]]]:
+InstanceRows: TypeAlias = list[tuple[str, str | None, list[Text]]]
+"""(row key, agent type, cells) of each row of one instance."""
+
+
+def _shown(instance: InstanceView) -> tuple[Any, ...]:
+    """Everything of ``instance`` its rows show (not its heartbeat time)."""
+    return (
+        instance.online,
+        instance.hostname,
+        instance.pid,
+        instance.role,
+        instance.is_leader,
+        len(instance.workers),
+        tuple(instance.replicas.items()),
+        tuple(instance.quota.items()),
+        instance.scale_note,
+    )
+
+
+def instance_rows(instance: InstanceView, styles: CellStyles) -> InstanceRows:
     """One row per type the instance runs or should run; the first row names it."""
     types: list[str | None] = [*sorted(set(instance.replicas) | set(instance.quota))] or [None]
     state = "online" if instance.online else "offline"
     host = f"{instance.hostname or DASH}:{instance.pid if instance.pid is not None else DASH}"
-    rows: list[tuple[str, str | None, list[Text]]] = []
+    rows: InstanceRows = []
     for i, agent_type in enumerate(types):
         first = i == 0
         if agent_type is None:
@@ -86,6 +103,9 @@ class InstancesView(Vertical):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._targets: dict[str, tuple[str, str | None]] = {}
+        self._built: dict[str, tuple[tuple[Any, ...], InstanceRows]] = {}
+        """instance id -> what its rows show (:func:`_shown`) and the rows made from it."""
+        self._built_styles: CellStyles | None = None
 
     def compose(self) -> ComposeResult:
         """The table and a one-line summary."""
@@ -95,16 +115,29 @@ class InstancesView(Vertical):
     def show_snapshot(self, snapshot: FleetSnapshot) -> None:
         """Diff the table against a new snapshot."""
         styles = CellStyles.from_variables(self.app.theme_variables)
+        if styles != self._built_styles or not self.table.row_count:
+            # Another theme, or a table emptied (another fleet): every row made again.
+            self._built, self._built_styles = {}, styles
+        built: dict[str, tuple[tuple[Any, ...], InstanceRows]] = {}
         order: list[str] = []
         cells: dict[str, list[Text]] = {}
         targets: dict[str, tuple[str, str | None]] = {}
         for instance in snapshot.instances:
-            for key, agent_type, row in instance_rows(instance, styles):
+            shown = _shown(instance)
+            kept = self._built.get(instance.instance_id)
+            # An instance's heartbeat changes every refresh, its rows seldom: rows are
+            # made (and diffed) only for instances whose shown values changed.
+            fresh = kept is None or kept[0] != shown
+            rows = instance_rows(instance, styles) if fresh or kept is None else kept[1]
+            built.setdefault(instance.instance_id, (shown, rows))
+            for key, agent_type, row in rows:
                 if key in targets:
                     continue
                 order.append(key)
-                cells[key] = row
+                if fresh:
+                    cells[key] = row
                 targets[key] = (instance.instance_id, agent_type)
+        self._built = built
         self.table.sync(order, cells)
         self._targets = targets
         online = sum(1 for i in snapshot.instances if i.online)
