@@ -66,7 +66,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
         ["--live", "1000", "--static", "5000", "--refreshes", "2", "--repeats", "2"],
     ),
     # Nine rounds: two processes share two cores, and whether they land on the same one
-    # moves a single run by up to 1.6x (either side); the median of nine holds still.
+    # moved a single run by up to 1.8x (either side); the median of nine holds still.
     "throughput_results": (
         "bench.throughput",
         ["--results", "--ab", BASELINE, "--tasks", "20000", "--repeats", "9"],
