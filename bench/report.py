@@ -807,6 +807,9 @@ def _console_stall(r: dict[str, Any]) -> list[str]:
     lines = [
         "## Console responsiveness (event-loop stalls, keys, paints)",
         "",
+        "A paint is the first frame the screen composes after the change, with all of it "
+        "that shows (changed rows, the header's counts); a refresh repaints only that.",
+        "",
         f"Load average {r.get('load_before')} -> {r.get('load_after')} (shared machine)."
         + (
             f" {r['repeats']} rounds of (live run, static run), each a fresh console "
