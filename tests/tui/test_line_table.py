@@ -11,6 +11,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 from textual.strip import Strip
 from textual.widgets import DataTable
 
@@ -70,13 +71,18 @@ def painted(app: App[None]) -> str:
     return "\n".join(screen_lines(app))
 
 
+async def filled(app: TableApp, pilot: Pilot[None], keys: list[str]) -> KeyedTable:
+    """The app's table showing a row per key, painted."""
+    table = app.query_one(KeyedTable)
+    table.sync(keys, {k: row(k) for k in keys})
+    await pilot.pause()
+    return table
+
+
 async def test_renders_only_visible_rows_of_a_large_table() -> None:
     app = TableApp()
     async with app.run_test(size=(60, 12)) as pilot:
-        table = app.query_one(KeyedTable)
-        keys = [f"w-{i:05d}" for i in range(50_000)]
-        table.sync(keys, {k: row(k) for k in keys})
-        await pilot.pause()
+        table = await filled(app, pilot, [f"w-{i:05d}" for i in range(50_000)])
         assert table.row_count == 50_000
         # Only the rows on screen were rendered (header + ~10 lines), not 50,000.
         assert 0 < len(table._lines) <= 12
@@ -91,10 +97,8 @@ async def test_renders_only_visible_rows_of_a_large_table() -> None:
 async def test_cursor_stays_on_its_key_through_resort_filter_and_scroll() -> None:
     app = TableApp()
     async with app.run_test(size=(60, 12)) as pilot:
-        table = app.query_one(KeyedTable)
         keys = [f"k{i:03d}" for i in range(200)]
-        table.sync(keys, {k: row(k) for k in keys})
-        await pilot.pause()
+        table = await filled(app, pilot, keys)
         assert table.move_to("k150")
         await pilot.pause()
         assert "k150" in painted(app)  # moved into view
@@ -136,10 +140,8 @@ async def test_changed_cells_repaint_and_unchanged_rows_are_not_rerendered() -> 
 async def test_a_refresh_that_moves_no_row_repaints_only_its_changed_visible_rows() -> None:
     app = TableApp()
     async with app.run_test(size=(60, 12)) as pilot:
-        table = app.query_one(KeyedTable)
         keys = [f"k{i:03d}" for i in range(200)]
-        table.sync(keys, {k: row(k) for k in keys})
-        await pilot.pause()
+        table = await filled(app, pilot, keys)
         drawn: list[int] = []
         render = table.render_line
 
