@@ -31,7 +31,6 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from worker_runtime.keys import Keys
-from worker_runtime.packing import hiredis_packing
 from worker_runtime.redact import one_line, redact
 from worker_runtime.settings import ConfigError, RedisSettings
 
@@ -180,12 +179,7 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
         )
     if settings.url.startswith("rediss://"):
         common.update(tls)
-    client = Redis.from_url(settings.url, **common)
-    pool = client.connection_pool
-    # Before any connection exists: each is made from this class (TCP, TLS or a
-    # Unix socket, as the URL chose). The cluster client keeps redis-py's packer.
-    pool.connection_class = hiredis_packing(pool.connection_class)
-    return client
+    return Redis.from_url(settings.url, **common)
 
 
 _TLS_FILES = (

@@ -419,7 +419,9 @@ class Execution(BaseModel):
     """The small snapshot kept per execution in the worker's indexes.
 
     Also reads by-framework's snapshots (``status`` in upper case, ``message_id``,
-    ``target_agent_type``, ``error_message``): they share the worker's indexes.
+    ``target_agent_type``, ``error_message``): they share the worker's indexes. Their
+    names are translated by :meth:`parse`, the reader of stored snapshots, so building
+    one of ours runs no validator of its own.
     """
 
     model_config = ConfigDict(defer_build=True, extra="ignore", str_max_length=_MAX_STR)

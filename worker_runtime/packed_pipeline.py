@@ -30,11 +30,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from hiredis import pack_command
 from redis.asyncio import Redis
 from redis.asyncio.connection import Connection, ConnectionPool
 from redis.exceptions import ResponseError
-
-from worker_runtime.packing import pack_args
 
 Command: TypeAlias = tuple[str, tuple[Any, ...], dict[str, Any]]
 """A queued command: the client's method name, its arguments, its keyword arguments."""
@@ -93,13 +92,28 @@ class Batch:
 
 
 def _pack(connection: Connection, commands: list[Any]) -> list[bytes]:
-    """The protocol bytes of ``commands``, one piece per command (hiredis, see
-    :mod:`worker_runtime.packing`; 3 vs 25 ms for the 30,000 keys of a 10,000-worker
-    read); all by redis-py's packer when hiredis refuses an argument."""
+    """The protocol bytes of ``commands``, one piece per command.
+
+    hiredis's packer is eight times faster than redis-py's (3 vs 25 ms for the 30,000
+    keys of a 10,000-worker read) and writes the same bytes. It refuses what redis-py
+    would encode or reject differently (a bool; text that is not valid UTF-8, which
+    the client encodes with ``errors="replace"``): then redis-py packs it all, as before.
+    """
     try:
-        return [pack_args(args) for args in commands]
+        return [pack_command(_split_name(args)) for args in commands]
     except (TypeError, ValueError):
         return connection.pack_commands(commands)
+
+
+def _split_name(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A command whose name has words (``XINFO GROUPS``) sends each as an argument.
+
+    redis-py does this in its own packer; hiredis's takes the arguments as they are.
+    """
+    name = args[0]
+    if isinstance(name, str) and " " in name:
+        return (*name.split(), *args[1:])
+    return args
 
 
 def command_count(parts: Sequence[Command | Batch]) -> int:

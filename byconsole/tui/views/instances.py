@@ -127,8 +127,10 @@ class InstancesView(Vertical):
             kept = self._built.get(instance.instance_id)
             # An instance's heartbeat changes every refresh, its rows seldom: rows are
             # made (and diffed) only for instances whose shown values changed.
-            fresh = kept is None or kept[0] != shown
-            rows = instance_rows(instance, styles) if fresh or kept is None else kept[1]
+            if kept is not None and kept[0] == shown:
+                rows, fresh = kept[1], False
+            else:
+                rows, fresh = instance_rows(instance, styles), True
             built.setdefault(instance.instance_id, (shown, rows))
             for key, agent_type, row in rows:
                 if key in targets:
