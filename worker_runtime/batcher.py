@@ -47,8 +47,6 @@ log = logging.getLogger(__name__)
 DEAD_LETTER_MAXLEN = 10_000
 SESSION_STREAM_MAXLEN = 10_000
 SESSION_TTL_S = 86_400
-_FLUSH_DELAY_S = 0.002
-_MAX_BATCH = 2_000
 _REFUSED_BACKOFF_S = (0.2, 2.0)
 """Pause after a flush Redis partly refused (first, longest): refusals last a while."""
 
@@ -360,9 +358,12 @@ class Batcher:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            if not self._closing and self._pending.size < _MAX_BATCH:
-                # Let handlers finishing in the same instant join this batch.
-                await asyncio.sleep(_FLUSH_DELAY_S)
+            # One loop turn, so handlers finishing in the turn that woke us join this
+            # batch; no timed wait. A batch held back 2 ms reached Redis after the
+            # reader's next XREADGROUP and delayed it: the worker sat idle 16% of a
+            # drain instead of 11%. Batches still grow under load, from the writes
+            # queued while the previous flush is in flight.
+            await asyncio.sleep(0)
             if self._pending.size:
                 await self._flush()
                 if self._closing and self._pending.size and self._failures >= 3:
@@ -607,7 +608,7 @@ class Batcher:
             )
             pipe.hset(
                 keys.worker_active_snapshots(wid),
-                mapping={eid: _dump(e, now) for eid, e in running.items()},
+                mapping={eid: snapshot_json(e, now) for eid, e in running.items()},
             )
         for wid, items in finished.items():
             was_running = [e.execution_id for e, written in items if written]
@@ -691,7 +692,7 @@ class _Dumps:
     def __call__(self, execution: Execution) -> str:
         text = self._texts.get(execution.execution_id)
         if text is None:
-            text = self._texts[execution.execution_id] = _dump(execution, self.now)
+            text = self._texts[execution.execution_id] = snapshot_json(execution, self.now)
         return text
 
 
@@ -714,7 +715,7 @@ def _registry_fields(
             record = execution_record(base, execution, dump.now)
             sessions[execution.session_id] += (
                 f"exec:{execution.execution_id}",
-                safe_text(compact_json(record)),
+                compact_json(record),
             )
     for execution, _ in batch.finishes:
         if not execution.session_id:
@@ -729,7 +730,7 @@ def _registry_fields(
             continue
         else:
             record = execution_record(base, execution, dump.now)
-            text = safe_text(compact_json(record))
+            text = compact_json(record)
         sessions[execution.session_id] += (f"exec:{eid}", text, f"msg_map:{execution.task_id}", eid)
     return sessions
 
@@ -776,23 +777,3 @@ def _note(refused: list[BaseException]) -> Callable[[Any], None]:
             refused.append(reply)
 
     return check
-
-
-def safe_text(text: str) -> str:
-    """``text`` with lone surrogates (undecodable file names) as backslash escapes.
-
-    Such text cannot be encoded as UTF-8: JSON serialisation raises, and one such
-    error message used to stop the flusher for good.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
-
-
-def _dump(execution: Execution, now: int) -> str:
-    """The snapshot JSON both runtimes read, always encodable as UTF-8."""
-    # Any field may hold text that is not valid UTF-8 (a lone surrogate): store it
-    # escaped, or the whole flush would fail to encode.
-    return safe_text(snapshot_json(execution, now))

@@ -73,7 +73,11 @@ def snapshot(execution: Execution, updated_at: int) -> dict[str, Any]:
 
 
 def snapshot_json(execution: Execution, updated_at: int) -> str:
-    """:func:`snapshot` as the JSON stored in the snapshot hashes."""
+    """:func:`snapshot` as the JSON stored in the snapshot hashes.
+
+    Always encodable as UTF-8 (:func:`compact_json`): a field holding a lone
+    surrogate is stored escaped, or the whole flush would fail to encode.
+    """
     return compact_json(snapshot(execution, updated_at))
 
 

@@ -37,7 +37,7 @@ from worker_runtime.envelope import (
     to_task,
 )
 from worker_runtime.keys import CONSUMER_GROUP
-from worker_runtime.messages import decode_task, is_control_entry
+from worker_runtime.messages import decode_task, is_control_entry, task_of_entry
 from worker_runtime.models import Task
 from worker_runtime.replica import Replica
 from worker_runtime.replies import iter_reply, pairs_to_dict
@@ -499,7 +499,7 @@ class Reader:
         if envelope is not None:
             self._dispatch_envelope(stream, entry_id, fields, envelope, deliveries, needs_slot)
             return
-        task = decode_task(fields)
+        task = task_of_entry(fields)
         if task is None:
             replica.bury(
                 agent_type or "unknown", dict(fields), "malformed task entry", stream, entry_id
@@ -511,7 +511,9 @@ class Reader:
             base = 1
         if self._not_run_here(stream, entry_id, fields, task, agent_type, deliveries, needs_slot):
             return
-        task.attempt = base + deliveries - 1
+        attempt = base + deliveries - 1
+        if task.attempt != attempt:  # a model's assignment is not free, and seldom needed
+            task.attempt = attempt
         replica.start_task(stream, entry_id, task, dict(fields))
 
     def _not_run_here(
@@ -528,7 +530,7 @@ class Reader:
         replica = self.replica
         if (
             not replica.accepting
-            or (agent_type is not None and agent_type not in replica.allowed_types())
+            or (agent_type is not None and not replica.serves(agent_type))
             or (needs_slot and replica.free_slots() <= 0)
         ):
             # Delivered after we stopped accepting (or the type is denied or scaled

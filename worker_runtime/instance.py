@@ -60,8 +60,9 @@ _MAX_SKIPPED = 1_000
 
 _STOP_STEP_S = {
     "singletons": 1.0,
+    "readers": 0.5,
     "cancel": 1.0,
-    "loops": 1.0,
+    "loops": 0.5,
     "flush": 2.0,
     "leave": 1.0,
     "close": 0.5,
@@ -111,6 +112,8 @@ class WorkerInstance:
         self.instance_id = self.settings.resolved_instance_id
         self.replicas: dict[str, Replica] = {}
         self._loops: dict[str, list[asyncio.Task[None]]] = {}
+        self._readers: set[asyncio.Task[None]] = set()
+        """The consumer loops of every replica (also in ``_loops``), ended first at a stop."""
         self._heartbeat: asyncio.Task[None] | None = None
         self._stopped = asyncio.Event()
         self._stopping = False
@@ -259,6 +262,8 @@ class WorkerInstance:
                     return [s for s in replica.readable_streams() if s in members]
 
                 loops.append(asyncio.create_task(Reader(replica, select, consumer_group).run()))
+                self._readers.add(loops[-1])
+                loops[-1].add_done_callback(self._readers.discard)
                 self._watch(loops[-1], f"{replica.worker_id}: the consumer loop", replica)
         loops.append(asyncio.create_task(control_loop(replica, publish)))
         self._watch(loops[-1], f"{replica.worker_id}: the control loop", replica)
@@ -555,6 +560,10 @@ class WorkerInstance:
             _, pending = await asyncio.wait(running, timeout=grace)
             if pending:
                 log.warning("handing back %d task(s) still running after the grace", len(pending))
+                # Readers first: a hand-back written while one of ours is blocked in
+                # XREADGROUP is delivered to it, and cancelled then, the read strands
+                # the entry in this consumer's pending list.
+                await cancel_and_wait(list(self._readers), timeout=_STOP_STEP_S["readers"])
             await cancel_and_wait(pending, timeout=_STOP_STEP_S["cancel"])
         loops = [t for ts in self._loops.values() for t in ts]
         loops += [t for t in (self._heartbeat, self._fleet) if t is not None]

@@ -171,8 +171,15 @@ def decode_task(fields: Any) -> Task | None:
 
     An entry without ``kind`` is read as a task (the kind is optional for producers).
     """
-    if is_control_entry(fields):
-        return None
+    return None if is_control_entry(fields) else task_of_entry(fields)
+
+
+def task_of_entry(fields: Any) -> Task | None:
+    """:func:`decode_task` for an entry already known not to be a control entry.
+
+    The consumer checks that first (a control entry on a task stream is dead-lettered,
+    not skipped), and the check is not made twice per task.
+    """
     kind = fields.get("kind", KIND_TASK) if isinstance(fields, dict) else None
     return _decode(fields, Task) if kind == KIND_TASK else None
 

@@ -17,10 +17,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from worker_runtime.batcher import safe_text
 from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.context import RUNTIME_VERSION, RuntimeContext
 from worker_runtime.envelope import Envelope, is_terminal, load_record, result_messages
+from worker_runtime.jsontext import safe_text
 from worker_runtime.models import (
     WORKER_RUNTIME_CAPABILITIES,
     AdminState,
@@ -91,6 +91,14 @@ class Replica:
     def allowed_types(self) -> list[str]:
         """Declared types that are neither denied nor scaled off."""
         return [t for t in self.agent_types if t not in self.denied and t not in self.scaled_off]
+
+    def serves(self, agent_type: str) -> bool:
+        """Whether ``agent_type`` is in :meth:`allowed_types` (checked per task)."""
+        return (
+            agent_type in self.agent_types
+            and agent_type not in self.denied
+            and agent_type not in self.scaled_off
+        )
 
     def set_scaled_off(self, types: set[str]) -> bool:
         """Stop (or resume) serving ``types`` for scale; True when it changed.
@@ -440,15 +448,23 @@ class Replica:
                 self.inflight.pop(key, None)
                 self.offer_slots()
                 return
-        created = (record or {}).get("created_at")
+        created: int | None = None
+        if record is None:
+            execution_id = os.urandom(8).hex()
+        else:
+            # A by-framework client's record names the execution and when it was made.
+            execution_id = str(record.get("execution_id") or os.urandom(8).hex())
+            stamp = record.get("created_at")
+            if isinstance(stamp, int) and stamp > 0:
+                created = stamp
         execution = Execution(
-            execution_id=str((record or {}).get("execution_id") or os.urandom(8).hex()),
+            execution_id=execution_id,
             task_id=task.task_id,
             worker_id=self.worker_id,
             agent_type=task.agent_type,
             attempt=task.attempt,
             session_id=task.session_id,
-            created_at=created if isinstance(created, int) and created > 0 else None,
+            created_at=created,
             started_at=now_ms(),
         )
         ctx.batcher.started(execution, record)

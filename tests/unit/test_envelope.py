@@ -176,7 +176,7 @@ def test_a_command_with_a_lone_surrogate_is_refused_a_task_keeps_it() -> None:
     paired = _raw_entry("SUSPEND_WORKER", _HEADER, '{"reason": "\\ud83d\\ude00"}')
     command = decode_command(paired)
     assert command is not None and command.reason == "\U0001f600"
-    # Task text is stored escaped later (batcher.safe_text): the task is still read.
+    # Task text is stored escaped later (jsontext.safe_text): the task is still read.
     ask = _raw_entry("ASK_AGENT", _HEADER, '{"content": "\\ud800"}')
     envelope = parse_envelope(ask)
     assert envelope is not None and envelope.body["content"] == "\ud800"

@@ -32,9 +32,19 @@ def test_non_ascii_stays_as_it_is() -> None:
     assert compact_json(["é"]) == '["é"]'
 
 
-def test_text_that_is_not_utf8_falls_back_and_is_kept() -> None:
-    text = compact_json({"name": "file-\udc80.txt"})
-    assert json.loads(text) == {"name": "file-\udc80.txt"}
+def test_text_that_is_not_utf8_falls_back_and_is_stored_escaped() -> None:
+    text = compact_json({"name": "file-\udc80.txt", "other": "é"})
+    text.encode("utf-8")  # what Redis is sent: must not raise
+    # The surrogate is written as a JSON escape: a reader gets it back as it was.
+    assert json.loads(text) == {"name": "file-\udc80.txt", "other": "é"}
+
+
+def test_a_snapshot_with_a_lone_surrogate_is_encodable() -> None:
+    execution = Execution(execution_id="e1", task_id="t1", worker_id="w", agent_type="a")
+    execution.error = "OSError: file-\udc80.txt"
+    text = snapshot_json(execution, 7)
+    text.encode("utf-8")
+    assert json.loads(text)["error_message"] == "OSError: file-\udc80.txt"
 
 
 def test_an_unknown_type_is_written_as_its_str() -> None:
