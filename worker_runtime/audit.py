@@ -9,7 +9,6 @@ workers may only append to the stream (``XADD`` with ``MAXLEN``, so the cap need
 
 from __future__ import annotations
 
-import getpass
 import socket
 from typing import Any
 
@@ -21,6 +20,8 @@ AUDIT_MAXLEN = 10_000
 
 def default_operator() -> str:
     """``user@host`` of the person (or job) running this process."""
+    import getpass  # only a process that writes an audit entry asks who runs it
+
     try:
         user = getpass.getuser()
     except (KeyError, OSError):

@@ -14,10 +14,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeAlias, TypeVar
 
+import redis
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.driver_info import DriverInfo
 from redis.exceptions import (
     AuthenticationError,
     InvalidResponse,
@@ -149,6 +151,11 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
     """
     retry = client_retry(retries)
     common: dict[str, Any] = {
+        # The name and version CLIENT SETINFO sends, as redis-py would send them: left
+        # to redis-py, every new connection looks its own version up in the installed
+        # packages' metadata (importlib.metadata, ~2 ms a connection, more the more
+        # packages are installed), a tenth of a one-shot command's start.
+        "driver_info": DriverInfo(lib_version=redis.__version__),
         "decode_responses": True,
         "encoding_errors": "replace",
         "socket_connect_timeout": settings.connect_timeout,

@@ -1,8 +1,12 @@
-"""The executable runs one-shot commands without the cyclic collector, the console with it."""
+"""The executable runs one-shot commands without the cyclic collector, the console with it.
+
+Both go without pydantic's plugin discovery unless the operator set it.
+"""
 
 from __future__ import annotations
 
 import gc
+import os
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -69,3 +73,27 @@ def test_a_snapshot_leaves_the_collector_as_the_launcher_set_it(
     assert cli.main(["--redis-url", "redis://127.0.0.1:1/0", "--snapshot"]) == 2
     assert not gc.isenabled()
     assert "byconsole:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("preset", "expected"), [(None, "__all__"), ("", ""), ("logfire", "logfire")]
+)
+def test_the_launcher_skips_pydantic_plugin_discovery_unless_the_operator_chose(
+    monkeypatch: pytest.MonkeyPatch, preset: str | None, expected: str
+) -> None:
+    # Discovery reads every installed package's entry points when the first model is
+    # built: a sixtieth of a --snapshot start. An operator's own setting stands.
+    if preset is None:
+        monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    else:
+        monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", preset)
+    seen: list[str | None] = []
+
+    def run() -> None:
+        seen.append(os.environ.get("PYDANTIC_DISABLE_PLUGINS"))
+        sys.exit(0)
+
+    monkeypatch.setattr(cli, "run", run)
+    with pytest.raises(SystemExit):
+        launch.run()
+    assert seen == [expected]
