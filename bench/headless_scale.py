@@ -119,10 +119,18 @@ def expect_rq(n: int) -> Any:
 
 
 def baseline(url: str) -> list[str]:
-    """``byconsole --snapshot --format json`` as its console script ran before it had
-    ``run()`` (``sys.exit(main())``), for a checkout given with ``--baseline``."""
-    code = "import sys; from byconsole.cli import main; sys.exit(main())"
-    return [sys.executable, "-c", code, "--snapshot", "--format", "json", "--redis-url", url]
+    """``byconsole --snapshot --format json`` as the console script of a checkout given
+    with ``--baseline`` runs it: through ``byconsole.launch`` where it has one, else as
+    the script ran before it had ``run()`` (``sys.exit(main())``)."""
+    code = (
+        "import sys\n"
+        "try:\n from byconsole.launch import run\n"
+        "except ImportError:\n from byconsole.cli import main\n run = lambda: sys.exit(main())\n"
+        "run()"
+    )
+    # -P: no current directory first on the path, or run from a checkout the command
+    # would import that checkout, not the one PYTHONPATH names.
+    return [sys.executable, "-P", "-c", code, "--snapshot", "--format", "json", "--redis-url", url]
 
 
 def byconsole(url: str, fmt: str) -> list[str]:
