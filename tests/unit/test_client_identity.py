@@ -1,8 +1,8 @@
 """Clients name themselves as redis-py would, without looking redis-py up in the packages.
 
 Left to redis-py, every new connection reads the installed packages' metadata for its
-own version (``importlib.metadata``): milliseconds of each one-shot command's start and
-of each connection a worker opens. ``create_redis`` hands it the version it already has.
+own version (``importlib.metadata``): 2 ms of a one-shot command's start, a fraction of
+a millisecond for each later connection. ``create_redis`` hands it the version it already has.
 """
 
 from __future__ import annotations
