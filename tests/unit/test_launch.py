@@ -16,11 +16,25 @@ import pytest
 import byconsole.cli as cli
 from byconsole import launch
 
+PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
+
 
 @pytest.fixture(autouse=True)
 def _collector_restored() -> Iterator[None]:
     yield
     gc.enable()
+
+
+@pytest.fixture(autouse=True)
+def _plugins_setting_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher writes ``PLUGINS`` into ``os.environ``; put it back after each test.
+
+    monkeypatch records a variable only when it sets or deletes one that exists.
+    """
+    original = os.environ.get(PLUGINS)
+    monkeypatch.setenv(PLUGINS, original or "")
+    if original is None:
+        monkeypatch.delenv(PLUGINS, raising=False)
 
 
 def test_the_launcher_turns_the_collector_off_before_the_cli_runs(
@@ -84,13 +98,13 @@ def test_the_launcher_skips_pydantic_plugin_discovery_unless_the_operator_chose(
     # Discovery reads every installed package's entry points when the first model is
     # built: a sixtieth of a --snapshot start. An operator's own setting stands.
     if preset is None:
-        monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+        monkeypatch.delenv(PLUGINS, raising=False)
     else:
-        monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", preset)
+        monkeypatch.setenv(PLUGINS, preset)
     seen: list[str | None] = []
 
     def run() -> None:
-        seen.append(os.environ.get("PYDANTIC_DISABLE_PLUGINS"))
+        seen.append(os.environ.get(PLUGINS))
         sys.exit(0)
 
     monkeypatch.setattr(cli, "run", run)
