@@ -494,6 +494,31 @@ class InstanceLease(BaseModel):
         return lenient(cls, raw)
 
 
+class Alert(BaseModel):
+    """One derived health alert: by-framework's codes and severities, plus this project's.
+
+    The one shape every front end shows (the TUI's Health view, ``--snapshot`` JSON,
+    ``--fail-on-alert``, Prometheus). ``agent_type`` / ``worker_id`` name what the alert
+    is about, so the console can jump to it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    """``NO_WORKERS_ONLINE``, ``FAILED_EXECUTIONS``, ``PENDING_DELIVERIES``,
+    ``QUEUE_BACKLOG``, ``CONSUMER_PENDING``, ``SEVERAL_CONSUMER_GROUPS``,
+    ``OLDEST_TASK_AGE`` or an SLO code."""
+    severity: str = "warning"
+    """``critical`` or ``warning``, as by-framework grades them."""
+    subject: str = "fleet"
+    """What it is about, e.g. ``type:chat``, ``worker:w-1``, ``fleet``."""
+    message: str = ""
+    runbook: list[str] = Field(default_factory=empty_list)
+    """The steps an operator takes, in order."""
+    agent_type: str | None = None
+    worker_id: str | None = None
+
+
 class AuditEvent(BaseModel):
     """One operator action in the audit stream."""
 

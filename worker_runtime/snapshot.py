@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from worker_runtime.models import (
     AdminState,
+    Alert,
     AuditEvent,
     Execution,
     Lease,
@@ -158,6 +159,18 @@ class TypeView(BaseModel):
     dead: int = 0
     target: int | None = None
     overrides: dict[str, int] = Field(default_factory=empty_dict)
+    registered: bool = True
+    """False for a type found only from its streams (no worker or producer declared it)."""
+    oldest_undelivered_ms: int | None = None
+    """Age of the oldest entry no group has been delivered yet (Redis's clock); None: none."""
+    oldest_pending_ms: int | None = None
+    """Idle time of the longest-idle pending entry, over every group; None: none pending."""
+    max_deliveries: int | None = None
+    """Highest delivery count among pending entries; None: none pending."""
+    groups: list[str] = Field(default_factory=empty_list)
+    """The stream's consumer groups (more than one: each task runs once per group)."""
+    consumers: dict[str, int] = Field(default_factory=empty_dict)
+    """Consumer name -> its pending entries, over every group (only those with some)."""
 
 
 class LeaderView(BaseModel):
@@ -209,6 +222,8 @@ class FleetSnapshot(BaseModel):
     metrics: MetricsView = Field(default_factory=MetricsView)
     leader: LeaderView = Field(default_factory=LeaderView)
     events: list[AuditEvent] = Field(default_factory=empty_list)
+    alerts: list[Alert] = Field(default_factory=empty_list)
+    """Derived health alerts, worst first."""
 
     def worker(self, worker_id: str) -> WorkerView | None:
         """The worker with this id, if the snapshot has it."""
