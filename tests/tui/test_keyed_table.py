@@ -6,7 +6,9 @@ import subprocess
 import sys
 
 from rich.text import Text
+from textual import on
 from textual.app import App, ComposeResult
+from textual.widgets import DataTable
 
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 
@@ -95,3 +97,32 @@ def test_views_and_widgets_never_import_redis() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=60)
+
+
+class HighlightApp(App[None]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.highlighted: list[str | None] = []
+
+    def compose(self) -> ComposeResult:
+        yield KeyedTable(COLUMNS)
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.highlighted.append(event.row_key.value)
+
+
+async def test_a_cursor_move_posts_the_key_under_it() -> None:
+    # What a detail pane under a table (Dead, Health) follows.
+    app = HighlightApp()
+    async with app.run_test() as pilot:
+        table = app.query_one(KeyedTable)
+        table.focus()
+        table.sync(["a", "b", "c"], rows(("a", "1"), ("b", "2"), ("c", "3")))
+        await pilot.press("down", "down")
+        assert app.highlighted == ["b", "c"]
+        table.sync(["c", "a", "b"], {})  # c moves to the top: the cursor follows it
+        await pilot.pause()
+        assert table.cursor_key == "c" and app.highlighted == ["b", "c", "c"]
+        await pilot.press("down")  # c is on top now: down is a
+        assert app.highlighted[-1] == "a"

@@ -223,6 +223,14 @@ class KeyedTable(ScrollView, can_focus=True):
         def __init__(self, table: KeyedTable, cursor_row: int, row_key: str) -> None:
             super().__init__(cast("DataTable[Any]", table), cursor_row, RowKey(row_key))
 
+    class RowHighlighted(DataTable.RowHighlighted):
+        """The cursor moved to another row (a key, a click, or its row moving in a sync):
+        ``row_key.value`` is the key now under it. A subclass of the stock table's
+        message, so ``@on(DataTable.RowHighlighted)`` handlers receive it."""
+
+        def __init__(self, table: KeyedTable, cursor_row: int, row_key: str) -> None:
+            super().__init__(cast("DataTable[Any]", table), cursor_row, RowKey(row_key))
+
     class HeaderSelected(DataTable.HeaderSelected):
         """A click on a column header: ``column_key.value`` is the column key."""
 
@@ -233,6 +241,12 @@ class KeyedTable(ScrollView, can_focus=True):
 
     cursor_row: reactive[int] = reactive(0, always_update=False, repaint=False, init=False)
     """Index of the row under the cursor (follows its key across syncs)."""
+
+    def watch_cursor_row(self, row: int) -> None:
+        """Say which row is under the cursor now (a detail pane below follows it)."""
+        key = self.cursor_key
+        if key is not None:
+            self.post_message(self.RowHighlighted(self, row, key))
 
     def __init__(
         self,
