@@ -27,6 +27,9 @@ LIFECYCLE_ROLES: Mapping[str, str] = {
 STATUS_ROLES: Mapping[str, str] = {"online": "success", "stale": "warning", "offline": "offline"}
 """Status (liveness) -> role."""
 
+SEVERITY_ROLES: Mapping[str, str] = {"critical": "error", "warning": "warning"}
+"""Alert severity (by-framework's two grades) -> role."""
+
 ANSI_STYLES: Mapping[str, str] = {
     "success": "green",
     "warning": "yellow",
@@ -86,6 +89,9 @@ LIFECYCLE_ORDER: Mapping[str, int] = {"evicted": 0, "draining": 1, "suspended": 
 STATUS_ORDER: Mapping[str, int] = {"offline": 0, "stale": 1, "online": 2}
 """Sort rank: the unhealthy first."""
 
+SEVERITY_ORDER: Mapping[str, int] = {"critical": 0, "warning": 1}
+"""Sort rank: the worst alert first (an unknown grade after both)."""
+
 
 def ansi_style(role: str) -> str:
     """The Rich style of ``role`` for plain output (``--snapshot`` and the admin CLI).
@@ -137,6 +143,11 @@ class CellStyles:
         """Style of a status cell."""
         role = STATUS_ROLES.get(value)
         return self.roles.get(role, Style()) if role else Style()
+
+    def severity(self, value: str) -> Style:
+        """Style of an alert severity (bold: the header and the Health view lead with it)."""
+        role = SEVERITY_ROLES.get(value)
+        return self.roles.get(role, Style()) + Style(bold=True) if role else Style()
 
     def marker(self, role: str) -> Style:
         """Style of a marker role (``pending``, ``applied``, ``marked``, ``denied`` …)."""

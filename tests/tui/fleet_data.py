@@ -7,7 +7,7 @@ from typing import Any
 
 from worker_runtime.dead_letters import DeadLetter, parse_dead_letter
 from worker_runtime.derive import build_worker_view
-from worker_runtime.models import AdminState, AuditEvent, MetricsPoint, TypeMetrics
+from worker_runtime.models import AdminState, Alert, AuditEvent, MetricsPoint, TypeMetrics
 from worker_runtime.snapshot import (
     FleetSnapshot,
     InstanceView,
@@ -266,3 +266,70 @@ def sample_dead() -> list[DeadLetter]:
         }
         out.append(parse_dead_letter(agent_type, f"{NOW - (i + 1) * 95_000}-0", fields))
     return out
+
+
+def sample_alerts() -> list[Alert]:
+    """Alerts over the sample fleet, worst first: one of each kind of target, one hostile."""
+    return [
+        Alert(
+            code="NO_WORKERS_ONLINE",
+            severity="critical",
+            subject="type:billing",
+            message="48 tasks queued for billing and no routable worker serves it.",
+            runbook=[
+                "Check that workers serving billing are deployed (byconsole type list).",
+                "Resume or allow any that are suspended, evicted or denied for it.",
+                "Start one: worker-runtime run HANDLER --type billing.",
+            ],
+            agent_type="billing",
+        ),
+        Alert(
+            code="SLO_DEADLETTER",
+            severity="critical",
+            subject="type:chat",
+            message="3 dead letters exceed the SLO threshold (0).",
+            runbook=[
+                "Read the dead letters' errors and payloads (view 6).",
+                "Find the failing handler and error type.",
+                "Requeue or purge once the defect is understood.",
+            ],
+            agent_type="chat",
+        ),
+        Alert(
+            code="CONSUMER_PENDING",
+            severity="warning",
+            subject="worker:chat-02",
+            message="7 entries pending on chat-02, the oldest idle for 5m12s.",
+            runbook=["Open the worker's running executions.", "Evict it if it is stuck."],
+            agent_type="chat",
+            worker_id="chat-02",
+        ),
+        Alert(
+            code="SEVERAL_CONSUMER_GROUPS",
+            severity="warning",
+            subject="type:report",
+            message="report's stream has 2 consumer groups: every task runs once per group.",
+            runbook=["Delete the group no runtime should read (XGROUP DESTROY)."],
+            agent_type="report",
+        ),
+        Alert(
+            code="SLO_FRESHNESS",
+            severity="warning",
+            subject="fleet",
+            message="Newest worker heartbeat is 25000 ms old, above 15000 ms.",
+            runbook=["Find stale or evicted workers.", "Check their hosts and Redis."],
+        ),
+        Alert(
+            code="QUEUE_BACKLOG",
+            severity="warning",
+            subject=f"type:{HOSTILE_ID}",
+            message=f"120 messages queued for agent type {HOSTILE_ID}.",
+            runbook=[f"Scale {HOSTILE_ID} up \x1b[2J", "[link=http://x]click[/link]"],
+            agent_type=HOSTILE_ID,
+        ),
+    ]
+
+
+def alert_snapshot() -> FleetSnapshot:
+    """The sample fleet with :func:`sample_alerts`."""
+    return sample_snapshot().model_copy(update={"alerts": sample_alerts()})

@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import StaticBackend
 from tests.tui.conftest import until
-from tests.tui.fleet_data import sample_dead, sample_snapshot
+from tests.tui.fleet_data import alert_snapshot, sample_dead, sample_snapshot
 
 SnapCompare = Callable[..., bool]
 
@@ -33,9 +33,10 @@ def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     time.tzset()
 
 
-def _app(read_only: bool = False) -> ConsoleApp:
+def _app(read_only: bool = False, alerts: bool = False) -> ConsoleApp:
+    snapshot = alert_snapshot() if alerts else sample_snapshot()
     return ConsoleApp(
-        StaticBackend(sample_snapshot(), dead=sample_dead()),
+        StaticBackend(snapshot, dead=sample_dead()),
         refresh=3600,
         read_only=read_only,
         clock=lambda: 1000.0,
@@ -92,3 +93,27 @@ def test_drill_down_from_a_type_120x36(snap_compare: SnapCompare) -> None:
 
 def test_help_legend_120x36(snap_compare: SnapCompare) -> None:
     assert snap_compare(_app(), terminal_size=(120, 36), run_before=_after_load("question_mark"))
+
+
+def test_health_120x36(snap_compare: SnapCompare) -> None:
+    # The alerts worst first, the runbook of the critical one under the cursor, the
+    # header's summary in the critical colour.
+    assert snap_compare(_app(alerts=True), terminal_size=(120, 36), run_before=_after_load("7"))
+
+
+def test_health_80x24(snap_compare: SnapCompare) -> None:
+    # On the worker alert: its runbook and where Enter goes.
+    assert snap_compare(
+        _app(alerts=True), terminal_size=(80, 24), run_before=_after_load("7", "down", "down")
+    )
+
+
+def test_health_all_is_well_80x24(snap_compare: SnapCompare) -> None:
+    assert snap_compare(_app(), terminal_size=(80, 24), run_before=_after_load("7"))
+
+
+def test_dead_letters_from_an_alert_120x36(snap_compare: SnapCompare) -> None:
+    # Enter on SLO_DEADLETTER chat: the Dead view on chat's newest letter, the crumb back.
+    assert snap_compare(
+        _app(alerts=True), terminal_size=(120, 36), run_before=_after_load("7", "down", "enter")
+    )

@@ -37,6 +37,10 @@ STATUS_HELP: dict[str, str] = {
     "stale": "lease still there but old (frozen or slow)",
     "offline": "no lease",
 }
+SEVERITY_HELP: dict[str, str] = {
+    "critical": "tasks are not being done (or an SLO burns fast): act now",
+    "warning": "something is off and will get worse: look soon",
+}
 
 
 def legend_table(styles: CellStyles) -> Table:
@@ -48,14 +52,17 @@ def legend_table(styles: CellStyles) -> Table:
         table.add_row(Text(name, style=styles.lifecycle(name)), f"lifecycle: {meaning}")
     for name, meaning in STATUS_HELP.items():
         table.add_row(Text(name, style=styles.status(name)), f"status: {meaning}")
+    for name, meaning in SEVERITY_HELP.items():
+        table.add_row(Text(name, style=styles.severity(name)), f"alert: {meaning}")
     for sample, role, meaning in LEGEND:
         table.add_row(Text(sample, style=styles.marker(role) if role else ""), meaning)
     return table
 
 
 NAVIGATION: tuple[tuple[str, str], ...] = (
-    ("1-6", "Workers, Instances, Types, Metrics, Events, Dead letters"),
+    ("1-7", "Workers, Instances, Types, Metrics, Events, Dead letters, Health (alerts)"),
     ("enter", "Worker details; on a type or instance row: its workers (Esc back)"),
+    ("", "on an alert (7): the type's workers, the worker or the dead letters (Esc back)"),
     ("/", "Filter workers as you type, with the match count (Enter keeps, Esc clears)"),
     ("o / O", "Sort by the next column / reverse the order"),
     ("ctrl+p", "Command palette: every action, views, contexts"),

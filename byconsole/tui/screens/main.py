@@ -1,4 +1,4 @@
-"""The main screen: header, the five views as tabs, footer.
+"""The main screen: header, the views as tabs, footer.
 
 :class:`MonitorScreen` only looks (``--read-only``); :class:`OperatorScreen` adds the
 action keys. Read-only mode uses the first class, so the action bindings do not exist
@@ -13,12 +13,14 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
+from rich.text import Text
 from textual import events, getters, on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from byconsole.outcomes import plan_scale
 from byconsole.text import safe_text
@@ -36,8 +38,9 @@ from byconsole.tui.screens.detail import DetailLoader, DetailScreen
 from byconsole.tui.screens.help import HelpScreen
 from byconsole.tui.screens.prompt import ChoiceScreen, CountScreen
 from byconsole.tui.views.dead import LIMIT as DEAD_LIMIT
-from byconsole.tui.views.dead import DeadView
+from byconsole.tui.views.dead import DeadView, row_key
 from byconsole.tui.views.events import EventsView
+from byconsole.tui.views.health import HealthView, Jump, jump_target
 from byconsole.tui.views.instances import InstancesView
 from byconsole.tui.views.metrics import MetricsView
 from byconsole.tui.views.types import TypesView
@@ -54,8 +57,9 @@ VIEWS: tuple[tuple[str, str], ...] = (
     ("metrics", "Metrics"),
     ("events", "Events"),
     ("dead", "Dead"),
+    ("health", "Health"),
 )
-"""Tab ids and titles, in key order (``1``-``6``)."""
+"""Tab ids and titles, in key order (``1``-``7``)."""
 
 DeadLoader = Callable[[list[str], int], Awaitable[list[DeadLetter]]]
 """Reads the newest N dead letters of some types."""
@@ -97,6 +101,9 @@ class MonitorScreen(Screen[None]):
     metrics_view = getters.query_one(MetricsView)
     events_view = getters.query_one(EventsView)
     dead_view = getters.query_one(DeadView)
+    health_view = getters.query_one(HealthView)
+    jump_crumb = getters.query_one("#jump-crumb", Static)
+    """Above the views after a jump from the Health view: where Escape goes back to."""
 
     class Resumed(Message):
         """The screen is showing again (started, or back from a modal): polling may run."""
@@ -107,6 +114,7 @@ class MonitorScreen(Screen[None]):
             for i, (view, title) in enumerate(VIEWS, start=1)
         ),
         Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("escape", "jump_back", "Back", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -133,12 +141,20 @@ class MonitorScreen(Screen[None]):
         self.describe = describe
         self.clock = clock
         self.snapshot: FleetSnapshot | None = None
+        self.back_to: str | None = None
+        """The view Escape returns to after a jump from the Health view (not from a
+        Workers drill-down: that one has its own breadcrumb)."""
+        self._dead_focus: str | None = None
+        """A type whose newest dead letter the cursor goes to once the letters are read."""
+        self._jumped_to: str | None = None
+        """The view the last jump from the Health view opened."""
 
     def compose(self) -> ComposeResult:
         """Header, tabs, footer."""
         yield FleetHeader(
             self.endpoint, context=self.context, read_only=self.read_only, clock=self.clock
         )
+        yield Static(id="jump-crumb")
         with TabbedContent(id="views"):
             with TabPane(f"1 {VIEWS[0][1]}", id="workers"):
                 yield WorkersView(id="workers-view")
@@ -152,6 +168,8 @@ class MonitorScreen(Screen[None]):
                 yield EventsView(id="events-view")
             with TabPane(f"6 {VIEWS[5][1]}", id="dead"):
                 yield DeadView(id="dead-view")
+            with TabPane(f"7 {VIEWS[6][1]}", id="health"):
+                yield HealthView(id="health-view")
         yield Footer(compact=True)
 
     def on_key(self, event: events.Key) -> None:
@@ -194,6 +212,7 @@ class MonitorScreen(Screen[None]):
         self.types_view.show_snapshot(snapshot)
         self.metrics_view.show_snapshot(snapshot)
         self.events_view.show_snapshot(snapshot)
+        self.health_view.show_snapshot(snapshot)
         if self.active_view == "dead":
             self.load_dead()
 
@@ -211,6 +230,12 @@ class MonitorScreen(Screen[None]):
             view.show_error(self.describe(exc))
             return
         view.show_dead(items, totals, snapshot.generated_at)
+        focus, self._dead_focus = self._dead_focus, None
+        if focus is not None:
+            # Newest first: the first letter of the type is its newest.
+            first = next((d for d in items if d.agent_type == focus), None)
+            if first is not None:
+                view.table.move_to(row_key(first))
 
     def show_failure(self, error: str, retry_in: float) -> None:
         """A failed refresh: say so, keep the last data and mark it stale."""
@@ -245,6 +270,7 @@ class MonitorScreen(Screen[None]):
         """Switch to a view and focus its table."""
         if view not in dict(VIEWS):
             return
+        self.show_jump_crumb(None)
         self.tabs.active = view
         tables = self.query_one(f"#{view}-view").query(KeyedTable)
         # set_focus, not focus(): focus() is deferred, and would land after whatever
@@ -257,6 +283,8 @@ class MonitorScreen(Screen[None]):
     @on(TabbedContent.TabActivated)
     def _tab_changed(self) -> None:
         self.refresh_bindings()
+        if self.back_to is not None and self.active_view != self._jumped_to:
+            self.show_jump_crumb(None)  # left the jump's view another way (a click)
 
     def action_filter(self) -> None:
         """Open the workers filter."""
@@ -293,14 +321,64 @@ class MonitorScreen(Screen[None]):
 
     @on(WorkersView.DetailRequested)
     def _open_detail(self, event: WorkersView.DetailRequested) -> None:
+        self.open_detail(event.worker_id)
+
+    def open_detail(self, worker_id: str) -> None:
+        """Open one worker's detail screen (Escape closes it)."""
         self.app.push_screen(
             DetailScreen(
-                event.worker_id,
+                worker_id,
                 self.detail_loader,
                 refresh=self.refresh_interval,
                 describe=self.describe,
             )
         )
+
+    # -- from an alert to what it concerns -----------------------------------------------
+
+    @on(DataTable.RowSelected, "#health-table")
+    def _jump_from_alert(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        alert = self.health_view.selected()
+        if alert is not None:
+            self.jump(jump_target(alert))
+
+    def jump(self, target: Jump) -> None:
+        """Go where an alert leads; Escape comes back to the Health view.
+
+        A type's workers reuse the Types view's drill-down (its breadcrumb, its Escape);
+        a worker's detail is a modal screen (Escape closes it); any other view gets the
+        crumb above the views and the screen's Escape.
+        """
+        if target.view == "detail" and target.name:
+            self.open_detail(target.name)
+        elif target.view == "workers" and target.name:
+            self.drill_down(("type", target.name), "health")
+        else:
+            self._dead_focus = target.name if target.view == "dead" else None
+            self.action_show_view(target.view)
+            self.back_to, self._jumped_to = "health", target.view
+            self.show_jump_crumb(target)
+
+    def show_jump_crumb(self, target: Jump | None) -> None:
+        """Show where a jump led and that Escape goes back (``None``: hide it)."""
+        if target is None:
+            self.back_to = None
+        crumb = self.jump_crumb
+        crumb.set_class(target is not None, "-open")
+        if target is None:
+            crumb.update("")
+            return
+        text = Text(" Health \u203a ", style="bold")
+        text.append(target.describe())
+        text.append("   esc: back", style="dim")
+        crumb.update(text)
+
+    def action_jump_back(self) -> None:
+        """Escape after a jump: back to the Health view (else the key goes on)."""
+        if self.back_to is None:
+            raise SkipAction()
+        self.action_show_view(self.back_to)
 
 
 class OperatorScreen(MonitorScreen):

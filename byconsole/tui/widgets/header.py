@@ -12,10 +12,14 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from byconsole.styles import SEVERITY_ORDER, CellStyles
 from byconsole.text import safe_text
+from worker_runtime.models import Alert
 from worker_runtime.snapshot import CommandState, FleetSnapshot
 
 _STATUSES = ("online", "stale", "offline")
+ALERT_SEPARATOR = "  │  "
+"""Between the alert summary and the fleet counts on the second line."""
 _LIFECYCLES = ("active", "suspended", "draining", "evicted")
 COUNT_AHEAD_MIN = 1_000
 """Snapshots of at least this many workers are counted in a thread before they are shown."""
@@ -79,6 +83,9 @@ class FleetHeader(Widget):
         frees a replaced snapshot in a thread once nothing holds it."""
         self._counted: tuple[FleetSnapshot, Text] | None = None
         """A snapshot about to be shown and its counts line (:meth:`count_ahead`)."""
+        self.alert_line = Text(end="")
+        """The alert summary leading the second line (empty: no alert). Replaced only
+        when its text changes, so an unchanged alert set costs nothing per snapshot."""
 
     async def count_ahead(self, snapshot: FleetSnapshot) -> None:
         """Count a large snapshot in a thread, before it is shown (the poll calls this).
@@ -97,6 +104,10 @@ class FleetHeader(Widget):
         """Take the new snapshot's counts if counted ahead, else count it when painted."""
         counted, self._counted = self._counted, None  # never keeps a snapshot alive
         self._counts_line = counted[1] if counted and counted[0] is snapshot else None
+        alerts = snapshot.alerts if snapshot is not None else []
+        line = alert_summary(alerts, CellStyles.from_variables(self.app.theme_variables))
+        if (line.plain, line.spans) != (self.alert_line.plain, self.alert_line.spans):
+            self.alert_line = line
 
     def watch_connected(self, connected: bool | None) -> None:
         """Colour the header on outage."""
@@ -134,6 +145,12 @@ class FleetHeader(Widget):
             if self._counts_line is None:
                 self._counts_line = self._counts(snapshot)
             second = self._counts_line.copy()
+            if self.alert_line:
+                # First: at 80 columns the counts are what gets cut, never the alert.
+                second = Text.assemble(
+                    self.alert_line, ALERT_SEPARATOR, second, no_wrap=True, overflow="ellipsis"
+                )
+                second.end = ""
         return Group(line, second)
 
     @staticmethod
@@ -150,3 +167,31 @@ class FleetHeader(Widget):
         if pending:
             text.append(f"  │  pending {pending:,}")
         return text
+
+
+def alert_summary(alerts: list[Alert], styles: CellStyles) -> Text:
+    """``2 alerts · NO_WORKERS_ONLINE chat``: the count and the worst alert, coloured by
+    its severity; empty when there is none (the Health view says all is well).
+
+    """
+    text = Text(no_wrap=True, overflow="ellipsis", end="")
+    worst = worst_alert(alerts)
+    if worst is None:
+        return text
+    what = worst.agent_type or worst.worker_id
+    if not what and worst.subject != "fleet":
+        what = worst.subject
+    summary = (
+        f"{len(alerts):,} alert{'' if len(alerts) == 1 else 's'} · {safe_text(worst.code, 32)}"
+    )
+    if what:
+        summary += f" {safe_text(what, 32)}"
+    text.append(summary, styles.severity(worst.severity))
+    return text
+
+
+def worst_alert(alerts: list[Alert]) -> Alert | None:
+    """The first alert of the highest severity (the snapshot lists them worst first)."""
+    if not alerts:
+        return None
+    return min(alerts, key=lambda a: SEVERITY_ORDER.get(a.severity, len(SEVERITY_ORDER)))
