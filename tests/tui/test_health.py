@@ -15,6 +15,7 @@ from textual.widgets import Static
 from byconsole.styles import CellStyles
 from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import StaticBackend
+from byconsole.tui.palette import ConsoleCommands
 from byconsole.tui.screens.detail import DetailScreen
 from byconsole.tui.screens.help import help_table
 from byconsole.tui.views.dead import row_key as dead_key
@@ -367,3 +368,29 @@ async def test_hostile_strings_in_alerts_are_shown_literally() -> None:
         crumb = _plain(main.workers_view.crumb)
         assert "workers of type [bold red]pwn[/]" in crumb and "\x1b" not in crumb
         assert app.is_running
+
+
+async def test_escape_comes_back_from_a_view_without_a_table() -> None:
+    # The Metrics view has no table to focus: Escape reaches the screen all the same.
+    failed = Alert(code="FAILED_EXECUTIONS", subject="fleet", message="6 failed executions.")
+    app = _app(sample_snapshot().model_copy(update={"alerts": [failed]}))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _loaded(pilot, app)
+        main = app.main_screen
+        await pilot.press("7", "enter")
+        assert main.active_view == "metrics"
+        assert _plain(main.jump_crumb).startswith(" Health \u203a the Metrics view")
+        await pilot.press("escape")
+        assert main.active_view == "health"
+        assert app.focused is main.health_view.table
+
+
+async def test_the_palette_offers_the_health_view() -> None:
+    app = _app(alert_snapshot())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _loaded(pilot, app)
+        commands = {c.title: c for c in ConsoleCommands(app.screen).commands()}
+        assert "Show health (7)" in commands
+        commands["Show health (7)"].run()
+        await pilot.pause()
+        assert app.main_screen.active_view == "health"
