@@ -132,6 +132,11 @@ def test_alert_summary_text_and_colour() -> None:
     summary = alert_summary(worker, styles)
     assert summary.plain == "1 alert · CONSUMER_PENDING w-1"
     assert summary.spans[0].style == Style(color="yellow", bold=True)
+    # A worker's alert is named by the worker, even when it also names a type.
+    both = [
+        Alert(code="CONSUMER_PENDING", subject="worker:w-2", agent_type="chat", worker_id="w-2")
+    ]
+    assert alert_summary(both, styles).plain == "1 alert · CONSUMER_PENDING w-2"
 
 
 def test_help_lists_key_7() -> None:

@@ -18,9 +18,9 @@ from worker_runtime.models import Alert
 from worker_runtime.snapshot import CommandState, FleetSnapshot
 
 _STATUSES = ("online", "stale", "offline")
+_LIFECYCLES = ("active", "suspended", "draining", "evicted")
 ALERT_SEPARATOR = "  │  "
 """Between the alert summary and the fleet counts on the second line."""
-_LIFECYCLES = ("active", "suspended", "draining", "evicted")
 COUNT_AHEAD_MIN = 1_000
 """Snapshots of at least this many workers are counted in a thread before they are shown."""
 
@@ -84,8 +84,9 @@ class FleetHeader(Widget):
         self._counted: tuple[FleetSnapshot, Text] | None = None
         """A snapshot about to be shown and its counts line (:meth:`count_ahead`)."""
         self.alert_line = Text(end="")
-        """The alert summary leading the second line (empty: no alert). Replaced only
-        when its text changes, so an unchanged alert set costs nothing per snapshot."""
+        """The alert summary leading the second line (empty: no alert). Made once per
+        snapshot, not per paint (the header repaints every second), and replaced only
+        when its text or colour changed."""
 
     async def count_ahead(self, snapshot: FleetSnapshot) -> None:
         """Count a large snapshot in a thread, before it is shown (the poll calls this).
@@ -173,12 +174,14 @@ def alert_summary(alerts: list[Alert], styles: CellStyles) -> Text:
     """``2 alerts · NO_WORKERS_ONLINE chat``: the count and the worst alert, coloured by
     its severity; empty when there is none (the Health view says all is well).
 
+    The worst alert is named by its worker, else its type, else its subject (``fleet``
+    is left out).
     """
     text = Text(no_wrap=True, overflow="ellipsis", end="")
     worst = worst_alert(alerts)
     if worst is None:
         return text
-    what = worst.agent_type or worst.worker_id
+    what = worst.worker_id or worst.agent_type
     if not what and worst.subject != "fleet":
         what = worst.subject
     summary = (
