@@ -119,6 +119,9 @@ def is_applied(
       the lease is gone (a draining worker may exit before it rewrites its lease);
     * deny / allow: applied when the lease's ``denied_types`` lists (no longer lists)
       ``agent_type``; an offline worker applies the denylist when it starts;
+    * pause-type / resume-type: applied when the lease's ``paused_types`` lists (no
+      longer lists) ``agent_type``; a worker without the ``pause-type`` capability
+      (by-framework, denylisted by the pause instead) cannot confirm it;
     * every other lifecycle write (suspend, resume, clear): ``admin_applied_at >=
       updated_at``; without a lease it is pending (the worker applies it on start).
 
@@ -141,6 +144,12 @@ def is_applied(
         if lease is None or agent_type is None or not lease.supports(Capability.CONFIRM):
             return None
         return (agent_type in lease.denied_types) == (action == AdminAction.DENY)
+    if action in (AdminAction.PAUSE_TYPE, AdminAction.RESUME_TYPE):
+        # A worker that does not apply pauses (by-framework: denylisted instead) or has
+        # gone never reports one; a new worker of the type reads the pause at start.
+        if lease is None or agent_type is None or not lease.supports(Capability.PAUSE):
+            return None
+        return (agent_type in (lease.paused_types or ())) == (action == AdminAction.PAUSE_TYPE)
     if action not in _LIFECYCLE_ACTION.values() and action != AdminAction.CLEAR:
         return None  # a scale, a forget, a dead-letter action: no worker confirms those
     if lease is None:

@@ -1,0 +1,135 @@
+"""Pausing a type: real ``worker-runtime`` processes on a real redis-server.
+
+Every worker of the type stops reading its stream (in-flight tasks finish), a worker
+started while the type is paused does not read it either, and a resume restarts
+consumption with every task run exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from functools import partial
+from pathlib import Path
+
+from redis.asyncio import Redis
+
+from tests.handlers import DONE_LIST, STARTED_LIST
+from tests.integration.runtime_helpers import eventually, spawn_worker, stop_process
+from worker_runtime.admin import Confirmation, WorkerManager
+from worker_runtime.audit import parse_audit
+from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.models import AdminAction, Lease
+from worker_runtime.producer import Producer
+
+K = Keys()
+
+
+async def _started(redis: Redis) -> Counter[str]:
+    return Counter(str(t) for t in await redis.lrange(STARTED_LIST, 0, -1))
+
+
+async def _lease(redis: Redis, worker_id: str) -> Lease | None:
+    raw = await redis.get(K.worker_online(worker_id))
+    return None if raw is None else Lease.parse(raw)
+
+
+async def _lag(redis: Redis, agent_type: str) -> int:
+    groups = await redis.xinfo_groups(K.type_stream(agent_type))
+    group = next(g for g in groups if g["name"] == CONSUMER_GROUP)
+    return int(group["lag"] or 0)
+
+
+async def test_pause_stops_every_worker_new_ones_too_and_resume_runs_each_task_once(
+    redis: Redis, redis_url: str, tmp_path: Path
+) -> None:
+    procs = [
+        spawn_worker(redis_url, "tests.handlers:record", ["chat", "mail"], name, log_path=log)
+        for name, log in (("pa", tmp_path / "pa.log"), ("pb", tmp_path / "pb.log"))
+    ]
+    try:
+        for name in ("pa-r0", "pb-r0"):
+            await eventually(partial(redis.exists, K.worker_online(name)), timeout=20)
+        producer = Producer(redis)
+        long_ids = await producer.submit_many("chat", [{"sleep": 1.5}, {"sleep": 1.5}])
+        await eventually(lambda: _started_all(redis, long_ids))
+
+        manager = WorkerManager(redis, operator="oncall@test")
+        result = await manager.pause_type("chat", reason="bad deploy")
+        assert {r.worker_id for r in result.results} == {"pa-r0", "pb-r0"}
+        assert all(r.confirmation is Confirmation.PAUSED_TYPES for r in result.results)
+        assert result.denylisted == ()
+        confirmed, missing = await manager.wait_type_applied(result, timeout=10)
+        assert sorted(confirmed) == ["pa-r0", "pb-r0"] and missing == []
+
+        # Submitted while paused: stays undelivered; the running tasks still finish.
+        paused_ids = await producer.submit_many("chat", [{"n": i} for i in range(5)])
+        mail_id = await producer.submit("mail", {"n": 1})
+        await eventually(lambda: _done_all(redis, [*long_ids, mail_id]), timeout=15)
+
+        # A worker started while the type is paused does not read it either.
+        late = spawn_worker(
+            redis_url, "tests.handlers:record", ["chat"], "pc", log_path=tmp_path / "pc.log"
+        )
+        procs.append(late)
+        await eventually(lambda: redis.exists(K.worker_online("pc-r0")), timeout=20)
+        lease = await _lease(redis, "pc-r0")
+        assert lease is not None and lease.paused_types == ["chat"]
+        await asyncio.sleep(1.5)  # five heartbeats, several blocking reads
+        started = await _started(redis)
+        assert not set(paused_ids) & set(started), started
+        assert await _lag(redis, "chat") == 5
+
+        resumed = await manager.resume_type("chat", reason="fixed")
+        assert {r.worker_id for r in resumed.results} == {"pa-r0", "pb-r0", "pc-r0"}
+        confirmed, missing = await manager.wait_type_applied(resumed, timeout=10)
+        assert sorted(confirmed) == ["pa-r0", "pb-r0", "pc-r0"] and missing == []
+        await eventually(lambda: _done_all(redis, paused_ids), timeout=15)
+        started = await _started(redis)
+        assert all(started[t] == 1 for t in [*long_ids, *paused_ids, mail_id]), started
+        assert await manager.get_type_pauses() == {}
+
+        events = parse_audit(await redis.xrevrange(K.audit_stream, "+", "-", 10))
+        kinds = [(e.action, e.target, e.reason, e.operator) for e in events]
+        assert (AdminAction.PAUSE_TYPE.value, "chat", "bad deploy", "oncall@test") in kinds
+        assert (AdminAction.RESUME_TYPE.value, "chat", "fixed", "oncall@test") in kinds
+        assert all(e.redis_user == "default" for e in events)
+    finally:
+        for proc in procs:
+            stop_process(proc)
+
+
+async def test_a_pause_pulled_at_the_heartbeat_alone_is_applied(
+    redis: Redis, redis_url: str, tmp_path: Path
+) -> None:
+    # The push is lost (the fleet stream trimmed, an old console): the pause hash that
+    # every heartbeat reads is the truth, and the worker converges to it.
+    proc = spawn_worker(redis_url, "tests.handlers:record", ["chat"], "pd")
+    try:
+        await eventually(lambda: redis.exists(K.worker_online("pd-r0")), timeout=20)
+        await redis.hset(K.type_pauses, "chat", '{"by": "ops", "reason": "by hand"}')
+
+        async def paused() -> bool:
+            lease = await _lease(redis, "pd-r0")
+            return lease is not None and lease.paused_types == ["chat"]
+
+        await eventually(paused, timeout=5)
+        await redis.hdel(K.type_pauses, "chat")
+
+        async def resumed() -> bool:
+            lease = await _lease(redis, "pd-r0")
+            return lease is not None and not lease.paused_types
+
+        await eventually(resumed, timeout=5)
+    finally:
+        stop_process(proc)
+
+
+async def _started_all(redis: Redis, ids: list[str]) -> bool:
+    started = await _started(redis)
+    return all(t in started for t in ids)
+
+
+async def _done_all(redis: Redis, ids: list[str]) -> bool:
+    done = {str(t) for t in await redis.lrange(DONE_LIST, 0, -1)}
+    return all(t in done for t in ids)
