@@ -596,22 +596,19 @@ class WorkerManager:
 
     async def wait_type_applied(
         self, result: TypePauseResult, timeout: float = 10.0
-    ) -> tuple[list[str], list[str]]:
+    ) -> dict[str, float | None]:
         """Wait until every worker_runtime worker of the type reports the pause / resume.
 
         Each worker's confirmation is :meth:`wait_applied` (the one wait); by-framework
         workers (denylisted) are not waited for.
 
         Returns:
-            ``(confirmed, not confirmed)`` worker ids.
+            Worker id -> seconds from the write to its confirmation (``None``: not
+            confirmed within ``timeout``), for every worker that can confirm.
         """
         waits = result.confirmable
         latencies = await asyncio.gather(*(self.wait_applied(r, timeout) for r in waits))
-        confirmed = [
-            r.worker_id for r, lat in zip(waits, latencies, strict=True) if lat is not None
-        ]
-        missing = [r.worker_id for r, lat in zip(waits, latencies, strict=True) if lat is None]
-        return confirmed, missing
+        return {r.worker_id: lat for r, lat in zip(waits, latencies, strict=True)}
 
     async def _type_members(self, agent_type: str) -> list[tuple[str, Lease | None]]:
         """Every known worker declaring ``agent_type``, with its lease (None: offline).

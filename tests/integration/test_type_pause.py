@@ -8,6 +8,7 @@ consumption with every task run exactly once.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from functools import partial
 from pathlib import Path
@@ -15,11 +16,12 @@ from pathlib import Path
 from redis.asyncio import Redis
 
 from tests.handlers import DONE_LIST, STARTED_LIST
+from tests.integration.cli_helpers import assert_one_line_error, cli_env, run
 from tests.integration.runtime_helpers import eventually, spawn_worker, stop_process
 from worker_runtime.admin import Confirmation, WorkerManager
 from worker_runtime.audit import parse_audit
 from worker_runtime.keys import CONSUMER_GROUP, Keys
-from worker_runtime.models import AdminAction, Lease
+from worker_runtime.models import AdminAction, Lease, now_ms
 from worker_runtime.producer import Producer
 
 K = Keys()
@@ -59,8 +61,8 @@ async def test_pause_stops_every_worker_new_ones_too_and_resume_runs_each_task_o
         assert {r.worker_id for r in result.results} == {"pa-r0", "pb-r0"}
         assert all(r.confirmation is Confirmation.PAUSED_TYPES for r in result.results)
         assert result.denylisted == ()
-        confirmed, missing = await manager.wait_type_applied(result, timeout=10)
-        assert sorted(confirmed) == ["pa-r0", "pb-r0"] and missing == []
+        seen = await manager.wait_type_applied(result, timeout=10)
+        assert sorted(seen) == ["pa-r0", "pb-r0"] and None not in seen.values(), seen
 
         # Submitted while paused: stays undelivered; the running tasks still finish.
         paused_ids = await producer.submit_many("chat", [{"n": i} for i in range(5)])
@@ -82,8 +84,8 @@ async def test_pause_stops_every_worker_new_ones_too_and_resume_runs_each_task_o
 
         resumed = await manager.resume_type("chat", reason="fixed")
         assert {r.worker_id for r in resumed.results} == {"pa-r0", "pb-r0", "pc-r0"}
-        confirmed, missing = await manager.wait_type_applied(resumed, timeout=10)
-        assert sorted(confirmed) == ["pa-r0", "pb-r0", "pc-r0"] and missing == []
+        seen = await manager.wait_type_applied(resumed, timeout=10)
+        assert sorted(seen) == ["pa-r0", "pb-r0", "pc-r0"] and None not in seen.values(), seen
         await eventually(lambda: _done_all(redis, paused_ids), timeout=15)
         started = await _started(redis)
         assert all(started[t] == 1 for t in [*long_ids, *paused_ids, mail_id]), started
@@ -125,6 +127,16 @@ async def test_a_pause_pulled_at_the_heartbeat_alone_is_applied(
         stop_process(proc)
 
 
+async def _by_framework_worker(redis: Redis, worker_id: str, agent_type: str) -> None:
+    """A worker registered the way by-framework registers one (its presence payload)."""
+    await redis.sadd(K.workers, worker_id)
+    await redis.sadd(K.worker_agent_types(worker_id), agent_type)
+    await redis.sadd(K.type_workers(agent_type), worker_id)
+    await redis.sadd(K.agent_types, agent_type)
+    lease = {"version": 1, "token": "t", "last_seen": now_ms(), "ip_address": "10.0.0.9"}
+    await redis.set(K.worker_online(worker_id), json.dumps(lease), ex=600)
+
+
 async def _started_all(redis: Redis, ids: list[str]) -> bool:
     started = await _started(redis)
     return all(t in started for t in ids)
@@ -133,3 +145,65 @@ async def _started_all(redis: Redis, ids: list[str]) -> bool:
 async def _done_all(redis: Redis, ids: list[str]) -> bool:
     done = {str(t) for t in await redis.lrange(DONE_LIST, 0, -1)}
     return all(t in done for t in ids)
+
+
+async def test_cli_pause_and_resume_wait_for_every_worker_and_name_the_denylisted(
+    redis: Redis, redis_url: str, tmp_path: Path
+) -> None:
+    proc = spawn_worker(redis_url, "tests.handlers:record", ["chat"], "pe")
+    env = cli_env(redis_url, tmp_path)
+    try:
+        await eventually(lambda: redis.exists(K.worker_online("pe-r0")), timeout=20)
+        # A by-framework-shaped lease (its presence payload) and an operator's own deny.
+        await _by_framework_worker(redis, "bf-1", "chat")
+        await _by_framework_worker(redis, "bf-2", "chat")
+        await redis.sadd(K.type_denied("chat"), "bf-2")
+
+        paused = await asyncio.to_thread(
+            run, ["type", "pause", "chat", "--reason", "bad deploy", "--wait", "--json"], env
+        )
+        # --wait exits 3: bf-1 cannot confirm (denylisted); our worker confirmed.
+        assert paused.code == 3, (paused.out, paused.err)
+        doc = paused.json()
+        assert (doc["state"], doc["confirmed"], doc["pending"]) == ("applied", ["pe-r0"], [])
+        assert (doc["denylisted"], doc["kept_denied"]) == (["bf-1"], ["bf-2"])
+        assert sorted(doc["unconfirmable"]) == ["bf-1", "bf-2"]
+        assert "denylist" in doc["note"]
+        assert await redis.smembers(K.type_denied("chat")) == {"bf-1", "bf-2"}
+        assert not await redis.sismember(K.type_workers("chat"), "bf-1")
+
+        text = await asyncio.to_thread(run, ["type", "pause", "chat", "--reason", "again"], env)
+        assert text.code == 0, text.err
+        assert "by-framework cannot apply a pause" in text.out
+        assert "already denied by hand, left as is: bf-2" in text.out
+
+        resumed = await asyncio.to_thread(run, ["type", "resume", "chat", "--wait", "--json"], env)
+        assert resumed.code == 3, resumed.err
+        doc = resumed.json()
+        assert (doc["state"], doc["confirmed"], doc["denylisted"]) == (
+            "applied",
+            ["pe-r0"],
+            ["bf-1"],
+        )
+        # Exactly what the pause added is lifted; the operator's own deny stays.
+        assert await redis.smembers(K.type_denied("chat")) == {"bf-2"}
+        lease = await _lease(redis, "pe-r0")
+        assert lease is not None and not lease.paused_types
+
+        unknown = await asyncio.to_thread(run, ["type", "pause", "nope"], env)
+        assert_one_line_error(unknown, 1)
+        assert "unknown agent type: nope" in unknown.err
+    finally:
+        stop_process(proc)
+
+
+async def test_a_hand_deny_during_a_pause_survives_the_resume(redis: Redis) -> None:
+    await _by_framework_worker(redis, "bf-3", "chat")
+    manager = WorkerManager(redis, operator="ops@test")
+    result = await manager.pause_type("chat", "incident")
+    assert result.denylisted == ("bf-3",)
+    # The operator denies it by hand meanwhile: from now on it is the operator's deny.
+    await manager.deny_worker_for_type("chat", "bf-3", "keep it off chat")
+    resumed = await manager.resume_type("chat")
+    assert resumed.denylisted == ()
+    assert await manager.get_type_denylist("chat") == ["bf-3"]
