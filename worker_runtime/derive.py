@@ -30,6 +30,7 @@ from worker_runtime.models import (
     Lifecycle,
     MetricsPoint,
     Status,
+    TypePause,
 )
 from worker_runtime.quota import compute_quota, parse_count_any
 from worker_runtime.replies import (
@@ -496,3 +497,51 @@ def fleet_metrics(
         queue_depth=sum(t.depth for t in types),
         history=history,
     )
+
+
+def with_pauses(
+    types: list[TypeView], pauses: Mapping[str, TypePause], workers: Sequence[WorkerView]
+) -> list[TypeView]:
+    """``types`` with each one's pause state and how many of its workers report it.
+
+    A worker counts when it is online and applies pauses itself (the ``pause-type``
+    capability); by-framework workers are paused by their denylist and counted in
+    ``pause_denylisted`` instead. Types with no pause and no worker reporting one are
+    returned as they are (one pass over the workers, and only when some pause exists).
+    """
+    reporting = any(w.paused_types for w in workers)
+    if not pauses and not reporting:
+        return types
+    capable: dict[str, int] = {}
+    applied: dict[str, int] = {}
+    for w in workers:
+        # ``runtime`` first: a view does not carry by-framework's presence version.
+        if w.status is not Status.ONLINE or w.runtime != "worker_runtime":
+            continue
+        if not w.supports(Capability.PAUSE):
+            continue
+        paused_here = set(w.paused_types or ())
+        for t in w.agent_types:
+            capable[t] = capable.get(t, 0) + 1
+            if t in paused_here:
+                applied[t] = applied.get(t, 0) + 1
+    out: list[TypeView] = []
+    for view in types:
+        pause = pauses.get(view.name)
+        if pause is None and not applied.get(view.name):
+            out.append(view)
+            continue
+        update: dict[str, Any] = {
+            "pause_workers": capable.get(view.name, 0),
+            "pause_applied": applied.get(view.name, 0),
+        }
+        if pause is not None:
+            update |= {
+                "paused": True,
+                "paused_at": pause.paused_at or None,
+                "paused_by": pause.by or None,
+                "paused_reason": pause.reason or None,
+                "pause_denylisted": list(pause.denied),
+            }
+        out.append(view.model_copy(update=update))
+    return out

@@ -15,11 +15,12 @@ from pathlib import Path
 
 from redis.asyncio import Redis
 
-from tests.handlers import DONE_LIST, STARTED_LIST
+from tests.handlers import DONE_LIST, STARTED_LIST, noop
 from tests.integration.cli_helpers import assert_one_line_error, cli_env, run
-from tests.integration.runtime_helpers import eventually, spawn_worker, stop_process
+from tests.integration.runtime_helpers import eventually, make_instance, spawn_worker, stop_process
 from worker_runtime.admin import Confirmation, WorkerManager
 from worker_runtime.audit import parse_audit
+from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.models import AdminAction, Lease, now_ms
 from worker_runtime.producer import Producer
@@ -207,3 +208,41 @@ async def test_a_hand_deny_during_a_pause_survives_the_resume(redis: Redis) -> N
     resumed = await manager.resume_type("chat")
     assert resumed.denylisted == ()
     assert await manager.get_type_denylist("chat") == ["bf-3"]
+
+
+async def test_the_fleet_read_shows_who_paused_a_type_and_how_many_workers_report_it(
+    redis: Redis, redis_url: str
+) -> None:
+    instance = make_instance(redis_url, noop, ["chat", "mail"], "pf", replicas=2)
+    await instance.start()
+    try:
+        await _by_framework_worker(redis, "bf-4", "chat")
+        reader = FleetReader(redis, K)
+        before = await reader.read()
+        trips = before.redis.round_trips
+        chat = before.type("chat")
+        assert chat is not None and not chat.paused and chat.pause_applied == 0
+
+        manager = WorkerManager(redis, operator="oncall@host-1")
+        result = await manager.pause_type("chat", "bad deploy")
+        await manager.wait_type_applied(result, timeout=5)
+        after = await reader.read()
+        assert after.redis.round_trips == trips  # one more command, no more round trips
+        chat, mail = after.type("chat"), after.type("mail")
+        assert chat is not None and mail is not None
+        assert (chat.paused, chat.paused_by, chat.paused_reason) == (
+            True,
+            "oncall@host-1",
+            "bad deploy",
+        )
+        assert chat.paused_at is not None and chat.paused_at > 0
+        assert (chat.pause_workers, chat.pause_applied, chat.pause_denylisted) == (2, 2, ["bf-4"])
+        assert not mail.paused and mail.pause_applied == 0
+        worker = after.worker("pf-r0")
+        assert worker is not None and worker.paused_types == ["chat"]
+
+        await manager.wait_type_applied(await manager.resume_type("chat"), timeout=5)
+        chat = (await reader.read()).type("chat")
+        assert chat is not None and not chat.paused and chat.pause_applied == 0
+    finally:
+        await instance.stop()
