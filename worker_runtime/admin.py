@@ -88,6 +88,14 @@ return now
 )
 
 
+# Compare-and-set of one hash field (a pause record): only the value read is replaced.
+_SWAP_FIELD = """
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
+"""
+
+
 class CommandLostError(RuntimeError):
     """The admin hash did not take a command (it was refused or overtaken)."""
 
@@ -589,6 +597,54 @@ class WorkerManager:
         return self._pause_result(
             agent_type, AdminAction.RESUME_TYPE, ts, members, tuple(undeny), (), previous
         )
+
+    async def hold_type_pause(self, agent_type: str) -> list[str]:
+        """Denylist the workers of a paused type that started since it was paused.
+
+        Run by the leader's janitor every pass: a by-framework worker started during a
+        pause is not on the denylist the pause wrote, so it would consume the type. It
+        is added (recorded in the pause, so the resume lifts it too) only while the
+        pause record is still the one read: a resume in between wins, and a deny added
+        just as a resume lands is taken back.
+
+        Returns:
+            The worker ids denylisted now (empty when nothing had to change).
+        """
+        raw = await self.redis.hget(self.keys.type_pauses, agent_type)
+        if raw is None:
+            return []
+        record = TypePause.parse(raw)
+        members = await self._type_members(agent_type)
+        denied = {str(m) for m in await self.redis.smembers(self.keys.type_denied(agent_type))}
+        added = sorted(
+            w
+            for w, lease in members
+            if lease is not None and not _pauses(lease) and w not in denied
+        )
+        if not added:
+            return []
+        updated = record.model_copy(update={"denied": sorted({*record.denied, *added})})
+        swapped = await self.redis.eval(
+            _SWAP_FIELD, 1, self.keys.type_pauses, agent_type, str(raw), updated.dump()
+        )
+        if not _positive(swapped):
+            return []  # resumed or re-paused meanwhile: that write decides
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.sadd(self.keys.type_denied(agent_type), *added)
+        pipe.srem(self.keys.type_workers(agent_type), *added)
+        pipe.hexists(self.keys.type_pauses, agent_type)
+        replies = await pipe.execute()
+        if not _positive(replies[-1]):
+            # The resume ran between the swap and the deny: it could not lift these.
+            await self.redis.srem(self.keys.type_denied(agent_type), *added)
+            return []
+        await self.audit(
+            AdminAction.PAUSE_TYPE,
+            agent_type,
+            record.reason or None,
+            f"denylisted={','.join(added)} (started while paused)",
+        )
+        return added
 
     async def get_type_pauses(self) -> dict[str, TypePause]:
         """Every paused type and its record (who, when, why, what it denylisted)."""

@@ -246,3 +246,43 @@ async def test_the_fleet_read_shows_who_paused_a_type_and_how_many_workers_repor
         assert chat is not None and not chat.paused and chat.pause_applied == 0
     finally:
         await instance.stop()
+
+
+async def test_the_leaders_janitor_denylists_a_by_framework_worker_started_while_paused(
+    redis: Redis, redis_url: str
+) -> None:
+    instance = make_instance(redis_url, noop, ["mail"], "pj", janitor_interval=0.2)
+    await instance.start()
+    try:
+        manager = WorkerManager(redis, operator="ops@test")
+        await manager.pause_type("chat", "incident")
+        await _by_framework_worker(redis, "bf-late", "chat")  # starts during the pause
+
+        async def denied() -> bool:
+            return bool(await redis.sismember(K.type_denied("chat"), "bf-late"))
+
+        await eventually(denied, timeout=10)
+        pause = (await manager.get_type_pauses())["chat"]
+        assert pause.denied == ["bf-late"] and pause.by == "ops@test"
+        assert not await redis.sismember(K.type_workers("chat"), "bf-late")
+        events = parse_audit(await redis.xrevrange(K.audit_stream, "+", "-", 5))
+        assert any(
+            e.operator == "janitor@pj" and "bf-late" in e.details and e.target == "chat"
+            for e in events
+        ), events
+
+        resumed = await manager.resume_type("chat")
+        assert resumed.denylisted == ("bf-late",)
+        await asyncio.sleep(0.6)  # sweeps after the resume put nothing back
+        assert await manager.get_type_denylist("chat") == []
+    finally:
+        await instance.stop()
+
+
+async def test_holding_a_pause_after_its_resume_changes_nothing(redis: Redis) -> None:
+    manager = WorkerManager(redis, operator="ops@test")
+    await manager.pause_type("chat")
+    await manager.resume_type("chat")
+    await _by_framework_worker(redis, "bf-6", "chat")
+    assert await manager.hold_type_pause("chat") == []
+    assert await manager.get_type_denylist("chat") == []
