@@ -514,17 +514,23 @@ def with_pauses(
         return types
     capable: dict[str, int] = {}
     applied: dict[str, int] = {}
+    paused_names = set(pauses)
+    online = Status.ONLINE
     for w in workers:
+        reported = w.paused_types
+        # Most workers serve no paused type and report none: one set test each.
+        if not reported and paused_names.isdisjoint(w.agent_types):
+            continue
         # ``runtime`` first: a view does not carry by-framework's presence version.
-        if w.status is not Status.ONLINE or w.runtime != "worker_runtime":
+        if w.status is not online or w.runtime != "worker_runtime":
             continue
         if not w.supports(Capability.PAUSE):
             continue
-        paused_here = set(w.paused_types or ())
         for t in w.agent_types:
-            capable[t] = capable.get(t, 0) + 1
-            if t in paused_here:
-                applied[t] = applied.get(t, 0) + 1
+            if t in paused_names or (reported and t in reported):
+                capable[t] = capable.get(t, 0) + 1
+                if reported and t in reported:
+                    applied[t] = applied.get(t, 0) + 1
     out: list[TypeView] = []
     for view in types:
         pause = pauses.get(view.name)
