@@ -52,6 +52,7 @@ from worker_runtime.models import (
     parse_pauses,
 )
 from worker_runtime.names import check_agent_type, check_utf8, check_worker_id
+from worker_runtime.pause import hold_type_pause, pauses_itself, type_members
 from worker_runtime.pipeline import Batch
 
 # The replica-count rules live in worker_runtime.quota; re-exported for existing callers.
@@ -86,14 +87,6 @@ redis.call('DEL', KEYS[1])
 return now
 """
 )
-
-
-# Compare-and-set of one hash field (a pause record): only the value read is replaced.
-_SWAP_FIELD = """
-if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-return 1
-"""
 
 
 class CommandLostError(RuntimeError):
@@ -522,7 +515,7 @@ class WorkerManager:
         previous = None if old.value is None else TypePause.parse(old.value)
         denylist = {str(m) for m in denied.value or ()}
         ours = set(previous.denied) if previous else set()
-        cannot = [w for w, lease in members if lease is not None and not _pauses(lease)]
+        cannot = [w for w, lease in members if lease is not None and not pauses_itself(lease)]
         added = sorted(w for w in cannot if w not in denylist)
         kept = sorted(w for w in cannot if w in denylist and w not in ours)
         by_pause = sorted((ours & denylist) | set(added))
@@ -599,52 +592,11 @@ class WorkerManager:
         )
 
     async def hold_type_pause(self, agent_type: str) -> list[str]:
-        """Denylist the workers of a paused type that started since it was paused.
+        """Denylist the by-framework workers of a paused type started since the pause.
 
-        Run by the leader's janitor every pass: a by-framework worker started during a
-        pause is not on the denylist the pause wrote, so it would consume the type. It
-        is added (recorded in the pause, so the resume lifts it too) only while the
-        pause record is still the one read: a resume in between wins, and a deny added
-        just as a resume lands is taken back.
-
-        Returns:
-            The worker ids denylisted now (empty when nothing had to change).
+        See :func:`worker_runtime.pause.hold_type_pause` (the janitor runs it each pass).
         """
-        raw = await self.redis.hget(self.keys.type_pauses, agent_type)
-        if raw is None:
-            return []
-        record = TypePause.parse(raw)
-        members = await self._type_members(agent_type)
-        denied = {str(m) for m in await self.redis.smembers(self.keys.type_denied(agent_type))}
-        added = sorted(
-            w
-            for w, lease in members
-            if lease is not None and not _pauses(lease) and w not in denied
-        )
-        if not added:
-            return []
-        updated = record.model_copy(update={"denied": sorted({*record.denied, *added})})
-        swapped = await self.redis.eval(
-            _SWAP_FIELD, 1, self.keys.type_pauses, agent_type, str(raw), updated.dump()
-        )
-        if not _positive(swapped):
-            return []  # resumed or re-paused meanwhile: that write decides
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.sadd(self.keys.type_denied(agent_type), *added)
-        pipe.srem(self.keys.type_workers(agent_type), *added)
-        pipe.hexists(self.keys.type_pauses, agent_type)
-        replies = await pipe.execute()
-        if not _positive(replies[-1]):
-            # The resume ran between the swap and the deny: it could not lift these.
-            await self.redis.srem(self.keys.type_denied(agent_type), *added)
-            return []
-        await self.audit(
-            AdminAction.PAUSE_TYPE,
-            agent_type,
-            record.reason or None,
-            f"denylisted={','.join(added)} (started while paused)",
-        )
-        return added
+        return await hold_type_pause(self.redis, self.keys, agent_type, self.operator)
 
     async def get_type_pauses(self) -> dict[str, TypePause]:
         """Every paused type and its record (who, when, why, what it denylisted)."""
@@ -667,30 +619,7 @@ class WorkerManager:
         return {r.worker_id: lat for r, lat in zip(waits, latencies, strict=True)}
 
     async def _type_members(self, agent_type: str) -> list[tuple[str, Lease | None]]:
-        """Every known worker declaring ``agent_type``, with its lease (None: offline).
-
-        Read from the registry (and the admin-state index), not the routing set: a
-        suspended worker has left routing but is resumed one day.
-        """
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.smembers(self.keys.workers)
-        pipe.smembers(self.keys.admin_workers)
-        known, administered = await pipe.execute()
-        ids = sorted({str(w) for w in (known or ())} | {str(w) for w in (administered or ())})
-        if not ids:
-            return []
-        pipe = self.redis.pipeline(transaction=False)
-        for wid in ids:
-            pipe.sismember(self.keys.worker_agent_types(wid), agent_type)
-            pipe.get(self.keys.worker_online(wid))
-        replies = await pipe.execute(raise_on_error=False)
-        out: list[tuple[str, Lease | None]] = []
-        for i, wid in enumerate(ids):
-            declares, raw = replies[2 * i], replies[2 * i + 1]
-            lease = Lease.parse(raw) if isinstance(raw, str | bytes) else None
-            if _positive(declares) or (lease is not None and agent_type in lease.agent_types):
-                out.append((wid, lease))
-        return out
+        return await type_members(self.redis, self.keys, agent_type)
 
     def _pause_result(
         self,
@@ -708,9 +637,9 @@ class WorkerManager:
                 action,
                 ts,
                 True,
-                Confirmation.PAUSED_TYPES if _pauses(lease) else Confirmation.NONE,
+                Confirmation.PAUSED_TYPES if pauses_itself(lease) else Confirmation.NONE,
                 runtime=_Target(set(), lease).runtime,
-                pushed=_pauses(lease),
+                pushed=pauses_itself(lease),
                 agent_type=agent_type,
             )
             for wid, lease in members
@@ -943,11 +872,6 @@ def _push(
     else:
         fields = encode_command(command)
     pipe.xadd(stream, fields, maxlen=maxlen, approximate=True)
-
-
-def _pauses(lease: Lease | None) -> bool:
-    """Whether the worker holding ``lease`` applies a type pause itself."""
-    return lease is not None and lease.is_worker_runtime and lease.supports(Capability.PAUSE)
 
 
 def _positive(reply: Any) -> bool:

@@ -55,9 +55,10 @@ from worker_runtime.tasks import cancel_and_wait
 log = logging.getLogger(__name__)
 
 _TRIM_EVERY_BEATS = 12
-_PAUSE_ACTIONS = (CommandAction.PAUSE_TYPE, CommandAction.RESUME_TYPE)
 _MAX_SKIPPED = 1_000
 """At most this many evicted or drained ids are stepped over to find a free one."""
+_PAUSE_ACTIONS = (CommandAction.PAUSE_TYPE, CommandAction.RESUME_TYPE)
+"""Fleet-stream commands that pause or resume a type on every replica serving it."""
 
 _STOP_STEP_S = {
     "singletons": 1.0,

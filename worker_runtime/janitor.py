@@ -27,6 +27,7 @@ from worker_runtime.context import RuntimeContext
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.messages import decode_task, is_control_entry
 from worker_runtime.models import AdminAction, parse_pauses
+from worker_runtime.pause import hold_type_pause
 from worker_runtime.pipeline import Batch
 
 log = logging.getLogger(__name__)
@@ -252,22 +253,17 @@ async def sweep_forever(ctx: RuntimeContext, interval: float) -> None:
 async def hold_pauses(ctx: RuntimeContext) -> dict[str, list[str]]:
     """Extend every type pause to the by-framework workers started since (denylist).
 
-    One HGETALL when nothing is paused. See :meth:`WorkerManager.hold_type_pause`.
+    One HGETALL when nothing is paused. See :func:`worker_runtime.pause.hold_type_pause`.
 
     Returns:
         Type -> the workers denylisted now, for the types where any were.
     """
-    # Here, not at the top: the admin API loads only on a leader once a type is paused
-    # (a worker's start-up does not pay for it).
-    from worker_runtime.admin import WorkerManager
-
     paused = parse_pauses(await ctx.redis.hgetall(ctx.keys.type_pauses))
     if not paused:
         return {}
-    manager = WorkerManager(ctx.redis, ctx.keys, operator=f"janitor@{ctx.instance_id}")
     held: dict[str, list[str]] = {}
     for agent_type in sorted(paused):
-        added = await manager.hold_type_pause(agent_type)
+        added = await hold_type_pause(ctx.redis, ctx.keys, agent_type, f"janitor@{ctx.instance_id}")
         if added:
             log.info("janitor: %s is paused; denylisted %s (started since)", agent_type, added)
             held[agent_type] = added
