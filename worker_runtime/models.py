@@ -331,6 +331,7 @@ _DESTRUCTIVE_ACTIONS = frozenset(
         AdminAction.FORGET,
         AdminAction.DENY,
         AdminAction.DEAD_PURGE,
+        AdminAction.PAUSE_TYPE,
     }
 )
 
