@@ -373,6 +373,19 @@ def _type_commands(type_: _Parser, parents: list[_Parser]) -> None:
             "--force", action="store_true", help="even for a type no worker declares yet"
         )
         p.set_defaults(handler="type_deny_allow", write=True)
+    for verb, help_text, example in (
+        (
+            "pause",
+            "every worker of a type stops taking its tasks (in-flight ones finish)",
+            'byconsole type pause chat --reason "bad deploy" --wait',
+        ),
+        ("resume", "a paused type's workers take its tasks again", "byconsole type resume chat"),
+    ):
+        p = _sub(tsub, verb, help_text, example, parents)
+        p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
+        _write_flags(p)
+        p.add_argument("--force", action="store_true", help="even for a type nothing names yet")
+        p.set_defaults(handler="type_pause", write=True)
 
 
 def _scale_args(p: _Parser, parents: list[_Parser]) -> None:

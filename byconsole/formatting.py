@@ -159,6 +159,7 @@ def worker_fields(detail: WorkerDetail, now: int) -> list[Field]:
         ("declared types", ", ".join(detail.declared_types) or DASH),
         ("lease types", ", ".join(w.agent_types) or DASH),
         ("denied types", ", ".join(detail.denied_types) or DASH),
+        ("paused types", ", ".join(w.paused_types or ()) or DASH),
         ("jobs", f"{_or_dash(w.active_jobs)} active / {_or_dash(w.concurrency)} max"),
         ("processed / failed", f"{_or_dash(w.processed)} / {_or_dash(w.failed)}"),
         ("started", clock(w.started_at, now, zone=True)),

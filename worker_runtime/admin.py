@@ -47,9 +47,12 @@ from worker_runtime.models import (
     CommandAction,
     Lease,
     Lifecycle,
+    TypePause,
     now_ms,
+    parse_pauses,
 )
 from worker_runtime.names import check_agent_type, check_utf8, check_worker_id
+from worker_runtime.pause import hold_type_pause, pauses_itself, type_members
 from worker_runtime.pipeline import Batch
 
 # The replica-count rules live in worker_runtime.quota; re-exported for existing callers.
@@ -111,6 +114,8 @@ class Confirmation(StrEnum):
     """An eviction: confirmed when the worker itself drops its lease on exit."""
     DENIED_TYPES = "denied_types"
     """A deny / allow: confirmed when the lease lists (no longer lists) the type."""
+    PAUSED_TYPES = "paused_types"
+    """A type pause / resume: confirmed when the lease lists (no longer lists) the type."""
     NONE = "none"
     """It never reports what it applied (by-framework): the command is sent, no more."""
 
@@ -148,6 +153,47 @@ class ActionResult:
 
     written_at: float = field(default_factory=time.monotonic, compare=False)
     """This process's monotonic time of the write (latency without comparing clocks)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TypePauseResult:
+    """What a ``pause_type`` / ``resume_type`` did.
+
+    Attributes:
+        agent_type: the type.
+        action: :attr:`AdminAction.PAUSE_TYPE` or :attr:`AdminAction.RESUME_TYPE`.
+        updated_at: when it was written (ms).
+        results: one per live worker of the type: a worker_runtime worker confirms by
+            its lease's ``paused_types`` (:attr:`Confirmation.PAUSED_TYPES`); one that
+            cannot apply a pause (by-framework) was denylisted instead and confirms
+            nothing (:attr:`Confirmation.NONE`).
+        denylisted: the workers the pause put on the type's denylist (a pause) or took
+            off it (a resume): only those, never a deny set by hand.
+        kept: workers that cannot apply a pause and were already denied by hand (left
+            as they are, before and after the resume).
+        offline: workers declaring the type without a lease (a worker_runtime one reads
+            the pause when it starts; a by-framework one is not denylisted).
+        was_paused: whether the type was paused before this call.
+    """
+
+    agent_type: str
+    action: AdminAction
+    updated_at: int
+    results: tuple[ActionResult, ...] = ()
+    denylisted: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
+    offline: tuple[str, ...] = ()
+    was_paused: bool = False
+
+    @property
+    def confirmable(self) -> tuple[ActionResult, ...]:
+        """The workers that report the pause (worker_runtime)."""
+        return tuple(r for r in self.results if r.confirmable)
+
+    @property
+    def unconfirmable(self) -> tuple[ActionResult, ...]:
+        """The workers that cannot report it (paused by their denylist)."""
+        return tuple(r for r in self.results if not r.confirmable)
 
 
 class WorkerManager:
@@ -309,12 +355,24 @@ class WorkerManager:
         # by-framework has no deny/allow command: its workers (and offline ones, which
         # read the denylist at start-up) follow the set at their next heartbeat.
         push = lease is not None and lease.supports(Capability.PUSH_DENY)
+        pause = None
+        if action is CommandAction.DENY:
+            raw_pause = await self.redis.hget(self.keys.type_pauses, agent_type)
+            pause = None if raw_pause is None else TypePause.parse(raw_pause)
         batch = Batch(self.redis.pipeline(transaction=False))
         pipe = batch.pipe
         online = batch.slot(pipe.exists(self.keys.worker_online(worker_id)))
         if action is CommandAction.DENY:
             pipe.sadd(self.keys.type_denied(agent_type), worker_id)
             pipe.srem(self.keys.type_workers(agent_type), worker_id)
+            if pause is not None and worker_id in pause.denied:
+                # Denied by hand now: the operator's deny, which the resume must keep.
+                kept = [w for w in pause.denied if w != worker_id]
+                pipe.hset(
+                    self.keys.type_pauses,
+                    agent_type,
+                    pause.model_copy(update={"denied": kept}).dump(),
+                )
         else:
             pipe.srem(self.keys.type_denied(agent_type), worker_id)
         pipe.sadd(self.keys.agent_types, agent_type)
@@ -435,6 +493,168 @@ class WorkerManager:
         return parse_count(target), {
             str(k): c for k, v in (overrides or {}).items() if (c := parse_count(v)) is not None
         }
+
+    # -- pause a type ------------------------------------------------------------------
+
+    async def pause_type(self, agent_type: str, reason: str | None = None) -> TypePauseResult:
+        """Every worker of ``agent_type`` stops taking its tasks; in-flight tasks finish.
+
+        Written to the pause hash (each worker_runtime worker reads it at start and
+        every heartbeat) and pushed on the fleet stream (applied within milliseconds).
+        A live worker that cannot apply a pause (by-framework) is put on the type's
+        denylist instead, recorded in the pause so :meth:`resume_type` removes exactly
+        those. Pausing a paused type again updates who / why and denylists the
+        by-framework workers started since.
+        """
+        check_agent_type(agent_type)
+        members = await self._type_members(agent_type)
+        batch = Batch(self.redis.pipeline(transaction=False))
+        old = batch.slot(batch.pipe.hget(self.keys.type_pauses, agent_type))
+        denied = batch.slot(batch.pipe.smembers(self.keys.type_denied(agent_type)))
+        await batch.execute()
+        previous = None if old.value is None else TypePause.parse(old.value)
+        denylist = {str(m) for m in denied.value or ()}
+        ours = set(previous.denied) if previous else set()
+        cannot = [w for w, lease in members if lease is not None and not pauses_itself(lease)]
+        added = sorted(w for w in cannot if w not in denylist)
+        kept = sorted(w for w in cannot if w in denylist and w not in ours)
+        by_pause = sorted((ours & denylist) | set(added))
+        ts = now_ms()
+        fields = await self._audit_fields(
+            AdminAction.PAUSE_TYPE,
+            agent_type,
+            reason,
+            f"denylisted={','.join(added)}" if added else "",
+        )
+        record = TypePause(
+            paused_at=previous.paused_at if previous and previous.paused_at else ts,
+            by=self.operator,
+            redis_user=str(fields.get("redis_user") or ""),
+            reason=reason or "",
+            denied=by_pause,
+        )
+        command = Command(
+            action=CommandAction.PAUSE_TYPE,
+            agent_type=agent_type,
+            reason=reason,
+            updated_at=ts,
+            updated_by=self.operator,
+        )
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hset(self.keys.type_pauses, agent_type, record.dump())
+        if added:
+            pipe.sadd(self.keys.type_denied(agent_type), *added)
+            pipe.srem(self.keys.type_workers(agent_type), *added)
+        pipe.sadd(self.keys.agent_types, agent_type)
+        _push(pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN)
+        add_audit(pipe, self.keys, fields)
+        await pipe.execute()
+        return self._pause_result(
+            agent_type, AdminAction.PAUSE_TYPE, ts, members, tuple(by_pause), tuple(kept), previous
+        )
+
+    async def resume_type(self, agent_type: str, reason: str | None = None) -> TypePauseResult:
+        """Undo :meth:`pause_type`: the type's workers read its stream again.
+
+        Takes off the denylist exactly the workers the pause put there; a deny an
+        operator set by hand stays. Resuming a type that is not paused changes nothing
+        but is still pushed (a worker that missed a resume converges) and audited.
+        """
+        check_agent_type(agent_type)
+        members = await self._type_members(agent_type)
+        raw = await self.redis.hget(self.keys.type_pauses, agent_type)
+        previous = None if raw is None else TypePause.parse(raw)
+        undeny = sorted(previous.denied) if previous else []
+        ts = now_ms()
+        command = Command(
+            action=CommandAction.RESUME_TYPE,
+            agent_type=agent_type,
+            reason=reason,
+            updated_at=ts,
+            updated_by=self.operator,
+        )
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hdel(self.keys.type_pauses, agent_type)
+        if undeny:
+            pipe.srem(self.keys.type_denied(agent_type), *undeny)
+        _push(pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN)
+        details = f"undenied={','.join(undeny)}" if undeny else ""
+        if previous is None:
+            details = "was not paused"
+        add_audit(
+            pipe,
+            self.keys,
+            await self._audit_fields(AdminAction.RESUME_TYPE, agent_type, reason, details),
+        )
+        await pipe.execute()
+        return self._pause_result(
+            agent_type, AdminAction.RESUME_TYPE, ts, members, tuple(undeny), (), previous
+        )
+
+    async def hold_type_pause(self, agent_type: str) -> list[str]:
+        """Denylist the by-framework workers of a paused type started since the pause.
+
+        See :func:`worker_runtime.pause.hold_type_pause` (the janitor runs it each pass).
+        """
+        return await hold_type_pause(self.redis, self.keys, agent_type, self.operator)
+
+    async def get_type_pauses(self) -> dict[str, TypePause]:
+        """Every paused type and its record (who, when, why, what it denylisted)."""
+        return parse_pauses(await self.redis.hgetall(self.keys.type_pauses))
+
+    async def wait_type_applied(
+        self, result: TypePauseResult, timeout: float = 10.0
+    ) -> dict[str, float | None]:
+        """Wait until every worker_runtime worker of the type reports the pause / resume.
+
+        Each worker's confirmation is :meth:`wait_applied` (the one wait); by-framework
+        workers (denylisted) are not waited for.
+
+        Returns:
+            Worker id -> seconds from the write to its confirmation (``None``: not
+            confirmed within ``timeout``), for every worker that can confirm.
+        """
+        waits = result.confirmable
+        latencies = await asyncio.gather(*(self.wait_applied(r, timeout) for r in waits))
+        return {r.worker_id: lat for r, lat in zip(waits, latencies, strict=True)}
+
+    async def _type_members(self, agent_type: str) -> list[tuple[str, Lease | None]]:
+        return await type_members(self.redis, self.keys, agent_type)
+
+    def _pause_result(
+        self,
+        agent_type: str,
+        action: AdminAction,
+        ts: int,
+        members: list[tuple[str, Lease | None]],
+        denylisted: tuple[str, ...],
+        kept: tuple[str, ...],
+        previous: TypePause | None,
+    ) -> TypePauseResult:
+        results = tuple(
+            ActionResult(
+                wid,
+                action,
+                ts,
+                True,
+                Confirmation.PAUSED_TYPES if pauses_itself(lease) else Confirmation.NONE,
+                runtime=_Target(set(), lease).runtime,
+                pushed=pauses_itself(lease),
+                agent_type=agent_type,
+            )
+            for wid, lease in members
+            if lease is not None
+        )
+        return TypePauseResult(
+            agent_type,
+            action,
+            ts,
+            results,
+            denylisted,
+            kept,
+            tuple(wid for wid, lease in members if lease is None),
+            was_paused=previous is not None,
+        )
 
     # -- reads -----------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from worker_runtime.models import (
     Lifecycle,
     MetricsPoint,
     Status,
+    TypePause,
 )
 from worker_runtime.quota import compute_quota, parse_count_any
 from worker_runtime.replies import (
@@ -119,6 +120,9 @@ def is_applied(
       the lease is gone (a draining worker may exit before it rewrites its lease);
     * deny / allow: applied when the lease's ``denied_types`` lists (no longer lists)
       ``agent_type``; an offline worker applies the denylist when it starts;
+    * pause-type / resume-type: applied when the lease's ``paused_types`` lists (no
+      longer lists) ``agent_type``; a worker without the ``pause-type`` capability
+      (by-framework, denylisted by the pause instead) cannot confirm it;
     * every other lifecycle write (suspend, resume, clear): ``admin_applied_at >=
       updated_at``; without a lease it is pending (the worker applies it on start).
 
@@ -141,6 +145,12 @@ def is_applied(
         if lease is None or agent_type is None or not lease.supports(Capability.CONFIRM):
             return None
         return (agent_type in lease.denied_types) == (action == AdminAction.DENY)
+    if action in (AdminAction.PAUSE_TYPE, AdminAction.RESUME_TYPE):
+        # A worker that does not apply pauses (by-framework: denylisted instead) or has
+        # gone never reports one; a new worker of the type reads the pause at start.
+        if lease is None or agent_type is None or not lease.supports(Capability.PAUSE):
+            return None
+        return (agent_type in (lease.paused_types or ())) == (action == AdminAction.PAUSE_TYPE)
     if action not in _LIFECYCLE_ACTION.values() and action != AdminAction.CLEAR:
         return None  # a scale, a forget, a dead-letter action: no worker confirms those
     if lease is None:
@@ -487,3 +497,57 @@ def fleet_metrics(
         queue_depth=sum(t.depth for t in types),
         history=history,
     )
+
+
+def with_pauses(
+    types: list[TypeView], pauses: Mapping[str, TypePause], workers: Sequence[WorkerView]
+) -> list[TypeView]:
+    """``types`` with each one's pause state and how many of its workers report it.
+
+    A worker counts when it is online and applies pauses itself (the ``pause-type``
+    capability); by-framework workers are paused by their denylist and counted in
+    ``pause_denylisted`` instead. Types with no pause and no worker reporting one are
+    returned as they are (one pass over the workers, and only when some pause exists).
+    """
+    reporting = any(w.paused_types for w in workers)
+    if not pauses and not reporting:
+        return types
+    capable: dict[str, int] = {}
+    applied: dict[str, int] = {}
+    paused_names = set(pauses)
+    online = Status.ONLINE
+    for w in workers:
+        reported = w.paused_types
+        # Most workers serve no paused type and report none: one set test each.
+        if not reported and paused_names.isdisjoint(w.agent_types):
+            continue
+        # ``runtime`` first: a view does not carry by-framework's presence version.
+        if w.status is not online or w.runtime != "worker_runtime":
+            continue
+        if not w.supports(Capability.PAUSE):
+            continue
+        for t in w.agent_types:
+            if t in paused_names or (reported and t in reported):
+                capable[t] = capable.get(t, 0) + 1
+                if reported and t in reported:
+                    applied[t] = applied.get(t, 0) + 1
+    out: list[TypeView] = []
+    for view in types:
+        pause = pauses.get(view.name)
+        if pause is None and not applied.get(view.name):
+            out.append(view)
+            continue
+        update: dict[str, Any] = {
+            "pause_workers": capable.get(view.name, 0),
+            "pause_applied": applied.get(view.name, 0),
+        }
+        if pause is not None:
+            update |= {
+                "paused": True,
+                "paused_at": pause.paused_at or None,
+                "paused_by": pause.by or None,
+                "paused_reason": pause.reason or None,
+                "pause_denylisted": list(pause.denied),
+            }
+        out.append(view.model_copy(update=update))
+    return out

@@ -6,7 +6,7 @@ same way, so they agree on what "online", "pending" or a type's depth mean.
 Round trips, whatever the fleet size (each one a non-transactional pipeline):
 
 1. the indexes: workers set, agent types index, instances ZSet, leader lock and epoch,
-   scale targets, the metrics history tail and the audit tail;
+   scale targets, the pause hash, the metrics history tail and the audit tail;
 2. every lease (one MGET on a single Redis), per worker its admin hash and declared
    types; per type its routable set, denylist, consumer group info, length,
    dead-letter length and scale overrides; per instance its lease;
@@ -46,9 +46,17 @@ from worker_runtime.derive import (
     leader_view,
     parse_workers,
     type_view,
+    with_pauses,
 )
 from worker_runtime.keys import Keys
-from worker_runtime.models import AdminState, InstanceLease, Lease, MetricsPoint, now_ms
+from worker_runtime.models import (
+    AdminState,
+    InstanceLease,
+    Lease,
+    MetricsPoint,
+    now_ms,
+    parse_pauses,
+)
 from worker_runtime.packed_pipeline import Batch, command_count, expand
 from worker_runtime.packed_pipeline import execute as execute_packed
 from worker_runtime.quota import parse_count_any
@@ -409,6 +417,8 @@ class FleetReader:
                 # by-framework's admin-state index: a suspended or evicted worker that
                 # left the registry (by-framework's do on exit) is still listed.
                 "administered": _c("smembers", k.admin_workers),
+                # Paused types (``type pause``): one HGETALL of one hash.
+                "pauses": _c("hgetall", k.type_pauses),
                 # Once per reader: may this client run read-only scripts (EVAL_RO is
                 # Redis 7+, and an ACL viewer may lack @scripting)?
                 **({"script_probe": _c("eval_ro", "return 1", 0)} if probe else {}),
@@ -534,6 +544,7 @@ class FleetReader:
         scrap: list[Any] = [parsed, leases, admins, declared, ttls]
         del parsed, leases, admins, declared, ttls
         types = [type_view(t, td, targets.get(t)) for t, td in sorted(type_data.items())]
+        types = with_pauses(types, parse_pauses(r1["pauses"]), workers)
 
         def grouped() -> tuple[list[InstanceView], MetricsView]:
             scrap.clear()

@@ -15,7 +15,7 @@ from typing import Any
 
 from worker_runtime.context import RuntimeContext
 from worker_runtime.keys import CONSUMER_GROUP
-from worker_runtime.models import AdminState, InstanceLease, now_ms
+from worker_runtime.models import AdminState, InstanceLease, now_ms, parse_pauses
 from worker_runtime.pipeline import Batch, Slot
 from worker_runtime.refusals import RefusalLog
 from worker_runtime.registry import RENEW_LOCK, lock_ttl_s, lock_value, queue_presence
@@ -83,6 +83,7 @@ async def beat(
     pipe.zadd(keys.instances, {iid: now_ms()})
     admins = [(r, batch.slot(pipe.hgetall(keys.worker_admin(r.worker_id)))) for r in live]
     denied_sets = {t: batch.slot(pipe.smembers(keys.type_denied(t))) for t in types}
+    pauses = batch.slot(pipe.hgetall(keys.type_pauses))
     read_at = time.monotonic()
     await batch.execute(raise_on_error=False)
     for replica, _, writes in renewed:
@@ -107,13 +108,19 @@ async def beat(
         for t, slot in denied_sets.items()
     }
     changed: list[Replica] = []
+    raw_pauses = pauses.get()
+    # A failed read is no pause hash: it must not resume every paused type.
+    paused = set(parse_pauses(raw_pauses)) if isinstance(raw_pauses, dict) else None
     for replica, slot in admins:
         raw = slot.get()
+        pause_changed = paused is not None and replica.apply_pause_pull(paused, read_at)
         if not isinstance(raw, dict):
+            if pause_changed:
+                changed.append(replica)
             continue  # the read failed: an empty hash would wrongly mean "resume"
         admin = AdminState.parse(raw)
         denied = {t for t in replica.agent_types if replica.worker_id in denied_by_type.get(t, ())}
-        if replica.apply_pull(admin, denied, read_at):
+        if replica.apply_pull(admin, denied, read_at) or pause_changed:
             changed.append(replica)
     return changed
 

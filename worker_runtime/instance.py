@@ -57,6 +57,8 @@ log = logging.getLogger(__name__)
 _TRIM_EVERY_BEATS = 12
 _MAX_SKIPPED = 1_000
 """At most this many evicted or drained ids are stepped over to find a free one."""
+_PAUSE_ACTIONS = (CommandAction.PAUSE_TYPE, CommandAction.RESUME_TYPE)
+"""Fleet-stream commands that pause or resume a type on every replica serving it."""
 
 _STOP_STEP_S = {
     "singletons": 1.0,
@@ -496,16 +498,25 @@ class WorkerInstance:
                     {ctx.keys.fleet_stream: last_id}, count=100, block=ctx.settings.block_ms
                 )
                 rescale = False
+                paused: set[Replica] = set()
                 for _, entries in iter_reply(reply):
                     for entry_id, fields in entries:
                         last_id = entry_id
                         command = decode_command(fields)
-                        if (
-                            command is not None
-                            and command.action is CommandAction.RESCALE
-                            and command.agent_type in self.agent_types
-                        ):
+                        if command is None or command.agent_type not in self.agent_types:
+                            continue
+                        if command.action is CommandAction.RESCALE:
                             rescale = True
+                        elif command.action in _PAUSE_ACTIONS:
+                            paused |= {
+                                r
+                                for r in self.replicas.values()
+                                if not r.ended.is_set() and r.apply_pause_command(command)
+                            }
+                for replica in paused:
+                    # Confirms at once: the lease now lists (no longer lists) the type.
+                    if replica.keeps_lease():
+                        await publish(replica)
                 if rescale:
                     await self.reconcile()
             except LOOP_ERRORS as exc:

@@ -26,7 +26,8 @@ from worker_runtime.connection import LOOP_ERRORS, redis_now_ms, sent_once
 from worker_runtime.context import RuntimeContext
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.messages import decode_task, is_control_entry
-from worker_runtime.models import AdminAction
+from worker_runtime.models import AdminAction, parse_pauses
+from worker_runtime.pause import hold_type_pause
 from worker_runtime.pipeline import Batch
 
 log = logging.getLogger(__name__)
@@ -243,9 +244,30 @@ async def sweep_forever(ctx: RuntimeContext, interval: float) -> None:
             counts = await sweep(ctx)
             if any(counts.values()):
                 log.info("janitor removed %s", counts)
+            await hold_pauses(ctx)
         except LOOP_ERRORS as exc:
             log.warning("janitor: %s", exc)
         await asyncio.sleep(interval)
+
+
+async def hold_pauses(ctx: RuntimeContext) -> dict[str, list[str]]:
+    """Extend every type pause to the by-framework workers started since (denylist).
+
+    One HGETALL when nothing is paused. See :func:`worker_runtime.pause.hold_type_pause`.
+
+    Returns:
+        Type -> the workers denylisted now, for the types where any were.
+    """
+    paused = parse_pauses(await ctx.redis.hgetall(ctx.keys.type_pauses))
+    if not paused:
+        return {}
+    held: dict[str, list[str]] = {}
+    for agent_type in sorted(paused):
+        added = await hold_type_pause(ctx.redis, ctx.keys, agent_type, f"janitor@{ctx.instance_id}")
+        if added:
+            log.info("janitor: %s is paused; denylisted %s (started since)", agent_type, added)
+            held[agent_type] = added
+    return held
 
 
 def _int(value: Any) -> int:

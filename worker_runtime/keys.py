@@ -246,6 +246,15 @@ class Keys:
         return f"{self._root}:ctrl:fleet"
 
     @property
+    def type_pauses(self) -> str:
+        """Hash: agent type -> pause record JSON (:class:`~worker_runtime.models.TypePause`).
+
+        A field exists while the type is paused; every worker_runtime worker reads the
+        hash at start and every heartbeat (the pull side of ``type pause``).
+        """
+        return f"{self._root}:pause:agent_types"
+
+    @property
     def audit_stream(self) -> str:
         """Stream of operator actions (capped with MAXLEN ~)."""
         return f"{self._root}:audit"

@@ -191,6 +191,9 @@ class Lease(BaseModel):
     """What this worker understands beyond by-framework's protocol (:class:`Capability`)."""
     presence_version: int | None = Field(default=None, validation_alias="version", exclude=True)
     """by-framework's presence payload version (its lease always has one; ours never)."""
+    paused_types: list[str] | None = Field(default=None, validation_alias=_camel("paused_types"))
+    """Types whose pause this worker applied (it reads none of their streams); absent
+    when none is: an extension by-framework ignores."""
 
     @property
     def is_by_framework(self) -> bool:
@@ -267,6 +270,8 @@ class Capability(StrEnum):
     """Understands the ``draining`` lifecycle (leave routing, finish, exit)."""
     PUSH_DENY = "push-deny"
     """Applies deny/allow pushed on its stream (by-framework reads them per heartbeat)."""
+    PAUSE = "pause-type"
+    """Applies a type pause itself and reports it in ``paused_types`` (see ``type pause``)."""
 
 
 WORKER_RUNTIME_CAPABILITIES = tuple(Capability)
@@ -280,6 +285,10 @@ class CommandAction(StrEnum):
     DENY = "deny"
     ALLOW = "allow"
     RESCALE = "rescale"
+    PAUSE_TYPE = "pause-type"
+    """Stop reading a type's stream (fleet stream; the pause hash is the truth)."""
+    RESUME_TYPE = "resume-type"
+    """Read a paused type's stream again."""
 
 
 class AdminAction(StrEnum):
@@ -303,6 +312,10 @@ class AdminAction(StrEnum):
     PRUNE = "prune"
     DRAINED = "drained"
     """Written by the runtime itself when a draining replica has finished and exits."""
+    PAUSE_TYPE = "pause-type"
+    """Every worker of a type stops taking its tasks (by-framework's: by its denylist)."""
+    RESUME_TYPE = "resume-type"
+    """A paused type's workers take its tasks again."""
 
     @property
     def destructive(self) -> bool:
@@ -318,6 +331,7 @@ _DESTRUCTIVE_ACTIONS = frozenset(
         AdminAction.FORGET,
         AdminAction.DENY,
         AdminAction.DEAD_PURGE,
+        AdminAction.PAUSE_TYPE,
     }
 )
 
@@ -517,6 +531,41 @@ class Alert(BaseModel):
     """The steps an operator takes, in order."""
     agent_type: str | None = None
     worker_id: str | None = None
+
+
+class TypePause(BaseModel):
+    """One field of :attr:`Keys.type_pauses`: a type is paused, by whom, when and why.
+
+    ``denied`` lists the workers the pause put on the type's denylist (those that
+    cannot apply a pause themselves: by-framework's); a resume removes exactly those,
+    never a deny an operator set by hand.
+    """
+
+    model_config = ConfigDict(extra="ignore", str_max_length=_MAX_STR)
+
+    paused_at: int = 0
+    """Redis's clock (ms) when the pause was written."""
+    by: str = ""
+    """The operator (``user@host``)."""
+    redis_user: str = ""
+    reason: str = ""
+    denied: list[str] = Field(default_factory=empty_list)
+
+    @classmethod
+    def parse(cls, raw: Any) -> TypePause:
+        """Parse a pause record; never raises."""
+        return lenient(cls, raw)
+
+    def dump(self) -> str:
+        """The JSON stored in the hash."""
+        return self.model_dump_json()
+
+
+def parse_pauses(raw: Any) -> dict[str, TypePause]:
+    """The pause hash (``HGETALL``) as type -> record; anything else reads as no pause."""
+    if not isinstance(raw, dict):
+        return {}
+    return {_text(k): TypePause.parse(v) for k, v in raw.items()}
 
 
 class AuditEvent(BaseModel):

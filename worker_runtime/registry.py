@@ -12,7 +12,7 @@ from typing import Any
 
 from worker_runtime.audit import add_audit, audit_fields
 from worker_runtime.byframework import RUNTIME_STATUS_FIELD, SESSION_TTL_S
-from worker_runtime.models import AdminAction, AdminState, Lifecycle
+from worker_runtime.models import AdminAction, AdminState, Lifecycle, parse_pauses
 from worker_runtime.pipeline import Batch
 from worker_runtime.replica import Replica
 
@@ -131,7 +131,10 @@ async def register(replica: Replica) -> bool:
     admin_slot = batch.slot(pipe.hgetall(keys.worker_admin(wid)))
     last_slot = batch.slot(pipe.xrevrange(keys.worker_stream(wid), count=1))
     denied = {t: batch.slot(pipe.sismember(keys.type_denied(t), wid)) for t in replica.agent_types}
+    # A type paused before this replica started is not read from its first read on.
+    pauses_slot = batch.slot(pipe.hgetall(keys.type_pauses))
     await batch.execute()
+    replica.set_paused(set(parse_pauses(pauses_slot.value)))
     admin = AdminState.parse(admin_slot.value)
     last = last_slot.value
     replica.ctrl_last_id = str(last[0][0]) if last else "0-0"

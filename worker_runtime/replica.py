@@ -60,6 +60,11 @@ class Replica:
         self.denied: set[str] = set()
         self.scaled_off: set[str] = set()
         """Types this replica stopped serving because their quota is below its rank."""
+        self.paused: set[str] = set()
+        """Declared types an operator paused fleet-wide (``type pause``): their streams
+        are not read, their running tasks finish; routing and direct tasks are kept."""
+        self.last_pause_push_at = 0.0
+        """Monotonic time a pushed pause or resume last changed :attr:`paused`."""
         self.inflight: dict[str, asyncio.Task[None]] = {}
         self.reserved = 0
         """Slots held by a read in flight (see :meth:`reserving`)."""
@@ -93,12 +98,55 @@ class Replica:
         return [t for t in self.agent_types if t not in self.denied and t not in self.scaled_off]
 
     def serves(self, agent_type: str) -> bool:
-        """Whether ``agent_type`` is in :meth:`allowed_types` (checked per task)."""
+        """Whether a task of ``agent_type`` read from its type stream may run here.
+
+        The types of :meth:`allowed_types`, except paused ones: an entry a read already
+        in flight delivers after a pause is handed back, not run.
+        """
         return (
             agent_type in self.agent_types
             and agent_type not in self.denied
             and agent_type not in self.scaled_off
+            and agent_type not in self.paused
         )
+
+    def set_paused(self, paused: set[str]) -> bool:
+        """Replace the paused types (of those this replica declares); True when changed."""
+        paused = paused & set(self.agent_types)
+        if paused == self.paused:
+            return False
+        log.info(
+            "%s: paused types %s",
+            self.worker_id,
+            ",".join(sorted(paused)) or "none (every type resumed)",
+        )
+        self.paused = paused
+        self.notify()
+        return True
+
+    def apply_pause_command(self, command: Command) -> bool:
+        """Apply a pushed ``pause-type`` / ``resume-type``; True when the lease must change."""
+        if not command.agent_type:
+            return False
+        if command.action is CommandAction.PAUSE_TYPE:
+            changed = self.set_paused(self.paused | {command.agent_type})
+        elif command.action is CommandAction.RESUME_TYPE:
+            changed = self.set_paused(self.paused - {command.agent_type})
+        else:
+            return False
+        if changed:
+            self.last_pause_push_at = time.monotonic()
+        return changed
+
+    def apply_pause_pull(self, paused: set[str], read_at: float) -> bool:
+        """Apply the pause hash a heartbeat read (sent at monotonic ``read_at``).
+
+        The hash is the truth, but a read sent before a pushed pause or resume was
+        applied may be older than it: skipped, the next beat reads again.
+        """
+        if read_at < self.last_pause_push_at:
+            return False
+        return self.set_paused(paused)
 
     def set_scaled_off(self, types: set[str]) -> bool:
         """Stop (or resume) serving ``types`` for scale; True when it changed.
@@ -123,7 +171,7 @@ class Replica:
         if not self.accepting:
             return []
         keys = self.ctx.keys
-        return [keys.type_stream(t) for t in self.allowed_types()] + [
+        return [keys.type_stream(t) for t in self.allowed_types() if t not in self.paused] + [
             keys.worker_stream(self.worker_id)
         ]
 
@@ -200,6 +248,7 @@ class Replica:
             lease_ttl=ctx.settings.lease_ttl,
             admin_applied_at=self.admin_applied_at or None,
             capabilities=[c.value for c in WORKER_RUNTIME_CAPABILITIES],
+            paused_types=sorted(self.paused & set(self.agent_types)) or None,
         )
 
     # -- health ----------------------------------------------------------------------

@@ -171,6 +171,20 @@ class TypeView(BaseModel):
     """The stream's consumer groups (more than one: each task runs once per group)."""
     consumers: dict[str, int] = Field(default_factory=empty_dict)
     """Consumer name -> its pending entries, over every group (only those with some)."""
+    paused: bool = False
+    """An operator paused the type (``type pause``): no worker takes its tasks."""
+    paused_at: int | None = None
+    """When it was paused (ms); None when it is not."""
+    paused_by: str | None = None
+    """Who paused it (``user@host``)."""
+    paused_reason: str | None = None
+    pause_denylisted: list[str] = Field(default_factory=empty_list)
+    """Workers the pause put on the denylist (by-framework's: they cannot apply a pause)."""
+    pause_workers: int = 0
+    """Online worker_runtime workers of the type that apply a pause themselves."""
+    pause_applied: int = 0
+    """Of those, how many report the type paused in their lease: a pause is confirmed
+    when it equals :attr:`pause_workers`, a resume when it is back to 0."""
 
 
 class LeaderView(BaseModel):

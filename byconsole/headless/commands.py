@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
@@ -41,6 +42,7 @@ from byconsole.text import safe_text
 from worker_runtime.admin import (
     ActionResult,
     Confirmation,
+    TypePauseResult,
     UnknownWorkerError,
     UnsupportedCommandError,
     WorkerOnlineError,
@@ -250,6 +252,132 @@ async def type_deny_allow(session: Session, args: argparse.Namespace) -> int:
         result = await manager.allow_worker_for_type(agent_type, wid, args.reason)
     what = f"{args.action} {safe_text(wid, 80)} for {safe_text(agent_type, 80)}"
     return await _report(session, args, result, what)
+
+
+# -- type pause / resume ----------------------------------------------------------------
+
+_DENYLIST_NOTE = (
+    "by-framework cannot apply a pause: paused by its denylist instead (it stops reading "
+    "the stream at its next heartbeat, leaves routing and reports nothing)"
+)
+
+
+async def type_pause(session: Session, args: argparse.Namespace) -> int:
+    """``type pause T`` / ``type resume T`` (``--wait``: until every worker reports it)."""
+    manager = session.manager()
+    agent_type: str = args.agent_type
+    pause = args.action == "pause"
+    if pause and not args.force and not await manager.type_known(agent_type):
+        raise NotFoundError(
+            f"unknown agent type: {agent_type} (nothing declares it or has its stream); "
+            "--force pauses it anyway"
+        )
+    if pause:
+        result = await manager.pause_type(agent_type, args.reason)
+    else:
+        result = await manager.resume_type(agent_type, args.reason)
+    latency: float | None = None
+    waits = [r.worker_id for r in result.confirmable]
+    confirmed: list[str] = []
+    if args.wait:
+        seen = await manager.wait_type_applied(result, args.timeout)
+        confirmed = [w for w, lat in seen.items() if lat is not None]
+        waits = [w for w, lat in seen.items() if lat is None]
+        if confirmed and not waits:
+            latency = max(lat for lat in seen.values() if lat is not None)
+    denylisted = [r.worker_id for r in result.unconfirmable]
+    if not args.wait:
+        state = "pending" if waits else "applied"
+    elif waits:
+        state = "timeout"
+    else:
+        state = "applied"
+    if args.json:
+        print_json(
+            {
+                "type": agent_type,
+                "action": result.action.value,
+                "paused": pause,
+                "was_paused": result.was_paused,
+                "updated_at": result.updated_at,
+                "reason": args.reason or "",
+                "by": manager.operator,
+                "state": state,
+                "latency_s": latency,
+                "confirmed": confirmed,
+                "pending": waits,
+                "denylisted": list(result.denylisted),
+                "unconfirmable": denylisted,
+                "kept_denied": list(result.kept),
+                "offline": list(result.offline),
+                "note": _DENYLIST_NOTE if denylisted or result.denylisted else "",
+            }
+        )
+    else:
+        _print_pause(session, args, result, state, confirmed, waits, latency)
+    if state == "timeout":
+        fail(
+            session,
+            f"check failed: {len(waits)} worker(s) did not report the "
+            f"{args.action} within {args.timeout:g} s: {', '.join(waits[:10])}",
+        )
+        return 1
+    if args.wait and denylisted:
+        return EXIT_UNCONFIRMABLE
+    return 0
+
+
+def _print_pause(
+    session: Session,
+    args: argparse.Namespace,
+    result: TypePauseResult,
+    state: str,
+    confirmed: list[str],
+    waits: list[str],
+    latency: float | None,
+) -> None:
+    """The text report of a pause / resume: who applied it, who was denylisted."""
+    name = safe_text(result.agent_type, 80)
+    why = f" ({safe_text(args.reason, 200)})" if args.reason else ""
+    if args.action == "resume" and not result.was_paused:
+        emit(session.out, Text(f"resume {name}: it was not paused; resume sent anyway"))
+    else:
+        emit(session.out, Text(f"{args.action} {name}: written{why}"))
+
+    def ids(values: Sequence[str]) -> str:
+        shown = ", ".join(safe_text(v, 80) for v in values[:10])
+        return shown + (f" (+{len(values) - 10})" if len(values) > 10 else "")
+
+    ours = [r.worker_id for r in result.confirmable]
+    if state == "applied" and ours:
+        took = f" in {latency * 1000:.0f} ms" if latency is not None else ""
+        line = f"  applied by every worker_runtime worker{took}: {ids(confirmed or ours)}"
+        emit(session.out, Text(line, style=ansi_style("success")))
+    elif state == "timeout":
+        emit(session.out, Text(f"  not reported within {args.timeout:g} s: {ids(waits)}"))
+    elif ours:
+        emit(
+            session.out,
+            Text(f"  pending on {ids(ours)}: applied within a heartbeat (--wait to wait)"),
+        )
+    else:
+        emit(session.out, Text("  no live worker_runtime worker serves it"))
+    if result.unconfirmable:
+        verb = "denylisted" if args.action == "pause" else "taken off the denylist"
+        emit(session.out, Text(f"  {verb}: {ids([r.worker_id for r in result.unconfirmable])}"))
+        emit(session.out, Text(f"    {_DENYLIST_NOTE}"))
+    elif result.denylisted and args.action == "resume":
+        emit(session.out, Text(f"  taken off the denylist: {ids(list(result.denylisted))}"))
+    if result.kept:
+        emit(session.out, Text(f"  already denied by hand, left as is: {ids(list(result.kept))}"))
+    if result.offline:
+        emit(
+            session.out,
+            Text(
+                f"  offline: {ids(list(result.offline))} (a worker_runtime worker reads the "
+                "pause when it starts; a by-framework one is not denylisted)"
+            ),
+        )
 
 
 # -- scale ------------------------------------------------------------------------------

@@ -20,6 +20,9 @@ Action = AdminAction
 DEAD_ACTIONS = (Action.DEAD_REQUEUE, Action.DEAD_PURGE)
 """The actions of the Dead view (on dead letters, not workers)."""
 
+TYPE_ACTIONS = (Action.PAUSE_TYPE, Action.RESUME_TYPE)
+"""The actions of the Types view (on the selected type, for every worker serving it)."""
+
 
 def binding_name(action: Action) -> str:
     """The Textual action name of ``action`` (``force_evict``: Textual names have no ``-``)."""
@@ -87,6 +90,25 @@ ACTIONS: tuple[ActionSpec, ...] = (
         Action.ALLOW, "a", "a", "Allow", "Allow the worker again for a denied type", footer=False
     ),
     ActionSpec(
+        Action.PAUSE_TYPE,
+        "p",
+        "p",
+        "Pause",
+        "Types view: pause the selected type (no worker takes its tasks)",
+        destructive=True,
+        per_worker=False,
+        footer=False,
+    ),
+    ActionSpec(
+        Action.RESUME_TYPE,
+        "u",
+        "u",
+        "Resume",
+        "Types view: resume the selected paused type",
+        per_worker=False,
+        footer=False,
+    ),
+    ActionSpec(
         Action.DEAD_REQUEUE,
         "R",
         "R",
@@ -146,6 +168,8 @@ class ActionRequest:
             return (f"{self.agent_type}{where}",)
         if self.action in DEAD_ACTIONS:
             return self.entry_ids or (f"every dead letter of {self.agent_type}",)
+        if self.action in TYPE_ACTIONS:
+            return (self.agent_type or "",)
         return self.worker_ids
 
 

@@ -28,7 +28,14 @@ from textual.timer import Timer
 
 from byconsole.config import Context, load_contexts, resolve_settings
 from byconsole.text import safe_text
-from byconsole.tui.actions import DEAD_ACTIONS, SPECS, Action, ActionOutcome, ActionRequest
+from byconsole.tui.actions import (
+    DEAD_ACTIONS,
+    SPECS,
+    TYPE_ACTIONS,
+    Action,
+    ActionOutcome,
+    ActionRequest,
+)
 from byconsole.tui.backend import Backend, RedisBackend
 from byconsole.tui.palette import ConsoleCommands
 from byconsole.tui.release import release_after_paint
@@ -270,7 +277,7 @@ class ConsoleApp(App[int]):
     async def perform(self, request: ActionRequest) -> list[ActionOutcome]:
         """Send an action, report it, then report the workers' confirmations."""
         label = SPECS[request.action].label
-        if request.agent_type and request.action in (Action.DENY, Action.ALLOW):
+        if request.agent_type and request.action in (Action.DENY, Action.ALLOW, *TYPE_ACTIONS):
             label = f"{label} {safe_text(request.agent_type, 30)}"
         outcomes = await self.backend.send(request)
         failed = [o for o in outcomes if not o.sent]
@@ -278,7 +285,9 @@ class ConsoleApp(App[int]):
         if failed:
             lines = "\n".join(f"{safe_text(o.target, 40)}: {o.error}" for o in failed[:5])
             self.notify(f"{label} failed:\n{lines}", severity="error", markup=False, timeout=8)
-        if sent and request.action in DEAD_ACTIONS:
+        # A dead-letter action, or a type action no live worker can confirm: its note.
+        noted = request.action in TYPE_ACTIONS and all(o.result is None for o in sent)
+        if sent and (request.action in DEAD_ACTIONS or noted):
             for o in sent:
                 self.notify(f"{label} {safe_text(o.target, 40)}: {o.note}", markup=False)
             self.request_poll()
@@ -342,6 +351,16 @@ class ConsoleApp(App[int]):
                 markup=False,
                 timeout=6,
             )
+        denylisted = [o for o in unconfirmable if o.command in _TYPE_VERBS]
+        unconfirmable = [o for o in unconfirmable if o.command not in _TYPE_VERBS]
+        if denylisted:
+            self.notify(
+                f"{label}: {_names(denylisted)} (by-framework) cannot apply a pause; done "
+                "with the type's denylist instead (they stop reading it at their next "
+                "heartbeat and never confirm)",
+                markup=False,
+                timeout=8,
+            )
         if unconfirmable:
             self.notify(
                 f"{label} sent to {_names(unconfirmable)}: applied at once by push, but "
@@ -404,6 +423,9 @@ class ConsoleApp(App[int]):
     async def on_unmount(self) -> None:
         """Close the connection pool."""
         await self.backend.aclose()
+
+
+_TYPE_VERBS = frozenset(a.value for a in TYPE_ACTIONS)
 
 
 def _names(outcomes: list[ActionOutcome], limit: int = 3) -> str:

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from byconsole.outcomes import running_line, wait_converged
 from byconsole.text import safe_text
-from byconsole.tui.actions import DEAD_ACTIONS, Action, ActionOutcome, ActionRequest
+from byconsole.tui.actions import DEAD_ACTIONS, TYPE_ACTIONS, Action, ActionOutcome, ActionRequest
 from worker_runtime.admin import (
     UnknownWorkerError,
     UnsupportedCommandError,
@@ -127,6 +127,8 @@ class RedisBackend:
         """Write the action for each target through :class:`WorkerManager`."""
         if request.action is Action.SCALE:
             return [await self._send_scale(request)]
+        if request.action in TYPE_ACTIONS:
+            return await self._send_type(request)
         if request.action in DEAD_ACTIONS:
             return [await self._send_dead(request)]
         return [await self._send_one(request, worker_id) for worker_id in request.worker_ids]
@@ -177,6 +179,31 @@ class RedisBackend:
             agent_type=agent_type,
             note=f"{note}; {left} left",
         )
+
+    async def _send_type(self, request: ActionRequest) -> list[ActionOutcome]:
+        """Pause / resume a type: one outcome per live worker, each confirmed on its own.
+
+        A worker_runtime worker confirms by its lease's ``paused_types``; a by-framework
+        one was denylisted instead and confirms nothing. With no live worker, one
+        outcome for the type says so.
+        """
+        agent_type = request.agent_type or ""
+        try:
+            if request.action is Action.PAUSE_TYPE:
+                result = await self.manager.pause_type(agent_type, request.reason)
+            else:
+                result = await self.manager.resume_type(agent_type, request.reason)
+        except _ACTION_ERRORS as exc:
+            return [ActionOutcome(agent_type, sent=False, error=self.describe(exc))]
+        outcomes = [
+            ActionOutcome(r.worker_id, sent=True, result=r, agent_type=agent_type)
+            for r in result.results
+        ]
+        if not outcomes:
+            verb = "paused" if request.action is Action.PAUSE_TYPE else "resumed"
+            note = f"{verb}; no live worker serves it (new workers read it when they start)"
+            return [ActionOutcome(agent_type, sent=True, agent_type=agent_type, note=note)]
+        return outcomes
 
     async def _send_one(self, request: ActionRequest, worker_id: str) -> ActionOutcome:
         m = self.manager

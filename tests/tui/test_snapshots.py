@@ -117,3 +117,31 @@ def test_dead_letters_from_an_alert_120x36(snap_compare: SnapCompare) -> None:
     assert snap_compare(
         _app(alerts=True), terminal_size=(120, 36), run_before=_after_load("7", "down", "enter")
     )
+
+
+def _paused_app() -> ConsoleApp:
+    # chat paused by an operator, one of its two worker_runtime workers still to confirm,
+    # one by-framework worker denylisted by the pause.
+    snapshot = sample_snapshot()
+    types = [
+        t.model_copy(
+            update={
+                "paused": True,
+                "paused_at": snapshot.generated_at - 90_000,
+                "paused_by": "oncall@ops-1",
+                "paused_reason": "bad deploy",
+                "pause_denylisted": ["legacy-01"],
+                "pause_workers": 2,
+                "pause_applied": 1,
+            }
+        )
+        if t.name == "chat"
+        else t
+        for t in snapshot.types
+    ]
+    paused = snapshot.model_copy(update={"types": types})
+    return ConsoleApp(StaticBackend(paused), refresh=3600, clock=lambda: 1000.0)
+
+
+def test_paused_type_120x36(snap_compare: SnapCompare) -> None:
+    assert snap_compare(_paused_app(), terminal_size=(120, 36), run_before=_after_load("3"))

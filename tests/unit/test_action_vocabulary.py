@@ -31,3 +31,9 @@ def test_an_outcome_reads_through_its_result() -> None:
     assert (outcome.command, outcome.online, outcome.confirmable) == ("suspend", True, False)
     failed = ActionOutcome("w1", sent=False, error="unknown worker")
     assert (failed.command, failed.online, failed.confirmable) == ("", False, True)
+
+
+def test_pausing_a_type_is_marked_destructive_and_resuming_it_is_not() -> None:
+    # A pause takes a whole type out of service (like a deny of every worker).
+    assert AdminAction.PAUSE_TYPE.destructive and not AdminAction.RESUME_TYPE.destructive
+    assert _destructive("pause-type") and not _destructive("resume-type")

@@ -65,3 +65,17 @@ def test_lifecycle_action_names_the_verb_that_wrote_it() -> None:
     assert lifecycle_action(Lifecycle.SUSPENDED) is AdminAction.SUSPEND
     assert lifecycle_action(Lifecycle.ACTIVE) is AdminAction.RESUME
     assert lifecycle_action(None) is AdminAction.CLEAR
+
+
+def test_a_type_pause_is_confirmed_by_the_leases_paused_types() -> None:
+    ours = Lease(worker_id="w1", runtime_version="1", capabilities=["confirm", "pause-type"])
+    paused = ours.model_copy(update={"paused_types": ["chat"]})
+    assert is_applied(AdminAction.PAUSE_TYPE, 0, paused, "chat") is True
+    assert is_applied(AdminAction.PAUSE_TYPE, 0, ours, "chat") is False
+    assert is_applied(AdminAction.RESUME_TYPE, 0, ours, "chat") is True
+    assert is_applied(AdminAction.RESUME_TYPE, 0, paused, "chat") is False
+    # by-framework (denylisted instead), an older worker of ours, a worker gone: never.
+    by_framework = Lease.parse({"version": 1, "token": "t", "last_seen": 1})
+    older = Lease(worker_id="w1", runtime_version="1", capabilities=["confirm"])
+    for lease in (by_framework, older, None):
+        assert is_applied(AdminAction.PAUSE_TYPE, 0, lease, "chat") is None

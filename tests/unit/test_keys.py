@@ -274,3 +274,9 @@ def test_distinct_ids_give_distinct_keys(a: str, b: str) -> None:
             assert keys.worker_online(a) != keys.worker_online(b)
             assert keys.worker_stream(a) != keys.worker_stream(b)
             assert keys.type_stream(a) != keys.type_stream(b)
+
+
+def test_type_pause_hash_in_both_schemas() -> None:
+    # One hash for every paused type: the heartbeat reads it with one HGETALL.
+    assert V1.type_pauses == "byai_gateway:pause:agent_types"
+    assert V2.type_pauses == "byai_gateway:v2:pause:agent_types"

@@ -55,6 +55,7 @@ SNAKE = {
     "lease_ttl": 15.0,
     "admin_applied_at": 1_700_000_004_000,
     "capabilities": ["confirm", "bf-envelope", "drain", "push-deny"],
+    "paused_types": ["chat"],
 }
 
 

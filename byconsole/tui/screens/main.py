@@ -29,6 +29,7 @@ from byconsole.tui.actions import (
     BY_BINDING,
     DEAD_ACTIONS,
     SPECS,
+    TYPE_ACTIONS,
     Action,
     ActionRequest,
     binding_name,
@@ -437,6 +438,8 @@ class OperatorScreen(MonitorScreen):
             return True
         if spec.per_worker and self.is_mounted and self.active_view != "workers":
             return None
+        if spec.action in TYPE_ACTIONS:
+            return True if not self.is_mounted or self.active_view == "types" else None
         dead_action = spec.action in DEAD_ACTIONS
         if self.is_mounted and dead_action != (self.active_view == "dead"):
             return None if dead_action else True
@@ -481,6 +484,14 @@ class OperatorScreen(MonitorScreen):
         """``S``."""
         self.request_action(Action.SCALE)
 
+    def action_pause_type(self) -> None:
+        """``p`` (Types view)."""
+        self.request_action(Action.PAUSE_TYPE)
+
+    def action_resume_type(self) -> None:
+        """``u`` (Types view)."""
+        self.request_action(Action.RESUME_TYPE)
+
     def action_dead_requeue(self) -> None:
         """``R`` (Dead view)."""
         self.request_action(Action.DEAD_REQUEUE)
@@ -496,6 +507,8 @@ class OperatorScreen(MonitorScreen):
             request = await self._scale_request()
         elif action in DEAD_ACTIONS:
             request = await self._dead_request(action)
+        elif action in TYPE_ACTIONS:
+            request = await self._type_request(action)
         else:
             request = await self._worker_request(action)
         if request is not None:
@@ -570,6 +583,45 @@ class OperatorScreen(MonitorScreen):
         if reason is None:
             return None
         return ActionRequest(action, agent_type=agent_type, entry_ids=ids, reason=reason or None)
+
+    async def _type_request(self, action: Action) -> ActionRequest | None:
+        """Pause (confirm + reason) or resume the type under the cursor."""
+        spec = SPECS[action]
+        if self.active_view != "types":
+            self.notify("Pick a type in the Types view (3).", severity="warning")
+            return None
+        view = self.types_view.selected()
+        if view is None:
+            self.notify("No type selected.", severity="warning")
+            return None
+        if action is Action.RESUME_TYPE:
+            if not view.paused:
+                self.notify(f"{safe_text(view.name, 40)} is not paused.", severity="warning")
+                return None
+            return ActionRequest(action, agent_type=view.name)
+        lines = ["Every worker of the type stops taking its tasks; running ones finish."]
+        workers = self.snapshot.workers if self.snapshot else []
+        theirs = [
+            w.worker_id
+            for w in workers
+            if view.name in w.agent_types and w.runtime == "by-framework"
+        ]
+        if theirs:
+            lines.append(
+                f"{len(theirs)} by-framework worker(s) cannot apply a pause: they are put "
+                "on the type's denylist instead (resume takes exactly those off)."
+            )
+        reason = await self.app.push_screen_wait(
+            ConfirmScreen(
+                f"{spec.label} type",
+                [view.name],
+                warning="\n".join(lines),
+                destructive=spec.destructive,
+            )
+        )
+        if reason is None:
+            return None
+        return ActionRequest(action, agent_type=view.name, reason=reason or None)
 
     async def _choose(self, title: str, choices: Sequence[str]) -> str | None:
         if not choices:

@@ -23,6 +23,8 @@ from worker_runtime.snapshot import FleetSnapshot, TypeView
 
 COLUMNS: tuple[Column, ...] = (
     Column("type", "type"),
+    # Second: a paused type is the first thing to see (its who/why can be long).
+    Column("paused", "paused"),
     Column("routable", "routable"),
     Column("denied", "denied"),
     Column("depth", "depth"),
@@ -47,6 +49,7 @@ def type_cells(view: TypeView, styles: CellStyles) -> list[Text]:
     ) + (" …" if len(view.overrides) > 4 else "")
     return [
         cell(view.name, limit=32),
+        _paused_cell(view, styles),
         cell(
             _ids(view.workers),
             styles.status("online") if view.workers else styles.status("offline"),
@@ -59,6 +62,32 @@ def type_cells(view: TypeView, styles: CellStyles) -> list[Text]:
         number(view.target) if view.target is not None else Text(DASH, justify="right"),
         cell(overrides or DASH, limit=120),
     ]
+
+
+def pause_text(view: TypeView) -> str:
+    """``paused 2/2 · by: why`` (workers reporting it / workers that apply it), or ``""``.
+
+    ``+N denylisted`` counts the by-framework workers paused by their denylist; a type
+    no longer paused that some worker still reports reads ``resuming``.
+    """
+    if not view.paused:
+        return f"resuming ({view.pause_applied} left)" if view.pause_applied else ""
+    parts = ["paused"]
+    if view.pause_workers:
+        parts[0] += f" {view.pause_applied}/{view.pause_workers}"
+    if view.pause_denylisted:
+        parts.append(f"+{len(view.pause_denylisted)} denylisted")
+    who = safe_text(view.paused_by or "?", 24)
+    why = f": {safe_text(view.paused_reason, 32)}" if view.paused_reason else ""
+    return " ".join(parts) + f" · {who}{why}"
+
+
+def _paused_cell(view: TypeView, styles: CellStyles) -> Text:
+    text = pause_text(view)
+    if not text:
+        return Text(DASH, end="")
+    # Already safe (safe_text above): no second pass that could cut it differently.
+    return Text(text, style=styles.status("suspended"), no_wrap=True, end="")
 
 
 class TypesView(Vertical):
