@@ -300,6 +300,8 @@ class AdminAction(StrEnum):
     SCALE = "scale"
     DEAD_REQUEUE = "dead-requeue"
     DEAD_PURGE = "dead-purge"
+    DEAD_LETTER = "dead-letter"
+    """An operator moved a stuck pending entry to its type's dead letters."""
     PRUNE = "prune"
     DRAINED = "drained"
     """Written by the runtime itself when a draining replica has finished and exits."""
@@ -318,6 +320,7 @@ _DESTRUCTIVE_ACTIONS = frozenset(
         AdminAction.FORGET,
         AdminAction.DENY,
         AdminAction.DEAD_PURGE,
+        AdminAction.DEAD_LETTER,
     }
 )
 
