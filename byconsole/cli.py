@@ -373,6 +373,35 @@ def _type_commands(type_: _Parser, parents: list[_Parser]) -> None:
             "--force", action="store_true", help="even for a type no worker declares yet"
         )
         p.set_defaults(handler="type_deny_allow", write=True)
+    p = _sub(
+        tsub,
+        "pending",
+        "a type's pending entries over every consumer group: owner, idle time, deliveries, task",
+        "byconsole type pending chat --limit 50",
+        parents,
+    )
+    p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
+    p.add_argument(
+        "--limit", "-n", metavar="N", type=_limit, default=100, help="at most N (default 100)"
+    )
+    p.add_argument("--cursor", metavar="C", help="the next page (printed after a full page)")
+    _json_flag(p)
+    p.set_defaults(handler="type_pending", write=False)
+    p = _sub(
+        tsub,
+        "dead-letter",
+        "move a stuck pending entry to the type's dead letters (copied, then acknowledged)",
+        'byconsole type dead-letter chat 1700000000000-0 --reason "hangs on a lock"',
+        parents,
+    )
+    p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
+    p.add_argument("entry_id", metavar="ENTRY_ID")
+    p.add_argument(
+        "--reason", metavar="R", required=True, help="why (required; in the dead letter and audit)"
+    )
+    p.add_argument("--group", metavar="G", help="the consumer group (when several hold it)")
+    _json_flag(p)
+    p.set_defaults(handler="type_dead_letter", write=True)
 
 
 def _scale_args(p: _Parser, parents: list[_Parser]) -> None:
@@ -416,9 +445,17 @@ def _metrics_commands(metrics: _Parser, parents: list[_Parser]) -> None:
 
 def _dead_commands(dead: _Parser, parents: list[_Parser]) -> None:
     dsub = dead.add_subparsers(dest="action", metavar="ACTION", required=True)
-    p = _sub(dsub, "list", "why tasks died, newest first", "byconsole dead list chat", parents)
-    p.add_argument("agent_type", metavar="T")
-    p.add_argument("--limit", metavar="N", type=_limit, default=20, help="newest N (default 20)")
+    p = _sub(
+        dsub,
+        "list",
+        "why tasks died, newest first (no T: every type's, and by-framework's control plane)",
+        "byconsole dead list chat   |   byconsole dead list",
+        parents,
+    )
+    p.add_argument("agent_type", metavar="T", nargs="?")
+    p.add_argument(
+        "--limit", metavar="N", type=_limit, default=20, help="newest N (per type; default 20)"
+    )
     _json_flag(p)
     p.set_defaults(handler="dead_list", write=False)
     p = _sub(dsub, "show", "one dead letter in full", "byconsole dead show chat 1-0", parents)
@@ -451,7 +488,12 @@ def _contexts_args(p: _Parser, parents: list[_Parser]) -> None:
 
 _COMMANDS: tuple[tuple[str, str, str, Callable[[_Parser, list[_Parser]], None]], ...] = (
     ("worker", "list, inspect and control workers", "byconsole worker list", _worker_commands),
-    ("type", "per-type denylists", "byconsole type denylist chat", _type_commands),
+    (
+        "type",
+        "per-type denylists and pending entries",
+        "byconsole type denylist chat   |   byconsole type pending chat",
+        _type_commands,
+    ),
     (
         "scale",
         "set a type's replica target (global, or for one instance)",
