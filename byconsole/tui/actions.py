@@ -20,6 +20,12 @@ Action = AdminAction
 DEAD_ACTIONS = (Action.DEAD_REQUEUE, Action.DEAD_PURGE)
 """The actions of the Dead view (on dead letters, not workers)."""
 
+PENDING_ACTIONS = (Action.DEAD_LETTER,)
+"""The actions of the pending screen (on a type's pending entries)."""
+
+ENTRY_ACTIONS = (*DEAD_ACTIONS, *PENDING_ACTIONS)
+"""Actions on stream entries: done when written, no worker confirms them."""
+
 
 def binding_name(action: Action) -> str:
     """The Textual action name of ``action`` (``force_evict``: Textual names have no ``-``)."""
@@ -96,6 +102,16 @@ ACTIONS: tuple[ActionSpec, ...] = (
         footer=False,
     ),
     ActionSpec(
+        Action.DEAD_LETTER,
+        "D",
+        "D",
+        "Dead-letter",
+        "Pending screen (p on Types): dead-letter the selected stuck entry",
+        destructive=True,
+        per_worker=False,
+        footer=False,
+    ),
+    ActionSpec(
         Action.DEAD_PURGE,
         "P",
         "P",
@@ -126,7 +142,9 @@ class ActionRequest:
         count: for scale.
         reason: written to the admin hash and the audit stream.
         plan: what a scale will change, as shown to the operator before it was sent.
-        entry_ids: the dead letters of a requeue / purge (empty: all of ``agent_type``).
+        entry_ids: the dead letters of a requeue / purge (empty: all of ``agent_type``),
+            or the pending entry to dead-letter.
+        group: the consumer group the pending entry to dead-letter is pending in.
     """
 
     action: Action
@@ -137,6 +155,7 @@ class ActionRequest:
     reason: str | None = None
     plan: str = ""
     entry_ids: tuple[str, ...] = ()
+    group: str | None = None
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -144,7 +163,7 @@ class ActionRequest:
         if self.action is Action.SCALE:
             where = f"@{self.instance_id}" if self.instance_id else ""
             return (f"{self.agent_type}{where}",)
-        if self.action in DEAD_ACTIONS:
+        if self.action in ENTRY_ACTIONS:
             return self.entry_ids or (f"every dead letter of {self.agent_type}",)
         return self.worker_ids
 

@@ -28,13 +28,14 @@ from textual.timer import Timer
 
 from byconsole.config import Context, load_contexts, resolve_settings
 from byconsole.text import safe_text
-from byconsole.tui.actions import DEAD_ACTIONS, SPECS, Action, ActionOutcome, ActionRequest
+from byconsole.tui.actions import ENTRY_ACTIONS, SPECS, Action, ActionOutcome, ActionRequest
 from byconsole.tui.backend import Backend, RedisBackend
 from byconsole.tui.palette import ConsoleCommands
 from byconsole.tui.release import release_after_paint
 from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
 from byconsole.tui.views import workers as workers_view
 from worker_runtime.dead_letters import DeadLetter
+from worker_runtime.pending import PendingPage
 from worker_runtime.quota import MAX_SCALE
 from worker_runtime.settings import ConfigError, RedisSettings
 from worker_runtime.snapshot import FleetSnapshot, WorkerDetail
@@ -132,6 +133,7 @@ class ConsoleApp(App[int]):
                 clock=self.clock,
                 dead_loader=self.read_dead,
                 read_only_reason=self.read_only_reason(),
+                pending_loader=self.read_pending,
             )
         return OperatorScreen(
             self.backend.endpoint,
@@ -142,6 +144,7 @@ class ConsoleApp(App[int]):
             describe=self.describe_error,
             clock=self.clock,
             dead_loader=self.read_dead,
+            pending_loader=self.read_pending,
         )
 
     def read_only_reason(self) -> str:
@@ -166,6 +169,10 @@ class ConsoleApp(App[int]):
     async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
         """The Dead view's loader."""
         return await self.backend.read_dead(agent_types, limit)
+
+    async def read_pending(self, agent_type: str, limit: int) -> PendingPage:
+        """The pending screen's loader."""
+        return await self.backend.read_pending(agent_type, limit)
 
     async def read_detail(self, worker_id: str) -> WorkerDetail:
         """The detail screen's loader."""
@@ -278,7 +285,7 @@ class ConsoleApp(App[int]):
         if failed:
             lines = "\n".join(f"{safe_text(o.target, 40)}: {o.error}" for o in failed[:5])
             self.notify(f"{label} failed:\n{lines}", severity="error", markup=False, timeout=8)
-        if sent and request.action in DEAD_ACTIONS:
+        if sent and request.action in ENTRY_ACTIONS:
             for o in sent:
                 self.notify(f"{label} {safe_text(o.target, 40)}: {o.note}", markup=False)
             self.request_poll()

@@ -57,6 +57,7 @@ NAVIGATION: tuple[tuple[str, str], ...] = (
     ("1-6", "Workers, Instances, Types, Metrics, Events, Dead letters"),
     ("enter", "Worker details; on a type or instance row: its workers (Esc back)"),
     ("/", "Filter workers as you type, with the match count (Enter keeps, Esc clears)"),
+    ("p", "On Types: the selected type's pending entries (owner, idle, deliveries)"),
     ("o / O", "Sort by the next column / reverse the order"),
     ("ctrl+p", "Command palette: every action, views, contexts"),
     ("?", "This help"),
