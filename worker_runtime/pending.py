@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from redis.crc import key_slot
-from redis.exceptions import ResponseError
+from redis.exceptions import NoPermissionError, ResponseError
 
 from worker_runtime.audit import add_audit, audit_fields, redis_user
 from worker_runtime.connection import is_cluster
@@ -209,6 +209,10 @@ def _groups(reply: Any) -> list[tuple[str, int]]:
 _DEAD_LETTER_ATOMIC = """
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
 if #p == 0 then return {0} end
+if redis.acl_check_cmd then
+  if not redis.acl_check_cmd('XADD', KEYS[2], '*', 'f', 'v') then return {-1, 'xadd'} end
+  if not redis.acl_check_cmd('XACK', KEYS[1], ARGV[1], ARGV[2]) then return {-1, 'xack'} end
+end
 local extra = {}
 for i = 4, #ARGV, 2 do extra[ARGV[i]] = true end
 extra['worker_id'] = true
@@ -232,6 +236,18 @@ table.insert(args, tostring(p[1][4]))
 local id = redis.call('XADD', unpack(args))
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 return {1, id, p[1][2], p[1][4]}
+"""
+
+# Cluster step (0), before anything is written: may this user run every command of the
+# move (a script's writes are not undone when a later command is refused)? The
+# dead-letter stream is only named, never accessed, so one slot's key suffices.
+# KEYS: type stream. ARGV: group, id, dead-letter stream. Returns the refused command.
+_CAN_MOVE = """
+if not redis.acl_check_cmd then return '' end
+if not redis.acl_check_cmd('XADD', ARGV[3], '*', 'f', 'v') then return 'xadd' end
+if not redis.acl_check_cmd('XACK', KEYS[1], ARGV[1], ARGV[2]) then return 'xack' end
+if not redis.acl_check_cmd('XDEL', ARGV[3], ARGV[2]) then return 'xdel' end
+return ''
 """
 
 # Cluster step (1), on the dead-letter stream only: add the copy unless an earlier,
@@ -456,6 +472,8 @@ class PendingEntries:
         for name, value in extra.items():
             args += [name, value]
         reply = await self.redis.eval(_DEAD_LETTER_ATOMIC, 2, stream, dead_stream, *args)
+        if isinstance(reply, list) and reply and reply[0] == -1:
+            raise _refused(str(reply[1]))
         if not isinstance(reply, list) or not reply or reply[0] != 1:
             return None
         return str(reply[1]), str(reply[2]), _int(reply[3]) or 0
@@ -466,9 +484,12 @@ class PendingEntries:
         batch = Batch(self.redis.pipeline(transaction=False))
         pel = batch.slot(batch.pipe.xpending_range(stream, group, entry_id, entry_id, 1))
         content = batch.slot(batch.pipe.xrange(stream, entry_id, entry_id))
+        allowed = batch.slot(batch.pipe.eval(_CAN_MOVE, 1, stream, group, entry_id, dead_stream))
         await batch.execute()
         if not pel.value:
             return None
+        if allowed.value:
+            raise _refused(str(allowed.value))
         consumer = str(pel.value[0].get("consumer"))
         deliveries = _int(pel.value[0].get("times_delivered")) or 0
         found = content.value or []
@@ -533,6 +554,11 @@ def check_entry_id(entry_id: str) -> str:
     if not _ENTRY_ID.match(entry_id):
         raise ValueError(f"not a stream entry id: {entry_id!r} (expected MS-SEQ)")
     return entry_id
+
+
+def _refused(command: str) -> NoPermissionError:
+    """Redis's own refusal, raised before anything is written (one line at the CLI)."""
+    return NoPermissionError(f"this user has no permissions to run the '{command}' command")
 
 
 def _not_pending(agent_type: str, entry_id: str, group: str | None) -> str:
