@@ -382,7 +382,12 @@ def _type_commands(type_: _Parser, parents: list[_Parser]) -> None:
     )
     p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
     p.add_argument(
-        "--limit", "-n", metavar="N", type=_limit, default=100, help="at most N (default 100)"
+        "--limit",
+        "-n",
+        metavar="N",
+        type=_limit,
+        default=100,
+        help="at most N, up to 1000 (default 100)",
     )
     p.add_argument("--cursor", metavar="C", help="the next page (printed after a full page)")
     _json_flag(p)
