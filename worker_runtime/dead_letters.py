@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from worker_runtime.audit import add_audit, audit_fields
 from worker_runtime.envelope import HOPS_FIELD, parse_envelope, read_envelope
-from worker_runtime.keys import Keys
+from worker_runtime.keys import Keys, dead_letter_type
 from worker_runtime.messages import KIND_TASK
 from worker_runtime.models import AdminAction
 from worker_runtime.pipeline import Batch
@@ -239,7 +239,7 @@ class DeadLetters:
         async for key in self.redis.scan_iter(
             match=self.keys.dead_letter_streams, count=SCAN_COUNT, _type="stream"
         ):
-            agent_type = self.keys.dead_letter_type(str(key))
+            agent_type = dead_letter_type(self.keys, str(key))
             if agent_type:
                 found.add(agent_type)
         return sorted(found)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from worker_runtime.dead_letters import CONTROL_PLANE, parse_control_plane, parse_dead_letter
-from worker_runtime.keys import Keys
+from worker_runtime.keys import Keys, dead_letter_type
 from worker_runtime.messages import encode_command, encode_task
 from worker_runtime.models import Command, CommandAction, Lifecycle, Task
 from worker_runtime.pending import (
@@ -28,8 +28,8 @@ def test_control_plane_dead_letters_as_by_framework_spells_them() -> None:
 def test_dead_letter_stream_pattern_and_its_type() -> None:
     for keys in (Keys("v1"), Keys("v2")):
         key = keys.dead_letter_stream("a:b")
-        assert keys.dead_letter_type(key) == "a:b"
-        assert keys.dead_letter_type(keys.type_stream("a")) is None
+        assert dead_letter_type(keys, key) == "a:b"
+        assert dead_letter_type(keys, keys.type_stream("a")) is None
         assert keys.dead_letter_streams == keys.dead_letter_stream("*")
 
 
