@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from worker_runtime.audit import add_audit, audit_fields
 from worker_runtime.envelope import HOPS_FIELD, parse_envelope, read_envelope
-from worker_runtime.keys import Keys, dead_letter_type
+from worker_runtime.keys import Keys
 from worker_runtime.messages import KIND_TASK
 from worker_runtime.models import AdminAction
 from worker_runtime.pipeline import Batch
@@ -55,9 +55,6 @@ CONTROL_PLANE = "control-plane"
 
 RUNTIME = "runtime"
 """:attr:`DeadLetter.source` of a type's own dead letters."""
-
-SCAN_COUNT = 1_000
-"""``SCAN COUNT`` while looking for dead-letter streams (``byconsole dead list``)."""
 
 MAX_BATCH = 10_000
 """Most dead letters one ``--all`` requeue or purge touches."""
@@ -227,22 +224,6 @@ class DeadLetters:
             if isinstance(e, list | tuple) and len(e) == 2
         ]
         return (total.reply if isinstance(total.reply, int) else 0), letters
-
-    async def types(self) -> list[str]:
-        """Every type that may have dead letters: the type index plus the dead-letter
-        streams found by ``SCAN`` (a type nobody registered still has its stream).
-
-        A one-off listing's cost (``SCAN`` walks the keyspace, ``SCAN_COUNT`` keys per
-        call); the console's refresh never calls it.
-        """
-        found = {str(t) for t in await self.redis.smembers(self.keys.agent_types) or ()}
-        async for key in self.redis.scan_iter(
-            match=self.keys.dead_letter_streams, count=SCAN_COUNT, _type="stream"
-        ):
-            agent_type = dead_letter_type(self.keys, str(key))
-            if agent_type:
-                found.add(agent_type)
-        return sorted(found)
 
     async def newest_of(
         self, agent_types: list[str], limit: int

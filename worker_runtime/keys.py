@@ -162,11 +162,6 @@ class Keys:
         return f"{self._root}:dead_letter:agent_type:{agent_type}"
 
     @property
-    def dead_letter_streams(self) -> str:
-        """``SCAN MATCH`` pattern of every type's dead-letter stream (``byconsole dead list``)."""
-        return self.dead_letter_stream("*")
-
-    @property
     def control_plane_dead_letters(self) -> str:
         """Stream: by-framework's control-plane dead letters (failed wakeups; read-only here).
 
@@ -326,11 +321,3 @@ class Keys:
             self.worker_history_snapshots(worker_id),
             self.worker_stream(worker_id),
         ]
-
-
-def dead_letter_type(keys: Keys, key: str) -> str | None:
-    """The agent type of a dead-letter stream key (found by :attr:`Keys.dead_letter_streams`),
-    ``None`` for any other key. A function, not a method: every method of :class:`Keys`
-    renders a key."""
-    head = keys.dead_letter_stream("")
-    return key[len(head) :] if key.startswith(head) and len(key) > len(head) else None

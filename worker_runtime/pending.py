@@ -38,11 +38,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from redis.crc import key_slot
-from redis.exceptions import NoPermissionError, ResponseError
 
 from worker_runtime.audit import add_audit, audit_fields, redis_user
-from worker_runtime.connection import is_cluster
 from worker_runtime.dead_letters import BURIAL_FIELDS, entry_task
 from worker_runtime.envelope import parse_envelope
 from worker_runtime.keys import Keys
@@ -53,6 +50,7 @@ from worker_runtime.pipeline import Batch
 if TYPE_CHECKING:  # the views import the models; only the backend and CLI hold a client
     from redis.asyncio import Redis
     from redis.asyncio.cluster import RedisCluster
+    from redis.exceptions import NoPermissionError
 
 DEFAULT_LIMIT = 100
 """Entries per page unless asked otherwise."""
@@ -304,6 +302,8 @@ class PendingEntries:
         Raises:
             ValueError: ``limit`` out of range, or a cursor this never returned.
         """
+        from redis.exceptions import ResponseError
+
         if not 1 <= limit <= MAX_LIMIT:
             raise ValueError(f"limit must be from 1 to {MAX_LIMIT}")
         after = _parse_cursor(cursor)
@@ -377,6 +377,8 @@ class PendingEntries:
 
     async def groups_holding(self, agent_type: str, entry_id: str) -> list[str]:
         """The groups the entry is pending in (usually one; empty when none)."""
+        from redis.exceptions import ResponseError
+
         check_entry_id(entry_id)
         stream = self.keys.type_stream(agent_type)
         try:
@@ -435,10 +437,6 @@ class PendingEntries:
             group = holding[0]
         stream = self.keys.type_stream(agent_type)
         dead_stream = self.keys.dead_letter_stream(agent_type)
-        if atomic is None:
-            atomic = not is_cluster(self.redis) or key_slot(stream.encode()) == key_slot(
-                dead_stream.encode()
-            )
         now = now_ms()
         extra = {
             "error": f"dead-lettered by {self.operator}: {reason}",
@@ -448,10 +446,7 @@ class PendingEntries:
             "original_id": entry_id,
             "group": group,
         }
-        if atomic:
-            done = await self._move_atomic(stream, dead_stream, group, entry_id, extra)
-        else:
-            done = await self._move_in_two_steps(stream, dead_stream, group, entry_id, extra)
+        done = await self._move(stream, dead_stream, group, entry_id, extra, atomic)
         if done is None:
             raise NotPendingError(_not_pending(agent_type, entry_id, group))
         dead_id, consumer, deliveries = done
@@ -465,9 +460,26 @@ class PendingEntries:
             deliveries=deliveries,
         )
 
-    async def _move_atomic(
-        self, stream: str, dead_stream: str, group: str, entry_id: str, extra: dict[str, str]
+    async def _move(
+        self,
+        stream: str,
+        dead_stream: str,
+        group: str,
+        entry_id: str,
+        extra: dict[str, str],
+        atomic: bool | None,
     ) -> tuple[str, str, int] | None:
+        """``(dead letter id, owner, deliveries)``, or ``None`` when it was not pending."""
+        from redis.crc import key_slot
+
+        from worker_runtime.connection import is_cluster
+
+        if atomic is None:
+            atomic = not is_cluster(self.redis) or key_slot(stream.encode()) == key_slot(
+                dead_stream.encode()
+            )
+        if not atomic:
+            return await self._move_in_two_steps(stream, dead_stream, group, entry_id, extra)
         args: list[str] = [group, entry_id, str(_DEAD_LETTER_MAXLEN)]
         for name, value in extra.items():
             args += [name, value]
@@ -558,6 +570,8 @@ def check_entry_id(entry_id: str) -> str:
 
 def _refused(command: str) -> NoPermissionError:
     """Redis's own refusal, raised before anything is written (one line at the CLI)."""
+    from redis.exceptions import NoPermissionError
+
     return NoPermissionError(f"this user has no permissions to run the '{command}' command")
 
 

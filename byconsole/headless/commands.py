@@ -423,9 +423,14 @@ async def dead_list(session: Session, args: argparse.Namespace) -> int:
 
 
 async def _dead_list_all(session: Session, args: argparse.Namespace) -> int:
-    """``dead list``: every type's newest ``--limit``, then by-framework's control plane."""
+    """``dead list``: every type's newest ``--limit``, then by-framework's control plane.
+
+    The types are the fleet snapshot's that have dead letters: the ones the console and
+    ``--snapshot`` know (no keyspace scan).
+    """
     dl = _dead(session)
-    by_type = await dl.newest_of(await dl.types(), args.limit)
+    snapshot = await session.reader().read()
+    by_type = await dl.newest_of(sorted(t.name for t in snapshot.types if t.dead), args.limit)
     cp_total, cp_items = await dl.control_plane(args.limit)
     if args.json:
         print_json(

@@ -83,8 +83,8 @@ async def test_dead_list_without_a_type_lists_every_type_and_the_control_plane(
 ) -> None:
     env = _env(backend, tmp_path)
     r, keys = backend.redis, backend.keys
-    await r.sadd(keys.agent_types, "chat", "empty")
-    for agent_type, n in (("chat", 2), ("orphan", 3)):  # orphan: no registry entry at all
+    await r.sadd(keys.agent_types, "chat", "report", "empty")  # empty: no dead letter
+    for agent_type, n in (("chat", 2), ("report", 3)):
         for i in range(n):
             task = {"task_id": f"{agent_type}-{i}", "agent_type": agent_type, "payload": {}}
             fields = {"kind": "task", "data": json.dumps(task), "error": "E", "buried_at": "1"}
@@ -102,7 +102,7 @@ async def test_dead_list_without_a_type_lists_every_type_and_the_control_plane(
     assert doc["total"] == 5
     assert [(t["type"], t["total"], len(t["dead"])) for t in doc["types"]] == [
         ("chat", 2, 2),
-        ("orphan", 3, 2),
+        ("report", 3, 2),
     ]
     cp = doc["control_plane"]
     assert cp["read_only"] is True and cp["total"] == 1
@@ -112,6 +112,6 @@ async def test_dead_list_without_a_type_lists_every_type_and_the_control_plane(
     assert letter["type"] == "chat" and letter["error"].startswith("FAILED: no capacity")
 
     table = await asyncio.to_thread(run, ["dead", "list"], env)
-    assert table.code == 0 and "orphan: 3 dead letter(s)" in table.out
+    assert table.code == 0 and "report: 3 dead letter(s)" in table.out
     assert "by-framework control plane (read-only): 1 dead letter(s)" in table.out
     assert "\x1b" not in table.out

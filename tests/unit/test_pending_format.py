@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from worker_runtime.dead_letters import CONTROL_PLANE, parse_control_plane, parse_dead_letter
-from worker_runtime.keys import Keys, dead_letter_type
+from worker_runtime.keys import Keys
 from worker_runtime.messages import encode_command, encode_task
 from worker_runtime.models import Command, CommandAction, Lifecycle, Task
 from worker_runtime.pending import (
@@ -23,14 +23,6 @@ def test_control_plane_dead_letters_as_by_framework_spells_them() -> None:
     # by_framework/common/constants.py: RedisKeys.control_plane_deadletter_stream
     assert Keys("v1").control_plane_dead_letters == "byai_gateway:control_plane:mgmt:deadletter"
     assert Keys("v2").control_plane_dead_letters == "byai_gateway:v2:control_plane:mgmt:deadletter"
-
-
-def test_dead_letter_stream_pattern_and_its_type() -> None:
-    for keys in (Keys("v1"), Keys("v2")):
-        key = keys.dead_letter_stream("a:b")
-        assert dead_letter_type(keys, key) == "a:b"
-        assert dead_letter_type(keys, keys.type_stream("a")) is None
-        assert keys.dead_letter_streams == keys.dead_letter_stream("*")
 
 
 def _envelope(content: object) -> dict[str, str]:
