@@ -13,6 +13,8 @@ from tests.backends import Backend
 from tests.integration.runtime_helpers import make_instance
 from tests.streams import stream_entries
 from worker_runtime.audit import parse_audit
+from worker_runtime.dead_letters import DeadLetters
+from worker_runtime.envelope import parse_envelope
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.messages import encode_task
 from worker_runtime.models import Task
@@ -269,3 +271,21 @@ async def test_a_running_task_of_a_real_worker_is_listed_and_moved_once(
     finally:
         release.set()
         await instance.stop()
+
+
+async def test_a_dead_lettered_envelope_requeues_as_by_framework_wrote_it(
+    backend: Backend,
+) -> None:
+    r, keys = backend.redis, backend.keys
+    original = envelope("m-5", "retry me")
+    entry_id = await stuck(backend, original, consumer="byf-1", deliveries=2)
+    done = await PendingEntries(r, keys, OPERATOR).dead_letter("chat", entry_id, "stuck")
+    dead = DeadLetters(r, keys, OPERATOR)
+    letter = await dead.get("chat", done.dead_letter_id)
+    assert letter is not None and (letter.task_id, letter.payload) == ("m-5", "retry me")
+    assert await dead.requeue("chat", [done.dead_letter_id], "fixed") == [done.dead_letter_id]
+    entries = await stream_entries(r, keys.type_stream("chat"))
+    fields = entries[-1][1]
+    assert fields == original  # no kind added, no burial field left: by-framework reads it
+    requeued = parse_envelope(fields)
+    assert requeued is not None and requeued.text("message_id") == "m-5"
