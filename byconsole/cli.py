@@ -493,12 +493,7 @@ def _contexts_args(p: _Parser, parents: list[_Parser]) -> None:
 
 _COMMANDS: tuple[tuple[str, str, str, Callable[[_Parser, list[_Parser]], None]], ...] = (
     ("worker", "list, inspect and control workers", "byconsole worker list", _worker_commands),
-    (
-        "type",
-        "per-type denylists and pending entries",
-        "byconsole type denylist chat   |   byconsole type pending chat",
-        _type_commands,
-    ),
+    ("type", "per-type denylists", "byconsole type denylist chat", _type_commands),
     (
         "scale",
         "set a type's replica target (global, or for one instance)",
