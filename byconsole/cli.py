@@ -386,6 +386,40 @@ def _type_commands(type_: _Parser, parents: list[_Parser]) -> None:
         _write_flags(p)
         p.add_argument("--force", action="store_true", help="even for a type nothing names yet")
         p.set_defaults(handler="type_pause", write=True)
+    p = _sub(
+        tsub,
+        "pending",
+        "a type's pending entries over every consumer group: owner, idle time, deliveries, task",
+        "byconsole type pending chat --limit 50",
+        parents,
+    )
+    p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
+    p.add_argument(
+        "--limit",
+        "-n",
+        metavar="N",
+        type=_limit,
+        default=100,
+        help="at most N, up to 1000 (default 100)",
+    )
+    p.add_argument("--cursor", metavar="C", help="the next page (printed after a full page)")
+    _json_flag(p)
+    p.set_defaults(handler="type_pending", write=False)
+    p = _sub(
+        tsub,
+        "dead-letter",
+        "move a stuck pending entry to the type's dead letters (copied, then acknowledged)",
+        'byconsole type dead-letter chat 1700000000000-0 --reason "hangs on a lock"',
+        parents,
+    )
+    p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
+    p.add_argument("entry_id", metavar="ENTRY_ID")
+    p.add_argument(
+        "--reason", metavar="R", required=True, help="why (required; in the dead letter and audit)"
+    )
+    p.add_argument("--group", metavar="G", help="the consumer group (when several hold it)")
+    _json_flag(p)
+    p.set_defaults(handler="type_dead_letter", write=True)
 
 
 def _scale_args(p: _Parser, parents: list[_Parser]) -> None:
@@ -429,9 +463,17 @@ def _metrics_commands(metrics: _Parser, parents: list[_Parser]) -> None:
 
 def _dead_commands(dead: _Parser, parents: list[_Parser]) -> None:
     dsub = dead.add_subparsers(dest="action", metavar="ACTION", required=True)
-    p = _sub(dsub, "list", "why tasks died, newest first", "byconsole dead list chat", parents)
-    p.add_argument("agent_type", metavar="T")
-    p.add_argument("--limit", metavar="N", type=_limit, default=20, help="newest N (default 20)")
+    p = _sub(
+        dsub,
+        "list",
+        "why tasks died, newest first (no T: every type's, and by-framework's control plane)",
+        "byconsole dead list chat   |   byconsole dead list",
+        parents,
+    )
+    p.add_argument("agent_type", metavar="T", nargs="?")
+    p.add_argument(
+        "--limit", metavar="N", type=_limit, default=20, help="newest N (per type; default 20)"
+    )
     _json_flag(p)
     p.set_defaults(handler="dead_list", write=False)
     p = _sub(dsub, "show", "one dead letter in full", "byconsole dead show chat 1-0", parents)

@@ -10,6 +10,11 @@ task at all): the original task fields plus ``error``, ``worker_id`` and ``burie
 Requeue appends the original task (attempt reset) to the type's stream, then deletes the
 dead letter: if the delete is lost the task is listed twice, never lost. Every requeue
 and purge is written to the audit stream with the operator and a reason.
+
+Both task formats of a type stream are read: ours (``{kind, data}``) and by-framework's
+``ASK_AGENT`` envelope (the task id is its ``message_id``, the payload its body). Beside
+them, by-framework's control-plane dead letters (failed wakeups) are listed read-only
+(:meth:`DeadLetters.control_plane`): this project never writes or deletes them.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from worker_runtime.audit import add_audit, audit_fields
+from worker_runtime.envelope import HOPS_FIELD, parse_envelope, read_envelope
 from worker_runtime.keys import Keys
 from worker_runtime.messages import KIND_TASK
 from worker_runtime.models import AdminAction
@@ -29,8 +35,26 @@ if TYPE_CHECKING:  # the views import the model; only the backend and CLI hold a
     from redis.asyncio import Redis
     from redis.asyncio.cluster import RedisCluster
 
-BURIAL_FIELDS = ("error", "worker_id", "buried_at")
-"""Fields the runtime adds when it buries an entry (dropped again on requeue)."""
+BURIAL_FIELDS = (
+    "error",
+    "worker_id",
+    "buried_at",
+    "operator",
+    "reason",
+    "original_id",
+    "group",
+    "deliveries",
+    HOPS_FIELD,
+)
+"""Fields added when an entry is buried, by the runtime (the first three) or by an
+operator dead-lettering a pending entry (:mod:`worker_runtime.pending`); dropped again
+on requeue, with the hand-back count."""
+
+CONTROL_PLANE = "control-plane"
+""":attr:`DeadLetter.source` of by-framework's control-plane dead letters."""
+
+RUNTIME = "runtime"
+""":attr:`DeadLetter.source` of a type's own dead letters."""
 
 MAX_BATCH = 10_000
 """Most dead letters one ``--all`` requeue or purge touches."""
@@ -52,6 +76,14 @@ class DeadLetter(BaseModel):
     """The task's payload as JSON text (or the raw ``data`` field when it is not JSON)."""
     fields: dict[str, str] = Field(default_factory=dict)
     """The entry exactly as stored."""
+    source: str = RUNTIME
+    """:data:`RUNTIME` (a type's dead letters: requeue, purge) or :data:`CONTROL_PLANE`
+    (by-framework's, shown read-only)."""
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this project leaves it alone (by-framework's control plane owns it)."""
+        return self.source != RUNTIME
 
     def one_line_payload(self) -> str:
         """The payload with its whitespace runs folded to single spaces (not yet safe)."""
@@ -69,28 +101,88 @@ def parse_dead_letter(agent_type: str, entry_id: str, raw: Any) -> DeadLetter:
     """A dead letter from one stream entry; never raises (a malformed one shows as such)."""
     fields = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
     data = fields.get("data", "")
-    task: dict[str, Any] = {}
-    try:
-        decoded = json.loads(data) if data else {}
-        task = decoded if isinstance(decoded, dict) else {}
-    except ValueError:
-        pass
-    payload_obj = task.get("payload")
-    if payload_obj is not None:
-        payload = json.dumps(payload_obj, ensure_ascii=False, sort_keys=True)
-    else:
-        payload = data
-    attempts = _int(fields.get("attempt")) or _int(task.get("attempt"))
+    task_id, payload, task = entry_task(fields)
+    attempts = (
+        _int(fields.get("attempt")) or _int(task.get("attempt")) or _int(fields.get("deliveries"))
+    )
     return DeadLetter(
         entry_id=entry_id,
         agent_type=agent_type,
-        task_id=str(task.get("task_id") or ""),
+        task_id=task_id,
         error=fields.get("error", ""),
         worker_id=fields.get("worker_id", ""),
         buried_at=_int(fields.get("buried_at")),
         attempts=attempts,
-        payload=payload,
+        payload=payload or data,
         fields=fields,
+    )
+
+
+def entry_task(fields: dict[str, str]) -> tuple[str, str, dict[str, Any]]:
+    """``(task id, payload text, decoded task)`` of a task entry in either format.
+
+    by-framework's envelope: the ``message_id`` and the body's ``content`` (the whole
+    body as JSON when it holds more). Ours: ``task_id`` and the payload as JSON. An
+    entry that is neither gives ``("", "", {})``. Never raises.
+    """
+    envelope = parse_envelope(fields)
+    if envelope is not None:
+        content = envelope.body.get("content")
+        extra = {k: v for k, v in envelope.body.items() if k != "content"}
+        if isinstance(content, str) and not extra:
+            payload = content
+        else:
+            payload = json.dumps(envelope.body, ensure_ascii=False, sort_keys=True, default=str)
+        return envelope.text("message_id"), payload, {}
+    data = fields.get("data", "")
+    task: dict[str, Any] = {}
+    try:
+        decoded = json.loads(data) if data else {}
+        task = decoded if isinstance(decoded, dict) else {}
+    except (ValueError, RecursionError):
+        pass
+    payload_obj = task.get("payload")
+    payload = (
+        json.dumps(payload_obj, ensure_ascii=False, sort_keys=True, default=str)
+        if payload_obj is not None
+        else ""
+    )
+    return str(task.get("task_id") or ""), payload, task
+
+
+def parse_control_plane(entry_id: str, raw: Any) -> DeadLetter:
+    """One of by-framework's control-plane dead letters; never raises.
+
+    Its ``data`` is a ``WakeupDecision`` as JSON: the type is its
+    ``target_agent_type``, the task its ``execution_id``, the error its ``status`` and
+    ``reason``, the worker its ``worker_ids``. The time is the entry id's.
+    """
+    fields = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+    data = fields.get("data", "")
+    decision: dict[str, Any] = {}
+    try:
+        decoded = json.loads(data) if data else {}
+        decision = decoded if isinstance(decoded, dict) else {}
+    except (ValueError, RecursionError):
+        pass
+
+    def text(name: str) -> str:
+        value = decision.get(name)
+        return value if isinstance(value, str) else ""
+
+    status, reason = text("status"), text("reason")
+    workers = decision.get("worker_ids")
+    worker = ",".join(str(w) for w in workers) if isinstance(workers, list) else ""
+    return DeadLetter(
+        entry_id=entry_id,
+        agent_type=text("target_agent_type"),
+        task_id=text("execution_id"),
+        error=": ".join(p for p in (status, reason) if p) or "",
+        worker_id=worker,
+        buried_at=_int(entry_id.partition("-")[0]),
+        payload=data,
+        fields=fields,
+        source=CONTROL_PLANE,
     )
 
 
@@ -117,6 +209,55 @@ class DeadLetters:
         stream = self.keys.dead_letter_stream(agent_type)
         entries = await self.redis.xrevrange(stream, count=max(1, limit))
         return [parse_dead_letter(agent_type, str(eid), raw) for eid, raw in entries or []]
+
+    async def control_plane(self, limit: int = 100) -> tuple[int, list[DeadLetter]]:
+        """by-framework's control-plane dead letters: ``(total, newest limit)``, read-only."""
+        stream = self.keys.control_plane_dead_letters
+        batch = Batch(self.redis.pipeline(transaction=False))
+        total = batch.slot(batch.pipe.xlen(stream))
+        entries = batch.slot(batch.pipe.xrevrange(stream, count=max(1, limit)))
+        await batch.execute(raise_on_error=False)
+        rows = entries.reply if isinstance(entries.reply, list) else []  # WRONGTYPE: none
+        letters = [
+            parse_control_plane(str(e[0]), e[1])
+            for e in rows
+            if isinstance(e, list | tuple) and len(e) == 2
+        ]
+        return (total.reply if isinstance(total.reply, int) else 0), letters
+
+    async def newest_of(
+        self, agent_types: list[str], limit: int
+    ) -> dict[str, tuple[int, list[DeadLetter]]]:
+        """Per type, ``(total, newest limit)``, in one round trip; types without any left out."""
+        if not agent_types:
+            return {}
+        batch = Batch(self.redis.pipeline(transaction=False))
+        slots = []
+        for agent_type in agent_types:
+            stream = self.keys.dead_letter_stream(agent_type)
+            slots.append(
+                (
+                    agent_type,
+                    batch.slot(batch.pipe.xlen(stream)),
+                    batch.slot(batch.pipe.xrevrange(stream, count=max(1, limit))),
+                )
+            )
+        await batch.execute(raise_on_error=False)
+        out: dict[str, tuple[int, list[DeadLetter]]] = {}
+        for agent_type, total, entries in slots:
+            count = total.reply if isinstance(total.reply, int) else 0
+            if not count:
+                continue
+            rows = entries.reply if isinstance(entries.reply, list) else []
+            out[agent_type] = (
+                count,
+                [
+                    parse_dead_letter(agent_type, str(e[0]), e[1])
+                    for e in rows
+                    if isinstance(e, list | tuple) and len(e) == 2
+                ],
+            )
+        return out
 
     async def get(self, agent_type: str, entry_id: str) -> DeadLetter | None:
         """One dead letter by entry id, or ``None``."""
@@ -161,7 +302,8 @@ class DeadLetters:
                 k: v for k, v in dead.fields.items() if k not in BURIAL_FIELDS
             }
             fields.pop("attempt", None)  # a fresh set of attempts
-            fields.setdefault("kind", KIND_TASK)
+            if read_envelope(fields) is None:  # by-framework's envelope carries no kind
+                fields.setdefault("kind", KIND_TASK)
             pipe.xadd(stream, fields)
         await pipe.execute()
         pipe = self.redis.pipeline(transaction=False)

@@ -161,6 +161,17 @@ class Keys:
         # Not under ctrl:agent_type: a type named "chat:dead" must not collide with it.
         return f"{self._root}:dead_letter:agent_type:{agent_type}"
 
+    @property
+    def control_plane_dead_letters(self) -> str:
+        """Stream: by-framework's control-plane dead letters (failed wakeups; read-only here).
+
+        by-framework's ``RedisKeys.control_plane_deadletter_stream``: versioned like the
+        type streams and untagged in v2. Each entry is one field ``data`` = JSON of its
+        ``WakeupDecision`` (``execution_id``, ``target_agent_type``, ``status``,
+        ``reason`` …).
+        """
+        return f"{self._root}:control_plane:mgmt:deadletter"
+
     def worker_stream(self, worker_id: str) -> str:
         """Stream of direct tasks and control commands for one worker."""
         if self.schema == "v2":

@@ -309,6 +309,8 @@ class AdminAction(StrEnum):
     SCALE = "scale"
     DEAD_REQUEUE = "dead-requeue"
     DEAD_PURGE = "dead-purge"
+    DEAD_LETTER = "dead-letter"
+    """An operator moved a stuck pending entry to its type's dead letters."""
     PRUNE = "prune"
     DRAINED = "drained"
     """Written by the runtime itself when a draining replica has finished and exits."""
@@ -332,6 +334,7 @@ _DESTRUCTIVE_ACTIONS = frozenset(
         AdminAction.DENY,
         AdminAction.DEAD_PURGE,
         AdminAction.PAUSE_TYPE,
+        AdminAction.DEAD_LETTER,
     }
 )
 

@@ -19,6 +19,7 @@ from rich.text import Text
 from byconsole.config import Context
 from byconsole.headless import checks as chk
 from byconsole.headless.render_dead import dead_detail, dead_table
+from byconsole.headless.render_pending import pending_table
 from byconsole.headless.render_table import (
     contexts_table,
     emit,
@@ -49,6 +50,7 @@ from worker_runtime.admin import (
 )
 from worker_runtime.dead_letters import DeadLetter, DeadLetters
 from worker_runtime.models import AdminAction, Status, now_ms
+from worker_runtime.pending import NotPendingError, PendingEntries, PendingEntry
 from worker_runtime.quota import check_scale_count
 from worker_runtime.snapshot import FleetSnapshot
 
@@ -520,6 +522,7 @@ def _dead(session: Session) -> DeadLetters:
 
 def _dead_doc(dead: DeadLetter) -> dict[str, Any]:
     return {
+        "source": dead.source,
         "id": dead.entry_id,
         "type": dead.agent_type,
         "task_id": dead.task_id,
@@ -533,6 +536,8 @@ def _dead_doc(dead: DeadLetter) -> dict[str, Any]:
 
 async def dead_list(session: Session, args: argparse.Namespace) -> int:
     """``dead list T``: newest first, with the error and a payload excerpt."""
+    if args.agent_type is None:
+        return await _dead_list_all(session, args)
     dl = _dead(session)
     items = await dl.newest(args.agent_type, args.limit)
     total = await dl.count(args.agent_type)
@@ -542,6 +547,54 @@ async def dead_list(session: Session, args: argparse.Namespace) -> int:
     emit(session.out, dead_table(items, now_ms()))
     shown = f"{len(items)} of {total}" if total > len(items) else f"{total}"
     emit(session.out, Text(f"{shown} dead letter(s) of {safe_text(args.agent_type, 80)}"))
+    return 0
+
+
+async def _dead_list_all(session: Session, args: argparse.Namespace) -> int:
+    """``dead list``: every type's newest ``--limit``, then by-framework's control plane.
+
+    The types are the fleet snapshot's that have dead letters: the ones the console and
+    ``--snapshot`` know (no keyspace scan).
+    """
+    dl = _dead(session)
+    snapshot = await session.reader().read()
+    by_type = await dl.newest_of(sorted(t.name for t in snapshot.types if t.dead), args.limit)
+    cp_total, cp_items = await dl.control_plane(args.limit)
+    if args.json:
+        print_json(
+            {
+                "total": sum(total for total, _ in by_type.values()),
+                "types": [
+                    {"type": t, "total": total, "dead": [_dead_doc(d) for d in items]}
+                    for t, (total, items) in sorted(by_type.items())
+                ],
+                "control_plane": {
+                    "stream": session.keys.control_plane_dead_letters,
+                    "read_only": True,
+                    "total": cp_total,
+                    "dead": [_dead_doc(d) for d in cp_items],
+                },
+            }
+        )
+        return 0
+    now = now_ms()
+    for agent_type, (total, items) in sorted(by_type.items()):
+        shown = f"{len(items)} of {total}" if total > len(items) else f"{total}"
+        emit(session.out, Text(f"{safe_text(agent_type, 80)}: {shown} dead letter(s)", "bold"))
+        emit(session.out, dead_table(items, now))
+    if cp_total:
+        shown = f"{len(cp_items)} of {cp_total}" if cp_total > len(cp_items) else f"{cp_total}"
+        title = f"by-framework control plane (read-only): {shown} dead letter(s)"
+        emit(session.out, Text(title, "bold"))
+        emit(session.out, dead_table(cp_items, now))
+    total = sum(t for t, _ in by_type.values())
+    emit(
+        session.out,
+        Text(
+            f"{total} dead letter(s) over {len(by_type)} type(s)"
+            f" · {cp_total} in by-framework's control plane"
+        ),
+    )
     return 0
 
 
@@ -583,6 +636,92 @@ async def dead_write(session: Session, args: argparse.Namespace) -> int:
         print_json({"type": agent_type, "action": args.action, "count": count, "left": left})
     else:
         emit(session.out, Text(f"{note} · {left} left · audited"))
+    return 0
+
+
+# -- pending entries -------------------------------------------------------------------------
+
+
+def _pending(session: Session) -> PendingEntries:
+    return PendingEntries(session.redis, session.keys, session.manager().operator)
+
+
+def _pending_doc(entry: PendingEntry) -> dict[str, Any]:
+    return {
+        "id": entry.entry_id,
+        "group": entry.group,
+        "consumer": entry.consumer,
+        "owner_online": entry.owner_online,
+        "idle_ms": entry.idle_ms,
+        "deliveries": entry.deliveries,
+        "kind": entry.kind,
+        "task_id": entry.task_id,
+        "session_id": entry.session_id,
+        "action_type": entry.action_type,
+        "attempt": entry.attempt,
+        "payload": entry.payload,
+    }
+
+
+async def type_pending(session: Session, args: argparse.Namespace) -> int:
+    """``type pending T``: the type's pending entries, longest idle first."""
+    page = await _pending(session).page(args.agent_type, args.limit, args.cursor)
+    entries = sorted(page.entries, key=lambda e: e.idle_ms, reverse=True)
+    if args.json:
+        print_json(
+            {
+                "type": page.agent_type,
+                "groups": page.groups,
+                "total": page.total,
+                "next_cursor": page.next_cursor,
+                "pending": [_pending_doc(e) for e in entries],
+            }
+        )
+        return 0
+    name = safe_text(args.agent_type, 80)
+    if entries:
+        emit(session.out, pending_table(entries))
+    groups = ", ".join(safe_text(g, 60) for g in page.groups) or "none"
+    shown = f"{len(entries)} of {page.total}" if page.total > len(entries) else f"{page.total}"
+    noun = "entry" if page.total == 1 else "entries"
+    emit(session.out, Text(f"{shown} {noun} pending in {name} · group(s): {groups}"))
+    if page.next_cursor is not None:
+        emit(session.out, Text(f"next page: --cursor {safe_text(page.next_cursor, 200)!r}"))
+    return 0
+
+
+async def type_dead_letter(session: Session, args: argparse.Namespace) -> int:
+    """``type dead-letter T ENTRY_ID --reason R``: copy to the dead letters, then ack."""
+    reason = (args.reason or "").strip()
+    if not reason:
+        raise RefusedError("--reason must say why (it goes to the dead letter and the audit)")
+    try:
+        done = await _pending(session).dead_letter(
+            args.agent_type, args.entry_id, reason, args.group
+        )
+    except NotPendingError as exc:
+        raise NotFoundError(str(exc)) from None
+    if args.json:
+        print_json(
+            {
+                "type": done.agent_type,
+                "id": done.entry_id,
+                "group": done.group,
+                "consumer": done.consumer,
+                "deliveries": done.deliveries,
+                "dead_letter_id": done.dead_letter_id,
+                "reason": reason,
+            }
+        )
+        return 0
+    emit(
+        session.out,
+        Text(
+            f"dead-lettered {safe_text(done.entry_id, 40)} of {safe_text(done.agent_type, 80)} "
+            f"(group {safe_text(done.group, 60)}, owner {safe_text(done.consumer, 60)}, "
+            f"{done.deliveries} deliveries) as {safe_text(done.dead_letter_id, 40)} · audited"
+        ),
+    )
     return 0
 
 

@@ -22,6 +22,11 @@ DEAD_ACTIONS = (Action.DEAD_REQUEUE, Action.DEAD_PURGE)
 
 TYPE_ACTIONS = (Action.PAUSE_TYPE, Action.RESUME_TYPE)
 """The actions of the Types view (on the selected type, for every worker serving it)."""
+PENDING_ACTIONS = (Action.DEAD_LETTER,)
+"""The actions of the pending screen (on a type's pending entries)."""
+
+ENTRY_ACTIONS = (*DEAD_ACTIONS, *PENDING_ACTIONS)
+"""Actions on stream entries: done when written, no worker confirms them."""
 
 
 def binding_name(action: Action) -> str:
@@ -91,8 +96,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ),
     ActionSpec(
         Action.PAUSE_TYPE,
-        "p",
-        "p",
+        "z",
+        "z",
         "Pause",
         "Types view: pause the selected type (no worker takes its tasks)",
         destructive=True,
@@ -114,6 +119,16 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "R",
         "Requeue",
         "Dead view: requeue the selected dead letter (or all of its type) to its stream",
+        per_worker=False,
+        footer=False,
+    ),
+    ActionSpec(
+        Action.DEAD_LETTER,
+        "D",
+        "D",
+        "Dead-letter",
+        "Pending screen (p on Types): dead-letter the selected stuck entry",
+        destructive=True,
         per_worker=False,
         footer=False,
     ),
@@ -148,7 +163,9 @@ class ActionRequest:
         count: for scale.
         reason: written to the admin hash and the audit stream.
         plan: what a scale will change, as shown to the operator before it was sent.
-        entry_ids: the dead letters of a requeue / purge (empty: all of ``agent_type``).
+        entry_ids: the dead letters of a requeue / purge (empty: all of ``agent_type``),
+            or the pending entry to dead-letter.
+        group: the consumer group the pending entry to dead-letter is pending in.
     """
 
     action: Action
@@ -159,6 +176,7 @@ class ActionRequest:
     reason: str | None = None
     plan: str = ""
     entry_ids: tuple[str, ...] = ()
+    group: str | None = None
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -166,7 +184,7 @@ class ActionRequest:
         if self.action is Action.SCALE:
             where = f"@{self.instance_id}" if self.instance_id else ""
             return (f"{self.agent_type}{where}",)
-        if self.action in DEAD_ACTIONS:
+        if self.action in ENTRY_ACTIONS:
             return self.entry_ids or (f"every dead letter of {self.agent_type}",)
         if self.action in TYPE_ACTIONS:
             return (self.agent_type or "",)

@@ -29,7 +29,7 @@ from textual.timer import Timer
 from byconsole.config import Context, load_contexts, resolve_settings
 from byconsole.text import safe_text
 from byconsole.tui.actions import (
-    DEAD_ACTIONS,
+    ENTRY_ACTIONS,
     SPECS,
     TYPE_ACTIONS,
     Action,
@@ -42,6 +42,7 @@ from byconsole.tui.release import release_after_paint
 from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
 from byconsole.tui.views import workers as workers_view
 from worker_runtime.dead_letters import DeadLetter
+from worker_runtime.pending import PendingPage
 from worker_runtime.quota import MAX_SCALE
 from worker_runtime.settings import ConfigError, RedisSettings
 from worker_runtime.snapshot import FleetSnapshot, WorkerDetail
@@ -139,6 +140,7 @@ class ConsoleApp(App[int]):
                 clock=self.clock,
                 dead_loader=self.read_dead,
                 read_only_reason=self.read_only_reason(),
+                pending_loader=self.read_pending,
             )
         return OperatorScreen(
             self.backend.endpoint,
@@ -149,6 +151,7 @@ class ConsoleApp(App[int]):
             describe=self.describe_error,
             clock=self.clock,
             dead_loader=self.read_dead,
+            pending_loader=self.read_pending,
         )
 
     def read_only_reason(self) -> str:
@@ -173,6 +176,10 @@ class ConsoleApp(App[int]):
     async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
         """The Dead view's loader."""
         return await self.backend.read_dead(agent_types, limit)
+
+    async def read_pending(self, agent_type: str, limit: int) -> PendingPage:
+        """The pending screen's loader."""
+        return await self.backend.read_pending(agent_type, limit)
 
     async def read_detail(self, worker_id: str) -> WorkerDetail:
         """The detail screen's loader."""
@@ -285,9 +292,9 @@ class ConsoleApp(App[int]):
         if failed:
             lines = "\n".join(f"{safe_text(o.target, 40)}: {o.error}" for o in failed[:5])
             self.notify(f"{label} failed:\n{lines}", severity="error", markup=False, timeout=8)
-        # A dead-letter action, or a type action no live worker can confirm: its note.
+        # An entry action, or a type action no live worker can confirm: its note.
         noted = request.action in TYPE_ACTIONS and all(o.result is None for o in sent)
-        if sent and (request.action in DEAD_ACTIONS or noted):
+        if sent and (request.action in ENTRY_ACTIONS or noted):
             for o in sent:
                 self.notify(f"{label} {safe_text(o.target, 40)}: {o.note}", markup=False)
             self.request_poll()

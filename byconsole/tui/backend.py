@@ -16,7 +16,14 @@ from typing import Protocol
 
 from byconsole.outcomes import running_line, wait_converged
 from byconsole.text import safe_text
-from byconsole.tui.actions import DEAD_ACTIONS, TYPE_ACTIONS, Action, ActionOutcome, ActionRequest
+from byconsole.tui.actions import (
+    DEAD_ACTIONS,
+    PENDING_ACTIONS,
+    TYPE_ACTIONS,
+    Action,
+    ActionOutcome,
+    ActionRequest,
+)
 from worker_runtime.admin import (
     UnknownWorkerError,
     UnsupportedCommandError,
@@ -25,6 +32,7 @@ from worker_runtime.admin import (
 from worker_runtime.connection import LOOP_ERRORS, create_redis, not_redis_server
 from worker_runtime.dead_letters import DeadLetter, DeadLetters
 from worker_runtime.fleet import FleetReader
+from worker_runtime.pending import NotPendingError, PendingEntries, PendingPage
 from worker_runtime.redact import redact
 from worker_runtime.settings import RedisSettings
 from worker_runtime.snapshot import FleetSnapshot, WorkerDetail, WorkerView
@@ -66,7 +74,12 @@ class Backend(Protocol):
         ...
 
     async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
-        """The newest ``limit`` dead letters of each type, newest first; raises on outage."""
+        """The newest ``limit`` dead letters of each type, newest first, and as many of
+        by-framework's control-plane dead letters (read-only); raises on outage."""
+        ...
+
+    async def read_pending(self, agent_type: str, limit: int) -> PendingPage:
+        """The first ``limit`` pending entries of a type over every group; raises on outage."""
         ...
 
     def describe(self, exc: BaseException) -> str:
@@ -121,7 +134,14 @@ class RedisBackend:
         dead = DeadLetters(self.redis, self.settings.keys, self.manager.operator)
         async with asyncio.timeout(self.read_timeout):
             found = [d for t in agent_types for d in await dead.newest(t, limit)]
+            found += (await dead.control_plane(limit))[1]
         return sorted(found, key=lambda d: d.buried_at or 0, reverse=True)
+
+    async def read_pending(self, agent_type: str, limit: int) -> PendingPage:
+        """The first ``limit`` pending entries of a type (three round trips)."""
+        pending = PendingEntries(self.redis, self.settings.keys, self.manager.operator)
+        async with asyncio.timeout(self.read_timeout):
+            return await pending.page(agent_type, limit)
 
     async def send(self, request: ActionRequest) -> list[ActionOutcome]:
         """Write the action for each target through :class:`WorkerManager`."""
@@ -129,6 +149,8 @@ class RedisBackend:
             return [await self._send_scale(request)]
         if request.action in TYPE_ACTIONS:
             return await self._send_type(request)
+        if request.action in PENDING_ACTIONS:
+            return [await self._send_dead_letter(request)]
         if request.action in DEAD_ACTIONS:
             return [await self._send_dead(request)]
         return [await self._send_one(request, worker_id) for worker_id in request.worker_ids]
@@ -204,6 +226,31 @@ class RedisBackend:
             note = f"{verb}; no live worker serves it (new workers read it when they start)"
             return [ActionOutcome(agent_type, sent=True, agent_type=agent_type, note=note)]
         return outcomes
+
+    async def _send_dead_letter(self, request: ActionRequest) -> ActionOutcome:
+        agent_type = request.agent_type
+        target = request.targets[0]
+        if agent_type is None or len(request.entry_ids) != 1 or not request.reason:
+            return ActionOutcome(target, sent=False, error="needs a type, one entry and a reason")
+        pending = PendingEntries(self.redis, self.settings.keys, self.manager.operator)
+        try:
+            done = await pending.dead_letter(
+                agent_type, request.entry_ids[0], request.reason, request.group
+            )
+        except NotPendingError as exc:
+            return ActionOutcome(target, sent=False, error=safe_text(str(exc), limit=200))
+        except _ACTION_ERRORS as exc:
+            return ActionOutcome(target, sent=False, error=self.describe(exc))
+        return ActionOutcome(
+            target,
+            sent=True,
+            agent_type=agent_type,
+            note=(
+                f"moved to the {safe_text(agent_type, 30)} dead letters as "
+                f"{safe_text(done.dead_letter_id, 30)} ({done.deliveries} deliveries, "
+                f"owner {safe_text(done.consumer, 30)}); audited"
+            ),
+        )
 
     async def _send_one(self, request: ActionRequest, worker_id: str) -> ActionOutcome:
         m = self.manager
@@ -282,7 +329,9 @@ class StaticBackend:
         snapshot: what :meth:`read` returns.
         details: what :meth:`read_detail` returns per worker id; a worker without an
             entry gets a detail built from its row in ``snapshot``.
-        dead: the dead letters :meth:`read_dead` serves.
+        dead: the dead letters :meth:`read_dead` serves (by-framework's control-plane
+            ones whatever the types asked).
+        pending: the pending pages :meth:`read_pending` serves, by type.
     """
 
     def __init__(
@@ -290,10 +339,12 @@ class StaticBackend:
         snapshot: FleetSnapshot,
         details: dict[str, WorkerDetail] | None = None,
         dead: list[DeadLetter] | None = None,
+        pending: dict[str, PendingPage] | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.details = details or {}
         self.dead = list(dead or [])
+        self.pending = dict(pending or {})
         self.endpoint = snapshot.redis.endpoint or "static snapshot"
 
     async def read(self) -> FleetSnapshot:
@@ -314,8 +365,16 @@ class StaticBackend:
         )
 
     async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
-        """The fixed dead letters of those types."""
-        return [d for d in self.dead if d.agent_type in agent_types][: limit * len(agent_types)]
+        """The fixed dead letters of those types, and the control plane's."""
+        ours = [d for d in self.dead if not d.read_only and d.agent_type in agent_types]
+        theirs = [d for d in self.dead if d.read_only][:limit]
+        found = ours[: limit * len(agent_types)] + theirs
+        return sorted(found, key=lambda d: d.buried_at or 0, reverse=True)
+
+    async def read_pending(self, agent_type: str, limit: int) -> PendingPage:
+        """The fixed page of the type (empty when none was given)."""
+        page = self.pending.get(agent_type, PendingPage(agent_type=agent_type))
+        return page.model_copy(update={"entries": page.entries[:limit]})
 
     async def send(self, request: ActionRequest) -> list[ActionOutcome]:
         """Refuse: a static snapshot has nothing to act on."""

@@ -1,4 +1,4 @@
-"""``p`` / ``u`` on the Types view pause and resume a type served by a real worker."""
+"""``z`` / ``u`` on the Types view pause and resume a type served by a real worker."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ async def _paused(redis: Redis) -> dict[str, str]:
     return {str(k): str(v) for k, v in (await redis.hgetall(KEYS.type_pauses)).items()}
 
 
-async def test_p_pauses_the_selected_type_after_a_reason_and_u_resumes_it(
+async def test_z_pauses_the_selected_type_after_a_reason_and_u_resumes_it(
     redis: Redis, redis_url: str, make_app: AppFactory
 ) -> None:
     instance = make_instance(redis_url, noop, ["chat"], "tp")
@@ -34,7 +34,7 @@ async def test_p_pauses_the_selected_type_after_a_reason_and_u_resumes_it(
         async with app.run_test(size=(120, 36), notifications=True) as pilot:
             main = app.main_screen
             await until(pilot, lambda: main.snapshot is not None and bool(main.snapshot.types))
-            await pilot.press("p")  # the Workers view: not a type action here
+            await pilot.press("z")  # the Workers view: not a type action here
             await pilot.pause()
             assert not isinstance(app.screen, ConfirmScreen)
             assert await _paused(redis) == {}
@@ -43,7 +43,7 @@ async def test_p_pauses_the_selected_type_after_a_reason_and_u_resumes_it(
             table = main.types_view.table
             await until(pilot, lambda: table.move_to("chat"))
             assert table.get_cell("chat", "paused").plain == DASH
-            await pilot.press("p")
+            await pilot.press("z")
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             assert isinstance(app.focused, Button) and app.focused.id == "cancel"
             app.screen.query_one("#reason", Input).focus()
@@ -86,6 +86,6 @@ async def test_read_only_console_says_pause_is_disabled(
         main = app.main_screen
         await until(pilot, lambda: main.snapshot is not None and bool(main.snapshot.types))
         await pilot.press("3")
-        await pilot.press("p")
+        await pilot.press("z")
         await until(pilot, lambda: any("read-only: pause is disabled" in m for m in _messages(app)))
         assert await _paused(redis) == {}

@@ -64,6 +64,7 @@ NAVIGATION: tuple[tuple[str, str], ...] = (
     ("enter", "Worker details; on a type or instance row: its workers (Esc back)"),
     ("", "on an alert (7): the type's workers, the worker or the dead letters (Esc back)"),
     ("/", "Filter workers as you type, with the match count (Enter keeps, Esc clears)"),
+    ("p", "On Types: the selected type's pending entries (owner, idle, deliveries)"),
     ("o / O", "Sort by the next column / reverse the order"),
     ("ctrl+p", "Command palette: every action, views, contexts"),
     ("?", "This help"),

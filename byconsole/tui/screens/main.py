@@ -37,6 +37,7 @@ from byconsole.tui.actions import (
 from byconsole.tui.screens.confirm import ConfirmScreen
 from byconsole.tui.screens.detail import DetailLoader, DetailScreen
 from byconsole.tui.screens.help import HelpScreen
+from byconsole.tui.screens.pending import OperatorPendingScreen, PendingLoader, PendingScreen
 from byconsole.tui.screens.prompt import ChoiceScreen, CountScreen
 from byconsole.tui.views.dead import LIMIT as DEAD_LIMIT
 from byconsole.tui.views.dead import DeadView, row_key
@@ -89,6 +90,7 @@ class MonitorScreen(Screen[None]):
         dead_loader: reads the dead letters of some types (the Dead view).
         read_only_reason: why the console is read-only (a flag or the context), for the
             warning an action key gets.
+        pending_loader: reads a type's pending entries (the pending screen, ``p``).
     """
 
     read_only = True
@@ -116,6 +118,7 @@ class MonitorScreen(Screen[None]):
         ),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("escape", "jump_back", "Back", show=False),
+        Binding("p", "pending", "Pending", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -131,10 +134,12 @@ class MonitorScreen(Screen[None]):
         clock: Callable[[], float] = time.monotonic,
         dead_loader: DeadLoader | None = None,
         read_only_reason: str = "--read-only",
+        pending_loader: PendingLoader | None = None,
     ) -> None:
         super().__init__()
         self.read_only_why = read_only_reason
         self.dead_loader = dead_loader
+        self.pending_loader = pending_loader
         self.endpoint = endpoint
         self.context = context
         self.detail_loader = detail_loader
@@ -226,7 +231,8 @@ class MonitorScreen(Screen[None]):
         totals = {t.name: t.dead for t in snapshot.types if t.dead}
         view = self.dead_view
         try:
-            items = await loader(sorted(totals), DEAD_LIMIT) if totals else []
+            # Always read: by-framework's control-plane dead letters belong to no type.
+            items = await loader(sorted(totals), DEAD_LIMIT)
         except Exception as exc:  # an outage: the view says so, the console carries on
             view.show_error(self.describe(exc))
             return
@@ -295,6 +301,27 @@ class MonitorScreen(Screen[None]):
     def action_help(self) -> None:
         """Show the keys."""
         self.app.push_screen(HelpScreen(self.read_only))
+
+    def action_pending(self) -> None:
+        """``p`` on the Types view: the selected type's pending entries."""
+        selected = self.types_view.selected() if self.active_view == "types" else None
+        if selected is None or self.pending_loader is None:
+            self.notify(
+                "Pending entries: select a type in the Types view (3), then p.",
+                severity="warning",
+            )
+            return
+        self.app.push_screen(self.pending_screen(selected.name, self.pending_loader))
+
+    def pending_screen(self, agent_type: str, loader: PendingLoader) -> PendingScreen:
+        """The pending screen of ``agent_type`` (read-only here)."""
+        return PendingScreen(
+            agent_type,
+            loader,
+            refresh=self.refresh_interval,
+            describe=self.describe,
+            read_only_reason=self.read_only_why,
+        )
 
     @on(DataTable.RowSelected, "#types-table")
     def _drill_type(self, event: DataTable.RowSelected) -> None:
@@ -418,6 +445,7 @@ class OperatorScreen(MonitorScreen):
         describe: Callable[[BaseException], str],
         clock: Callable[[], float] = time.monotonic,
         dead_loader: DeadLoader | None = None,
+        pending_loader: PendingLoader | None = None,
     ) -> None:
         super().__init__(
             endpoint,
@@ -428,6 +456,7 @@ class OperatorScreen(MonitorScreen):
             clock=clock,
             dead_loader=dead_loader,
             read_only_reason="",
+            pending_loader=pending_loader,
         )
         self.max_scale = max_scale
 
@@ -500,6 +529,30 @@ class OperatorScreen(MonitorScreen):
         """``P`` (Dead view)."""
         self.request_action(Action.DEAD_PURGE)
 
+    def action_dead_letter(self) -> None:
+        """``D``: acts on the pending screen; here, on Types, it opens that screen."""
+        if self.active_view == "types":
+            self.action_pending()
+            return
+        self.notify(
+            "D dead-letters a pending entry: open a type's pending entries (p on Types).",
+            severity="warning",
+        )
+
+    def hand_up(self, request: ActionRequest) -> None:
+        """Post a request confirmed elsewhere (the pending screen) to the app."""
+        self.post_message(self.ActionRequested(request))
+
+    def pending_screen(self, agent_type: str, loader: PendingLoader) -> PendingScreen:
+        """The pending screen of ``agent_type``, with ``D``."""
+        return OperatorPendingScreen(
+            agent_type,
+            loader,
+            request=self.hand_up,
+            refresh=self.refresh_interval,
+            describe=self.describe,
+        )
+
     @work(exclusive=True, group="operator")
     async def request_action(self, action: Action) -> None:
         """Ask what is needed (type, count, confirmation), then hand the request up."""
@@ -559,6 +612,13 @@ class OperatorScreen(MonitorScreen):
         dead = self.dead_view.selected()
         if dead is None:
             self.notify("No dead letter selected.", severity="warning")
+            return None
+        if dead.read_only:
+            self.notify(
+                "by-framework's control-plane dead letters are read-only here "
+                "(its control plane owns them).",
+                severity="warning",
+            )
             return None
         agent_type = dead.agent_type
         known = self.snapshot.type(agent_type) if self.snapshot else None

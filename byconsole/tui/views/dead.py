@@ -1,8 +1,10 @@
 """View 6: dead letters — why tasks died, and requeue or purge them (Sidekiq's Dead page).
 
-Rows are keyed by ``type`` + entry id, newest first. The pane under the table shows the
-selected letter's error and payload in full, every character made safe (a payload is
-whatever a producer sent: never markup, never a control sequence).
+Beside the types' own, by-framework's control-plane dead letters (failed wakeups) are
+listed, labelled ``cp:`` and read-only. Rows are keyed by ``type`` + entry id, newest
+first. The pane under the table shows the selected letter's error and payload in full,
+every character made safe (a payload is whatever a producer sent: never markup, never a
+control sequence).
 """
 
 from __future__ import annotations
@@ -39,14 +41,21 @@ LIMIT = 200
 def row_key(dead: DeadLetter) -> str:
     """The table key of a dead letter (a type name cannot contain a NUL from Redis
     that survived :func:`safe_text`, so the separator is unambiguous)."""
+    if dead.read_only:  # no type name starts with \x01 once made safe
+        return f"\x01cp\x00{dead.entry_id}"
     return f"{dead.agent_type}\x00{dead.entry_id}"
+
+
+CONTROL_PLANE_LABEL = "cp:"
+"""How the type column marks by-framework's control-plane dead letters."""
 
 
 def dead_cells(dead: DeadLetter, now_ms: int) -> list[Text]:
     """One row: every value made safe, the payload as a one-line excerpt."""
     died = age_step(now_ms - dead.buried_at)[0] if dead.buried_at else DASH
+    kind = f"{CONTROL_PLANE_LABEL}{dead.agent_type}" if dead.read_only else dead.agent_type
     return [
-        cell(dead.agent_type, limit=24),
+        cell(kind, "italic" if dead.read_only else "", limit=24),
         cell(dead.entry_id, limit=24),
         cell(died),
         number(dead.attempts),
@@ -63,6 +72,8 @@ def detail_text(dead: DeadLetter | None, total: int, now_ms: int | None = None) 
             return Text("select a dead letter to see its error and payload", style="dim")
         return Text("no dead letters: every task finished or is still queued", style="dim")
     text = Text(no_wrap=False)
+    if dead.read_only:
+        text.append("by-framework control plane (read-only)  ", "italic")
     text.append(f"{safe_text(dead.agent_type, 40)} {safe_text(dead.entry_id, 40)}", "bold")
     text.append(f"  task {safe_text(dead.task_id or DASH, 60)}")
     text.append(f"  died {clock(dead.buried_at, now_ms)}  attempts {dead.attempts or DASH}")
@@ -87,6 +98,10 @@ class DeadView(Vertical):
         self.items: dict[str, DeadLetter] = {}
         self.error: str = ""
         self.now_ms: int | None = None
+
+    def on_mount(self) -> None:
+        """The pane follows the table's cursor (the table posts no highlight message)."""
+        self.watch(self.table, "cursor_row", self._show_selected, init=False)
 
     def compose(self) -> ComposeResult:
         """The table, the selected letter, a one-line summary."""
@@ -123,8 +138,11 @@ class DeadView(Vertical):
         total = sum(totals.values())
         per_type = ", ".join(f"{safe_text(t, 20)} {n:,}" for t, n in sorted(totals.items()) if n)
         status = f"{total:,} dead letters" + (f" ({per_type})" if per_type else "")
-        if total > len(order):
-            status += f"  ·  newest {len(order):,} shown"
+        control = sum(1 for d in fresh.values() if d.read_only)
+        if total > len(order) - control:
+            status += f"  ·  newest {len(order) - control:,} shown"
+        if control:
+            status += f"  ·  {control:,} by-framework control-plane (cp:, read-only)"
         status += "  ·  R requeue  ·  P purge (this one or all of its type)"
         self.status_line.update(Text(status))
         self._show_selected()
