@@ -338,6 +338,15 @@ class LookupResult(BaseModel):
         return doc
 
 
+def timeline_document(timeline: SessionTimeline) -> dict[str, Any]:
+    """A timeline's ``--json`` document: the model plus each entry's waits."""
+    doc = timeline.model_dump(mode="json")
+    for entry, out in zip(timeline.entries, doc["entries"], strict=True):
+        out.update(queue_wait_ms=entry.queue_wait_ms, run_ms=entry.run_ms)
+    doc.update(found=timeline.found, start=timeline.start, end=timeline.end)
+    return doc
+
+
 # -- server-side scripts -------------------------------------------------------------------
 
 _LUA_STREAM = """
@@ -917,7 +926,7 @@ class Lookup:
             kinds.append(IdKind.SESSION)
         if traces and IdKind.TRACE not in kinds:
             kinds.append(IdKind.TRACE)
-        items.sort(key=lambda i: (i.queued_at or i.started_at or 2**62, i.message_id))
+        items.sort(key=_item_order)
         return LookupResult(
             query=query, kinds=kinds, items=items, session=session, traces=traces, notes=notes
         )
@@ -972,6 +981,21 @@ class Lookup:
                 if info is not None:
                     traces.append(info)
         return build_timeline(session_id, mapping(registry.get()), traces, _int(outputs.get()) or 0)
+
+
+_SOURCE_RANK = {
+    "type stream": 0,
+    "worker stream": 0,
+    "running execution": 1,
+    "finished execution": 1,
+    "dead letters": 2,
+}
+
+
+def _item_order(item: FoundItem) -> tuple[int, int, str]:
+    """Oldest first; at one time, the entry before its execution before its dead letter."""
+    when = item.queued_at or item.started_at or item.finished_at or 2**62
+    return when, _SOURCE_RANK.get(item.source, 3), item.message_id or item.execution_id
 
 
 def _dead_item(query: str, agent_type: str, entry_id: str, fields: Mapping[str, str]) -> FoundItem:
