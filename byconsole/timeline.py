@@ -1,9 +1,13 @@
-"""A session timeline's bars and durations, the same in the console and in ``byconsole session``.
+"""What ``find`` and ``session`` say, the same in the console and in the CLI: words and bars.
 
-Each execution is one row: blank up to when it was queued, ``░`` while it waited in the
-queue, ``█`` while it ran (``▒`` when it is still running: up to now), all on one time
-scale from the session's first to its last known time. Plain characters, so the bars
-read the same in a terminal, in a pasted incident note and in an SVG snapshot.
+The verdict (:func:`verdict`), a delivery (:func:`delivery_text`) and an item's timings
+(:func:`timings_text`) are worded here once; each front end only lays them out.
+
+A session timeline's bars: each execution is one row, blank up to when it was queued,
+``░`` while it waited in the queue, ``█`` while it ran (``▒`` when it is still running:
+up to now), all on one time scale from the session's first to its last known time.
+Plain characters, so the bars read the same in a terminal, in a pasted incident note
+and in an SVG snapshot.
 
 No Textual or Rich here: the headless path imports it too.
 """
@@ -12,12 +16,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from worker_runtime.lookup import ItemState, SessionTimeline, TimelineEntry
+from byconsole.formatting import timestamp
+from worker_runtime.lookup import (
+    Delivery,
+    FoundItem,
+    ItemState,
+    LookupResult,
+    SessionTimeline,
+    TimelineEntry,
+)
 
 WAIT = "░"
 RUN = "█"
 RUNNING = "▒"
 """Started and not finished: runs up to now."""
+
+STATE_THEME_ROLES: dict[str, str] = {
+    ItemState.DEAD: "error",
+    ItemState.FAILED: "error",
+    ItemState.CANCELLED: "warning",
+    ItemState.PENDING: "warning",
+    ItemState.QUEUED: "warning",
+    ItemState.RUNNING: "leader",
+    ItemState.DONE: "success",
+    ItemState.ACKED: "applied",
+    ItemState.UNKNOWN: "muted",
+}
+"""The same in the console's roles (:data:`byconsole.styles.THEME_VARIABLES`)."""
 
 STATE_ROLES: dict[str, str] = {
     ItemState.DEAD: "alert",
@@ -116,3 +141,49 @@ def bar(entry: TimelineEntry, start: int | None, end: int | None, width: int, no
         run = max(1, cell(finished) - lead - wait)
     lead = min(lead, max(0, width - wait - run))
     return Bar(lead, wait, run, running)
+
+
+def verdict(result: LookupResult) -> str:
+    """``still pending`` / ``dead`` / ``done`` / ``unknown``: the one-word answer."""
+    if result.still_pending:
+        return "still pending"
+    if result.dead:
+        return "dead"
+    if result.done:
+        return "done"
+    return "unknown"
+
+
+def delivery_text(d: Delivery) -> str:
+    """One group's view of an entry (raw: escape it)."""
+    if d.pending:
+        idle = duration(d.idle_ms)
+        return (
+            f"{d.group}: pending on {d.consumer or '?'}, idle {idle}, "
+            f"delivered {d.deliveries if d.deliveries is not None else '?'}x"
+        )
+    return f"{d.group}: {'acked' if d.delivered else 'not delivered yet'}"
+
+
+def timings_text(item: FoundItem) -> str:
+    """``queued 12:00:01 UTC -> started (+1.2s) -> finished (+3.4s)``."""
+    parts = [f"queued {timestamp(item.queued_at)}"]
+    wait = (
+        item.started_at - item.queued_at
+        if item.started_at and item.queued_at and item.started_at >= item.queued_at
+        else None
+    )
+    run = (
+        item.finished_at - item.started_at
+        if item.finished_at and item.started_at and item.finished_at >= item.started_at
+        else None
+    )
+    parts.append(
+        f"started {timestamp(item.started_at)}"
+        + (f" (+{duration(wait)})" if wait is not None else "")
+    )
+    parts.append(
+        f"finished {timestamp(item.finished_at)}"
+        + (f" (+{duration(run)})" if run is not None else "")
+    )
+    return " -> ".join(parts)

@@ -17,9 +17,18 @@ from rich.text import Text
 from byconsole.formatting import timestamp
 from byconsole.styles import ansi_style
 from byconsole.text import safe, safe_text
-from byconsole.timeline import RUN, STATE_ROLES, WAIT, bar, duration, span
+from byconsole.timeline import (
+    RUN,
+    STATE_ROLES,
+    WAIT,
+    bar,
+    delivery_text,
+    duration,
+    span,
+    timings_text,
+    verdict,
+)
 from worker_runtime.lookup import (
-    Delivery,
     FoundItem,
     ItemState,
     LookupResult,
@@ -29,52 +38,6 @@ from worker_runtime.lookup import (
 
 BAR_WIDTH = 30
 """Cells of a timeline bar in the CLI."""
-
-
-def verdict(result: LookupResult) -> str:
-    """``still pending`` / ``dead`` / ``done`` / ``unknown``: the one-word answer."""
-    if result.still_pending:
-        return "still pending"
-    if result.dead:
-        return "dead"
-    if result.done:
-        return "done"
-    return "unknown"
-
-
-def delivery_text(d: Delivery) -> str:
-    """One group's view of an entry (raw: escape it)."""
-    if d.pending:
-        idle = duration(d.idle_ms)
-        return (
-            f"{d.group}: pending on {d.consumer or '?'}, idle {idle}, "
-            f"delivered {d.deliveries if d.deliveries is not None else '?'}x"
-        )
-    return f"{d.group}: {'acked' if d.delivered else 'not delivered yet'}"
-
-
-def timings_text(item: FoundItem) -> str:
-    """``queued 12:00:01 UTC -> started (+1.2s) -> finished (+3.4s)``."""
-    parts = [f"queued {timestamp(item.queued_at)}"]
-    wait = (
-        item.started_at - item.queued_at
-        if item.started_at and item.queued_at and item.started_at >= item.queued_at
-        else None
-    )
-    run = (
-        item.finished_at - item.started_at
-        if item.finished_at and item.started_at and item.finished_at >= item.started_at
-        else None
-    )
-    parts.append(
-        f"started {timestamp(item.started_at)}"
-        + (f" (+{duration(wait)})" if wait is not None else "")
-    )
-    parts.append(
-        f"finished {timestamp(item.finished_at)}"
-        + (f" (+{duration(run)})" if run is not None else "")
-    )
-    return " -> ".join(parts)
 
 
 def _state_cell(state: ItemState) -> Text:

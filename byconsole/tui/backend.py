@@ -25,6 +25,7 @@ from worker_runtime.admin import (
 from worker_runtime.connection import LOOP_ERRORS, create_redis, not_redis_server
 from worker_runtime.dead_letters import DeadLetter, DeadLetters
 from worker_runtime.fleet import FleetReader
+from worker_runtime.lookup import Lookup, LookupResult, SessionTimeline
 from worker_runtime.redact import redact
 from worker_runtime.settings import RedisSettings
 from worker_runtime.snapshot import FleetSnapshot, WorkerDetail, WorkerView
@@ -67,6 +68,14 @@ class Backend(Protocol):
 
     async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
         """The newest ``limit`` dead letters of each type, newest first; raises on outage."""
+        ...
+
+    async def find(self, lookup_id: str) -> LookupResult:
+        """What an id is (task, execution, message, session, trace); raises on outage."""
+        ...
+
+    async def read_session(self, session_id: str) -> SessionTimeline:
+        """A session's executions in order and its traces; raises on outage."""
         ...
 
     def describe(self, exc: BaseException) -> str:
@@ -122,6 +131,16 @@ class RedisBackend:
         async with asyncio.timeout(self.read_timeout):
             found = [d for t in agent_types for d in await dead.newest(t, limit)]
         return sorted(found, key=lambda d: d.buried_at or 0, reverse=True)
+
+    async def find(self, lookup_id: str) -> LookupResult:
+        """What an id is, in a constant number of round trips (:class:`Lookup`)."""
+        async with asyncio.timeout(self.read_timeout):
+            return await Lookup(self.redis, self.settings.keys).find(lookup_id)
+
+    async def read_session(self, session_id: str) -> SessionTimeline:
+        """A session's timeline."""
+        async with asyncio.timeout(self.read_timeout):
+            return await Lookup(self.redis, self.settings.keys).session(session_id)
 
     async def send(self, request: ActionRequest) -> list[ActionOutcome]:
         """Write the action for each target through :class:`WorkerManager`."""
@@ -256,6 +275,8 @@ class StaticBackend:
         details: what :meth:`read_detail` returns per worker id; a worker without an
             entry gets a detail built from its row in ``snapshot``.
         dead: the dead letters :meth:`read_dead` serves.
+        lookups: what :meth:`find` answers per id (others: not found).
+        sessions: what :meth:`read_session` answers per session id (others: empty).
     """
 
     def __init__(
@@ -263,10 +284,14 @@ class StaticBackend:
         snapshot: FleetSnapshot,
         details: dict[str, WorkerDetail] | None = None,
         dead: list[DeadLetter] | None = None,
+        lookups: dict[str, LookupResult] | None = None,
+        sessions: dict[str, SessionTimeline] | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.details = details or {}
         self.dead = list(dead or [])
+        self.lookups = lookups or {}
+        self.sessions = sessions or {}
         self.endpoint = snapshot.redis.endpoint or "static snapshot"
 
     async def read(self) -> FleetSnapshot:
@@ -289,6 +314,14 @@ class StaticBackend:
     async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
         """The fixed dead letters of those types."""
         return [d for d in self.dead if d.agent_type in agent_types][: limit * len(agent_types)]
+
+    async def find(self, lookup_id: str) -> LookupResult:
+        """The fixed answer for the id, or not found."""
+        return self.lookups.get(lookup_id) or LookupResult(query=lookup_id)
+
+    async def read_session(self, session_id: str) -> SessionTimeline:
+        """The fixed timeline, or an empty one."""
+        return self.sessions.get(session_id) or SessionTimeline(session_id=session_id)
 
     async def send(self, request: ActionRequest) -> list[ActionOutcome]:
         """Refuse: a static snapshot has nothing to act on."""

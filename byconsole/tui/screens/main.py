@@ -33,6 +33,7 @@ from byconsole.tui.actions import (
 )
 from byconsole.tui.screens.confirm import ConfirmScreen
 from byconsole.tui.screens.detail import DetailLoader, DetailScreen
+from byconsole.tui.screens.find import FindLoaders, FindPromptScreen, FindScreen
 from byconsole.tui.screens.help import HelpScreen
 from byconsole.tui.screens.prompt import ChoiceScreen, CountScreen
 from byconsole.tui.views.dead import LIMIT as DEAD_LIMIT
@@ -60,6 +61,9 @@ VIEWS: tuple[tuple[str, str], ...] = (
 DeadLoader = Callable[[list[str], int], Awaitable[list[DeadLetter]]]
 """Reads the newest N dead letters of some types."""
 
+FIND_KEYS = ("g", "colon")
+"""Open the find prompt (an id: task, execution, message, session or trace)."""
+
 _ACTION_KEYS: dict[str, str] = {spec.key: spec.label.lower() for spec in ACTIONS}
 """Action key -> what it would do (for the read-only notice)."""
 
@@ -84,6 +88,7 @@ class MonitorScreen(Screen[None]):
         dead_loader: reads the dead letters of some types (the Dead view).
         read_only_reason: why the console is read-only (a flag or the context), for the
             warning an action key gets.
+        find_loaders: what the find prompt (``g`` / ``:``) and its screens read through.
     """
 
     read_only = True
@@ -109,6 +114,7 @@ class MonitorScreen(Screen[None]):
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
+        Binding(",".join(FIND_KEYS), "find", "Find id", key_display="g", show=False),
     ]
 
     def __init__(
@@ -122,8 +128,12 @@ class MonitorScreen(Screen[None]):
         clock: Callable[[], float] = time.monotonic,
         dead_loader: DeadLoader | None = None,
         read_only_reason: str = "--read-only",
+        find_loaders: FindLoaders | None = None,
     ) -> None:
         super().__init__()
+        self.find_loaders = find_loaders
+        self._find_prompt: FindPromptScreen | None = None
+        """The open find prompt: keys still reaching this screen are passed to it."""
         self.read_only_why = read_only_reason
         self.dead_loader = dead_loader
         self.endpoint = endpoint
@@ -156,6 +166,19 @@ class MonitorScreen(Screen[None]):
 
     def on_key(self, event: events.Key) -> None:
         """An action key on a read-only console says why nothing happens."""
+        prompt = self._find_prompt
+        if prompt is not None and prompt.take_key(event):
+            # Typed right after g, before the prompt took over: it belongs to the id.
+            event.stop()
+            event.prevent_default()
+            return
+        if prompt is None and event.key in FIND_KEYS:
+            # Here, not by the binding alone: a binding runs once the key has bubbled
+            # to the app, after the keys typed behind it have reached this screen.
+            event.stop()
+            event.prevent_default()
+            self.action_find()
+            return
         if self.read_only and event.key in _ACTION_KEYS:
             event.stop()
             self.notify(
@@ -267,6 +290,21 @@ class MonitorScreen(Screen[None]):
         """Show the keys."""
         self.app.push_screen(HelpScreen(self.read_only))
 
+    def action_find(self) -> None:
+        """Ask for an id (``g`` / ``:``), then show what it is."""
+        loaders = self.find_loaders
+        if loaders is None:
+            self.notify("finding ids is not available here", markup=False)
+            return
+
+        def found(lookup_id: str | None) -> None:
+            self._find_prompt = None
+            if lookup_id:
+                self.app.push_screen(FindScreen(lookup_id, loaders, self.describe))
+
+        self._find_prompt = FindPromptScreen()
+        self.app.push_screen(self._find_prompt, found)
+
     @on(DataTable.RowSelected, "#types-table")
     def _drill_type(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -339,6 +377,7 @@ class OperatorScreen(MonitorScreen):
         describe: Callable[[BaseException], str],
         clock: Callable[[], float] = time.monotonic,
         dead_loader: DeadLoader | None = None,
+        find_loaders: FindLoaders | None = None,
     ) -> None:
         super().__init__(
             endpoint,
@@ -349,6 +388,7 @@ class OperatorScreen(MonitorScreen):
             clock=clock,
             dead_loader=dead_loader,
             read_only_reason="",
+            find_loaders=find_loaders,
         )
         self.max_scale = max_scale
 
