@@ -44,6 +44,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
 from worker_runtime.dead_letters import parse_dead_letter
@@ -56,7 +57,6 @@ from worker_runtime.replies import MAX_NAME, mapping, strs
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
-    from redis.asyncio.cluster import RedisCluster
 
 SCAN_LIMIT = 2_000
 """Newest entries of each stream searched for an id that is not an entry id."""
@@ -657,11 +657,18 @@ def _execution_item(query: str, source: str, eid: str, text: str) -> FoundItem:
     return item.model_copy(update={"kind": _kind_of(query, item)})
 
 
-def _trace(trace_id: str, raw: Any, source: str, spans: int) -> TraceInfo | None:
+def _trace(
+    trace_id: str, raw: Any, source: str, spans: int, indexed: bool = False
+) -> TraceInfo | None:
+    """A trace record from its metadata hash (or JSON text); ``None`` when there is none.
+
+    ``indexed``: the trace is listed by a session's trace index, so it is shown even
+    without a metadata record (by-framework's writer can lose the record, not the index).
+    """
     fields = {k: _str(v) for k, v in mapping(raw).items()}
     if not fields and isinstance(raw, str | bytes):
         fields = {k: _payload_text(v) for k, v in _json_object(_str(raw)).items()}
-    if not fields and not spans:
+    if not fields and not spans and not indexed:
         return None
     return TraceInfo(
         trace_id=fields.get("trace_id") or trace_id,
@@ -761,6 +768,16 @@ class _Round:
         self.queued.append((name, args))
         return self.batch.slot(getattr(self.batch.pipe, name)(*args))
 
+    def script(self, script: str, numkeys: int, *args: Any) -> Slot:
+        """Run a script: by its SHA-1 on a single Redis, by its text on a cluster.
+
+        redis-py refuses EVALSHA in cluster pipelines (a node may not have the script);
+        there the text travels with each call.
+        """
+        if isinstance(self.redis, RedisCluster):
+            return self("eval", script, numkeys, *args)
+        return self("evalsha", _sha(script), numkeys, *args)
+
     async def run(self) -> None:
         if not self.queued:
             self.batch.replies = []
@@ -816,13 +833,11 @@ class Lookup:
         # Round trip 2: one script per stream and per worker; the session's trace records.
         q = _Round(self.redis)
         flag = "1" if search else "0"
-        stream_sha, worker_sha = _sha(_STREAM_SCRIPT), _sha(_WORKER_SCRIPT)
         type_slots = {
             t: (
-                q("evalsha", stream_sha, 1, k.type_stream(t), query, SCAN_LIMIT, flag),
-                q(
-                    "evalsha",
-                    stream_sha,
+                q.script(_STREAM_SCRIPT, 1, k.type_stream(t), query, SCAN_LIMIT, flag),
+                q.script(
+                    _STREAM_SCRIPT,
                     1,
                     k.dead_letter_stream(t),
                     query,
@@ -833,9 +848,8 @@ class Lookup:
             for t in type_names
         }
         worker_slots = {
-            w: q(
-                "evalsha",
-                worker_sha,
+            w: q.script(
+                _WORKER_SCRIPT,
                 3,
                 k.worker_active_snapshots(w),
                 k.worker_history_snapshots(w),
@@ -909,7 +923,7 @@ class Lookup:
         session_traces_info = [
             info
             for tid, slot in trace_slots.items()
-            if (info := _trace(tid, slot.get(), "by-framework", 0))
+            if (info := _trace(tid, slot.get(), "by-framework", 0, indexed=True))
         ]
         registry_map = mapping(registry.get())
         if registry_map or session_outputs or session_traces_info:
@@ -977,7 +991,8 @@ class Lookup:
             lengths = {t: q("llen", k.trace_spans(t)) for t in trace_ids}
             await q.run()
             for t in trace_ids:
-                info = _trace(t, metas[t].get(), "by-framework", _int(lengths[t].get()) or 0)
+                spans = _int(lengths[t].get()) or 0
+                info = _trace(t, metas[t].get(), "by-framework", spans, indexed=True)
                 if info is not None:
                     traces.append(info)
         return build_timeline(session_id, mapping(registry.get()), traces, _int(outputs.get()) or 0)
