@@ -616,7 +616,11 @@ def _kind_of(query: str, item: FoundItem) -> IdKind:
 def _record_fields(record: Mapping[str, Any]) -> dict[str, Any]:
     """What an execution record (ours or by-framework's) says, as item fields."""
     execution = Execution.parse(dict(record))
-    state = _STATE_OF_EXECUTION.get(execution.state) or _bf_state(record.get("status"))
+    stated = record.get("state"), record.get("status")
+    if any(isinstance(v, str) and v for v in stated):
+        state = _STATE_OF_EXECUTION.get(execution.state) or _bf_state(record.get("status"))
+    else:
+        state = ItemState.UNKNOWN  # the model's default (running) is not what it says
     queued = _stamp(record.get("created_at")) or _stamp(record.get("queued_at"))
     error = execution.error or ""
     if not error and isinstance(record.get("error"), dict):
