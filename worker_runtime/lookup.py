@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from worker_runtime.dead_letters import parse_dead_letter
 from worker_runtime.envelope import parse_envelope
@@ -759,8 +759,10 @@ def build_timeline(
 class _Round:
     """One round trip: a pipeline whose replies are read by slot, errors kept as replies.
 
-    A script Redis does not know yet (``NOSCRIPT``: the first lookup since Redis
-    started, or on a new cluster node) is loaded and the round trip sent again.
+    Scripts run read-only (``EVAL_RO``): the README's viewer ACL user may run those, and
+    a replica could. A script Redis does not know yet (``NOSCRIPT``: the first lookup
+    since Redis started) is loaded and the round trip sent again; a Redis older than 7
+    (no ``EVAL_RO``) gets the same scripts through ``EVAL``.
     """
 
     def __init__(self, redis: Redis | RedisCluster) -> None:
@@ -779,22 +781,44 @@ class _Round:
         there the text travels with each call.
         """
         if isinstance(self.redis, RedisCluster):
-            return self("eval", script, numkeys, *args)
-        return self("evalsha", _sha(script), numkeys, *args)
+            return self("eval_ro", script, numkeys, *args)
+        return self("evalsha_ro", _sha(script), numkeys, *args)
 
     async def run(self) -> None:
         if not self.queued:
             self.batch.replies = []
             return
         replies = await self.batch.execute(raise_on_error=False)
-        if not any(isinstance(r, NoScriptError) for r in replies):
+        if any(_unknown_command(r) for r in replies):
+            self.queued = [(_PLAIN_EVAL.get(n, n), a) for n, a in self.queued]
+        elif not any(isinstance(r, NoScriptError) for r in replies):
             return
-        for script in (_STREAM_SCRIPT, _WORKER_SCRIPT):
-            await self.redis.script_load(script)
+        if not isinstance(self.redis, RedisCluster):
+            try:
+                for script in _SCRIPTS.values():
+                    await self.redis.script_load(script)
+            except ResponseError:
+                # SCRIPT LOAD refused (the viewer ACL user): the text goes with each call.
+                self.queued = [_by_text(n, a) for n, a in self.queued]
         retry = Batch(self.redis.pipeline(transaction=False))
         for name, args in self.queued:
             getattr(retry.pipe, name)(*args)
         self.batch.replies = await retry.execute(raise_on_error=False)
+
+
+_PLAIN_EVAL = {"eval_ro": "eval", "evalsha_ro": "evalsha"}
+_SCRIPTS = {_sha(text): text for text in (_STREAM_SCRIPT, _WORKER_SCRIPT)}
+
+
+def _by_text(name: str, args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """A queued script call by SHA-1 as the same call with the script's text."""
+    if name in ("evalsha_ro", "evalsha") and args and args[0] in _SCRIPTS:
+        return name.replace("sha", ""), (_SCRIPTS[args[0]], *args[1:])
+    return name, args
+
+
+def _unknown_command(reply: Any) -> bool:
+    return isinstance(reply, ResponseError) and "unknown command" in str(reply).lower()
 
 
 class Lookup:
