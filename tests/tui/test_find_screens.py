@@ -10,6 +10,7 @@ import io
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from redis.asyncio import Redis
 from rich.console import Console
 from textual import events
 from textual.pilot import Pilot
@@ -18,7 +19,7 @@ from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import StaticBackend
 from byconsole.tui.screens.find import FindPromptScreen, FindScreen, SessionScreen
 from byconsole.tui.screens.main import MonitorScreen
-from tests.tui.conftest import until
+from tests.tui.conftest import KEYS, AppFactory, until
 from tests.tui.fleet_data import sample_dead, sample_snapshot
 from worker_runtime.lookup import (
     Delivery,
@@ -30,6 +31,7 @@ from worker_runtime.lookup import (
     TimelineEntry,
     TraceInfo,
 )
+from worker_runtime.producer import Producer
 
 SnapCompare = Callable[..., bool]
 
@@ -259,3 +261,20 @@ def test_session_timeline_120x36(snap_compare: SnapCompare) -> None:
         await pilot.pause()
 
     assert snap_compare(_app(), terminal_size=(120, 36), run_before=run_before)
+
+
+async def test_find_through_the_redis_backend(redis: Redis, make_app: AppFactory) -> None:
+    # The real backend: the lookup runs against Redis, the screen gets the typed result.
+    await redis.sadd(KEYS.agent_types, "chat")
+    task = await Producer(redis, KEYS).submit("chat", {"text": HOSTILE})
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.main_screen.snapshot is not None)
+        await pilot.press("g", *task, "enter")
+        await until(pilot, lambda: isinstance(app.screen, FindScreen))
+        screen = app.screen
+        assert isinstance(screen, FindScreen)
+        await until(pilot, lambda: screen.result is not None)
+        assert screen.result is not None and screen.result.state is ItemState.QUEUED
+        text = _content(app)
+        assert "type stream" in text and "\x1b" not in text
