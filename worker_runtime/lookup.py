@@ -24,8 +24,10 @@ types) and everything keyed by the id itself (session, trace). Round trip 2 runs
 server-side script per type stream, per dead-letter stream and per worker (its snapshot
 hashes and its own stream): an id shaped like a stream entry id is read with
 ``XRANGE id id``; any other id is searched for in the newest :data:`SCAN_LIMIT` entries of
-each stream and in every snapshot of each worker (hashes of more than
-:data:`SNAPSHOT_LIMIT` fields are skipped), and the result says so (``notes``). Nothing
+each stream and in every snapshot of the first :data:`WORKER_SEARCH_LIMIT` workers (hashes
+of more than :data:`SNAPSHOT_LIMIT` fields, and the other workers' snapshots, by execution
+id only), and the result says when a bound was reached (``notes``). Each script is one
+short call, so other clients are served between them. Nothing
 scans the keyspace: a stream no index lists (no worker ever declared its type) is not
 searched. Round trip 3 reads the session registries and trace records the matches
 point to.
@@ -63,6 +65,9 @@ SCAN_LIMIT = 2_000
 
 SNAPSHOT_LIMIT = 5_000
 """Snapshot hashes with more fields than this are not searched (by execution id only)."""
+
+WORKER_SEARCH_LIMIT = 1_000
+"""Workers whose snapshots are searched by value (the rest: by execution id only)."""
 
 MATCH_LIMIT = 20
 """Most matches one stream or hash contributes."""
@@ -854,13 +859,21 @@ class Lookup:
         ts_text = q("get", ts_key) if ts_key else None
         await q.run()
 
-        worker_ids = sorted(strs(workers.get()) | strs(admin_workers.get()))
+        registered = strs(workers.get())
+        worker_ids = sorted(registered) + sorted(strs(admin_workers.get()) - registered)
         type_names = sorted(strs(types.get()))
         session_trace_ids = sorted(strs(session_traces.get()))
 
         # Round trip 2: one script per stream and per worker; the session's trace records.
         q = _Round(self.redis)
         flag = "1" if search else "0"
+        # An entry id is read exactly on every stream; snapshots are searched by value
+        # for anything else, on the first WORKER_SEARCH_LIMIT workers.
+        by_value = search and not _ENTRY_ID.match(query)
+        value_flag = {
+            w: "1" if by_value and n < WORKER_SEARCH_LIMIT else "0"
+            for n, w in enumerate(worker_ids)
+        }
         type_slots = {
             t: (
                 q.script(_STREAM_SCRIPT, 1, k.type_stream(t), query, SCAN_LIMIT, flag),
@@ -884,7 +897,7 @@ class Lookup:
                 k.worker_stream(w),
                 query,
                 SCAN_LIMIT,
-                flag,
+                value_flag[w],
                 SNAPSHOT_LIMIT,
             )
             for w in worker_ids
@@ -929,6 +942,12 @@ class Lookup:
             notes.append(
                 f"{skipped} snapshot hash(es) have more than {SNAPSHOT_LIMIT} executions: "
                 "searched by execution id only"
+            )
+        if by_value and len(worker_ids) > WORKER_SEARCH_LIMIT:
+            notes.append(
+                f"{len(worker_ids) - WORKER_SEARCH_LIMIT} of {len(worker_ids)} workers' "
+                "snapshots were searched by execution id only (the first "
+                f"{WORKER_SEARCH_LIMIT} by value)"
             )
         if not search:
             notes.append(
