@@ -278,3 +278,16 @@ async def test_find_through_the_redis_backend(redis: Redis, make_app: AppFactory
         assert screen.result is not None and screen.result.state is ItemState.QUEUED
         text = _content(app)
         assert "type stream" in text and "\x1b" not in text
+
+
+async def test_the_palette_opens_the_prompt() -> None:
+    app = _app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _loaded(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Find an id")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, FindPromptScreen))
+        await pilot.press(*TASK, "enter")
+        await until(pilot, lambda: isinstance(app.screen, FindScreen))
