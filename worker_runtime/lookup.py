@@ -306,8 +306,10 @@ class LookupResult(BaseModel):
 
     @property
     def state(self) -> ItemState:
-        """The id's overall state (see :data:`_OVERALL_ORDER`)."""
+        """The id's overall state (see :data:`_OVERALL_ORDER`); a session's: its executions'."""
         states = {i.state for i in self.items}
+        if not states and self.session is not None:
+            states = {e.state for e in self.session.entries}
         return next((s for s in _OVERALL_ORDER if s in states), ItemState.UNKNOWN)
 
     @property

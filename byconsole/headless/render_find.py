@@ -103,9 +103,11 @@ def find_view(result: LookupResult, now: int) -> RenderableType:
     kinds = ", ".join(str(k) for k in result.kinds)
     head = Text()
     head.append(safe_text(result.query, 120), style="bold")
-    head.append(f" is a {kinds} · {result.state}")
-    if verdict(result) != str(result.state):
-        head.append(f" · {verdict(result)}")
+    head.append(f" is a {kinds}")
+    if result.state is not ItemState.UNKNOWN:
+        head.append(f" · {result.state}")
+        if verdict(result) != str(result.state):
+            head.append(f" · {verdict(result)}")
     parts: list[RenderableType] = [head]
     for n, item in enumerate(result.items, 1):
         parts.append(Text(f"\n[{n}/{len(result.items)}]", style="bold"))

@@ -39,7 +39,7 @@ from byconsole.timeline import (
     timings_text,
     verdict,
 )
-from worker_runtime.lookup import FoundItem, LookupResult, SessionTimeline, TraceInfo
+from worker_runtime.lookup import FoundItem, ItemState, LookupResult, SessionTimeline, TraceInfo
 from worker_runtime.models import now_ms
 
 BAR_WIDTH = 24
@@ -139,10 +139,11 @@ def find_renderable(result: LookupResult, styles: CellStyles) -> RenderableType:
         return Text(f"unknown id: {safe_text(result.query, 120)}", style=styles.marker("error"))
     head = Text()
     head.append(", ".join(str(k) for k in result.kinds), style="bold")
-    head.append(" · ")
-    head.append_text(_state(styles, result.state))
-    if verdict(result) != str(result.state):
-        head.append(f" · {verdict(result)}")
+    if result.state is not ItemState.UNKNOWN:
+        head.append(" · ")
+        head.append_text(_state(styles, result.state))
+        if verdict(result) != str(result.state):
+            head.append(f" · {verdict(result)}")
     if result.session is not None and result.session.found:
         head.append(f" · session of {len(result.session.entries)} execution(s): s shows it")
     parts: list[RenderableType] = [head]
