@@ -191,10 +191,10 @@ class Keys:
             return _tagged(f"{self._root}:trace", trace_id, "")
         return f"{_BF_TRACE}:{trace_id}"
 
-    def trace_meta_ts(self, trace_id: str) -> str | None:
-        """The TypeScript SDK's v1 trace metadata key; ``None`` in v2 (one namespace there)."""
+    def trace_meta_ts(self, trace_id: str) -> str:
+        """The TypeScript SDK's v1 trace metadata key; in v2 :meth:`trace_meta` (one namespace)."""
         if self.schema == "v2":
-            return None
+            return self.trace_meta(trace_id)
         return f"{_GATEWAY}:trace:{trace_id}:meta"
 
     def trace_spans(self, trace_id: str) -> str:
@@ -311,7 +311,12 @@ class Keys:
         For ``ACL SETUSER``: a user limited to these can reach the fleet's keys and
         nothing else in a shared Redis (see the README's ACL section).
         """
-        return [f"{self._root}:*", f"{_OBS}:*"]
+        patterns = [f"{self._root}:*", f"{_OBS}:*"]
+        if self.schema == "v1":
+            # by-framework's trace records (read by find / session); v2 keeps them under
+            # the versioned root.
+            patterns.append(f"{_BF_TRACE}:*")
+        return patterns
 
     @property
     def acl_patterns_except_audit(self) -> list[str]:

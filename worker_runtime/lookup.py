@@ -46,8 +46,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import NoScriptError, ResponseError
 
 from worker_runtime.dead_letters import parse_dead_letter
 from worker_runtime.envelope import parse_envelope
@@ -57,8 +55,9 @@ from worker_runtime.models import Execution, ExecutionState, empty_dict, empty_l
 from worker_runtime.pipeline import Batch, Slot
 from worker_runtime.replies import MAX_NAME, mapping, strs
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the console's screens import the models here and never a client
     from redis.asyncio import Redis
+    from redis.asyncio.cluster import RedisCluster
 
 SCAN_LIMIT = 2_000
 """Newest entries of each stream searched for an id that is not an entry id."""
@@ -773,7 +772,10 @@ class _Round:
     """
 
     def __init__(self, redis: Redis | RedisCluster) -> None:
+        from redis.asyncio.cluster import RedisCluster
+
         self.redis = redis
+        self.cluster = isinstance(redis, RedisCluster)
         self.batch = Batch(redis.pipeline(transaction=False))
         self.queued: list[tuple[str, tuple[Any, ...]]] = []
 
@@ -787,11 +789,14 @@ class _Round:
         redis-py refuses EVALSHA in cluster pipelines (a node may not have the script);
         there the text travels with each call.
         """
-        if isinstance(self.redis, RedisCluster):
+        if self.cluster:
             return self("eval_ro", script, numkeys, *args)
         return self("evalsha_ro", _sha(script), numkeys, *args)
 
     async def run(self) -> None:
+        """Send the round trip (again, once, when a script must be loaded or sent by text)."""
+        from redis.exceptions import NoScriptError, ResponseError
+
         if not self.queued:
             self.batch.replies = []
             return
@@ -800,7 +805,7 @@ class _Round:
             self.queued = [(_PLAIN_EVAL.get(n, n), a) for n, a in self.queued]
         elif not any(isinstance(r, NoScriptError) for r in replies):
             return
-        if not isinstance(self.redis, RedisCluster):
+        if not self.cluster:
             try:
                 for script in _SCRIPTS.values():
                     await self.redis.script_load(script)
@@ -825,7 +830,8 @@ def _by_text(name: str, args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
 
 
 def _unknown_command(reply: Any) -> bool:
-    return isinstance(reply, ResponseError) and "unknown command" in str(reply).lower()
+    """``EVAL_RO`` on a Redis older than 7."""
+    return isinstance(reply, Exception) and "unknown command" in str(reply).lower()
 
 
 class Lookup:
@@ -857,8 +863,9 @@ class Lookup:
         meta = q("hgetall", k.trace_meta(query))
         spans = q("llen", k.trace_spans(query))
         ts_key = k.trace_meta_ts(query)
-        ts_meta = q("hgetall", ts_key) if ts_key else None
-        ts_text = q("get", ts_key) if ts_key else None
+        separate = ts_key != k.trace_meta(query)
+        ts_meta = q("hgetall", ts_key) if separate else None
+        ts_text = q("get", ts_key) if separate else None
         await q.run()
 
         registered = strs(workers.get())

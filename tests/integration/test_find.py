@@ -147,7 +147,6 @@ async def fleet(redis_url: str, redis: Redis, tmp_path: Path) -> AsyncIterator[F
         ts_trace = "trace-ts-1"
         # The TypeScript SDK's v1 layout: one hash per trace under its own name.
         ts_key = K.trace_meta_ts(ts_trace)
-        assert ts_key is not None
         await redis.hset(ts_key, mapping={"trace_id": ts_trace, "status": "RUNNING"})
         yield Fleet(
             url=redis_url,
