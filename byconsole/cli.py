@@ -26,7 +26,13 @@ from byconsole.headless import snapshot as headless
 from byconsole.text import safe_text
 from worker_runtime.connection import create_redis, redis_error_line
 from worker_runtime.models import AdminAction
-from worker_runtime.names import InvalidNameError, check_agent_type, check_utf8, check_worker_id
+from worker_runtime.names import (
+    InvalidNameError,
+    check_agent_type,
+    check_name,
+    check_utf8,
+    check_worker_id,
+)
 from worker_runtime.quota import MAX_SCALE
 from worker_runtime.redact import one_line, redact
 from worker_runtime.settings import ConfigError, RedisSettings, argv_password_warning
@@ -106,6 +112,7 @@ def _checked(check: Callable[[str], str]) -> Callable[[str], str]:
 _AGENT_TYPE = _checked(check_agent_type)
 _WORKER_ID = _checked(check_worker_id)
 _ANY_ID = _checked(lambda text: check_utf8("worker id", text))
+_LOOKUP_ID = _checked(lambda text: check_name("id", text, 512))
 
 
 def _refresh(text: str) -> float:
@@ -497,6 +504,27 @@ def _dead_commands(dead: _Parser, parents: list[_Parser]) -> None:
         p.set_defaults(handler="dead_write", write=True)
 
 
+def _find_args(p: _Parser, parents: list[_Parser]) -> None:
+    del parents  # a leaf command: the connection options are its own
+    _common(p, suppress=True)
+    p.add_argument(
+        "lookup_id",
+        metavar="ID",
+        type=_LOOKUP_ID,
+        help="task, execution, message, session or trace id",
+    )
+    _json_flag(p)
+    p.set_defaults(handler="find", write=False)
+
+
+def _session_args(p: _Parser, parents: list[_Parser]) -> None:
+    del parents  # a leaf command: the connection options are its own
+    _common(p, suppress=True)
+    p.add_argument("session_id", metavar="ID", type=_LOOKUP_ID, help="session id")
+    _json_flag(p)
+    p.set_defaults(handler="session_timeline", write=False)
+
+
 def _contexts_args(p: _Parser, parents: list[_Parser]) -> None:
     del parents  # a leaf command: the connection options are its own
     _common(p, suppress=True)
@@ -516,6 +544,18 @@ _COMMANDS: tuple[tuple[str, str, str, Callable[[_Parser, list[_Parser]], None]],
     ("metrics", "cluster figures", "byconsole metrics snapshot", _metrics_commands),
     ("dead", "dead letters of a type", "byconsole dead list chat", _dead_commands),
     ("contexts", "list the named contexts", "byconsole contexts", _contexts_args),
+    (
+        "find",
+        "what an id is: task, execution, message (stream entry), session or trace",
+        "byconsole find 1712345678901-0   |   byconsole find 9f3a... --json",
+        _find_args,
+    ),
+    (
+        "session",
+        "a session's executions in order: queue wait and run, parent/child, traces",
+        "byconsole session s-42",
+        _session_args,
+    ),
 )
 """The top level's commands: name, help line, example, what adds their arguments."""
 

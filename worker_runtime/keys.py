@@ -24,6 +24,7 @@ CONSUMER_GROUP = "byai_gateway:consumer_group:agent_engines"
 
 _GATEWAY = "byai_gateway"
 _OBS = "by_framework:obs"
+_BF_TRACE = "by_framework:trace"
 
 
 def _tagged(head: str, entity_id: str, tail: str) -> str:
@@ -186,6 +187,39 @@ class Keys:
         """Hash: ``exec:{eid}`` -> execution JSON, ``msg_map:{mid}`` -> eid."""
         return self._session("registry", session_id)
 
+    # -- by-framework's trace records (read by ``byconsole find`` / ``session``) ------
+    # by-framework's common/constants.py: v1 keeps the Python SDK's by_framework:trace:*
+    # namespace; v2 unifies the three SDKs onto byai_gateway:v2:trace:{id}.
+
+    def trace_meta(self, trace_id: str) -> str:
+        """Hash: a trace's metadata as by-framework's ``TraceWriteClient`` writes it.
+
+        Fields ``trace_id``, ``name``, ``session_id``, ``root_message_id``,
+        ``root_agent_type``, ``status``, ``start_ts``, ``end_ts`` … (structured
+        values as JSON text).
+        """
+        if self.schema == "v2":
+            return _tagged(f"{self._root}:trace", trace_id, "")
+        return f"{_BF_TRACE}:{trace_id}"
+
+    def trace_meta_ts(self, trace_id: str) -> str:
+        """The TypeScript SDK's v1 trace metadata key; in v2 :meth:`trace_meta` (one namespace)."""
+        if self.schema == "v2":
+            return self.trace_meta(trace_id)
+        return f"{_GATEWAY}:trace:{trace_id}:meta"
+
+    def trace_spans(self, trace_id: str) -> str:
+        """List: a trace's span JSON payloads, oldest first (by-framework)."""
+        if self.schema == "v2":
+            return _tagged(f"{self._root}:trace:spans", trace_id, "")
+        return f"{_BF_TRACE}:spans:{trace_id}"
+
+    def trace_index_session(self, session_id: str) -> str:
+        """ZSet: trace ids of a session scored by start ms (by-framework; untagged in v2)."""
+        if self.schema == "v2":
+            return f"{self._root}:trace:idx:session:{session_id}"
+        return f"{_BF_TRACE}:idx:session:{session_id}"
+
     # -- observability (by_framework namespace, as the seeds) ------------------------
     # by-framework keeps these two unversioned in both schemas (metrics/collector.py,
     # metrics/snapshot.py): the same key on a single Redis and on a cluster.
@@ -297,7 +331,12 @@ class Keys:
         For ``ACL SETUSER``: a user limited to these can reach the fleet's keys and
         nothing else in a shared Redis (see the README's ACL section).
         """
-        return [f"{self._root}:*", f"{_OBS}:*"]
+        patterns = [f"{self._root}:*", f"{_OBS}:*"]
+        if self.schema == "v1":
+            # by-framework's trace records (read by find / session); v2 keeps them under
+            # the versioned root.
+            patterns.append(f"{_BF_TRACE}:*")
+        return patterns
 
     @property
     def acl_patterns_except_audit(self) -> list[str]:

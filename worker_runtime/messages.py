@@ -45,6 +45,14 @@ KIND_COMMAND = "command"
 CONTROL_STREAM_MAXLEN = 10_000
 
 
+def entry_time_ms(entry_id: str) -> int | None:
+    """When a stream entry was added: the milliseconds part of its id (``None`` if not one)."""
+    head, _, seq = entry_id.partition("-")
+    if head.isdigit() and len(head) <= 15 and (not seq or seq.isdigit()):
+        return int(head) or None
+    return None
+
+
 def encode_task(task: Task) -> dict[str, str]:
     """Stream fields for a task."""
     return {"kind": KIND_TASK, "data": task.model_dump_json(exclude={"attempt"})}

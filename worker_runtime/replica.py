@@ -21,6 +21,7 @@ from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.context import RUNTIME_VERSION, RuntimeContext
 from worker_runtime.envelope import Envelope, is_terminal, load_record, result_messages
 from worker_runtime.jsontext import safe_text
+from worker_runtime.messages import entry_time_ms
 from worker_runtime.models import (
     WORKER_RUNTIME_CAPABILITIES,
     AdminState,
@@ -500,6 +501,9 @@ class Replica:
         created: int | None = None
         if record is None:
             execution_id = os.urandom(8).hex()
+            # When this attempt was queued (the entry's XADD time): created -> started is
+            # its queue wait, as by-framework's records measure it.
+            created = entry_time_ms(entry_id)
         else:
             # A by-framework client's record names the execution and when it was made.
             execution_id = str(record.get("execution_id") or os.urandom(8).hex())

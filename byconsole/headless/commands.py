@@ -19,6 +19,7 @@ from rich.text import Text
 from byconsole.config import Context
 from byconsole.headless import checks as chk
 from byconsole.headless.render_dead import dead_detail, dead_table
+from byconsole.headless.render_find import find_view, session_view
 from byconsole.headless.render_pending import pending_table
 from byconsole.headless.render_table import (
     contexts_table,
@@ -49,6 +50,7 @@ from worker_runtime.admin import (
     WorkerOnlineError,
 )
 from worker_runtime.dead_letters import DeadLetter, DeadLetters
+from worker_runtime.lookup import Lookup, timeline_document
 from worker_runtime.models import AdminAction, Status, now_ms
 from worker_runtime.pending import NotPendingError, PendingEntries, PendingEntry
 from worker_runtime.quota import check_scale_count
@@ -726,6 +728,36 @@ async def type_dead_letter(session: Session, args: argparse.Namespace) -> int:
 
 
 # -- contexts -------------------------------------------------------------------------------
+
+
+# -- find / session -----------------------------------------------------------------------
+
+
+async def find(session: Session, args: argparse.Namespace) -> int:
+    """``find ID``: what the id is, where it was found, its state and timings."""
+    result = await Lookup(session.redis, session.keys).find(args.lookup_id)
+    if not result.found:
+        raise NotFoundError(
+            f"unknown id: {safe_text(args.lookup_id, 120)} (no task, execution, "
+            "message, session or trace has it)"
+        )
+    if args.json:
+        print_json(result.json_document())
+        return 0
+    emit(session.out, find_view(result, now_ms()))
+    return 0
+
+
+async def session_timeline(session: Session, args: argparse.Namespace) -> int:
+    """``session ID``: the session's executions in order, with waits and traces."""
+    timeline = await Lookup(session.redis, session.keys).session(args.session_id)
+    if not timeline.found:
+        raise NotFoundError(f"unknown session: {safe_text(args.session_id, 120)}")
+    if args.json:
+        print_json(timeline_document(timeline))
+        return 0
+    emit(session.out, session_view(timeline, now_ms()))
+    return 0
 
 
 def list_contexts(

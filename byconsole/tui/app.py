@@ -39,9 +39,11 @@ from byconsole.tui.actions import (
 from byconsole.tui.backend import Backend, RedisBackend
 from byconsole.tui.palette import ConsoleCommands
 from byconsole.tui.release import release_after_paint
+from byconsole.tui.screens.find import FindLoaders
 from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
 from byconsole.tui.views import workers as workers_view
 from worker_runtime.dead_letters import DeadLetter
+from worker_runtime.lookup import LookupResult, SessionTimeline
 from worker_runtime.pending import PendingPage
 from worker_runtime.quota import MAX_SCALE
 from worker_runtime.settings import ConfigError, RedisSettings
@@ -141,6 +143,7 @@ class ConsoleApp(App[int]):
                 dead_loader=self.read_dead,
                 read_only_reason=self.read_only_reason(),
                 pending_loader=self.read_pending,
+                find_loaders=self.find_loaders(),
             )
         return OperatorScreen(
             self.backend.endpoint,
@@ -152,6 +155,7 @@ class ConsoleApp(App[int]):
             clock=self.clock,
             dead_loader=self.read_dead,
             pending_loader=self.read_pending,
+            find_loaders=self.find_loaders(),
         )
 
     def read_only_reason(self) -> str:
@@ -184,6 +188,17 @@ class ConsoleApp(App[int]):
     async def read_detail(self, worker_id: str) -> WorkerDetail:
         """The detail screen's loader."""
         return await self.backend.read_detail(worker_id)
+
+    def find_loaders(self) -> FindLoaders:
+        """What the find screens read through: the current backend (contexts switch it)."""
+
+        async def find(lookup_id: str) -> LookupResult:
+            return await self.backend.find(lookup_id)
+
+        async def session(session_id: str) -> SessionTimeline:
+            return await self.backend.read_session(session_id)
+
+        return FindLoaders(find, session)
 
     # -- the poll loop -----------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from worker_runtime.admin import (
 from worker_runtime.connection import LOOP_ERRORS, create_redis, not_redis_server
 from worker_runtime.dead_letters import DeadLetter, DeadLetters
 from worker_runtime.fleet import FleetReader
+from worker_runtime.lookup import Lookup, LookupResult, SessionTimeline
 from worker_runtime.pending import NotPendingError, PendingEntries, PendingPage
 from worker_runtime.redact import redact
 from worker_runtime.settings import RedisSettings
@@ -80,6 +81,14 @@ class Backend(Protocol):
 
     async def read_pending(self, agent_type: str, limit: int) -> PendingPage:
         """The first ``limit`` pending entries of a type over every group; raises on outage."""
+        ...
+
+    async def find(self, lookup_id: str) -> LookupResult:
+        """What an id is (task, execution, message, session, trace); raises on outage."""
+        ...
+
+    async def read_session(self, session_id: str) -> SessionTimeline:
+        """A session's executions in order and its traces; raises on outage."""
         ...
 
     def describe(self, exc: BaseException) -> str:
@@ -142,6 +151,16 @@ class RedisBackend:
         pending = PendingEntries(self.redis, self.settings.keys, self.manager.operator)
         async with asyncio.timeout(self.read_timeout):
             return await pending.page(agent_type, limit)
+
+    async def find(self, lookup_id: str) -> LookupResult:
+        """What an id is, in a constant number of round trips (:class:`Lookup`)."""
+        async with asyncio.timeout(self.read_timeout):
+            return await Lookup(self.redis, self.settings.keys).find(lookup_id)
+
+    async def read_session(self, session_id: str) -> SessionTimeline:
+        """A session's timeline."""
+        async with asyncio.timeout(self.read_timeout):
+            return await Lookup(self.redis, self.settings.keys).session(session_id)
 
     async def send(self, request: ActionRequest) -> list[ActionOutcome]:
         """Write the action for each target through :class:`WorkerManager`."""
@@ -332,6 +351,8 @@ class StaticBackend:
         dead: the dead letters :meth:`read_dead` serves (by-framework's control-plane
             ones whatever the types asked).
         pending: the pending pages :meth:`read_pending` serves, by type.
+        lookups: what :meth:`find` answers per id (others: not found).
+        sessions: what :meth:`read_session` answers per session id (others: empty).
     """
 
     def __init__(
@@ -340,11 +361,15 @@ class StaticBackend:
         details: dict[str, WorkerDetail] | None = None,
         dead: list[DeadLetter] | None = None,
         pending: dict[str, PendingPage] | None = None,
+        lookups: dict[str, LookupResult] | None = None,
+        sessions: dict[str, SessionTimeline] | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.details = details or {}
         self.dead = list(dead or [])
         self.pending = dict(pending or {})
+        self.lookups = lookups or {}
+        self.sessions = sessions or {}
         self.endpoint = snapshot.redis.endpoint or "static snapshot"
 
     async def read(self) -> FleetSnapshot:
@@ -375,6 +400,14 @@ class StaticBackend:
         """The fixed page of the type (empty when none was given)."""
         page = self.pending.get(agent_type, PendingPage(agent_type=agent_type))
         return page.model_copy(update={"entries": page.entries[:limit]})
+
+    async def find(self, lookup_id: str) -> LookupResult:
+        """The fixed answer for the id, or not found."""
+        return self.lookups.get(lookup_id) or LookupResult(query=lookup_id)
+
+    async def read_session(self, session_id: str) -> SessionTimeline:
+        """The fixed timeline, or an empty one."""
+        return self.sessions.get(session_id) or SessionTimeline(session_id=session_id)
 
     async def send(self, request: ActionRequest) -> list[ActionOutcome]:
         """Refuse: a static snapshot has nothing to act on."""

@@ -65,6 +65,13 @@ class ConsoleCommands(Provider):
             )
         out.append(PaletteCommand("Filter workers (/)", main.action_filter, "Filter the table"))
         out.append(PaletteCommand("Keys (?)", main.action_help, "Every key binding"))
+        out.append(
+            PaletteCommand(
+                "Find an id (g)",
+                main.action_find,
+                "What a task, execution, message, session or trace id is",
+            )
+        )
         for name, context in sorted(console.contexts.items()):
             if name == console.context_name:
                 continue

@@ -65,6 +65,7 @@ NAVIGATION: tuple[tuple[str, str], ...] = (
     ("", "on an alert (7): the type's workers, the worker or the dead letters (Esc back)"),
     ("/", "Filter workers as you type, with the match count (Enter keeps, Esc clears)"),
     ("p", "On Types: the selected type's pending entries (owner, idle, deliveries)"),
+    ("g / :", "Find an id: task, execution, message, session or trace (s: its session)"),
     ("o / O", "Sort by the next column / reverse the order"),
     ("ctrl+p", "Command palette: every action, views, contexts"),
     ("?", "This help"),

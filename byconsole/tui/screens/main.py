@@ -36,6 +36,7 @@ from byconsole.tui.actions import (
 )
 from byconsole.tui.screens.confirm import ConfirmScreen
 from byconsole.tui.screens.detail import DetailLoader, DetailScreen
+from byconsole.tui.screens.find import FindLoaders, FindPromptScreen, FindScreen
 from byconsole.tui.screens.help import HelpScreen
 from byconsole.tui.screens.pending import OperatorPendingScreen, PendingLoader, PendingScreen
 from byconsole.tui.screens.prompt import ChoiceScreen, CountScreen
@@ -66,6 +67,9 @@ VIEWS: tuple[tuple[str, str], ...] = (
 DeadLoader = Callable[[list[str], int], Awaitable[list[DeadLetter]]]
 """Reads the newest N dead letters of some types."""
 
+FIND_KEYS = ("g", "colon")
+"""Open the find prompt (an id: task, execution, message, session or trace)."""
+
 _ACTION_KEYS: dict[str, str] = {spec.key: spec.label.lower() for spec in ACTIONS}
 """Action key -> what it would do (for the read-only notice)."""
 
@@ -91,6 +95,7 @@ class MonitorScreen(Screen[None]):
         read_only_reason: why the console is read-only (a flag or the context), for the
             warning an action key gets.
         pending_loader: reads a type's pending entries (the pending screen, ``p``).
+        find_loaders: what the find prompt (``g`` / ``:``) and its screens read through.
     """
 
     read_only = True
@@ -121,6 +126,7 @@ class MonitorScreen(Screen[None]):
         Binding("p", "pending", "Pending", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
+        Binding(",".join(FIND_KEYS), "find", "Find id", key_display="g", show=False),
     ]
 
     def __init__(
@@ -135,8 +141,12 @@ class MonitorScreen(Screen[None]):
         dead_loader: DeadLoader | None = None,
         read_only_reason: str = "--read-only",
         pending_loader: PendingLoader | None = None,
+        find_loaders: FindLoaders | None = None,
     ) -> None:
         super().__init__()
+        self.find_loaders = find_loaders
+        self._find_prompt: FindPromptScreen | None = None
+        """The open find prompt: keys still reaching this screen are passed to it."""
         self.read_only_why = read_only_reason
         self.dead_loader = dead_loader
         self.pending_loader = pending_loader
@@ -180,6 +190,19 @@ class MonitorScreen(Screen[None]):
 
     def on_key(self, event: events.Key) -> None:
         """An action key on a read-only console says why nothing happens."""
+        prompt = self._find_prompt
+        if prompt is not None and prompt.take_key(event):
+            # Typed right after g, before the prompt took over: it belongs to the id.
+            event.stop()
+            event.prevent_default()
+            return
+        if prompt is None and event.key in FIND_KEYS:
+            # Here, not by the binding alone: a binding runs once the key has bubbled
+            # to the app, after the keys typed behind it have reached this screen.
+            event.stop()
+            event.prevent_default()
+            self.action_find()
+            return
         if self.read_only and event.key in _ACTION_KEYS:
             event.stop()
             self.notify(
@@ -323,6 +346,21 @@ class MonitorScreen(Screen[None]):
             read_only_reason=self.read_only_why,
         )
 
+    def action_find(self) -> None:
+        """Ask for an id (``g`` / ``:``), then show what it is."""
+        loaders = self.find_loaders
+        if loaders is None:
+            self.notify("finding ids is not available here", markup=False)
+            return
+
+        def found(lookup_id: str | None) -> None:
+            self._find_prompt = None
+            if lookup_id:
+                self.app.push_screen(FindScreen(lookup_id, loaders, self.describe))
+
+        self._find_prompt = FindPromptScreen()
+        self.app.push_screen(self._find_prompt, found)
+
     @on(DataTable.RowSelected, "#types-table")
     def _drill_type(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -446,6 +484,7 @@ class OperatorScreen(MonitorScreen):
         clock: Callable[[], float] = time.monotonic,
         dead_loader: DeadLoader | None = None,
         pending_loader: PendingLoader | None = None,
+        find_loaders: FindLoaders | None = None,
     ) -> None:
         super().__init__(
             endpoint,
@@ -457,6 +496,7 @@ class OperatorScreen(MonitorScreen):
             dead_loader=dead_loader,
             read_only_reason="",
             pending_loader=pending_loader,
+            find_loaders=find_loaders,
         )
         self.max_scale = max_scale
 
