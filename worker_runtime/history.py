@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from worker_runtime.models import MetricsPoint, TierPoint, TierTypeFigures
+from worker_runtime.models import SOURCE_OURS, MetricsPoint, TierPoint, TierTypeFigures
 
 MAX_TIER_TYPES = 64
 """Types kept per tier point (the deepest, then the busiest): a point stays a few KB
@@ -78,6 +78,18 @@ unusual deployments; the console must be given the same value as the workers."""
 
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
+
+
+DEPTH_DEFINITIONS: dict[str, str] = {
+    SOURCE_OURS: "undelivered + pending",
+    "by-framework": "XLEN, the stream length",
+}
+"""What ``queue_depth`` means in a point, by its writer (``MetricsPoint.source``)."""
+
+
+def depth_definition(source: str | None) -> str:
+    """What a writer's queue depth means (``unknown`` for a writer we do not know)."""
+    return DEPTH_DEFINITIONS.get(source or "", "unknown")
 
 
 def parse_duration(text: str) -> int:
