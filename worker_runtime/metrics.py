@@ -158,11 +158,14 @@ async def collect_forever(ctx: RuntimeContext, epoch: int) -> None:
 def deltas(
     counters: dict[str, int], previous: dict[str, int] | None, prefix: str
 ) -> dict[str, int]:
-    """Per type, how much a ``{prefix}{type}`` counter grew since ``previous`` (none: 0)."""
+    """Per type, how much a ``{prefix}{type}`` counter grew since ``previous`` (none: 0).
+
+    A counter ``previous`` lacks was created since: it grew from 0.
+    """
     if previous is None:
         return {}
     return {
-        key[len(prefix) :]: max(0, value - previous.get(key, value))
+        key[len(prefix) :]: max(0, value - previous.get(key, 0))
         for key, value in counters.items()
         if key.startswith(prefix)
     }

@@ -20,6 +20,7 @@ from worker_runtime.history import (
     sample,
     tier_for,
 )
+from worker_runtime.metrics import deltas
 from worker_runtime.models import SOURCE_OURS, MetricsPoint, TierPoint, TypeMetrics
 
 
@@ -111,3 +112,11 @@ def test_shared_points_are_labelled_with_their_writer() -> None:
     assert MetricsPoint.parse("{broken").source == "unknown"
     assert MetricsPoint.parse({"ts": 1, "source": "ts-sdk"}).source == "ts-sdk"
     assert TierPoint.parse('{"ts": "x", "queue_depth": 4}').queue_depth == 4
+
+
+def test_counter_deltas_between_two_samples() -> None:
+    now = {"processed:a": 5, "processed:b": 2, "failed:a": 1}
+    # b's counter was created since the previous sample: it grew from 0.
+    assert deltas(now, {"processed:a": 3}, "processed:") == {"a": 2, "b": 2}
+    assert deltas(now, None, "processed:") == {}  # a collector's first sample counts nothing
+    assert deltas({"processed:a": 1}, {"processed:a": 9}, "processed:") == {"a": 0}  # reset
