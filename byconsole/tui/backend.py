@@ -27,7 +27,7 @@ from worker_runtime.dead_letters import DeadLetter, DeadLetters
 from worker_runtime.fleet import FleetReader
 from worker_runtime.redact import redact
 from worker_runtime.settings import RedisSettings
-from worker_runtime.snapshot import FleetSnapshot, WorkerDetail, WorkerView
+from worker_runtime.snapshot import FleetSnapshot, MetricsView, WorkerDetail, WorkerView
 
 # redis-py's cluster client can raise more than RedisError mid-failover (see
 # worker_runtime.connection.LOOP_ERRORS); an action must report it, not vanish.
@@ -67,6 +67,10 @@ class Backend(Protocol):
 
     async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
         """The newest ``limit`` dead letters of each type, newest first; raises on outage."""
+        ...
+
+    def set_history_range(self, history_range: str) -> None:
+        """The metrics range the next reads carry (a name of ``history.RANGES``)."""
         ...
 
     def describe(self, exc: BaseException) -> str:
@@ -115,6 +119,10 @@ class RedisBackend:
         """One worker in depth."""
         async with asyncio.timeout(self.read_timeout):
             return await self.reader.read_worker_detail(worker_id)
+
+    def set_history_range(self, history_range: str) -> None:
+        """The next read fetches that range of our history whole, later ones its news."""
+        self.reader.set_history_range(history_range)
 
     async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
         """The newest ``limit`` dead letters of each type, newest first."""
@@ -256,6 +264,7 @@ class StaticBackend:
         details: what :meth:`read_detail` returns per worker id; a worker without an
             entry gets a detail built from its row in ``snapshot``.
         dead: the dead letters :meth:`read_dead` serves.
+        histories: the metrics served per range (others: the snapshot's own).
     """
 
     def __init__(
@@ -263,15 +272,25 @@ class StaticBackend:
         snapshot: FleetSnapshot,
         details: dict[str, WorkerDetail] | None = None,
         dead: list[DeadLetter] | None = None,
+        histories: dict[str, MetricsView] | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.details = details or {}
         self.dead = list(dead or [])
+        self.histories = dict(histories or {})
+        self.history_range = snapshot.metrics.history_range
         self.endpoint = snapshot.redis.endpoint or "static snapshot"
 
     async def read(self) -> FleetSnapshot:
-        """The fixed snapshot."""
-        return self.snapshot
+        """The fixed snapshot (with the metrics of the range asked for, if given)."""
+        metrics = self.histories.get(self.history_range)
+        if metrics is None:
+            return self.snapshot
+        return self.snapshot.model_copy(update={"metrics": metrics})
+
+    def set_history_range(self, history_range: str) -> None:
+        """Serve that range's metrics from now on."""
+        self.history_range = history_range
 
     async def read_detail(self, worker_id: str) -> WorkerDetail:
         """The fixed detail, or one made from the snapshot row."""

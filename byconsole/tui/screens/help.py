@@ -58,6 +58,7 @@ NAVIGATION: tuple[tuple[str, str], ...] = (
     ("enter", "Worker details; on a type or instance row: its workers (Esc back)"),
     ("/", "Filter workers as you type, with the match count (Enter keeps, Esc clears)"),
     ("o / O", "Sort by the next column / reverse the order"),
+    ("[ / ]", "Metrics view: shorter / longer time range (15m 1h 6h 24h 7d)"),
     ("ctrl+p", "Command palette: every action, views, contexts"),
     ("?", "This help"),
     ("q", "Quit"),

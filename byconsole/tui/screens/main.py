@@ -107,6 +107,8 @@ class MonitorScreen(Screen[None]):
             for i, (view, title) in enumerate(VIEWS, start=1)
         ),
         Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("left_square_bracket", "history_range(-1)", "Shorter range", show=False),
+        Binding("right_square_bracket", "history_range(1)", "Longer range", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -257,6 +259,13 @@ class MonitorScreen(Screen[None]):
     @on(TabbedContent.TabActivated)
     def _tab_changed(self) -> None:
         self.refresh_bindings()
+
+    def action_history_range(self, step: int) -> None:
+        """``[`` / ``]``: the Metrics view's previous / next time range."""
+        if self.active_view != "metrics":
+            self.notify("Time ranges are in the Metrics view (4).", severity="warning")
+            return
+        self.metrics_view.cycle_range(step)
 
     def action_filter(self) -> None:
         """Open the workers filter."""
