@@ -209,7 +209,9 @@ class FleetReader:
         endpoint: the endpoint as it may be shown (password masked).
         history_limit: how many shared metrics history points (the most recent) to read.
         history_range: the range of our own history each read carries
-            (:data:`worker_runtime.history.RANGES`; :meth:`set_history_range` changes it).
+            (:data:`worker_runtime.history.RANGES`; :meth:`set_history_range` changes it);
+            None: no tier is read (callers that show no history), the snapshot's history
+            is our points of the shared tail.
         tiers: our history's tiers (default: :func:`~worker_runtime.history.configured_tiers`).
         events_limit: how many audit events (the most recent) to read.
         freeze_from: after a read of at least this many workers, every object alive
@@ -235,7 +237,7 @@ class FleetReader:
         history_limit: int = 120,
         events_limit: int = 100,
         freeze_from: int | None = None,
-        history_range: str = DEFAULT_RANGE,
+        history_range: str | None = DEFAULT_RANGE,
         tiers: Sequence[Tier] | None = None,
     ) -> None:
         self.redis = redis
@@ -246,7 +248,7 @@ class FleetReader:
         self.freeze_from = freeze_from
         self.round_trips = 0
         self.tiers = tuple(tiers) if tiers else configured_tiers()
-        self.history_range = DEFAULT_RANGE
+        self.history_range: str | None = None
         self._window: _Window | None = None
         self.set_history_range(history_range)
         self._bulk_script: bool | None = None
@@ -437,7 +439,7 @@ class FleetReader:
                 "leader_epoch": _c("get", k.leader_epoch),
                 "targets": _c("hgetall", k.scale_targets),
                 "history": _c("zrange", k.metrics_history, -self.history_limit, -1),
-                "tier": self._tier_command(now),
+                **({"tier": self._tier_command(now)} if self.history_range else {}),
                 "events": _c("xrevrange", k.audit_stream, "+", "-", self.events_limit),
                 # by-framework's admin-state index: a suspended or evicted worker that
                 # left the registry (by-framework's do on exit) is still listed.
@@ -569,7 +571,7 @@ class FleetReader:
         types = [type_view(t, td, targets.get(t)) for t, td in sorted(type_data.items())]
 
         # A range's first read parses up to ~1,000 tier points: off the loop then.
-        tier_reply = r1["tier"]
+        tier_reply = r1.get("tier")
         series, foreign = await _off_loop(
             len(tier_reply) if isinstance(tier_reply, list) else 0,
             self._series,
@@ -583,7 +585,7 @@ class FleetReader:
             instances = build_instances(scores, instance_leases, workers, types, leader)
             metrics = fleet_metrics(workers, types, series).model_copy(
                 update={
-                    "history_range": self.history_range,
+                    "history_range": self.history_range or DEFAULT_RANGE,
                     "tier": self._window.tier if self._window and self._window.points else None,
                     "foreign": foreign,
                 }
@@ -703,7 +705,7 @@ class FleetReader:
         Raises:
             ValueError: an unknown range name.
         """
-        name = history_range or self.history_range
+        name = history_range or self.history_range or DEFAULT_RANGE
         length = range_ms(name)
         tier = tier_for(length, self.tiers)
         now = now_ms()
@@ -732,10 +734,11 @@ class FleetReader:
             foreign=foreign[-keep:],
         )
 
-    def set_history_range(self, name: str) -> None:
+    def set_history_range(self, name: str | None) -> None:
         """The range the next reads carry (its first read fetches it whole, later ones
-        only the buckets since); ValueError for an unknown name."""
-        range_ms(name)
+        only the buckets since; None: none); ValueError for an unknown name."""
+        if name is not None:
+            range_ms(name)
         if name != self.history_range:
             self._window = None
         self.history_range = name
@@ -743,7 +746,7 @@ class FleetReader:
     def _tier_command(self, now: int) -> _Cmd:
         """Round trip 1's read of our tier: the whole range once, then only the newest
         bucket (which may have grown) and those after it: a refresh reads a point or two."""
-        length = range_ms(self.history_range)
+        length = range_ms(self.history_range or DEFAULT_RANGE)
         tier = tier_for(length, self.tiers)
         window = self._window
         if window is None or window.tier != tier.name or not window.points:
@@ -758,6 +761,9 @@ class FleetReader:
     ) -> tuple[list[MetricsPoint], list[MetricsPoint]]:
         """Our series for the range (the cached window updated by ``reply``) and the shared
         history's points of other writers."""
+        foreign = [p for p in shared if p.source != SOURCE_OURS]
+        if self.history_range is None:
+            return [p for p in shared if p.source == SOURCE_OURS], foreign
         length = range_ms(self.history_range)
         tier = tier_for(length, self.tiers)
         fresh = [TierPoint.parse(m).to_point() for m in _members(reply)]
@@ -767,7 +773,6 @@ class FleetReader:
         kept = [p for p in held if first_new is None or p.ts < first_new]
         points = [p for p in kept + fresh if p.ts >= now - length - tier.step_ms]
         self._window = _Window(tier.name, points)
-        foreign = [p for p in shared if p.source != SOURCE_OURS]
         if points:
             return points, foreign
         # No tier yet (a leader of an older version, or none): our points of the shared

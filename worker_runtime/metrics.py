@@ -132,7 +132,7 @@ async def collect_forever(ctx: RuntimeContext, epoch: int) -> None:
     """Every ``metrics_interval`` seconds: fold a sample into our tiers (always, fenced by
     ``epoch``) and, while holding the shared collector lock, write the shared point."""
     interval = ctx.settings.metrics_interval
-    reader = FleetReader(ctx.redis, ctx.keys, history_limit=1, events_limit=1)
+    reader = FleetReader(ctx.redis, ctx.keys, history_limit=1, events_limit=1, history_range=None)
     previous: dict[str, int] | None = None
     previous_at = time.monotonic()
     holder = ctx.instance_id

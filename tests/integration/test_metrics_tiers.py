@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.backends import Backend
+from tests.integration.cli_helpers import cli_env, run
 from tests.integration.runtime_helpers import eventually, spawn_worker, stop_process
 from worker_runtime.fencing import put_tier_point, raise_fences
 from worker_runtime.fleet import FleetReader
@@ -199,3 +200,27 @@ async def test_the_range_reader_picks_the_tier_and_then_reads_only_new_buckets(
     assert second.metrics.history[-1].queue_depth == 77
     assert second.metrics.history[:-1] == first.metrics.history
     assert second.redis.round_trips == first.redis.round_trips
+
+
+async def test_metrics_history_range_in_the_cli(backend: Backend, tmp_path: Path) -> None:
+    redis, keys = backend.redis, backend.keys
+    now = now_ms()
+    coarse = keys.metrics_tier("10m")
+    for i in range(200):  # 33 hours of 10-minute buckets, depth = the bucket's index
+        ts = bucket_of(now, 600_000) - (199 - i) * 600_000
+        await _put(redis, coarse, TierPoint(ts=ts, last_ts=ts, samples=60, queue_depth=i))
+    await redis.zadd(keys.metrics_history, {_by_framework_point(now - 5_000, 500): now - 5_000})
+    env = cli_env(backend.url, tmp_path, **backend.env)
+
+    doc = run(["metrics", "history", "--range", "24h", "--json"], env).json()
+    assert (doc["history_range"], doc["tier"], doc["step_ms"]) == ("24h", "10m", 600_000)
+    depths = [p["queue_depth"] for p in doc["points"]]
+    assert 144 <= len(depths) <= 146 and depths == sorted(depths) and depths[-1] == 199
+    assert [(p["source"], p["queue_depth"]) for p in doc["foreign"]] == [("by-framework", 500)]
+
+    table = run(["metrics", "history", "--range", "24h"], env)
+    assert table.code == 0
+    assert f"{len(depths)} point(s) over 24h, from tier 10m" in table.out
+    assert "Written by another collector: by-framework (depth = XLEN" in table.out
+    bad = run(["metrics", "history", "--range", "3w"], env)
+    assert bad.code == 2 and "invalid choice" in bad.err
