@@ -76,6 +76,8 @@ def _bad_values(name: str, info: FieldInfo) -> list[str]:
         values += ["h1:notaport", "h1:99999", "h1:6379,:7000"]
     if name == "consumer_group":
         values += ["tab\there", "a" * 201, " padded "]
+    if name == "metrics_tiers":
+        values += ["10s", "1m:30s", "x:1h", "1m:1h,10s:2h", "0s:1h"]
     if name in ("url_file", "password_file"):
         values += ["/nonexistent/secret", "/"]  # missing, a directory
     return values
