@@ -188,6 +188,16 @@ class _Window:
     points: list[MetricsPoint]
 
 
+@dataclass(frozen=True, slots=True)
+class _TierPlan:
+    """What one read asks of our history: the range, its tier, the command."""
+
+    history_range: str
+    length: int
+    tier: Tier
+    command: _Cmd
+
+
 def _members(reply: Any) -> list[str]:
     """The string members of a ZSet range reply (anything else: none)."""
     return [m for m in reply if isinstance(m, str)] if isinstance(reply, list) else []
@@ -429,6 +439,8 @@ class FleetReader:
 
         # -- round trip 1: the indexes ---------------------------------------------
         cluster = isinstance(self.redis, RedisCluster)
+        # Fixed now: the range may change (set_history_range) while this read runs.
+        plan = self._tier_plan(now)
         probe = not cluster and self._bulk_script is None
         r1, failed1 = await self._run_named(
             {
@@ -439,7 +451,7 @@ class FleetReader:
                 "leader_epoch": _c("get", k.leader_epoch),
                 "targets": _c("hgetall", k.scale_targets),
                 "history": _c("zrange", k.metrics_history, -self.history_limit, -1),
-                **({"tier": self._tier_command(now)} if self.history_range else {}),
+                **({"tier": plan.command} if plan else {}),
                 "events": _c("xrevrange", k.audit_stream, "+", "-", self.events_limit),
                 # by-framework's admin-state index: a suspended or evicted worker that
                 # left the registry (by-framework's do on exit) is still listed.
@@ -572,9 +584,10 @@ class FleetReader:
 
         # A range's first read parses up to ~1,000 tier points: off the loop then.
         tier_reply = r1.get("tier")
-        series, foreign = await _off_loop(
+        series, foreign, from_tier = await _off_loop(
             len(tier_reply) if isinstance(tier_reply, list) else 0,
             self._series,
+            plan,
             tier_reply,
             history,
             now,
@@ -585,8 +598,8 @@ class FleetReader:
             instances = build_instances(scores, instance_leases, workers, types, leader)
             metrics = fleet_metrics(workers, types, series).model_copy(
                 update={
-                    "history_range": self.history_range or DEFAULT_RANGE,
-                    "tier": self._window.tier if self._window and self._window.points else None,
+                    "history_range": plan.history_range if plan else DEFAULT_RANGE,
+                    "tier": plan.tier.name if plan and from_tier else None,
                     "foreign": foreign,
                 }
             )
@@ -743,38 +756,41 @@ class FleetReader:
             self._window = None
         self.history_range = name
 
-    def _tier_command(self, now: int) -> _Cmd:
-        """Round trip 1's read of our tier: the whole range once, then only the newest
-        bucket (which may have grown) and those after it: a refresh reads a point or two."""
-        length = range_ms(self.history_range or DEFAULT_RANGE)
-        tier = tier_for(length, self.tiers)
-        window = self._window
-        if window is None or window.tier != tier.name or not window.points:
-            since = now - length - tier.step_ms
-        else:
-            since = window.points[-1].ts
-        key = self.keys.metrics_tier(tier.name)
-        return _c("zrangebyscore", key, since, "+inf", start=0, num=length // tier.step_ms + 2)
-
-    def _series(
-        self, reply: Any, shared: list[MetricsPoint], now: int
-    ) -> tuple[list[MetricsPoint], list[MetricsPoint]]:
-        """Our series for the range (the cached window updated by ``reply``) and the shared
-        history's points of other writers."""
-        foreign = [p for p in shared if p.source != SOURCE_OURS]
+    def _tier_plan(self, now: int) -> _TierPlan | None:
+        """Round trip 1's read of our tier (None: no range): the whole range once, then
+        only the newest bucket (which may have grown) and those after it."""
         if self.history_range is None:
-            return [p for p in shared if p.source == SOURCE_OURS], foreign
+            return None
         length = range_ms(self.history_range)
         tier = tier_for(length, self.tiers)
+        window = self._window
+        whole = window is None or window.tier != tier.name or not window.points
+        since = now - length - tier.step_ms if whole or window is None else window.points[-1].ts
+        key = self.keys.metrics_tier(tier.name)
+        command = _c("zrangebyscore", key, since, "+inf", start=0, num=length // tier.step_ms + 2)
+        return _TierPlan(self.history_range, length, tier, command)
+
+    def _series(
+        self, plan: _TierPlan | None, reply: Any, shared: list[MetricsPoint], now: int
+    ) -> tuple[list[MetricsPoint], list[MetricsPoint], bool]:
+        """Our series for the planned range (the held window updated by ``reply``), the
+        shared history's points of other writers, and whether the series is a tier's."""
+        foreign = [p for p in shared if p.source != SOURCE_OURS]
+        ours_shared = [p for p in shared if p.source == SOURCE_OURS]
+        if plan is None:
+            return ours_shared, foreign, False
         fresh = [TierPoint.parse(m).to_point() for m in _members(reply)]
         window = self._window
-        held = window.points if window is not None and window.tier == tier.name else []
+        held = window.points if window is not None and window.tier == plan.tier.name else []
         first_new = fresh[0].ts if fresh else None
         kept = [p for p in held if first_new is None or p.ts < first_new]
-        points = [p for p in kept + fresh if p.ts >= now - length - tier.step_ms]
-        self._window = _Window(tier.name, points)
+        cutoff = now - plan.length - plan.tier.step_ms
+        points = [p for p in kept + fresh if p.ts >= cutoff]
+        # A range changed during this read is read whole by the next one.
+        same = self.history_range == plan.history_range
+        self._window = _Window(plan.tier.name, points) if same else None
         if points:
-            return points, foreign
+            return points, foreign, True
         # No tier yet (a leader of an older version, or none): our points of the shared
         # history, the same definition.
-        return [p for p in shared if p.source == SOURCE_OURS and p.ts >= now - length], foreign
+        return [p for p in ours_shared if p.ts >= now - plan.length], foreign, False

@@ -194,8 +194,9 @@ async def test_the_range_reader_picks_the_tier_and_then_reads_only_new_buckets(
     first = await reader.read()
     ts = bucket_of(now, 600_000) + 600_000
     await _put(redis, keys.metrics_tier("10m"), TierPoint(ts=ts, last_ts=ts, queue_depth=77))
-    command = reader._tier_command(now)
-    assert command[1][1] == first.metrics.history[-1].ts  # from the newest bucket on
+    plan = reader._tier_plan(now)
+    assert plan is not None
+    assert plan.command[1][1] == first.metrics.history[-1].ts  # from the newest bucket on
     second = await reader.read()
     assert second.metrics.history[-1].queue_depth == 77
     assert second.metrics.history[:-1] == first.metrics.history
@@ -224,3 +225,29 @@ async def test_metrics_history_range_in_the_cli(backend: Backend, tmp_path: Path
     assert "Written by another collector: by-framework (depth = XLEN" in table.out
     bad = run(["metrics", "history", "--range", "3w"], env)
     assert bad.code == 2 and "invalid choice" in bad.err
+
+
+async def test_a_range_changed_during_a_read_is_read_whole_next(backend: Backend) -> None:
+    redis, keys = backend.redis, backend.keys
+    now = now_ms()
+    for tier, depth in (("10s", 1), ("10m", 2)):
+        step = 10_000 if tier == "10s" else 600_000
+        for n in range(5):
+            ts = bucket_of(now, step) - n * step
+            await _put(
+                redis, keys.metrics_tier(tier), TierPoint(ts=ts, last_ts=ts, queue_depth=depth)
+            )
+    reader = FleetReader(redis, keys)
+    await reader.read()  # holds 15m
+    plan = reader._tier_plan(now_ms())
+    assert plan is not None and plan.tier.name == "10s"
+    reader.set_history_range("24h")  # the operator, while that read is under way
+    reply: Any = await redis.zrangebyscore(keys.metrics_tier("10s"), 0, "+inf")
+    series, _, from_tier = reader._series(plan, reply, [], now_ms())
+    assert from_tier and {p.queue_depth for p in series} == {1}  # what that read asked for
+    following = reader._tier_plan(now_ms())
+    assert following is not None and following.tier.name == "10m"
+    assert following.command[1][1] < now - 86_400_000  # the new range, whole
+    snap = await reader.read()
+    assert (snap.metrics.history_range, snap.metrics.tier) == ("24h", "10m")
+    assert [p.queue_depth for p in snap.metrics.history] == [2] * 5

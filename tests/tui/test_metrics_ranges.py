@@ -90,6 +90,6 @@ async def test_range_keys_pick_the_tier_and_long_ranges_are_read_on_change(
         # The range was read whole once; later refreshes read from its newest bucket on.
         backend = app.backend
         assert isinstance(backend, RedisBackend)
-        command = backend.reader._tier_command(now_ms())
-        assert main.snapshot is not None
-        assert command[1][1] == main.snapshot.metrics.history[-1].ts
+        plan = backend.reader._tier_plan(now_ms())
+        assert main.snapshot is not None and plan is not None
+        assert plan.command[1][1] == main.snapshot.metrics.history[-1].ts
