@@ -229,6 +229,7 @@ CONSOLE_FLAGS: list[tuple[list[str], str]] = [
     (["metrics", "history", "--limit", "0"], "'0' must be from 1 to 100000"),
     (["metrics", "history", "--limit", "100001"], "must be from 1 to 100000"),
     (["metrics", "history", "--limit", "ten"], "'ten' is not a whole number"),
+    (["metrics", "history", "--range", "3w"], "invalid choice: '3w'"),
     (["scale", "chat", "-1"], f"scale count -1 is out of range: {BOUND}"),
     (["scale", "chat", "1001"], f"scale count 1001 is out of range: {BOUND}"),
     (["scale", "chat", "9" * 30], f"is out of range: {BOUND}"),
