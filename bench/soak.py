@@ -29,6 +29,7 @@ from worker_runtime.admin import WorkerManager
 from worker_runtime.audit import AUDIT_MAXLEN, add_audit, audit_fields
 from worker_runtime.batcher import SESSION_STREAM_MAXLEN
 from worker_runtime.embedded import RedisServer
+from worker_runtime.history import parse_tiers
 from worker_runtime.keys import Keys
 from worker_runtime.messages import CONTROL_STREAM_MAXLEN, encode_task
 from worker_runtime.models import Task
@@ -39,6 +40,8 @@ AGENT_TYPE = "soak"
 EXECUTION_CAP = 200
 METRICS_INTERVAL_S = 0.5
 METRICS_RETENTION_S = 5.0
+METRICS_TIERS = "500ms:3s,1s:6s,2s:12s"
+"""Short tiers of our own history, so a soak sees each trimmed by its retention many times."""
 SETTINGS = {
     "BYAI_HEARTBEAT_INTERVAL": "0.3",
     "BYAI_LEASE_TTL": "2",
@@ -46,6 +49,7 @@ SETTINGS = {
     "BYAI_EXECUTION_CAP": str(EXECUTION_CAP),
     "BYAI_METRICS_INTERVAL": str(METRICS_INTERVAL_S),
     "BYAI_METRICS_RETENTION": str(METRICS_RETENTION_S),
+    "BYAI_METRICS_TIERS": METRICS_TIERS,
 }
 STREAM_NODE = 100
 """``stream-node-max-entries``: ``MAXLEN ~``/``MINID ~`` trim whole nodes of this size."""
@@ -126,6 +130,16 @@ def _caps(keys: Keys, workers: list[str], session: str) -> list[Cap]:
     caps += [
         Cap("audit stream", "XLEN", [keys.audit_stream], AUDIT_MAXLEN + STREAM_NODE),
         Cap("metrics history", "ZCARD", [keys.metrics_history], history_points),
+        *(
+            # One member per bucket, trimmed from the newest by the retention.
+            Cap(
+                f"metrics tier {t.name}",
+                "ZCARD",
+                [keys.metrics_tier(t.name)],
+                t.retention_ms // t.step_ms + 1,
+            )
+            for t in parse_tiers(METRICS_TIERS)
+        ),
         Cap(
             "session data stream",
             "XLEN",

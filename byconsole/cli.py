@@ -25,6 +25,7 @@ from byconsole.headless import checks as chk
 from byconsole.headless import snapshot as headless
 from byconsole.text import safe_text
 from worker_runtime.connection import create_redis, redis_error_line
+from worker_runtime.history import RANGES
 from worker_runtime.models import AdminAction
 from worker_runtime.names import (
     InvalidNameError,
@@ -453,7 +454,7 @@ def _metrics_commands(metrics: _Parser, parents: list[_Parser]) -> None:
         msub,
         "history",
         "the metrics collector's history points",
-        "byconsole metrics history --limit 50",
+        "byconsole metrics history --range 24h",
         parents,
     )
     p.add_argument(
@@ -461,8 +462,15 @@ def _metrics_commands(metrics: _Parser, parents: list[_Parser]) -> None:
         "-n",
         metavar="N",
         type=_limit,
-        default=20,
-        help="most recent N points (default 20)",
+        default=None,
+        help="most recent N points (default 20; with --range: the whole range)",
+    )
+    p.add_argument(
+        "--range",
+        dest="history_range",
+        choices=[name for name, _ in RANGES],
+        default=None,
+        help="our own history over this range, from the tier that covers it (default 15m)",
     )
     _json_flag(p)
     p.set_defaults(handler="metrics_history", write=False)

@@ -31,6 +31,17 @@ return 1
 """
 )
 
+# One bucket of one of our tiers: the bucket's member replaced, older buckets trimmed.
+_TIER_POINT = (
+    _CHECK
+    + """
+redis.call('ZREMRANGEBYSCORE', KEYS[2], ARGV[2], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[4])
+return 1
+"""
+)
+
 # The period comes from Redis's clock, not the leader's: a leader whose clock ran an
 # hour ahead claimed periods an hour into the future, and after a failover its
 # successor found every period "already claimed" for that hour. A stored period more
@@ -65,6 +76,20 @@ async def add_history_point(
     done = await redis.eval(
         _HISTORY_POINT, 2, keys.metrics_fence, keys.metrics_history, epoch, ts, member, keep_after
     )
+    return bool(done)
+
+
+async def put_tier_point(
+    redis: Any, keys: Keys, epoch: int, tier: str, bucket: int, member: str, keep_after: int
+) -> bool:
+    """Replace the ``bucket`` member of a tier and trim buckets before ``keep_after`` ms.
+
+    Fenced like the history: False when a newer leader has written.
+    """
+    done = await redis.eval(
+        _TIER_POINT, 2, keys.metrics_fence, keys.metrics_tier(tier), epoch, bucket, member,
+        keep_after,
+    )  # fmt: skip
     return bool(done)
 
 

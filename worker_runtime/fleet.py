@@ -48,12 +48,15 @@ from worker_runtime.derive import (
     type_view,
     with_pauses,
 )
+from worker_runtime.history import DEFAULT_RANGE, Tier, configured_tiers, range_ms, tier_for
 from worker_runtime.keys import Keys
 from worker_runtime.models import (
+    SOURCE_OURS,
     AdminState,
     InstanceLease,
     Lease,
     MetricsPoint,
+    TierPoint,
     now_ms,
     parse_pauses,
 )
@@ -78,6 +81,7 @@ from worker_runtime.snapshot import (
     MAX_WORKER_ID,
     FleetSnapshot,
     InstanceView,
+    MetricsHistory,
     MetricsView,
     RedisInfo,
     WorkerDetail,
@@ -178,6 +182,29 @@ async def _off_loop(n: int, fn: Callable[..., _T], *args: Any) -> _T:
     return await asyncio.to_thread(fn, *args)
 
 
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """Our tier's points a reader holds for its range (a refresh reads only what is new)."""
+
+    tier: str
+    points: list[MetricsPoint]
+
+
+@dataclass(frozen=True, slots=True)
+class _TierPlan:
+    """What one read asks of our history: the range, its tier, the command."""
+
+    history_range: str
+    length: int
+    tier: Tier
+    command: _Cmd
+
+
+def _members(reply: Any) -> list[str]:
+    """The string members of a ZSet range reply (anything else: none)."""
+    return [m for m in reply if isinstance(m, str)] if isinstance(reply, list) else []
+
+
 def _build_after_dropping(replies: list[Any], *args: Any) -> list[WorkerView]:
     """:func:`build_workers` once ``replies`` (parsed, the last reference) is emptied."""
     replies.clear()
@@ -192,7 +219,12 @@ class FleetReader:
             with ``errors="replace"``; a strict client would fail on invalid UTF-8).
         keys: the key factory of the deployment.
         endpoint: the endpoint as it may be shown (password masked).
-        history_limit: how many metrics history points (the most recent) to read.
+        history_limit: how many shared metrics history points (the most recent) to read.
+        history_range: the range of our own history each read carries
+            (:data:`worker_runtime.history.RANGES`; :meth:`set_history_range` changes it);
+            None: no tier is read (callers that show no history), the snapshot's history
+            is our points of the shared tail.
+        tiers: our history's tiers (default: :func:`~worker_runtime.history.configured_tiers`).
         events_limit: how many audit events (the most recent) to read.
         freeze_from: after a read of at least this many workers, every object alive
             (the new snapshot first of all) is moved out of the cyclic collector's way
@@ -217,6 +249,8 @@ class FleetReader:
         history_limit: int = 120,
         events_limit: int = 100,
         freeze_from: int | None = None,
+        history_range: str | None = DEFAULT_RANGE,
+        tiers: Sequence[Tier] | None = None,
     ) -> None:
         self.redis = redis
         self.keys = keys
@@ -225,6 +259,10 @@ class FleetReader:
         self.events_limit = max(1, events_limit)
         self.freeze_from = freeze_from
         self.round_trips = 0
+        self.tiers = tuple(tiers) if tiers else configured_tiers()
+        self.history_range: str | None = None
+        self._window: _Window | None = None
+        self.set_history_range(history_range)
         self._bulk_script: bool | None = None
         # The worker keys' commands of the last read, packed once, reused while the
         # registry (worker ids) and the read's shape (bulk or not) are unchanged.
@@ -403,6 +441,8 @@ class FleetReader:
 
         # -- round trip 1: the indexes ---------------------------------------------
         cluster = isinstance(self.redis, RedisCluster)
+        # Fixed now: the range may change (set_history_range) while this read runs.
+        plan = self._tier_plan(now)
         probe = not cluster and self._bulk_script is None
         r1, failed1 = await self._run_named(
             {
@@ -413,6 +453,7 @@ class FleetReader:
                 "leader_epoch": _c("get", k.leader_epoch),
                 "targets": _c("hgetall", k.scale_targets),
                 "history": _c("zrange", k.metrics_history, -self.history_limit, -1),
+                **({"tier": plan.command} if plan else {}),
                 "events": _c("xrevrange", k.audit_stream, "+", "-", self.events_limit),
                 # by-framework's admin-state index: a suspended or evicted worker that
                 # left the registry (by-framework's do on exit) is still listed.
@@ -546,10 +587,28 @@ class FleetReader:
         types = [type_view(t, td, targets.get(t)) for t, td in sorted(type_data.items())]
         types = with_pauses(types, parse_pauses(r1["pauses"]), workers)
 
+        # A range's first read parses up to ~1,000 tier points: off the loop then.
+        tier_reply = r1.get("tier")
+        series, foreign, from_tier = await _off_loop(
+            len(tier_reply) if isinstance(tier_reply, list) else 0,
+            self._series,
+            plan,
+            tier_reply,
+            history,
+            now,
+        )
+
         def grouped() -> tuple[list[InstanceView], MetricsView]:
             scrap.clear()
             instances = build_instances(scores, instance_leases, workers, types, leader)
-            return instances, fleet_metrics(workers, types, history)
+            metrics = fleet_metrics(workers, types, series).model_copy(
+                update={
+                    "history_range": plan.history_range if plan else DEFAULT_RANGE,
+                    "tier": plan.tier.name if plan and from_tier else None,
+                    "foreign": foreign,
+                }
+            )
+            return instances, metrics
 
         # Grouping 10,000 workers by instance is tens of ms of Python: off the loop too,
         # with the metrics (another pass over the workers).
@@ -646,7 +705,97 @@ class FleetReader:
             recent_executions=recent,
         )
 
-    async def read_metrics_history(self, limit: int) -> list[MetricsPoint]:
-        """The collector's newest ``limit`` points, oldest first (malformed ones skipped)."""
-        raw = await self.redis.zrange(self.keys.metrics_history, -limit, -1)
-        return [MetricsPoint.parse(m) for m in raw if isinstance(m, str)]
+    async def read_metrics_history(
+        self, limit: int | None = None, *, history_range: str | None = None
+    ) -> MetricsHistory:
+        """Our history over a range, and the other collectors' points apart (one round trip).
+
+        Args:
+            limit: at most this many points of each (the newest); None: the range's.
+            history_range: a name of :data:`worker_runtime.history.RANGES`; None: this
+                reader's range.
+
+        Returns:
+            Our points from the tier that covers the range (or, before any tier was
+            written, our points of the shared history), and the shared history's points
+            of other writers (by-framework's depth is XLEN), both oldest first.
+
+        Raises:
+            ValueError: an unknown range name.
+        """
+        name = history_range or self.history_range or DEFAULT_RANGE
+        length = range_ms(name)
+        tier = tier_for(length, self.tiers)
+        now = now_ms()
+        bound = length // tier.step_ms + 2
+        r1 = await self._run(
+            [
+                _c("zrange", self.keys.metrics_history, -self.history_limit, -1),
+                _c(
+                    "zrangebyscore", self.keys.metrics_tier(tier.name),
+                    now - length - tier.step_ms, "+inf", start=0, num=bound,
+                ),
+            ]
+        )  # fmt: skip
+        shared = [MetricsPoint.parse(m) for m in r1[0] or [] if isinstance(m, str)]
+        ours = [TierPoint.parse(m).to_point() for m in _members(r1[1])]
+        foreign = [p for p in shared if p.source != SOURCE_OURS]
+        from_tier = bool(ours)
+        if not ours:
+            ours = [p for p in shared if p.source == SOURCE_OURS and p.ts >= now - length]
+        keep = bound if limit is None else max(1, limit)
+        return MetricsHistory(
+            history_range=name,
+            tier=tier.name if from_tier else None,
+            step_ms=tier.step_ms if from_tier else None,
+            points=ours[-keep:],
+            foreign=foreign[-keep:],
+        )
+
+    def set_history_range(self, name: str | None) -> None:
+        """The range the next reads carry (its first read fetches it whole, later ones
+        only the buckets since; None: none); ValueError for an unknown name."""
+        if name is not None:
+            range_ms(name)
+        if name != self.history_range:
+            self._window = None
+        self.history_range = name
+
+    def _tier_plan(self, now: int) -> _TierPlan | None:
+        """Round trip 1's read of our tier (None: no range): the whole range once, then
+        only the newest bucket (which may have grown) and those after it."""
+        if self.history_range is None:
+            return None
+        length = range_ms(self.history_range)
+        tier = tier_for(length, self.tiers)
+        window = self._window
+        whole = window is None or window.tier != tier.name or not window.points
+        since = now - length - tier.step_ms if whole or window is None else window.points[-1].ts
+        key = self.keys.metrics_tier(tier.name)
+        command = _c("zrangebyscore", key, since, "+inf", start=0, num=length // tier.step_ms + 2)
+        return _TierPlan(self.history_range, length, tier, command)
+
+    def _series(
+        self, plan: _TierPlan | None, reply: Any, shared: list[MetricsPoint], now: int
+    ) -> tuple[list[MetricsPoint], list[MetricsPoint], bool]:
+        """Our series for the planned range (the held window updated by ``reply``), the
+        shared history's points of other writers, and whether the series is a tier's."""
+        foreign = [p for p in shared if p.source != SOURCE_OURS]
+        ours_shared = [p for p in shared if p.source == SOURCE_OURS]
+        if plan is None:
+            return ours_shared, foreign, False
+        fresh = [TierPoint.parse(m).to_point() for m in _members(reply)]
+        window = self._window
+        held = window.points if window is not None and window.tier == plan.tier.name else []
+        first_new = fresh[0].ts if fresh else None
+        kept = [p for p in held if first_new is None or p.ts < first_new]
+        cutoff = now - plan.length - plan.tier.step_ms
+        points = [p for p in kept + fresh if p.ts >= cutoff]
+        # A range changed during this read is read whole by the next one.
+        same = self.history_range == plan.history_range
+        self._window = _Window(plan.tier.name, points) if same else None
+        if points:
+            return points, foreign, True
+        # No tier yet (a leader of an older version, or none): our points of the shared
+        # history, the same definition.
+        return [p for p in ours_shared if p.ts >= now - plan.length], foreign, False

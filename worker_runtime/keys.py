@@ -250,6 +250,18 @@ class Keys:
             return f"{self._root}:{{{_OBS}:history}}:fence"
         return f"{_OBS}:fence"
 
+    def metrics_tier(self, tier: str) -> str:
+        """ZSet: one tier of our own downsampled history, score = bucket start ms.
+
+        Ours alone (no other collector writes or trims it), one member per bucket of
+        the tier's step, trimmed by the tier's retention (:mod:`worker_runtime.history`).
+        v2: tagged like :attr:`metrics_fence` (the history's slot), so the fenced write
+        of a tier point is one script on a cluster.
+        """
+        if self.schema == "v2":
+            return f"{self._root}:{{{_OBS}:history}}:metrics:{tier}"
+        return f"{self._root}:metrics:history:{tier}"
+
     # -- keys this project adds ----------------------------------------------------
 
     @property

@@ -13,7 +13,12 @@ points; the other skips its cycle. So a fleet started by either runtime always h
 writer, never two, and the lock changes hands only when its holder stops or dies.
 Our points carry by-framework's fields too (``generated_at``, ``queue_depth_total`` …
 see :meth:`MetricsPoint.dump`), so by-framework's readers read them; its points read
-here through the same model.
+here through the same model, labelled with their ``source``.
+
+Our own long history does not depend on that lock nor on the shared key (which
+by-framework trims to two hours): every interval the leader folds a sample into its
+tiers (:mod:`worker_runtime.history`), fenced by its epoch like the shared point,
+whoever holds the lock.
 """
 
 from __future__ import annotations
@@ -22,14 +27,16 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from worker_runtime.connection import LOOP_ERRORS, redis_now_ms
 from worker_runtime.context import RuntimeContext
-from worker_runtime.fencing import add_history_point
+from worker_runtime.fencing import add_history_point, put_tier_point
 from worker_runtime.fleet import FleetReader
+from worker_runtime.history import Tier, bucket_of, merge, rebucket, sample
 from worker_runtime.keys import Keys
-from worker_runtime.models import MetricsPoint, Status, TypeMetrics, now_ms
+from worker_runtime.models import SOURCE_OURS, MetricsPoint, Status, TierPoint, TypeMetrics, now_ms
 from worker_runtime.snapshot import FleetSnapshot
 
 log = logging.getLogger(__name__)
@@ -68,6 +75,7 @@ def build_point(
         throughput=round(total_rate, 2),
         per_type=per_type,
         epoch=epoch,
+        source=SOURCE_OURS,
     )
 
 
@@ -121,9 +129,10 @@ async def release_collector_lock(redis: Any, keys: Keys, holder: str) -> None:
 
 
 async def collect_forever(ctx: RuntimeContext, epoch: int) -> None:
-    """Write a point every ``metrics_interval`` seconds while holding the collector lock."""
+    """Every ``metrics_interval`` seconds: fold a sample into our tiers (always, fenced by
+    ``epoch``) and, while holding the shared collector lock, write the shared point."""
     interval = ctx.settings.metrics_interval
-    reader = FleetReader(ctx.redis, ctx.keys, history_limit=1, events_limit=1)
+    reader = FleetReader(ctx.redis, ctx.keys, history_limit=1, events_limit=1, history_range=None)
     previous: dict[str, int] | None = None
     previous_at = time.monotonic()
     holder = ctx.instance_id
@@ -131,11 +140,13 @@ async def collect_forever(ctx: RuntimeContext, epoch: int) -> None:
         while True:
             started = time.monotonic()
             try:
-                if await hold_collector_lock(ctx.redis, ctx.keys, holder, lock_ttl_ms(interval)):
-                    previous = await _write_point(
-                        ctx, reader, epoch, previous, started - previous_at
-                    )
-                    previous_at = started
+                shared = await hold_collector_lock(
+                    ctx.redis, ctx.keys, holder, lock_ttl_ms(interval)
+                )
+                previous = await _write_point(
+                    ctx, reader, epoch, previous, started - previous_at, shared=shared
+                )
+                previous_at = started
             except LOOP_ERRORS as exc:
                 log.warning("metrics collector: %s", exc)
             await asyncio.sleep(max(0.0, interval - (time.monotonic() - started)))
@@ -144,14 +155,59 @@ async def collect_forever(ctx: RuntimeContext, epoch: int) -> None:
             await release_collector_lock(ctx.redis, ctx.keys, holder)
 
 
+def deltas(
+    counters: dict[str, int], previous: dict[str, int] | None, prefix: str
+) -> dict[str, int]:
+    """Per type, how much a ``{prefix}{type}`` counter grew since ``previous`` (none: 0).
+
+    A counter ``previous`` lacks was created since: it grew from 0.
+    """
+    if previous is None:
+        return {}
+    return {
+        key[len(prefix) :]: max(0, value - previous.get(key, 0))
+        for key, value in counters.items()
+        if key.startswith(prefix)
+    }
+
+
+async def write_tiers(
+    ctx: RuntimeContext, epoch: int, tiers: Sequence[Tier], point: TierPoint
+) -> bool:
+    """Fold one sample into the bucket it falls in, in every tier; False if fenced off.
+
+    The buckets are read back first (one round trip) and folded by
+    :func:`worker_runtime.history.merge`, so a new leader continues its predecessor's
+    bucket instead of replacing it.
+    """
+    pipe = ctx.redis.pipeline(transaction=False)
+    for tier in tiers:
+        bucket = bucket_of(point.ts, tier.step_ms)
+        pipe.zrangebyscore(ctx.keys.metrics_tier(tier.name), bucket, bucket)
+    held = await pipe.execute(raise_on_error=False)
+    written = True
+    for tier, members in zip(tiers, held, strict=True):
+        placed = rebucket(point, tier.step_ms)
+        for member in members if isinstance(members, list) else ():
+            placed = merge(TierPoint.parse(member), placed)
+        keep_after = placed.ts - tier.retention_ms
+        written &= await put_tier_point(
+            ctx.redis, ctx.keys, epoch, tier.name, placed.ts, placed.dump(), keep_after
+        )
+    return written
+
+
 async def _write_point(
     ctx: RuntimeContext,
     reader: FleetReader,
     epoch: int,
     previous: dict[str, int] | None,
     elapsed_s: float,
+    *,
+    shared: bool = True,
 ) -> dict[str, int]:
-    """Read the fleet, write one point; returns the counters it was computed from."""
+    """Read the fleet, fold a sample into our tiers and, when ``shared`` (we hold the
+    collector lock), write the shared point; returns the counters it was computed from."""
     snapshot = await reader.read()
     raw = await ctx.redis.hgetall(ctx.keys.type_stats)
     counters = {str(k): int(v) for k, v in raw.items() if str(v).isdigit()}
@@ -160,6 +216,17 @@ async def _write_point(
     # by time, and a leader whose clock is skewed must not write points into the future
     # or trim its successor's away.
     point = point.model_copy(update={"ts": await redis_now_ms(ctx.redis)})
+    failed = sum(deltas(counters, previous, "failed:").values())
+    tier_sample = sample(
+        point,
+        deltas(counters, previous, "processed:"),
+        failed,
+        elapsed_s if previous is not None else 0.0,
+    )
+    if not await write_tiers(ctx, epoch, ctx.settings.tiers, tier_sample):
+        log.warning("metrics tiers rejected: epoch %d is no longer current", epoch)
+    if not shared:
+        return counters  # another collector (by-framework's) writes the shared history
     keep_after = point.ts - int(ctx.settings.metrics_retention * 1000)
     member = point.dump(by_framework_fields(snapshot, counters))
     written = await add_history_point(ctx.redis, ctx.keys, epoch, point.ts, member, keep_after)

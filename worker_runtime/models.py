@@ -605,6 +605,31 @@ class TypeMetrics(BaseModel):
     """Tasks completed per second since the previous point."""
 
 
+SOURCE_OURS = "worker_runtime"
+"""The ``source`` of points this runtime's collector writes (depth = undelivered + pending)."""
+
+
+def point_source(data: dict[str, Any]) -> str:
+    """Who wrote a shared history point, from its fields.
+
+    Ours carry ``source`` (older ones ``ts``, which by-framework's never have); by-framework's
+    collectors (Python and TypeScript) write ``generated_at`` and ``queue_depth_total``
+    only. Anything else is ``unknown``.
+    """
+    source = data.get("source")
+    if isinstance(source, str) and source:
+        return source
+    if "ts" in data:
+        return SOURCE_OURS
+    if "generated_at" in data:
+        return "by-framework"
+    return "unknown"
+
+
+def _label_source(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "source": point_source(data)}
+
+
 class MetricsPoint(BaseModel):
     """One point of the metrics history (:attr:`Keys.metrics_history`, shared).
 
@@ -630,11 +655,14 @@ class MetricsPoint(BaseModel):
     throughput: float = 0.0
     per_type: dict[str, TypeMetrics] = Field(default_factory=empty_dict)
     epoch: int | None = None
+    source: str | None = None
+    """Who wrote the point: :data:`SOURCE_OURS`, ``by-framework`` (its collectors: no
+    ``ts``, depth = XLEN) or ``unknown``; set when parsed (see :func:`point_source`)."""
 
     @classmethod
     def parse(cls, raw: Any) -> MetricsPoint:
-        """Parse a history member; never raises."""
-        return lenient(cls, raw)
+        """Parse a history member, labelled with its writer; never raises."""
+        return lenient(cls, raw, _label_source)
 
     def dump(self, extra: dict[str, int] | None = None) -> str:
         """The history member: our fields plus by-framework's names for the same figures.
@@ -650,3 +678,81 @@ class MetricsPoint(BaseModel):
             consumer_pending_total=self.consumer_pending,
         )
         return json.dumps(data, separators=(",", ":"))
+
+
+class TierTypeFigures(BaseModel):
+    """One type's figures in a :class:`TierPoint` (see :mod:`worker_runtime.history`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    depth: int = 0
+    """Queue depth (undelivered + pending) at the bucket's last sample."""
+    pending: int = 0
+    """Pending entries at the bucket's last sample."""
+    completed: int = 0
+    """Tasks completed during the bucket (summed)."""
+
+
+class TierPoint(BaseModel):
+    """One bucket of one tier of our own downsampled history (:meth:`Keys.metrics_tier`).
+
+    Gauges hold the bucket's last sample, counts are summed over its samples; how a
+    bucket is folded is defined once, in :func:`worker_runtime.history.merge`.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    ts: int = 0
+    """The bucket's start (ms, Redis's clock): a multiple of the tier's step; the score."""
+    last_ts: int = 0
+    """The newest sample folded in."""
+    samples: int = 0
+    seconds: float = 0.0
+    """The time the counted completions cover (the samples' intervals, summed)."""
+    workers_online: int = 0
+    agent_types: int = 0
+    active_executions: int = 0
+    queue_depth: int = 0
+    consumer_pending: int = 0
+    completed: int = 0
+    failed: int = 0
+    per_type: dict[str, TierTypeFigures] = Field(default_factory=empty_dict)
+
+    @classmethod
+    def parse(cls, raw: Any) -> TierPoint:
+        """Parse a tier member; never raises (a range's first read parses ~1,000)."""
+        if isinstance(raw, str):
+            try:
+                return cls.model_validate_json(raw)
+            except ValueError:  # ValidationError included: field by field, below
+                pass
+        return lenient(cls, raw)
+
+    def dump(self) -> str:
+        """The tier member: compact JSON, zero figures left out."""
+        return self.model_dump_json(exclude_defaults=True)
+
+    def to_point(self) -> MetricsPoint:
+        """The point plotted and printed: throughput = completions / covered seconds."""
+
+        def rate(done: int) -> float:
+            return round(done / self.seconds, 2) if self.seconds > 0 else 0.0
+
+        # One validation of plain data (pydantic-core's loop) rather than a model built per
+        # type in Python: 0.38 ms instead of 0.56 for a 64-type point, x1,000 for a 7d range.
+        return MetricsPoint.model_validate(
+            {
+                "ts": self.ts,
+                "workers_online": self.workers_online,
+                "agent_types": self.agent_types,
+                "active_executions": self.active_executions,
+                "queue_depth": self.queue_depth,
+                "consumer_pending": self.consumer_pending,
+                "throughput": rate(self.completed),
+                "per_type": {
+                    name: {"depth": f.depth, "pending": f.pending, "throughput": rate(f.completed)}
+                    for name, f in self.per_type.items()
+                },
+                "source": SOURCE_OURS,
+            }
+        )

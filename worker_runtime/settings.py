@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from worker_runtime.history import DEFAULT_TIERS, Tier, parse_tiers
 from worker_runtime.keys import Keys, SchemaVersion
 from worker_runtime.models import Role
 from worker_runtime.names import check_name
@@ -348,6 +349,21 @@ class WorkerSettings(EnvSettings):
     metrics_retention: float = Field(
         default=86_400.0, gt=0, le=31_536_000, validation_alias="BYAI_METRICS_RETENTION"
     )
+    metrics_tiers: str = Field(default="", max_length=200, validation_alias="BYAI_METRICS_TIERS")
+    """Our own history's tiers, ``STEP:RETENTION,...``; empty: 10s:2h,1m:24h,10m:14d
+    (:mod:`worker_runtime.history`)."""
+
+    @field_validator("metrics_tiers")
+    @classmethod
+    def _check_tiers(cls, value: str) -> str:
+        if value.strip():
+            parse_tiers(value)
+        return value.strip()
+
+    @property
+    def tiers(self) -> tuple[Tier, ...]:
+        """The tiers the collector writes."""
+        return parse_tiers(self.metrics_tiers) if self.metrics_tiers else DEFAULT_TIERS
 
     @field_validator("consumer_group")
     @classmethod

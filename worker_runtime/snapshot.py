@@ -221,6 +221,32 @@ class MetricsView(BaseModel):
     active_executions: int = 0
     queue_depth: int = 0
     history: list[MetricsPoint] = Field(default_factory=empty_list)
+    """Our points over :attr:`history_range`, oldest first: one definition (depth =
+    undelivered + pending, as :attr:`queue_depth`), from our tier :attr:`tier` (or, with
+    no tier written yet, our own points of the shared history)."""
+    history_range: str = "15m"
+    """The range the history covers (:data:`worker_runtime.history.RANGES`)."""
+    tier: str | None = None
+    """The tier :attr:`history` came from; None: from the shared history."""
+    foreign: list[MetricsPoint] = Field(default_factory=empty_list)
+    """Points another runtime's collector wrote to the shared history (``source`` says
+    whose; by-framework's depth is XLEN), oldest first: never mixed into :attr:`history`."""
+
+
+class MetricsHistory(BaseModel):
+    """A range of history, as ``FleetReader.read_metrics_history`` returns it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    history_range: str
+    tier: str | None = None
+    """The tier our points came from; None: from the shared history (no tier yet)."""
+    step_ms: int | None = None
+    """That tier's bucket width."""
+    points: list[MetricsPoint] = Field(default_factory=empty_list)
+    """Ours (depth = undelivered + pending), oldest first."""
+    foreign: list[MetricsPoint] = Field(default_factory=empty_list)
+    """Other collectors' points of the shared history (``source``), oldest first."""
 
 
 class FleetSnapshot(BaseModel):

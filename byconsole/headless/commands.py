@@ -50,6 +50,7 @@ from worker_runtime.admin import (
     WorkerOnlineError,
 )
 from worker_runtime.dead_letters import DeadLetter, DeadLetters
+from worker_runtime.history import DEFAULT_RANGE, depth_definition
 from worker_runtime.lookup import Lookup, timeline_document
 from worker_runtime.models import AdminAction, Status, now_ms
 from worker_runtime.pending import NotPendingError, PendingEntries, PendingEntry
@@ -494,7 +495,7 @@ async def metrics_snapshot(session: Session, args: argparse.Namespace) -> int:
     snapshot = await session.reader(history_limit=1, events_limit=1).read()
     metrics = snapshot.metrics
     if args.json:
-        doc = metrics.model_dump(mode="json", exclude={"history"})
+        doc = metrics.model_dump(mode="json", exclude={"history", "foreign"})
         print_json({"generated_at": snapshot.generated_at, **doc})
     else:
         emit(session.out, metrics_summary(metrics))
@@ -502,16 +503,37 @@ async def metrics_snapshot(session: Session, args: argparse.Namespace) -> int:
 
 
 async def metrics_history(session: Session, args: argparse.Namespace) -> int:
-    """``metrics history [--limit N]``: the collector's points, oldest first."""
-    points = await session.reader().read_metrics_history(args.limit)
+    """``metrics history [--range R] [--limit N]``: our points over the range, oldest
+    first, and other collectors' points of the shared history apart (never mixed)."""
+    limit = args.limit if args.limit is not None or args.history_range else 20
+    read = await session.reader().read_metrics_history(
+        limit, history_range=args.history_range or DEFAULT_RANGE
+    )
     if args.json:
-        print_json([p.model_dump(mode="json") for p in points])
+        print_json(read.model_dump(mode="json"))
         return 0
-    if not points:
-        emit(session.out, Text("no metrics history yet (the leader's collector writes it)"))
-        return 0
-    emit(session.out, history_table(points))
-    emit(session.out, Text(f"{len(points)} point(s)"))
+    where = f"tier {read.tier}" if read.tier else "the shared history"
+    if read.points:
+        emit(session.out, history_table(read.points))
+        emit(
+            session.out,
+            Text(f"{len(read.points)} point(s) over {read.history_range}, from {where}"),
+        )
+    else:
+        emit(
+            session.out,
+            Text(
+                f"no metrics history over {read.history_range} yet"
+                " (the leader's collector writes it)"
+            ),
+        )
+    for source in sorted({p.source or "unknown" for p in read.foreign}):
+        theirs = [p for p in read.foreign if (p.source or "unknown") == source]
+        title = Text(
+            f"Written by another collector: {safe_text(source, 40)}"
+            f" (depth = {depth_definition(source)})"
+        )
+        emit(session.out, history_table(theirs, title))
     return 0
 
 

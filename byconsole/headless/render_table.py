@@ -94,7 +94,7 @@ def status_cell(status: str) -> Text:
     return Text(status, style=status_style(status))
 
 
-def _table(title: str | None = None) -> Table:
+def _table(title: str | Text | None = None) -> Table:
     return Table(
         title=title,
         title_justify="left",
@@ -116,9 +116,9 @@ def metrics_summary(metrics: MetricsView) -> Text:
     return text
 
 
-def history_table(points: Iterable[MetricsPoint]) -> Table:
-    """The metrics history, oldest first."""
-    table = _table("Metrics history")
+def history_table(points: Iterable[MetricsPoint], title: str | Text = "Metrics history") -> Table:
+    """The metrics history, oldest first (a ``Text`` title is shown literally)."""
+    table = _table(title)
     table.add_column(f"Time ({ZONE})")
     for name in ("Online", "Types", "Active", "Depth", "Throughput/s"):
         table.add_column(name, justify="right")

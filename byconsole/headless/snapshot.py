@@ -73,7 +73,9 @@ class Session:
         return self._console(True)
 
     def reader(self, **kwargs: Any) -> FleetReader:
-        """A fleet reader on this session's client."""
+        """A fleet reader on this session's client (reading no tier of our history: no
+        headless output shows it; ``metrics history`` reads its range itself)."""
+        kwargs.setdefault("history_range", None)
         return FleetReader(self.redis, self.keys, endpoint=self.settings.endpoint, **kwargs)
 
     def manager(self) -> WorkerManager:

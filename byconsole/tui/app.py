@@ -42,6 +42,7 @@ from byconsole.tui.release import release_after_paint
 from byconsole.tui.screens.find import FindLoaders
 from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
 from byconsole.tui.views import workers as workers_view
+from byconsole.tui.views.metrics import MetricsView
 from worker_runtime.dead_letters import DeadLetter
 from worker_runtime.lookup import LookupResult, SessionTimeline
 from worker_runtime.pending import PendingPage
@@ -276,6 +277,12 @@ class ConsoleApp(App[int]):
         if previous[0] is not None and len(previous[0].workers) >= workers_view.OFF_LOOP_MIN:
             release_after_paint(self, previous)
         self._schedule_next(self.refresh_interval)
+
+    @on(MetricsView.RangeChanged)
+    def _history_range_changed(self, message: MetricsView.RangeChanged) -> None:
+        # Only now is a long range read whole; later refreshes read its newest buckets.
+        self.backend.set_history_range(message.history_range)
+        self.request_poll()
 
     @on(PollFailed)
     def _poll_failed(self, message: PollFailed) -> None:

@@ -36,7 +36,7 @@ from worker_runtime.lookup import Lookup, LookupResult, SessionTimeline
 from worker_runtime.pending import NotPendingError, PendingEntries, PendingPage
 from worker_runtime.redact import redact
 from worker_runtime.settings import RedisSettings
-from worker_runtime.snapshot import FleetSnapshot, WorkerDetail, WorkerView
+from worker_runtime.snapshot import FleetSnapshot, MetricsView, WorkerDetail, WorkerView
 
 # redis-py's cluster client can raise more than RedisError mid-failover (see
 # worker_runtime.connection.LOOP_ERRORS); an action must report it, not vanish.
@@ -91,6 +91,10 @@ class Backend(Protocol):
         """A session's executions in order and its traces; raises on outage."""
         ...
 
+    def set_history_range(self, history_range: str) -> None:
+        """The metrics range the next reads carry (a name of ``history.RANGES``)."""
+        ...
+
     def describe(self, exc: BaseException) -> str:
         """One display-safe line for an error, never containing a password."""
         ...
@@ -137,6 +141,10 @@ class RedisBackend:
         """One worker in depth."""
         async with asyncio.timeout(self.read_timeout):
             return await self.reader.read_worker_detail(worker_id)
+
+    def set_history_range(self, history_range: str) -> None:
+        """The next read fetches that range of our history whole, later ones its news."""
+        self.reader.set_history_range(history_range)
 
     async def read_dead(self, agent_types: list[str], limit: int) -> list[DeadLetter]:
         """The newest ``limit`` dead letters of each type, newest first."""
@@ -353,6 +361,7 @@ class StaticBackend:
         pending: the pending pages :meth:`read_pending` serves, by type.
         lookups: what :meth:`find` answers per id (others: not found).
         sessions: what :meth:`read_session` answers per session id (others: empty).
+        histories: the metrics served per range (others: the snapshot's own).
     """
 
     def __init__(
@@ -363,6 +372,7 @@ class StaticBackend:
         pending: dict[str, PendingPage] | None = None,
         lookups: dict[str, LookupResult] | None = None,
         sessions: dict[str, SessionTimeline] | None = None,
+        histories: dict[str, MetricsView] | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.details = details or {}
@@ -370,11 +380,20 @@ class StaticBackend:
         self.pending = dict(pending or {})
         self.lookups = lookups or {}
         self.sessions = sessions or {}
+        self.histories = dict(histories or {})
+        self.history_range = snapshot.metrics.history_range
         self.endpoint = snapshot.redis.endpoint or "static snapshot"
 
     async def read(self) -> FleetSnapshot:
-        """The fixed snapshot."""
-        return self.snapshot
+        """The fixed snapshot (with the metrics of the range asked for, if given)."""
+        metrics = self.histories.get(self.history_range)
+        if metrics is None:
+            return self.snapshot
+        return self.snapshot.model_copy(update={"metrics": metrics})
+
+    def set_history_range(self, history_range: str) -> None:
+        """Serve that range's metrics from now on."""
+        self.history_range = history_range
 
     async def read_detail(self, worker_id: str) -> WorkerDetail:
         """The fixed detail, or one made from the snapshot row."""

@@ -418,5 +418,6 @@ async def test_read_commands_tables_and_json(fleet: Backend, env: dict[str, str]
 
     history = run(["metrics", "history"], env)
     assert "20 point(s)" in history.out
-    points = run(["metrics", "history", "--limit", "5", "--json"], env).json()
-    assert [p["workers_online"] for p in points] == [25, 26, 27, 28, 29]
+    read = run(["metrics", "history", "--limit", "5", "--json"], env).json()
+    assert [p["workers_online"] for p in read["points"]] == [25, 26, 27, 28, 29]
+    assert (read["history_range"], read["tier"], read["foreign"]) == ("15m", None, [])

@@ -81,6 +81,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "collector lock": (r"by_framework:obs:collector_lock", "string"),
     "metrics history": (r"by_framework:obs:history", "zset"),
     "metrics fence": (r"byai_gateway:v2:\{by_framework:obs:history\}:fence", "string"),
+    "metrics tier": (r"byai_gateway:v2:\{by_framework:obs:history\}:metrics:[^:]+", "zset"),
 }
 TEST_KEYS = {"test:started", "test:done"}  # tests.handlers:record's own lists
 

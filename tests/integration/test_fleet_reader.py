@@ -390,14 +390,18 @@ async def test_a_by_framework_lease_is_unconfirmable_never_pending(backend: Back
 
 async def test_metrics_history_tail_and_leader(backend: Backend) -> None:
     redis, k = backend.redis, backend.keys
+    start = now_ms() - 60_000
     for i in range(10):
-        point = MetricsPoint(ts=1000 + i, workers_online=i, queue_depth=2 * i)
-        await redis.zadd(k.metrics_history, {point.model_dump_json(): 1000 + i})
-    await redis.zadd(k.metrics_history, {"{broken": 2000})
+        point = MetricsPoint(ts=start + i, workers_online=i, queue_depth=2 * i)
+        await redis.zadd(k.metrics_history, {point.model_dump_json(): start + i})
+    await redis.zadd(k.metrics_history, {"{broken": start + 100})
     await redis.set(k.leader_lock, json.dumps({"instance_id": "i-9", "token": "t", "epoch": 3}))
     snap = await FleetReader(redis, k, history_limit=4).read()
-    assert [p.workers_online for p in snap.metrics.history] == [7, 8, 9, 0]
-    assert snap.metrics.history[-1].ts == 0  # the malformed member parses to an empty point
+    # No tier written yet: our own points of the shared history, the newest 4 read.
+    assert [p.workers_online for p in snap.metrics.history] == [7, 8, 9]
+    assert (snap.metrics.tier, snap.metrics.history_range) == (None, "15m")
+    # The malformed member is nobody's: kept apart, never in our series.
+    assert [(p.ts, p.source) for p in snap.metrics.foreign] == [(0, "unknown")]
     assert (snap.leader.instance_id, snap.leader.epoch) == ("i-9", 3)
 
 

@@ -28,8 +28,9 @@ from tests.handlers import DONE_LIST
 from tests.interop.harness import HERE, Fleet
 from worker_runtime.admin import WorkerManager
 from worker_runtime.fleet import FleetReader
+from worker_runtime.history import bucket_of
 from worker_runtime.keys import CONSUMER_GROUP
-from worker_runtime.models import Lease, now_ms
+from worker_runtime.models import SOURCE_OURS, Lease, MetricsPoint, TierPoint, now_ms
 from worker_runtime.producer import Producer
 
 HANDLER = "tests.interop.data_handlers:answer"
@@ -258,8 +259,10 @@ async def test_byf_metrics_and_our_reader_on_a_mixed_fleet(fleet: Fleet) -> None
     assert len(points) > before
     assert all(_theirs(p) for p in points)
     assert all(p["generated_at"] > 0 for p in points)
-    seen = (await reader.read()).metrics.history
-    assert seen and all(p.ts > 0 for p in seen)  # their points read with timestamps
+    view = (await reader.read()).metrics
+    seen = view.foreign  # their points: labelled, apart from our series
+    assert seen and all(p.ts > 0 and p.source == "by-framework" for p in seen)
+    assert all(p.source == SOURCE_OURS for p in view.history)
 
     # It stops (and releases the lock): our leader's collector takes over.
     byf.stop()
@@ -285,6 +288,52 @@ async def test_byf_metrics_and_our_reader_on_a_mixed_fleet(fleet: Fleet) -> None
     later = await _history(fleet, mark)
     assert later and not any(_theirs(p) for p in later)
     assert ours.alive()
+    assert fleet.error_lines() == {}
+
+
+async def test_by_frameworks_trim_of_the_shared_history_leaves_our_long_history(
+    fleet: Fleet,
+) -> None:
+    redis, keys = fleet.redis, fleet.keys
+    # Three hours ago (by-framework keeps two): a point of ours in the shared history,
+    # and its buckets in our 1m and 10m tiers. Depth 7 marks them.
+    old = now_ms() - 3 * 3_600_000
+    await redis.zadd(keys.metrics_history, {MetricsPoint(ts=old, queue_depth=7).dump(): old})
+    for name, step in (("1m", 60_000), ("10m", 600_000)):
+        bucket = bucket_of(old, step)
+        point = TierPoint(ts=bucket, last_ts=old, samples=1, queue_depth=7)
+        await redis.zadd(keys.metrics_tier(name), {point.dump(): bucket})
+    t0 = now_ms()
+    byf = fleet.start_byf_worker("byf-trim", ["trimmed"], **FAST_METRICS)
+    await _wait_online(fleet, "byf-trim")
+    # Its collector holds the lock, writes and trims the shared history to two hours.
+    for _ in range(200):
+        if await redis.get(keys.collector_lock) == "byf-trim" and await _history(fleet, t0):
+            break
+        await asyncio.sleep(0.05)
+    assert await redis.zrangebyscore(keys.metrics_history, old, old) == []
+    # Our leader, meanwhile, keeps writing its tiers (the lock is by-framework's).
+    ours = fleet.start_our_worker("keeper", ["kept"], env={"BYAI_METRICS_INTERVAL": "0.5"})
+    await _wait_online(fleet, "keeper-r0")
+    for _ in range(200):
+        if await redis.zcount(keys.metrics_tier("10s"), t0 - 10_000, "+inf"):
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(2)  # a few more of its collector's cycles, and of by-framework's
+    assert await redis.get(keys.collector_lock) == "byf-trim"
+    assert await redis.zrangebyscore(keys.metrics_history, old, old) == []
+    for name, step in (("1m", 60_000), ("10m", 600_000)):
+        kept = await redis.zrangebyscore(keys.metrics_tier(name), bucket_of(old, step), old)
+        assert [TierPoint.parse(m).queue_depth for m in kept] == [7], name
+    # The 6h range reads the 1m tier: the old bucket and today's, one definition;
+    # by-framework's points apart.
+    read = await FleetReader(redis, keys).read_metrics_history(history_range="6h")
+    assert read.tier == "1m"
+    assert read.points[0].ts == bucket_of(old, 60_000) and read.points[0].queue_depth == 7
+    assert read.points[-1].ts >= bucket_of(t0, 60_000)
+    assert {p.source for p in read.points} == {SOURCE_OURS}
+    assert read.foreign and {p.source for p in read.foreign} == {"by-framework"}
+    assert ours.alive() and byf.alive()
     assert fleet.error_lines() == {}
 
 

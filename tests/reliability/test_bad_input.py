@@ -76,6 +76,8 @@ def _bad_values(name: str, info: FieldInfo) -> list[str]:
         values += ["h1:notaport", "h1:99999", "h1:6379,:7000"]
     if name == "consumer_group":
         values += ["tab\there", "a" * 201, " padded "]
+    if name == "metrics_tiers":
+        values += ["10s", "1m:30s", "x:1h", "1m:1h,10s:2h", "0s:1h"]
     if name in ("url_file", "password_file"):
         values += ["/nonexistent/secret", "/"]  # missing, a directory
     return values
@@ -227,6 +229,7 @@ CONSOLE_FLAGS: list[tuple[list[str], str]] = [
     (["metrics", "history", "--limit", "0"], "'0' must be from 1 to 100000"),
     (["metrics", "history", "--limit", "100001"], "must be from 1 to 100000"),
     (["metrics", "history", "--limit", "ten"], "'ten' is not a whole number"),
+    (["metrics", "history", "--range", "3w"], "invalid choice: '3w'"),
     (["scale", "chat", "-1"], f"scale count -1 is out of range: {BOUND}"),
     (["scale", "chat", "1001"], f"scale count 1001 is out of range: {BOUND}"),
     (["scale", "chat", "9" * 30], f"is out of range: {BOUND}"),

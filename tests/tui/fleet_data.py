@@ -333,3 +333,59 @@ def sample_alerts() -> list[Alert]:
 def alert_snapshot() -> FleetSnapshot:
     """The sample fleet with :func:`sample_alerts`."""
     return sample_snapshot().model_copy(update={"alerts": sample_alerts()})
+
+
+def sample_histories() -> dict[str, MetricsView]:
+    """The sample fleet's metrics at two ranges: 15m from our 10s tier (with points
+    by-framework's collector wrote to the shared history, depth = XLEN) and 7d from our
+    10m tier (a daily wave, one backlog on the third day)."""
+    base = sample_snapshot().metrics
+    fine = [
+        MetricsPoint(
+            ts=NOW - (90 - i) * 10_000,
+            workers_online=9,
+            agent_types=3,
+            active_executions=6 + (i * 5) % 9,
+            queue_depth=20 + (i * 7) % 15,
+            throughput=18.0 + (i * 3) % 7,
+            per_type={
+                "chat": TypeMetrics(depth=12 + (i * 5) % 9, pending=2, throughput=11.0),
+                "embed": TypeMetrics(depth=5 + (i % 4), pending=1, throughput=6.0),
+                "report": TypeMetrics(depth=3, throughput=1.0),
+            },
+            source="worker_runtime",
+        )
+        for i in range(90)
+    ]
+    theirs = [
+        MetricsPoint(
+            ts=NOW - (60 - i) * 5_000,
+            workers_online=9,
+            queue_depth=400 + i * 3,  # XLEN: acknowledged entries still count
+            source="by-framework",
+        )
+        for i in range(60)
+    ]
+    wave = [
+        MetricsPoint(
+            ts=NOW - (1008 - i) * 600_000,
+            workers_online=8 + (i // 144) % 2,
+            agent_types=3,
+            active_executions=4 + (i % 144) // 18,
+            queue_depth=(i % 144) // 6 + (300 if 290 <= i < 310 else 0),
+            throughput=10.0 + (i % 144) / 12,
+            per_type={
+                "chat": TypeMetrics(depth=(i % 144) // 8 + (300 if 290 <= i < 310 else 0)),
+                "embed": TypeMetrics(depth=(i % 144) // 24, throughput=4.0),
+                "report": TypeMetrics(depth=2 if i % 144 < 12 else 0, throughput=0.5),
+            },
+            source="worker_runtime",
+        )
+        for i in range(1008)
+    ]
+    return {
+        "15m": base.model_copy(
+            update={"history": fine, "tier": "10s", "history_range": "15m", "foreign": theirs}
+        ),
+        "7d": base.model_copy(update={"history": wave, "tier": "10m", "history_range": "7d"}),
+    }

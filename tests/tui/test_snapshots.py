@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import StaticBackend
 from tests.tui.conftest import until
-from tests.tui.fleet_data import alert_snapshot, sample_dead, sample_snapshot
+from tests.tui.fleet_data import alert_snapshot, sample_dead, sample_histories, sample_snapshot
 
 SnapCompare = Callable[..., bool]
 
@@ -145,3 +145,45 @@ def _paused_app() -> ConsoleApp:
 
 def test_paused_type_120x36(snap_compare: SnapCompare) -> None:
     assert snap_compare(_paused_app(), terminal_size=(120, 36), run_before=_after_load("3"))
+
+
+def _ranges_app() -> ConsoleApp:
+    return ConsoleApp(
+        StaticBackend(sample_snapshot(), dead=sample_dead(), histories=sample_histories()),
+        refresh=3600,
+        clock=lambda: 1000.0,
+    )
+
+
+def _at_range(*keys: str, history_range: str) -> Callable[[Pilot[Any]], Any]:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        assert isinstance(app, ConsoleApp)
+        await until(pilot, lambda: app.main_screen.snapshot is not None)
+        await pilot.press("4", *keys)
+        screen = app.main_screen
+        await until(
+            pilot,
+            lambda: (
+                screen.snapshot is not None
+                and screen.snapshot.metrics.history_range == history_range
+            ),
+        )
+        await pilot.pause()
+
+    return run_before
+
+
+def test_metrics_15m_with_another_collectors_points_120x36(snap_compare: SnapCompare) -> None:
+    # Our 10s tier; by-framework's XLEN points plotted apart, labelled.
+    assert snap_compare(
+        _ranges_app(), terminal_size=(120, 36), run_before=_at_range(history_range="15m")
+    )
+
+
+def test_metrics_7d_120x36(snap_compare: SnapCompare) -> None:
+    # ] four times: 1h, 6h, 24h, 7d (our 10m tier).
+    keys = ("right_square_bracket",) * 4
+    assert snap_compare(
+        _ranges_app(), terminal_size=(120, 36), run_before=_at_range(*keys, history_range="7d")
+    )

@@ -29,7 +29,7 @@ SLOT_GROUPS: list[frozenset[str]] = [
     frozenset({"leader_lock", "leader_epoch"}),
     # by-framework's collector lock is unversioned, apart from the history: never
     # named in one script with it (the lock is a plain SET NX PX).
-    frozenset({"metrics_fence", "metrics_history"}),
+    frozenset({"metrics_fence", "metrics_history", "metrics_tier"}),
     frozenset({"scheduler_fence", "scheduler_runs"}),
 ]
 """Key factory attributes a script may name together (one slot each in v2)."""
@@ -88,6 +88,15 @@ def _slot_checked_evals(tree: ast.AST) -> set[int]:
     return checked
 
 
+def _key_name(arg: ast.expr) -> str | None:
+    """The key factory member an argument names (``keys.x`` or ``keys.x(...)``)."""
+    if isinstance(arg, ast.Attribute):
+        return arg.attr
+    if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute):
+        return arg.func.attr
+    return None
+
+
 def script_key_groups(source: str, where: str = "") -> list[str]:
     """Problems with ``.eval(script, numkeys, *keys, ...)`` calls naming several keys."""
     problems = []
@@ -103,8 +112,9 @@ def script_key_groups(source: str, where: str = "") -> list[str]:
         if not isinstance(count, int) or count <= 1:
             continue
         args = call.args[2:][:count]
-        names = {a.attr for a in args if isinstance(a, ast.Attribute)}
-        if len(args) < count or not all(isinstance(a, ast.Attribute) for a in args):
+        named = [_key_name(a) for a in args]
+        names = {n for n in named if n is not None}
+        if len(args) < count or None in named:
             problems.append(f"{where}:{call.lineno} keys are not key factory attributes")
         elif not any(names <= group for group in SLOT_GROUPS):
             problems.append(f"{where}:{call.lineno} {sorted(names)} are not one slot group")
@@ -141,8 +151,13 @@ def test_multi_key_scripts_name_one_slot_group() -> None:
 @pytest.mark.parametrize("group", SLOT_GROUPS, ids=lambda g: "+".join(sorted(g)))
 def test_each_slot_group_shares_a_slot_in_v2(group: frozenset[str]) -> None:
     v2 = Keys("v2")
-    slots = {key_slot(getattr(v2, name).encode()) for name in group}
-    assert len(slots) == 1, {name: getattr(v2, name) for name in group}
+
+    def key(name: str) -> str:
+        member = getattr(v2, name)
+        return str(member("10s") if callable(member) else member)  # a per-tier key
+
+    slots = {key_slot(key(name).encode()) for name in group}
+    assert len(slots) == 1, {name: key(name) for name in group}
 
 
 # -- the scanners find planted offenders ---------------------------------------------------
@@ -187,6 +202,7 @@ def test_keyspace_scan_ignores_dict_keys() -> None:
     [
         ("await r.eval(S, 2, keys.leader_lock, keys.metrics_history)", "not one slot group"),
         ("await r.eval(S, 2, keys.workers, keys.instances)", "not one slot group"),
+        ("await r.eval(S, 2, keys.leader_lock, keys.metrics_tier(t))", "not one slot group"),
         ("await r.eval(S, 2, a, b)", "not key factory attributes"),
         ("await r.eval(S, n, keys.leader_lock)", "numkeys is not a literal"),
     ],

@@ -224,6 +224,15 @@ def test_metrics_fence_shares_the_unversioned_history_slot() -> None:
     assert V2.metrics_fence.startswith("byai_gateway:v2:")
 
 
+def test_metrics_tiers_are_ours_and_share_the_fence_slot() -> None:
+    # Our long history: keys no other collector knows (so none trims them), written by
+    # one fenced script per tier (the fence's slot in v2).
+    assert V1.metrics_tier("10s") == "byai_gateway:metrics:history:10s"
+    assert V2.metrics_tier("1m") == "byai_gateway:v2:{by_framework:obs:history}:metrics:1m"
+    assert slot(V2.metrics_tier("10m")) == slot(V2.metrics_fence)
+    assert V1.metrics_tier("10s") != V1.metrics_history
+
+
 def test_different_workers_spread_over_slots() -> None:
     # The hash tag is the id, not a constant: a fleet does not pile onto one node.
     slots = {slot(V2.worker_online(f"worker-{i}")) for i in range(100)}

@@ -28,6 +28,7 @@ from worker_runtime.models import (
     Lifecycle,
     MetricsPoint,
     Task,
+    TierPoint,
 )
 
 # -- Lease ---------------------------------------------------------------------------------
@@ -353,6 +354,7 @@ anything = (
 )
 
 READERS = [Lease.parse, AdminState.parse, Execution.parse, InstanceLease.parse, MetricsPoint.parse]
+READERS += [TierPoint.parse]
 
 
 @settings(max_examples=200, deadline=None)

@@ -67,6 +67,7 @@ NAVIGATION: tuple[tuple[str, str], ...] = (
     ("p", "On Types: the selected type's pending entries (owner, idle, deliveries)"),
     ("g / :", "Find an id: task, execution, message, session or trace (s: its session)"),
     ("o / O", "Sort by the next column / reverse the order"),
+    ("[ / ]", "Metrics view: shorter / longer time range (15m 1h 6h 24h 7d)"),
     ("ctrl+p", "Command palette: every action, views, contexts"),
     ("?", "This help"),
     ("q", "Quit"),

@@ -124,6 +124,8 @@ class MonitorScreen(Screen[None]):
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("escape", "jump_back", "Back", show=False),
         Binding("p", "pending", "Pending", show=False),
+        Binding("left_square_bracket", "history_range(-1)", "Shorter range", show=False),
+        Binding("right_square_bracket", "history_range(1)", "Longer range", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
         Binding(",".join(FIND_KEYS), "find", "Find id", key_display="g", show=False),
@@ -315,6 +317,13 @@ class MonitorScreen(Screen[None]):
         self.refresh_bindings()
         if self.back_to is not None and self.active_view != self._jumped_to:
             self.show_jump_crumb(None)  # left the jump's view another way (a click)
+
+    def action_history_range(self, step: int) -> None:
+        """``[`` / ``]``: the Metrics view's previous / next time range."""
+        if self.active_view != "metrics":
+            self.notify("Time ranges are in the Metrics view (4).", severity="warning")
+            return
+        self.metrics_view.cycle_range(step)
 
     def action_filter(self) -> None:
         """Open the workers filter."""

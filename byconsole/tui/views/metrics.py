@@ -2,6 +2,12 @@
 
 Every sparkline is anchored at zero (a constant 2 is a flat bar at 2/max, never an empty
 line) and labelled with its current and maximum values and the time span it covers.
+
+The series are ours only (depth = undelivered + pending, the definition "now" uses), over
+the range the operator picks with ``[`` / ``]`` (15m … 7d, read from the tier that covers
+it); per type, a one-line sparkline of its depth. Points another runtime's collector
+wrote to the shared history (by-framework's depth is XLEN) are plotted apart, labelled
+with their writer and definition, never in our series.
 """
 
 from __future__ import annotations
@@ -12,12 +18,14 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Static
 
 from byconsole.text import safe_text
 from byconsole.tui.widgets.static_text import show_text
+from worker_runtime.history import DEFAULT_RANGE, RANGES, depth_definition
 from worker_runtime.models import MetricsPoint
 from worker_runtime.snapshot import FleetSnapshot
 
@@ -118,13 +126,15 @@ class ZeroSparkline(Widget):
 
 
 def span_label(ms: int) -> str:
-    """A duration as ``45s``, ``12m`` or ``3.5h``."""
+    """A duration as ``45s``, ``12m``, ``3.5h`` or ``7.0d``."""
     s = max(0, ms) / 1000
     if s < 120:
         return f"{s:.0f}s"
     if s < 7200:
         return f"{s / 60:.0f}m"
-    return f"{s / 3600:.1f}h"
+    if s < 172_800:
+        return f"{s / 3600:.1f}h"
+    return f"{s / 86_400:.1f}d"
 
 
 def _fmt(value: float | None, unit: str = "") -> str:
@@ -133,22 +143,71 @@ def _fmt(value: float | None, unit: str = "") -> str:
     return f"{value:,.1f}{unit}" if value % 1 else f"{int(value):,}{unit}"
 
 
+PER_TYPE_SPARKS = 8
+"""Types given a sparkline (the deepest over the range); the others are counted."""
+
+
+def next_range(current: str, step: int) -> str:
+    """The range ``step`` places after ``current`` in :data:`RANGES` (clamped at the ends)."""
+    names = [name for name, _ in RANGES]
+    index = names.index(current) if current in names else 0
+    return names[max(0, min(len(names) - 1, index + step))]
+
+
+def spark_line(values: Sequence[float], width: int) -> str:
+    """A one-line zero-anchored sparkline (:func:`bars` one cell high)."""
+    return bars(values, width, 1)[0]
+
+
 class MetricsView(VerticalScroll):
-    """A labelled sparkline per metric, then the per-type figures of the last point."""
+    """A labelled sparkline per metric, per-type sparklines, then other collectors' points."""
+
+    class RangeChanged(Message):
+        """The operator picked another range: the next refresh must carry it."""
+
+        def __init__(self, history_range: str) -> None:
+            super().__init__()
+            self.history_range = history_range
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.history_range = DEFAULT_RANGE
+        """The range asked for (a refresh then brings its points)."""
+        self._snapshot: FleetSnapshot | None = None
 
     def compose(self) -> ComposeResult:
-        """One row per series, then the per-type summary."""
+        """The range line, one row per series, the per-type and other-collector blocks."""
+        yield Static(id="metrics-range")
         for series in SERIES:
             with Horizontal(classes="metric"):
                 yield Static(id=f"label-{series.key}", classes="metric-label")
                 yield ZeroSparkline(id=f"spark-{series.key}")
         yield Static(id="metrics-per-type")
+        yield Static(id="metrics-foreign")
         yield Static(id="metrics-status", classes="view-status")
+
+    def on_resize(self) -> None:
+        """The one-line sparklines follow the width."""
+        if self._snapshot is not None:
+            self.show_snapshot(self._snapshot)
+
+    def cycle_range(self, step: int) -> None:
+        """Pick the next (``step`` 1) or previous (-1) range and ask for its points."""
+        chosen = next_range(self.history_range, step)
+        if chosen == self.history_range:
+            return
+        self.history_range = chosen
+        if self._snapshot is not None:
+            self.show_snapshot(self._snapshot)  # says "loading" until the refresh
+        self.post_message(self.RangeChanged(chosen))
 
     def show_snapshot(self, snapshot: FleetSnapshot) -> None:
         """Plot the history and print the live figures."""
-        history = snapshot.metrics.history
+        self._snapshot = snapshot
+        metrics = snapshot.metrics
+        history = metrics.history
         span = span_label(history[-1].ts - history[0].ts) if len(history) > 1 else "-"
+        show_text(self.query_one("#metrics-range", Static), self._range_line(snapshot))
         for series in SERIES:
             values = tuple(float(series.history(p)) for p in history)
             label = Text(series.label, style="bold", end="")
@@ -160,23 +219,78 @@ class MetricsView(VerticalScroll):
             spark = self.query_one(f"#spark-{series.key}", ZeroSparkline)
             if spark.data != values:
                 spark.data = values
+        width = max(16, min(60, self.size.width - 56)) if self.size.width else 40
         per_type = self.query_one("#metrics-per-type", Static)
-        show_text(per_type, self._per_type(history), layout=True)  # its height varies
+        show_text(per_type, self._per_type(snapshot, width), layout=True)  # its height varies
+        foreign = self.query_one("#metrics-foreign", Static)
+        show_text(foreign, self._foreign(metrics.foreign, width), layout=True)
         if history:
             status = f"{len(history)} points over the last {span}, oldest left"
         else:
             status = "no metrics history yet: the elected leader writes a point every few seconds"
         show_text(self.query_one("#metrics-status", Static), Text(status))
 
+    def _range_line(self, snapshot: FleetSnapshot) -> Text:
+        metrics = snapshot.metrics
+        text = Text("range ", style="bold", end="")
+        for name, _ in RANGES:
+            style = "reverse bold" if name == self.history_range else "dim"
+            text.append(f" {name} ", style=style)
+        text.append("  [ ] change", style="dim")
+        if metrics.history_range != self.history_range:
+            text.append(f"   loading {self.history_range} …", style="bold")
+        elif metrics.tier:
+            text.append(f"   {metrics.history_range} from our {metrics.tier} tier")
+        else:
+            text.append("   from the shared history (no tier of ours written yet)")
+        text.append('\nour series: depth = undelivered + pending, as "now"', style="dim")
+        return text
+
     @staticmethod
-    def _per_type(history: list[MetricsPoint]) -> Text:
-        text = Text("per type (last point; depth = undelivered + pending)", style="bold", end="")
-        if not history or not history[-1].per_type:
+    def _per_type(snapshot: FleetSnapshot, width: int) -> Text:
+        history = snapshot.metrics.history
+        text = Text("per type: depth over the range (undelivered + pending)", style="bold", end="")
+        depths: dict[str, list[float]] = {}
+        for i, point in enumerate(history):
+            for name, figures in point.per_type.items():
+                depths.setdefault(name, [0.0] * len(history))[i] = float(figures.depth)
+        live = {t.name: t for t in snapshot.types}
+        names = sorted(depths, key=lambda n: (-max(depths[n]), n))
+        names += sorted(n for n in live if n not in depths and live[n].depth)
+        if not names:
             text.append("\n-")
             return text
-        for name, figures in sorted(history[-1].per_type.items())[:12]:
+        last = history[-1].per_type if history else {}
+        for name in names[:PER_TYPE_SPARKS]:
+            values = depths.get(name, [])
+            now = live[name].depth if name in live else None
+            rate = last[name].throughput if name in last else 0.0
+            text.append(f"\n{safe_text(name, 20):<20} ")
+            text.append(spark_line(values, width) if values else " " * width, style="cyan")
             text.append(
-                f"\n{safe_text(name, 24):<24} depth {figures.depth:>7,}  "
-                f"pending {figures.pending:>6,}  {figures.throughput:>8,.1f}/s"
+                f" now {_fmt(now)}  max {_fmt(max(values) if values else None)}  {rate:,.1f}/s"
             )
+        if len(names) > PER_TYPE_SPARKS:
+            text.append(f"\n+{len(names) - PER_TYPE_SPARKS} more types", style="dim")
+        return text
+
+    @staticmethod
+    def _foreign(points: list[MetricsPoint], width: int) -> Text:
+        text = Text(end="")
+        sources = sorted({p.source or "unknown" for p in points})
+        if not sources:
+            return text
+        text.append("written by other collectors (another definition: never mixed with ours)")
+        text.stylize("bold")
+        for source in sources:
+            theirs = [p for p in points if (p.source or "unknown") == source]
+            values = [float(p.queue_depth) for p in theirs]
+            span = span_label(theirs[-1].ts - theirs[0].ts) if len(theirs) > 1 else "-"
+            text.append(
+                f"\n{safe_text(source, 40)}: depth = {depth_definition(source)}"
+                f" ({len(theirs)} points over {span})\n{'':<20} ",
+                style="default",
+            )
+            text.append(spark_line(values, width), style="magenta")
+            text.append(f" last {_fmt(values[-1])}  max {_fmt(max(values))}", style="default")
         return text
