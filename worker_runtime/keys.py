@@ -161,6 +161,32 @@ class Keys:
         # Not under ctrl:agent_type: a type named "chat:dead" must not collide with it.
         return f"{self._root}:dead_letter:agent_type:{agent_type}"
 
+    @property
+    def type_stream_pattern(self) -> str:
+        """``SCAN MATCH`` pattern of every type stream (:meth:`type_stream`) of this schema."""
+        return self._scan_prefix(self.type_stream("")) + "*"
+
+    @property
+    def dead_letter_stream_pattern(self) -> str:
+        """``SCAN MATCH`` pattern of every dead-letter stream (:meth:`dead_letter_stream`)."""
+        return self._scan_prefix(self.dead_letter_stream("")) + "*"
+
+    def type_of_stream(self, key: str) -> str | None:
+        """The agent type of a type stream or dead-letter stream key, else ``None``.
+
+        The inverse of :meth:`type_stream` / :meth:`dead_letter_stream` for keys found
+        by ``SCAN`` with the two patterns above (an empty name is not a type).
+        """
+        for prefix in (self.type_stream(""), self.dead_letter_stream("")):
+            if key.startswith(prefix) and len(key) > len(prefix):
+                return key[len(prefix) :]
+        return None
+
+    @staticmethod
+    def _scan_prefix(prefix: str) -> str:
+        # Glob metacharacters in a fixed prefix match themselves only when escaped.
+        return "".join("\\" + c if c in "*?[]\\" else c for c in prefix)
+
     def worker_stream(self, worker_id: str) -> str:
         """Stream of direct tasks and control commands for one worker."""
         if self.schema == "v2":

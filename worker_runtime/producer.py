@@ -62,11 +62,24 @@ class Producer:
         )
         if require_online_worker:
             await self._require_worker(agent_type, worker_id)
-        stream = (
-            self.keys.worker_stream(worker_id) if worker_id else self.keys.type_stream(agent_type)
-        )
-        await self.redis.xadd(stream, encode_task(task))  # type: ignore[arg-type]
+        if worker_id:
+            await self.redis.xadd(self.keys.worker_stream(worker_id), encode_task(task))  # type: ignore[arg-type]
+            return task.task_id
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.xadd(self.keys.type_stream(agent_type), encode_task(task))  # type: ignore[arg-type]
+        self._index(pipe, agent_type)
+        await pipe.execute()
         return task.task_id
+
+    def _index(self, pipe: Any, agent_type: str) -> None:
+        """Name the type in the types index, in the same round trip as its tasks.
+
+        The console lists a type the moment tasks are queued for it, before any worker
+        serves it (an orphan backlog must not wait for the slow stream discovery of
+        :meth:`worker_runtime.fleet.FleetReader.discover`). Direct tasks go to a
+        worker's own stream and name no type.
+        """
+        pipe.sadd(self.keys.agent_types, agent_type)
 
     async def submit_many(
         self,
@@ -94,6 +107,8 @@ class Producer:
             )
             ids.append(task.task_id)
             pipe.xadd(stream, encode_task(task))  # type: ignore[arg-type]
+        if payloads and not worker_id:
+            self._index(pipe, agent_type)
         await pipe.execute()
         return ids
 
