@@ -6,12 +6,19 @@ same way, so they agree on what "online", "pending" or a type's depth mean.
 Round trips, whatever the fleet size (each one a non-transactional pipeline):
 
 1. the indexes: workers set, agent types index, instances ZSet, leader lock and epoch,
-   scale targets, the metrics history tail and the audit tail;
+   scale targets, the metrics history tail and the audit tail (on a single Redis also
+   the queue-health script's ``SCRIPT LOAD`` and ``TIME``);
 2. every lease (one MGET on a single Redis), per worker its admin hash and declared
-   types; per type its routable set, denylist, consumer group info, length,
+   types; per type its routable set, denylist, queue health (one read-only script on
+   the type stream: groups, lag, pending, oldest ages, deliveries, consumers), the
    dead-letter length and scale overrides; per instance its lease;
 3. only when round trip 2 revealed types no index listed (declared by a worker or only
    in a lease): the per-type reads for those.
+
+Types that only their streams name (tasks written by another producer, nobody serving)
+come from :meth:`FleetReader.discover`, a ``SCAN`` that is not part of a refresh: the
+first read of a reader waits for it, later ones use its cached result while the next
+runs in the background at most every ``discover_every`` seconds.
 
 This module makes the round trips and nothing else: replies are coerced by
 :mod:`worker_runtime.replies` and turned into views by :mod:`worker_runtime.derive`.
