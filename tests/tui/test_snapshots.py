@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import StaticBackend
 from tests.tui.conftest import until
-from tests.tui.fleet_data import sample_dead, sample_snapshot
+from tests.tui.fleet_data import sample_dead, sample_snapshot, task_plane_snapshot
 
 SnapCompare = Callable[..., bool]
 
@@ -33,9 +33,9 @@ def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     time.tzset()
 
 
-def _app(read_only: bool = False) -> ConsoleApp:
+def _app(read_only: bool = False, snapshot: Any = None) -> ConsoleApp:
     return ConsoleApp(
-        StaticBackend(sample_snapshot(), dead=sample_dead()),
+        StaticBackend(snapshot or sample_snapshot(), dead=sample_dead()),
         refresh=3600,
         read_only=read_only,
         clock=lambda: 1000.0,
@@ -79,6 +79,12 @@ def test_workers_read_only_80x24(snap_compare: SnapCompare) -> None:
 
 def test_confirm_dialog_80x24(snap_compare: SnapCompare) -> None:
     assert snap_compare(_app(), terminal_size=(80, 24), run_before=_after_load("down", "down", "e"))
+
+
+def test_types_by_oldest_80x24(snap_compare: SnapCompare) -> None:
+    # An orphan backlog (no worker, marked unregistered) sorted first by its oldest task.
+    app = _app(snapshot=task_plane_snapshot())
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_after_load("3", "o", "o"))
 
 
 def test_dead_letters_80x24(snap_compare: SnapCompare) -> None:
