@@ -57,7 +57,7 @@ from worker_runtime.derive import (
     parse_workers,
     type_view,
 )
-from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.keys import CONSUMER_GROUP, Keys, stream_agent_type
 from worker_runtime.models import AdminState, InstanceLease, Lease, MetricsPoint, now_ms
 from worker_runtime.packed_pipeline import Batch, command_count, expand
 from worker_runtime.packed_pipeline import execute as execute_packed
@@ -159,13 +159,17 @@ return out
 # One type stream's task plane in one reply (parsed by ``replies.queue_health``): its
 # length, per group (at most ARGV[2]) the name, pending, lag, the first entry after the
 # group's last-delivered id, the longest idle time and highest delivery count over its
-# ARGV[1] oldest pending entries, and its consumers' pending counts; and Redis's own
-# clock (TIME), so ages never depend on this host's. Read-only, one key: it runs on a
-# cluster node like any single-key command.
+# ARGV[1] oldest pending entries, and its consumers' pending counts. With ARGV[3] = 1
+# also the node's own clock (TIME; false when an ACL refuses it), for a cluster, whose
+# pipelines cannot send TIME; a single Redis's read sends TIME once instead. Read-only,
+# one key: it runs on a cluster node like any single-key command.
 _QUEUE_HEALTH = """
 local key = KEYS[1]
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = false
+if ARGV[3] == '1' then
+  local ok, t = pcall(redis.call, 'TIME')
+  if ok then now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end
+end
 if redis.call('TYPE', key)['ok'] ~= 'stream' then return {0, now} end
 local length = redis.call('XLEN', key)
 local out = {1, now, length, false}
@@ -311,8 +315,12 @@ class FleetReader:
         self._stream_types: set[str] | None = None
         self._discovered_at = 0.0
         self._discovery: asyncio.Task[None] | None = None
-        # On a cluster: may this client run scripts (probed by the first read)?
+        # On a cluster: may this client run scripts (probed by the first read), and may
+        # they read the node's clock (False once an ACL refused TIME)?
         self._cluster_script: bool | None = None
+        self._script_clock = True
+        # On a single Redis: False once an ACL refused TIME (not asked again).
+        self._time_allowed = True
 
     async def _execute(self, queue: Sequence[_Cmd | Batch]) -> list[Any]:
         """One pipelined round trip; per-command errors come back as exception objects.
@@ -452,10 +460,10 @@ class FleetReader:
             queue += [_c("smembers", k.type_workers(t)), _c("smembers", k.type_denied(t))]
             if mode == "sha":
                 queue.append(
-                    _c("evalsha_ro", _QUEUE_HEALTH_SHA, 1, stream, PENDING_SAMPLE, GROUPS_EXAMINED)
+                    _c("evalsha_ro", _QUEUE_HEALTH_SHA, 1, stream, *self._health_args(False))
                 )
             elif mode == "eval":
-                queue.append(_c("eval", _QUEUE_HEALTH, 1, stream, PENDING_SAMPLE, GROUPS_EXAMINED))
+                queue.append(_c("eval", _QUEUE_HEALTH, 1, stream, *self._health_args(True)))
             queue += [_c("xlen", k.dead_letter_stream(t)), _c("hgetall", k.scale_overrides(t))]
             if mode == "plain":
                 queue += [
@@ -466,6 +474,9 @@ class FleetReader:
                     _c("xrange", stream, "-", "+", 1),
                 ]
         return queue
+
+    def _health_args(self, cluster: bool) -> tuple[int, int, int]:
+        return (PENDING_SAMPLE, GROUPS_EXAMINED, int(cluster and self._script_clock))
 
     @staticmethod
     def _type_replies(
@@ -481,7 +492,7 @@ class FleetReader:
                 health = queue_health_plain(r[4], r[6], r[7], r[8], now)
                 dead, overrides = r[2], r[3]
             else:
-                group, length, health = queue_health(r[2])
+                group, length, health = queue_health(r[2], now)
                 dead, overrides = r[3], r[4]
             out[t] = TypeReplies(
                 routable=strs(r[0], MAX_WORKER_ID),
@@ -543,7 +554,7 @@ class FleetReader:
                         break
         except ResponseError as exc:
             log.debug("type discovery refused: %s", exc)
-        types = {t for key in found if (t := self.keys.type_of_stream(key)) is not None}
+        types = {t for key in found if (t := stream_agent_type(self.keys, key)) is not None}
         kept = set(sorted(t for t in types if len(t) <= MAX_NAME)[:MAX_DISCOVERED])
         self._stream_types = kept
         self._discovered_at = time.monotonic()
@@ -597,9 +608,12 @@ class FleetReader:
         # -- round trip 1: the indexes ---------------------------------------------
         cluster = isinstance(self.redis, RedisCluster)
         probe = not cluster and self._bulk_script is None
-        # The queue-health script is loaded by every read (cheap, and a restarted or
-        # flushed Redis has it again at once), so round trip 2 sends its hash only.
+        # Every read runs the queue-health script once on a key that never exists: that
+        # caches it (EVAL_RO, which a viewer ACL allows where SCRIPT LOAD is not), so a
+        # restarted or flushed Redis has it again at once and round trip 2 sends its
+        # hash only.
         load = not cluster and self._bulk_script is not False
+        clock = not cluster and self._time_allowed
         r1, failed1 = await self._run_named(
             {
                 "workers": _c("smembers", k.workers),
@@ -616,14 +630,18 @@ class FleetReader:
                 # Once per reader: may this client run read-only scripts (EVAL_RO is
                 # Redis 7+, and an ACL viewer may lack @scripting)?
                 **({"script_probe": _c("eval_ro", "return 1", 0)} if probe else {}),
-                **({"health_script": _c("script_load", _QUEUE_HEALTH)} if load else {}),
+                **(
+                    {"health_script": _c("eval_ro", _QUEUE_HEALTH, 1, k.type_stream(""), 0, 0, 0)}
+                    if load
+                    else {}
+                ),
                 **(
                     {"cluster_probe": _c("eval", "return 1", 0)}
                     if cluster and self._cluster_script is None
                     else {}
                 ),
-                # Redis's clock, for ages the plain-command fallback computes.
-                **({"redis_time": _c("time")} if not cluster else {}),
+                # Redis's clock: the ages of entries are measured against it.
+                **({"redis_time": _c("time")} if clock else {}),
             }
         )
         if probe:
@@ -635,7 +653,9 @@ class FleetReader:
         else:
             scripted = load and self._bulk_script and "health_script" not in failed1
             mode = "sha" if scripted else "plain"
-        redis_now = None if cluster else time_ms(r1.get("redis_time"))
+        if clock and "redis_time" in failed1:
+            self._time_allowed = False  # an ACL without +time: ages stay unknown
+        redis_now = time_ms(r1.get("redis_time")) if clock else None
 
         def indexes() -> tuple[list[str], list[MetricsPoint], list[Any]]:
             # Worker ids get a larger bound than other names: a worker in the registry
@@ -754,6 +774,11 @@ class FleetReader:
         scrap: list[Any] = [parsed, leases, admins, declared, ttls]
         del parsed, leases, admins, declared, ttls
         registered = indexed_types | set(targets) | discovered
+        if mode == "eval" and self._script_clock:
+            # The scripts could not read the node's clock: stop asking (ACL noise).
+            self._script_clock = not any(
+                td.queue.exists and not td.queue.clock for td in type_data.values()
+            )
         for t in stream_types - registered:
             td = type_data.get(t)
             if td is not None and not td.queue.exists and not td.dead and not td.routable:

@@ -171,17 +171,6 @@ class Keys:
         """``SCAN MATCH`` pattern of every dead-letter stream (:meth:`dead_letter_stream`)."""
         return self._scan_prefix(self.dead_letter_stream("")) + "*"
 
-    def type_of_stream(self, key: str) -> str | None:
-        """The agent type of a type stream or dead-letter stream key, else ``None``.
-
-        The inverse of :meth:`type_stream` / :meth:`dead_letter_stream` for keys found
-        by ``SCAN`` with the two patterns above (an empty name is not a type).
-        """
-        for prefix in (self.type_stream(""), self.dead_letter_stream("")):
-            if key.startswith(prefix) and len(key) > len(prefix):
-                return key[len(prefix) :]
-        return None
-
     @staticmethod
     def _scan_prefix(prefix: str) -> str:
         # Glob metacharacters in a fixed prefix match themselves only when escaped.
@@ -336,3 +325,16 @@ class Keys:
             self.worker_history_snapshots(worker_id),
             self.worker_stream(worker_id),
         ]
+
+
+def stream_agent_type(keys: Keys, key: str) -> str | None:
+    """The agent type of a type stream or dead-letter stream key of ``keys``, else ``None``.
+
+    The inverse of :meth:`Keys.type_stream` / :meth:`Keys.dead_letter_stream` for keys
+    found by ``SCAN`` with their patterns (an empty name is not a type). A function, not
+    a method: every method of :class:`Keys` renders a key.
+    """
+    for prefix in (keys.type_stream(""), keys.dead_letter_stream("")):
+        if key.startswith(prefix) and len(key) > len(prefix):
+            return key[len(prefix) :]
+    return None

@@ -172,6 +172,8 @@ class QueueHealth:
     """
 
     exists: bool = False
+    clock: bool = False
+    """Whether Redis's clock was known to the read (else no undelivered entry has an age)."""
     groups: list[str] = field(default_factory=list)
     oldest_undelivered_ms: int | None = None
     oldest_pending_ms: int | None = None
@@ -199,23 +201,27 @@ def _add_consumers(into: dict[str, int], name: Any, pending: Any) -> None:
         into[name] = into.get(name, 0) + n
 
 
-def queue_health(reply: Any) -> tuple[GroupInfo, int, QueueHealth]:
+def queue_health(reply: Any, now: int | None = None) -> tuple[GroupInfo, int, QueueHealth]:
     """The queue-health script's reply as (groups' lag and pending, length, health).
 
     The reply (see ``worker_runtime.fleet``'s ``_QUEUE_HEALTH``) is ``[1, now_ms,
     length, first_id, group, ...]`` with each group ``[name, pending, lag,
     first_undelivered_id, max_idle_ms, max_deliveries, [[consumer, pending], ...]]``,
-    or ``[0, now_ms]`` when the key is no stream. A group's undelivered count is 0 when
-    no entry follows its last-delivered id, whatever its lag says: Redis 7.0 restored
-    from an AOF can report a lag for a group that has read everything. Otherwise its
-    lag, or, when Redis cannot tell (nil, or 0 with an entry still to deliver), the
-    stream's length minus the group's pending (an upper bound, as :func:`group_info`).
+    or ``[0, now_ms]`` when the key is no stream. ``now_ms`` is the node's clock when
+    the script read it (a cluster), else ``now``: Redis's ``TIME`` of the same read.
+
+    A group's undelivered count is 0 when no entry follows its last-delivered id,
+    whatever its lag says: Redis 7.0 restored from an AOF can report a lag for a group
+    that has read everything. Otherwise its lag, or, when Redis cannot tell (nil, or 0
+    with an entry still to deliver), the stream's length minus the group's pending (an
+    upper bound, as :func:`group_info`).
     """
     if not isinstance(reply, list) or len(reply) < 4 or reply[0] != 1:
         return GroupInfo(), 0, QueueHealth()
-    now = reply[1] if isinstance(reply[1], int) else None
+    if isinstance(reply[1], int) and not isinstance(reply[1], bool):
+        now = reply[1]
     length = count(reply[2])
-    health = QueueHealth(exists=True)
+    health = QueueHealth(exists=True, clock=now is not None)
     info = GroupInfo()
     oldest: int | None = None
     for group in reply[4:]:

@@ -13,9 +13,12 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from tests.backends import Backend
+from tests.reliability.acl import PASSWORDS, setuser_args
+from worker_runtime.connection import create_redis
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.producer import Producer
+from worker_runtime.settings import RedisSettings
 from worker_runtime.snapshot import FleetSnapshot, TypeView
 
 K = Keys()
@@ -202,3 +205,41 @@ async def test_a_producer_names_its_type_in_the_index(backend: Backend) -> None:
     snap = await FleetReader(redis, k, discover_every=None).read()
     assert _type(snap, "nobody-serves").registered and _type(snap, "nobody-serves").depth == 1
     assert _type(snap, "batch").depth == 2
+
+
+async def test_a_viewer_acl_reads_the_queue_health_and_asks_for_time_once(
+    redis: Redis, redis_url: str
+) -> None:
+    # The README's viewer (no +time, no SCRIPT LOAD): scripts run, ages need a clock.
+    await _backlog(redis, K.type_stream("orphan"), 4, age_ms=30_000)
+    stream = K.type_stream("chat")
+    await redis.sadd(K.agent_types, "chat")
+    await _backlog(redis, stream, 2, age_ms=30_000)
+    await redis.xgroup_create(stream, CONSUMER_GROUP, id="0")
+    await redis.xclaim(stream, CONSUMER_GROUP, "c1", 0, [await _read_one(redis, stream, "c1")])
+    admin: Any = redis  # ACL commands are untyped in redis-py
+    await admin.execute_command("ACL", "SETUSER", *setuser_args("viewer"))
+    host_port = redis_url.split("//", 1)[1].split("/", 1)[0]
+    settings = RedisSettings(url=f"redis://viewer:{PASSWORDS['viewer']}@{host_port}/0")
+    viewer = create_redis(settings)
+    try:
+        await admin.execute_command("ACL", "LOG", "RESET")
+        reader = FleetReader(viewer, K)
+        for _ in range(3):
+            snap = await reader.read()
+        orphan, chat = _type(snap, "orphan"), _type(snap, "chat")
+        assert (orphan.undelivered, orphan.registered, orphan.oldest_undelivered_ms) == (
+            4,
+            False,
+            None,
+        )
+        assert (chat.pending, chat.max_deliveries, chat.consumers) == (1, 2, {"c1": 1})
+        assert chat.oldest_pending_ms is not None  # XPENDING's idle time needs no clock
+        denied = await admin.execute_command("ACL", "LOG")
+        assert len(denied) == 1  # TIME, refused once: the reader stops asking
+        await admin.execute_command("ACL", "SETUSER", "viewer", "+time")
+        aged = _type(await FleetReader(viewer, K).read(), "orphan")
+        assert aged.oldest_undelivered_ms is not None and aged.oldest_undelivered_ms >= 30_000
+    finally:
+        await viewer.aclose()
+        await admin.execute_command("ACL", "DELUSER", "viewer")
