@@ -60,10 +60,12 @@ async def child(url: str, reads: int) -> dict[str, Any]:
     snap = await reader.read()
     first_s = time.perf_counter() - first
     samples = []
+    before = await redis.info("commandstats")
     for _ in range(reads):
         started = time.perf_counter()
         snap = await reader.read()
         samples.append(time.perf_counter() - started)
+    after = await redis.info("commandstats")
     out: dict[str, Any] = {
         "module": worker_runtime.__file__,
         "median_s": statistics.median(samples),
@@ -72,6 +74,8 @@ async def child(url: str, reads: int) -> dict[str, Any]:
         "round_trips": reader.round_trips,
         "workers": len(snap.workers),
         "types": len(snap.types),
+        # Redis's own time serving the reads (every command's usec in INFO commandstats).
+        "redis_ms_per_read": _usec(after, before) / 1000 / reads,
     }
     discover = getattr(reader, "discover", None)
     if discover is not None:
@@ -81,6 +85,15 @@ async def child(url: str, reads: int) -> dict[str, Any]:
         out["discovery_round_trips"] = reader.discovery_round_trips
     await redis.aclose()
     return out
+
+
+def _usec(after: dict[str, Any], before: dict[str, Any]) -> float:
+    """Microseconds Redis spent in commands between two ``INFO commandstats``."""
+    total = 0.0
+    for name, stats in after.items():
+        if isinstance(stats, dict) and name != "cmdstat_info":
+            total += stats.get("usec", 0) - (before.get(name) or {}).get("usec", 0)
+    return total
 
 
 async def write_types(url: str, n: int) -> None:
@@ -179,6 +192,10 @@ def main() -> int:
     )
     print("read:", ratio_line(result, "task_plane", "baseline"))
     print(f"round trips per read: task_plane {ours['round_trips']}, baseline {base['round_trips']}")
+    print(
+        f"Redis time per read (commandstats, first process of each side): task_plane "
+        f"{ours['redis_ms_per_read']:.1f} ms, baseline {base['redis_ms_per_read']:.1f} ms"
+    )
     if "discovery_s" in ours:
         print(
             f"one discovery (background, at most every 60 s): {ours['discovery_s'] * 1000:.0f} ms "
