@@ -243,3 +243,15 @@ async def test_a_viewer_acl_reads_the_queue_health_and_asks_for_time_once(
     finally:
         await viewer.aclose()
         await admin.execute_command("ACL", "DELUSER", "viewer")
+
+
+async def test_discovery_scans_every_primary(backend: Backend) -> None:
+    redis, k = backend.redis, backend.keys
+    names = [f"orphan-{i:02d}" for i in range(24)]  # spread over the cluster's slots
+    for name in names:
+        await redis.xadd(k.type_stream(name), {"n": "1"})
+    await redis.xadd(k.dead_letter_stream("buried"), {"n": "1"})
+    reader = FleetReader(redis, k)
+    assert await reader.discover() == {*names, "buried"}
+    snap = await reader.read()
+    assert {t.name for t in snap.types if not t.registered} == {*names, "buried"}
