@@ -266,7 +266,8 @@ def queue_health_plain(
     as redis-py parses them); ``first``: ``XRANGE - + COUNT 1``; ``now``: Redis's
     ``TIME`` in ms. Without a script nothing says which entry a group reads next, so
     an undelivered entry's age is only known for a stream without groups (its first
-    entry waits); other groups' pending entries are counted in ``groups`` only.
+    entry waits); other groups' pending entries are counted in ``groups`` only, and the
+    undelivered count is the groups' lag as Redis reports it (:func:`group_info`).
     """
     health = QueueHealth(exists=isinstance(groups, list))
     for group in groups if isinstance(groups, list) else ():

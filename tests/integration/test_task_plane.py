@@ -255,3 +255,18 @@ async def test_discovery_scans_every_primary(backend: Backend) -> None:
     assert await reader.discover() == {*names, "buried"}
     snap = await reader.read()
     assert {t.name for t in snap.types if not t.registered} == {*names, "buried"}
+
+
+async def test_a_wrong_lag_does_not_make_delivered_entries_undelivered(backend: Backend) -> None:
+    # What Redis 7.0 can report after an AOF restore: a group that has read everything
+    # with a lag (entries-read behind). Here entries-read is set back by hand.
+    redis, k = backend.redis, backend.keys
+    stream = k.type_stream("chat")
+    await redis.sadd(k.agent_types, "chat")
+    await _backlog(redis, stream, 6, age_ms=5_000)
+    await redis.xgroup_create(stream, CONSUMER_GROUP, id="$")
+    await redis.xgroup_setid(stream, CONSUMER_GROUP, "$", entries_read=1)
+    groups: Any = await redis.xinfo_groups(stream)
+    assert groups[0]["lag"] == 5  # what Redis says
+    chat = _type(await FleetReader(redis, k).read(), "chat")
+    assert (chat.undelivered, chat.depth, chat.oldest_undelivered_ms) == (0, 0, None)
