@@ -153,13 +153,13 @@ class TypesView(Vertical):
         dead = sum(t.dead for t in snapshot.types)
         unregistered = sum(1 for t in snapshot.types if not t.registered)
         sort = SORTS[self.sort_index % len(SORTS)][1] + (" ↑" if self.sort_reverse else "")
-        note = f" ({unregistered} unreg: streams only)" if unregistered else ""
+        note = f"  ·  {unregistered} unreg: found from streams only" if unregistered else ""
         show_text(
             self.status_line,
             Text(
-                f"{len(snapshot.types)} types{note}  ·  sort {sort} (o)"
-                f"  ·  depth {depth:,} (undelivered + pending)"
+                f"{len(snapshot.types)} types  ·  depth {depth:,} (undelivered + pending)"
                 f"  ·  pending {pending:,}  ·  dead {dead:,}  ·  enter: workers of the type"
+                f"  ·  o: sort by {sort}{note}"
             ),
         )
 
