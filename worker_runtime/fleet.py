@@ -7,7 +7,7 @@ Round trips, whatever the fleet size (each one a non-transactional pipeline):
 
 1. the indexes: workers set, agent types index, instances ZSet, leader lock and epoch,
    scale targets, the metrics history tail and the audit tail (on a single Redis also
-   the queue-health script's ``SCRIPT LOAD`` and ``TIME``);
+   ``TIME`` and one run of the queue-health script, which caches it for round trip 2);
 2. every lease (one MGET on a single Redis), per worker its admin hash and declared
    types; per type its routable set, denylist, queue health (one read-only script on
    the type stream: groups, lag, pending, oldest ages, deliveries, consumers), the
