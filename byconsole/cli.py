@@ -137,6 +137,16 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return value
+
+
 def _limit(text: str) -> int:
     value = _count(text)
     if not 1 <= value <= 100_000:
@@ -296,6 +306,12 @@ def build_parser(*, lazy: bool = False) -> _Parser:
         type=_non_negative,
         help="fail when any type's queue depth exceeds N",
     )
+    snap.add_argument(
+        "--max-age",
+        metavar="SECONDS",
+        type=_seconds,
+        help="fail when any type's oldest undelivered or pending task is older than SECONDS",
+    )
 
     group = parser.add_subparsers(
         dest="command", metavar="COMMAND", parser_class=_Parser, action=_Commands
@@ -365,6 +381,15 @@ def _worker_commands(worker: _Parser, parents: list[_Parser]) -> None:
 
 def _type_commands(type_: _Parser, parents: list[_Parser]) -> None:
     tsub = type_.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = _sub(
+        tsub,
+        "list",
+        "every type: registered, or found from its task or dead-letter streams",
+        "byconsole type list --json",
+        parents,
+    )
+    _json_flag(p)
+    p.set_defaults(handler="type_list", write=False)
     p = _sub(tsub, "denylist", "workers denied for a type", "byconsole type denylist chat", parents)
     p.add_argument("agent_type", metavar="T")
     _json_flag(p)
@@ -576,6 +601,7 @@ def _check_modes(args: argparse.Namespace) -> chk.Checks:
         "--min-online": bool(args.min_online),
         "--fail-on": bool(args.fail_on),
         "--max-depth": args.max_depth is not None,
+        "--max-age": args.max_age is not None,
     }
     given = [flag for flag, present in snapshot_only.items() if present]
     if args.command is not None and (args.snapshot or args.demo):
@@ -598,6 +624,7 @@ def _check_modes(args: argparse.Namespace) -> chk.Checks:
         min_online_by_type=by_type,
         fail_on=fail_on,
         max_depth=args.max_depth,
+        max_age=args.max_age,
     )
 
 

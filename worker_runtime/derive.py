@@ -459,9 +459,17 @@ def executions(order: Sequence[str], snapshots: Mapping[str, Any], limit: int) -
     return out
 
 
-def type_view(name: str, td: TypeReplies, target: int | None) -> TypeView:
-    """One agent type's view from its coerced replies and its global scale target."""
+def type_view(
+    name: str, td: TypeReplies, target: int | None, *, registered: bool = True
+) -> TypeView:
+    """One agent type's view from its coerced replies and its global scale target.
+
+    ``registered``: an index, a scale target or a worker names the type (False: only
+    its streams do). The queue-health fields are copied as read (see
+    :class:`~worker_runtime.replies.QueueHealth` for their definitions).
+    """
     undelivered = td.undelivered
+    q = td.queue
     return TypeView(
         name=name,
         workers=sorted(td.routable),
@@ -473,6 +481,12 @@ def type_view(name: str, td: TypeReplies, target: int | None) -> TypeView:
         dead=td.dead,
         target=target,
         overrides=td.overrides,
+        registered=registered,
+        oldest_undelivered_ms=q.oldest_undelivered_ms if undelivered else None,
+        oldest_pending_ms=q.oldest_pending_ms if td.group.pending else None,
+        max_deliveries=q.max_deliveries if td.group.pending else None,
+        groups=list(q.groups),
+        consumers=dict(sorted(q.consumers.items())),
     )
 
 

@@ -6,12 +6,20 @@ same way, so they agree on what "online", "pending" or a type's depth mean.
 Round trips, whatever the fleet size (each one a non-transactional pipeline):
 
 1. the indexes: workers set, agent types index, instances ZSet, leader lock and epoch,
-   scale targets, the pause hash, the metrics history tail and the audit tail;
+   scale targets, the pause hash, the metrics history tail and the audit tail (on a single
+   Redis also ``TIME`` and one run of the queue-health script, which caches it for round
+   trip 2);
 2. every lease (one MGET on a single Redis), per worker its admin hash and declared
-   types; per type its routable set, denylist, consumer group info, length,
+   types; per type its routable set, denylist, queue health (one read-only script on
+   the type stream: groups, lag, pending, oldest ages, deliveries, consumers), the
    dead-letter length and scale overrides; per instance its lease;
 3. only when round trip 2 revealed types no index listed (declared by a worker or only
    in a lease): the per-type reads for those.
+
+Types that only their streams name (tasks written by another producer, nobody serving)
+come from :meth:`FleetReader.discover`, a ``SCAN`` that is not part of a refresh: the
+first read of a reader waits for it, later ones use its cached result while the next
+runs in the background at most every ``discover_every`` seconds.
 
 This module makes the round trips and nothing else: replies are coerced by
 :mod:`worker_runtime.replies` and turned into views by :mod:`worker_runtime.derive`.
@@ -25,6 +33,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import hashlib
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +42,7 @@ from typing import Any, TypeVar
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import RedisError, ResponseError
 
 from worker_runtime.audit import parse_audit
 from worker_runtime.byframework import RUNTIME_STATUS_FIELD
@@ -49,7 +60,7 @@ from worker_runtime.derive import (
     with_pauses,
 )
 from worker_runtime.history import DEFAULT_RANGE, Tier, configured_tiers, range_ms, tier_for
-from worker_runtime.keys import Keys
+from worker_runtime.keys import CONSUMER_GROUP, Keys, stream_agent_type
 from worker_runtime.models import (
     SOURCE_OURS,
     AdminState,
@@ -73,9 +84,12 @@ from worker_runtime.replies import (
     lease_value,
     mapping,
     pairs_to_dict,
+    queue_health,
+    queue_health_plain,
     sections,
     strs,
     text,
+    time_ms,
 )
 from worker_runtime.snapshot import (
     MAX_WORKER_ID,
@@ -128,7 +142,8 @@ def _collector_paused() -> Iterator[_Pause]:
             gc.enable()
 
 
-_TYPE_COMMANDS = 6
+_TYPE_COMMANDS = {"sha": 5, "eval": 5, "plain": 9}
+"""Commands per type in each way of reading its queue (see ``FleetReader._type_queue``)."""
 
 # Every admin hash (first half of KEYS) and declared-type set (second half) in one
 # reply; a key of the wrong type reads as empty instead of failing the whole script.
@@ -152,6 +167,72 @@ local out = {}
 for i, key in ipairs(KEYS) do out[i] = redis.call('PTTL', key) end
 return out
 """
+
+
+# One type stream's task plane in one reply (parsed by ``replies.queue_health``): its
+# length, per group (at most ARGV[2]) the name, pending, lag, the first entry after the
+# group's last-delivered id, the longest idle time and highest delivery count over its
+# ARGV[1] oldest pending entries, and its consumers' pending counts. With ARGV[3] = 1
+# also the node's own clock (TIME; false when an ACL refuses it), for a cluster, whose
+# pipelines cannot send TIME; a single Redis's read sends TIME once instead. Read-only,
+# one key: it runs on a cluster node like any single-key command.
+_QUEUE_HEALTH = """
+local key = KEYS[1]
+local now = false
+if ARGV[3] == '1' then
+  local ok, t = pcall(redis.call, 'TIME')
+  if ok then now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end
+end
+if redis.call('TYPE', key)['ok'] ~= 'stream' then return {0, now} end
+local length = redis.call('XLEN', key)
+local out = {1, now, length, false}
+local groups = redis.call('XINFO', 'GROUPS', key)
+if #groups == 0 and length > 0 then
+  local head = redis.call('XRANGE', key, '-', '+', 'COUNT', 1)
+  if #head > 0 then out[4] = head[1][1] end
+end
+for i, g in ipairs(groups) do
+  if i > tonumber(ARGV[2]) then break end
+  local f = {}
+  for j = 1, #g, 2 do f[g[j]] = g[j + 1] end
+  local name, pending, lag = f['name'], f['pending'], f['lag']
+  if type(lag) ~= 'number' then lag = -1 end
+  local after = redis.call('XRANGE', key, '(' .. f['last-delivered-id'], '+', 'COUNT', 1)
+  local next_id = false
+  if #after > 0 then next_id = after[1][1] end
+  local idle, deliveries, consumers = -1, -1, {}
+  if pending > 0 then
+    consumers = redis.call('XPENDING', key, name)[4]
+    for _, e in ipairs(redis.call('XPENDING', key, name, '-', '+', ARGV[1])) do
+      if e[3] > idle then idle = e[3] end
+      if e[4] > deliveries then deliveries = e[4] end
+    end
+  end
+  out[#out + 1] = {name, pending, lag, next_id, idle, deliveries, consumers}
+end
+return out
+"""
+_QUEUE_HEALTH_SHA = hashlib.sha1(_QUEUE_HEALTH.encode()).hexdigest()
+
+PENDING_SAMPLE = 100
+"""Pending entries examined per group for the oldest idle time and the most deliveries.
+
+The oldest ones by id: the entries redelivered again and again are those that stay
+pending longest. Bounds the script's work whatever the pending list's length."""
+
+GROUPS_EXAMINED = 16
+"""Consumer groups of one stream examined (more than one is already an anomaly)."""
+
+DISCOVERY_INTERVAL = 60.0
+"""Seconds between two scans for streams no index lists (see :meth:`FleetReader.discover`)."""
+
+DISCOVERY_SCAN_COUNT = 5_000
+"""``SCAN … COUNT``: keys Redis looks at per discovery round trip (a few ms of its time)."""
+
+MAX_DISCOVERED = 10_000
+"""Types kept from one discovery (a keyspace of stray streams must not flood every view)."""
+
+log = logging.getLogger(__name__)
 
 
 _Cmd = tuple[str, tuple[Any, ...], dict[str, Any]]
@@ -235,9 +316,14 @@ class FleetReader:
             counting; only cyclic garbage alive at that moment stays until someone
             thaws (``gc.unfreeze``): for callers that do so now and then, like the
             console. ``None`` (the default) freezes nothing.
+        discover_every: seconds between two discoveries of types that only have
+            streams (:meth:`discover`); ``None`` turns discovery off.
 
     Attributes:
-        round_trips: pipelined round trips of the last :meth:`read` (for benchmarks).
+        round_trips: pipelined round trips of the last :meth:`read` (for benchmarks);
+            a discovery's are not among them.
+        discovery_round_trips: ``SCAN`` round trips of the last discovery.
+        discoveries: discoveries run by this reader.
     """
 
     def __init__(
@@ -251,6 +337,7 @@ class FleetReader:
         freeze_from: int | None = None,
         history_range: str | None = DEFAULT_RANGE,
         tiers: Sequence[Tier] | None = None,
+        discover_every: float | None = DISCOVERY_INTERVAL,
     ) -> None:
         self.redis = redis
         self.keys = keys
@@ -267,6 +354,20 @@ class FleetReader:
         # The worker keys' commands of the last read, packed once, reused while the
         # registry (worker ids) and the read's shape (bulk or not) are unchanged.
         self._bulk_keys: tuple[list[str], bool, Batch, Batch] | None = None
+        self.discover_every = discover_every
+        self.discovery_round_trips = 0
+        self.discoveries = 0
+        # Types found from their streams by the last discovery (None: none ran yet),
+        # when it finished (monotonic) and the one running in the background.
+        self._stream_types: set[str] | None = None
+        self._discovered_at = 0.0
+        self._discovery: asyncio.Task[None] | None = None
+        # On a cluster: may this client run scripts (probed by the first read), and may
+        # they read the node's clock (False once an ACL refused TIME)?
+        self._cluster_script: bool | None = None
+        self._script_clock = True
+        # On a single Redis: False once an ACL refused TIME (not asked again).
+        self._time_allowed = True
 
     async def _execute(self, queue: Sequence[_Cmd | Batch]) -> list[Any]:
         """One pipelined round trip; per-command errors come back as exception objects.
@@ -391,34 +492,142 @@ class FleetReader:
         flat += [None] * (n - len(flat))
         return [v if isinstance(v, int) and not isinstance(v, bool) else None for v in flat[:n]]
 
-    def _type_queue(self, types: Iterable[str]) -> list[_Cmd]:
+    def _type_queue(self, types: Iterable[str], mode: str) -> list[_Cmd]:
+        """Per type: routing, denylist, its queue, dead letters and scale overrides.
+
+        ``mode`` says how the type stream is read: ``"sha"`` (single Redis) and
+        ``"eval"`` (cluster: redis-py's cluster pipeline refuses EVALSHA) run the
+        queue-health script, one command on one key; ``"plain"`` (scripts refused)
+        reads the groups, the length, and :data:`CONSUMER_GROUP`'s pending entries.
+        """
         k = self.keys
         queue: list[_Cmd] = []
         for t in types:
-            queue += [
-                _c("smembers", k.type_workers(t)),
-                _c("smembers", k.type_denied(t)),
-                _c("xinfo_groups", k.type_stream(t)),
-                _c("xlen", k.type_stream(t)),
-                _c("xlen", k.dead_letter_stream(t)),
-                _c("hgetall", k.scale_overrides(t)),
-            ]
+            stream = k.type_stream(t)
+            queue += [_c("smembers", k.type_workers(t)), _c("smembers", k.type_denied(t))]
+            if mode == "sha":
+                queue.append(
+                    _c("evalsha_ro", _QUEUE_HEALTH_SHA, 1, stream, *self._health_args(False))
+                )
+            elif mode == "eval":
+                queue.append(_c("eval", _QUEUE_HEALTH, 1, stream, *self._health_args(True)))
+            queue += [_c("xlen", k.dead_letter_stream(t)), _c("hgetall", k.scale_overrides(t))]
+            if mode == "plain":
+                queue += [
+                    _c("xinfo_groups", stream),
+                    _c("xlen", stream),
+                    _c("xpending", stream, CONSUMER_GROUP),
+                    _c("xpending_range", stream, CONSUMER_GROUP, "-", "+", PENDING_SAMPLE),
+                    _c("xrange", stream, "-", "+", 1),
+                ]
         return queue
 
+    def _health_args(self, cluster: bool) -> tuple[int, int, int]:
+        return (PENDING_SAMPLE, GROUPS_EXAMINED, int(cluster and self._script_clock))
+
     @staticmethod
-    def _type_replies(types: Sequence[str], replies: Sequence[Any]) -> dict[str, TypeReplies]:
+    def _type_replies(
+        types: Sequence[str], replies: Sequence[Any], mode: str, now: int | None = None
+    ) -> dict[str, TypeReplies]:
         out: dict[str, TypeReplies] = {}
+        size = _TYPE_COMMANDS[mode]
         for i, t in enumerate(types):
-            r = replies[i * _TYPE_COMMANDS : (i + 1) * _TYPE_COMMANDS]
+            r = replies[i * size : (i + 1) * size]
+            if mode == "plain":
+                length = count(r[5])
+                group = group_info(r[4], length)
+                health = queue_health_plain(r[4], r[6], r[7], r[8], now)
+                dead, overrides = r[2], r[3]
+            else:
+                group, length, health = queue_health(r[2], now)
+                dead, overrides = r[3], r[4]
             out[t] = TypeReplies(
                 routable=strs(r[0], MAX_WORKER_ID),
                 denied=strs(r[1], MAX_WORKER_ID),
-                group=group_info(r[2], count(r[3])),
-                length=count(r[3]),
-                dead=count(r[4]),
-                overrides=counts(r[5]),
+                group=group,
+                length=length,
+                dead=count(dead),
+                overrides=counts(overrides),
+                queue=health,
             )
         return out
+
+    # -- discovery of types that only have streams -------------------------------------
+
+    async def discover(self) -> set[str]:
+        """Scan for type streams and dead-letter streams; cache and return their types.
+
+        A type whose tasks are written by another producer (by-framework's) and served
+        by no worker is in no index: only its stream says it exists. Scanning the
+        keyspace costs one pass over every key (``SCAN … MATCH … TYPE stream``, every
+        primary of a cluster, :data:`DISCOVERY_SCAN_COUNT` keys per round trip), so it
+        is not part of a refresh: :meth:`read` runs it before its first snapshot, then
+        in the background at most every ``discover_every`` seconds, and reads the
+        types found with the indexed ones. A stream deleted since drops its type at
+        the next read (nothing left to show) and from the next discovery.
+
+        The result stays in this reader rather than being written to the types index
+        (by a leader or janitor): the index means "declared by a worker or producer"
+        (``registered``), and a name written there never goes away when its stream
+        does; and a console must find the orphan backlog of a fleet that runs none of
+        this project's runtimes at all.
+
+        Returns:
+            The types found (also what later reads use).
+        Raises:
+            redis.exceptions.RedisError: Redis is unreachable (a refused ``SCAN``, e.g.
+                by an ACL, finds nothing instead).
+        """
+        found: set[str] = set()
+        trips = 0
+        try:
+            for pattern in (self.keys.type_stream_pattern, self.keys.dead_letter_stream_pattern):
+                if isinstance(self.redis, RedisCluster):
+                    scan = self.redis.scan_iter(
+                        match=pattern, count=DISCOVERY_SCAN_COUNT, _type="stream"
+                    )
+                    trips += 1
+                    async for key in scan:
+                        found.add(str(key))
+                    continue
+                cursor: int = 0
+                while True:
+                    cursor, keys = await self.redis.scan(
+                        cursor, match=pattern, count=DISCOVERY_SCAN_COUNT, _type="stream"
+                    )
+                    trips += 1
+                    found.update(str(key) for key in keys)
+                    if not cursor or len(found) > 4 * MAX_DISCOVERED:
+                        break
+        except ResponseError as exc:
+            log.debug("type discovery refused: %s", exc)
+        types = {t for key in found if (t := stream_agent_type(self.keys, key)) is not None}
+        kept = set(sorted(t for t in types if len(t) <= MAX_NAME)[:MAX_DISCOVERED])
+        self._stream_types = kept
+        self._discovered_at = time.monotonic()
+        self.discovery_round_trips = trips
+        self.discoveries += 1
+        return set(kept)
+
+    async def _discover_quietly(self) -> None:
+        try:
+            await self.discover()
+        except (RedisError, OSError) as exc:
+            # The next refresh shows the outage; this retries at the next interval.
+            self._discovered_at = time.monotonic()
+            log.debug("type discovery failed: %s", exc)
+
+    async def _stream_only_types(self) -> set[str]:
+        """The discovered types for this read: waits only for the very first discovery."""
+        if self.discover_every is None:
+            return set()
+        if self._stream_types is None:
+            await self.discover()
+        elif time.monotonic() - self._discovered_at >= self.discover_every and (
+            self._discovery is None or self._discovery.done()
+        ):
+            self._discovery = asyncio.create_task(self._discover_quietly())
+        return set(self._stream_types or ())
 
     async def read(self) -> FleetSnapshot:
         """Read the fleet.
@@ -439,11 +648,21 @@ class FleetReader:
         now = now_ms()
         k = self.keys
 
+        # Types only their streams name, as the last discovery found them (the first
+        # read of this reader waits for one; later ones run in the background).
+        stream_types = await self._stream_only_types()
+
         # -- round trip 1: the indexes ---------------------------------------------
         cluster = isinstance(self.redis, RedisCluster)
         # Fixed now: the range may change (set_history_range) while this read runs.
         plan = self._tier_plan(now)
         probe = not cluster and self._bulk_script is None
+        # Every read runs the queue-health script once on a key that never exists: that
+        # caches it (EVAL_RO, which a viewer ACL allows where SCRIPT LOAD is not), so a
+        # restarted or flushed Redis has it again at once and round trip 2 sends its
+        # hash only.
+        load = not cluster and self._bulk_script is not False
+        clock = not cluster and self._time_allowed
         r1, failed1 = await self._run_named(
             {
                 "workers": _c("smembers", k.workers),
@@ -463,10 +682,32 @@ class FleetReader:
                 # Once per reader: may this client run read-only scripts (EVAL_RO is
                 # Redis 7+, and an ACL viewer may lack @scripting)?
                 **({"script_probe": _c("eval_ro", "return 1", 0)} if probe else {}),
+                **(
+                    {"health_script": _c("eval_ro", _QUEUE_HEALTH, 1, k.type_stream(""), 0, 0, 0)}
+                    if load
+                    else {}
+                ),
+                **(
+                    {"cluster_probe": _c("eval", "return 1", 0)}
+                    if cluster and self._cluster_script is None
+                    else {}
+                ),
+                # Redis's clock: the ages of entries are measured against it.
+                **({"redis_time": _c("time")} if clock else {}),
             }
         )
         if probe:
             self._bulk_script = "script_probe" not in failed1
+        if cluster:
+            if self._cluster_script is None:
+                self._cluster_script = "cluster_probe" not in failed1
+            mode = "eval" if self._cluster_script else "plain"
+        else:
+            scripted = load and self._bulk_script and "health_script" not in failed1
+            mode = "sha" if scripted else "plain"
+        if clock and "redis_time" in failed1:
+            self._time_allowed = False  # an ACL without +time: ages stay unknown
+        redis_now = time_ms(r1.get("redis_time")) if clock else None
 
         def indexes() -> tuple[list[str], list[MetricsPoint], list[Any]]:
             # Worker ids get a larger bound than other names: a worker in the registry
@@ -485,7 +726,7 @@ class FleetReader:
         targets = counts(r1["targets"])
 
         # -- round trip 2: per worker, per known type, per instance --------------------
-        known_types = sorted(indexed_types | set(targets))
+        known_types = sorted(indexed_types | set(targets) | stream_types)
         # On a single Redis every lease comes back in one MGET and every admin hash and
         # declared-type set in one read-only script reply: per-command overhead in the
         # client, not Redis, is what dominates a 10,000-worker read. A cluster (keys in
@@ -500,7 +741,7 @@ class FleetReader:
             workers_batch, ttl_batch = self._worker_batches(worker_ids, bulk)
             queue.append(workers_batch)
             ttl_queue.append(ttl_batch)
-        type_queue = self._type_queue(known_types)
+        type_queue = self._type_queue(known_types, mode)
         instance_ids = sorted(scores)
         instance_queue = [_c("get", k.instance_online(i)) for i in instance_ids]
         parts = {
@@ -527,7 +768,7 @@ class FleetReader:
             parsed = parse_workers(
                 worker_ids, *self._split_workers(part["workers"], worker_ids, cluster, bulk)
             )
-            type_data = self._type_replies(known_types, part["types"])
+            type_data = self._type_replies(known_types, part["types"], mode, redis_now)
             instance_leases: dict[str, InstanceLease | None] = {}
             for iid, reply in zip(instance_ids, part["instances"], strict=True):
                 raw = text(reply)
@@ -550,13 +791,13 @@ class FleetReader:
         # status hash) -----------------------------------------------------------------
         extra_types = sorted(t for t in discovered - set(type_data) if len(t) <= MAX_NAME)
         if extra_types or counted:
-            extra_queue = self._type_queue(extra_types)
+            extra_queue = self._type_queue(extra_types, mode)
             count_queue = [_c("hget", k.worker_status(w), "active_count") for w in counted]
             r3 = sections(
                 await self._run(extra_queue + count_queue),
                 {"types": len(extra_queue), "counts": len(count_queue)},
             )
-            type_data.update(self._type_replies(extra_types, r3["types"]))
+            type_data.update(self._type_replies(extra_types, r3["types"], mode, redis_now))
             for wid, raw in zip(counted, r3["counts"], strict=True):
                 active = parse_count_any(raw)
                 if active is not None:
@@ -584,7 +825,23 @@ class FleetReader:
         # references instead.
         scrap: list[Any] = [parsed, leases, admins, declared, ttls]
         del parsed, leases, admins, declared, ttls
-        types = [type_view(t, td, targets.get(t)) for t, td in sorted(type_data.items())]
+        registered = indexed_types | set(targets) | discovered
+        if mode == "eval" and self._script_clock:
+            # The scripts could not read the node's clock: stop asking (ACL noise).
+            self._script_clock = not any(
+                td.queue.exists and not td.queue.clock for td in type_data.values()
+            )
+        for t in stream_types - registered:
+            td = type_data.get(t)
+            if td is not None and not td.queue.exists and not td.dead and not td.routable:
+                # Its streams are gone: so is the type (now, not at the next discovery).
+                del type_data[t]
+                if self._stream_types is not None:
+                    self._stream_types.discard(t)
+        types = [
+            type_view(t, td, targets.get(t), registered=t in registered)
+            for t, td in sorted(type_data.items())
+        ]
         types = with_pauses(types, parse_pauses(r1["pauses"]), workers)
 
         # A range's first read parses up to ~1,000 tier points: off the loop then.

@@ -173,6 +173,21 @@ class Keys:
         """
         return f"{self._root}:control_plane:mgmt:deadletter"
 
+    @property
+    def type_stream_pattern(self) -> str:
+        """``SCAN MATCH`` pattern of every type stream (:meth:`type_stream`) of this schema."""
+        return self._scan_prefix(self.type_stream("")) + "*"
+
+    @property
+    def dead_letter_stream_pattern(self) -> str:
+        """``SCAN MATCH`` pattern of every dead-letter stream (:meth:`dead_letter_stream`)."""
+        return self._scan_prefix(self.dead_letter_stream("")) + "*"
+
+    @staticmethod
+    def _scan_prefix(prefix: str) -> str:
+        # Glob metacharacters in a fixed prefix match themselves only when escaped.
+        return "".join("\\" + c if c in "*?[]\\" else c for c in prefix)
+
     def worker_stream(self, worker_id: str) -> str:
         """Stream of direct tasks and control commands for one worker."""
         if self.schema == "v2":
@@ -381,3 +396,16 @@ class Keys:
             self.worker_history_snapshots(worker_id),
             self.worker_stream(worker_id),
         ]
+
+
+def stream_agent_type(keys: Keys, key: str) -> str | None:
+    """The agent type of a type stream or dead-letter stream key of ``keys``, else ``None``.
+
+    The inverse of :meth:`Keys.type_stream` / :meth:`Keys.dead_letter_stream` for keys
+    found by ``SCAN`` with their patterns (an empty name is not a type). A function, not
+    a method: every method of :class:`Keys` renders a key.
+    """
+    for prefix in (keys.type_stream(""), keys.dead_letter_stream("")):
+        if key.startswith(prefix) and len(key) > len(prefix):
+            return key[len(prefix) :]
+    return None

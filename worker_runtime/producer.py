@@ -33,6 +33,7 @@ class Producer:
     def __init__(self, redis: Redis | RedisCluster, keys: Keys | None = None) -> None:
         self.redis = redis
         self.keys = keys or default_keys(redis)
+        self._indexed: set[str] = set()
 
     async def submit(
         self,
@@ -65,8 +66,26 @@ class Producer:
         stream = (
             self.keys.worker_stream(worker_id) if worker_id else self.keys.type_stream(agent_type)
         )
-        await self.redis.xadd(stream, encode_task(task))  # type: ignore[arg-type]
+        if worker_id or agent_type in self._indexed:
+            await self.redis.xadd(stream, encode_task(task))  # type: ignore[arg-type]
+            return task.task_id
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.xadd(stream, encode_task(task))  # type: ignore[arg-type]
+        self._index(pipe, agent_type)
+        await pipe.execute()
+        self._indexed.add(agent_type)
         return task.task_id
+
+    def _index(self, pipe: Any, agent_type: str) -> None:
+        """Name the type in the types index, in the same round trip as its first task.
+
+        The console lists a type the moment tasks are queued for it, before any worker
+        serves it (an orphan backlog must not wait for the slow stream discovery of
+        :meth:`worker_runtime.fleet.FleetReader.discover`). Once per type and producer:
+        the index only grows, so later tasks cost no extra command. Direct tasks go to
+        a worker's own stream and name no type.
+        """
+        pipe.sadd(self.keys.agent_types, agent_type)
 
     async def submit_many(
         self,
@@ -94,7 +113,12 @@ class Producer:
             )
             ids.append(task.task_id)
             pipe.xadd(stream, encode_task(task))  # type: ignore[arg-type]
+        index = bool(payloads) and not worker_id and agent_type not in self._indexed
+        if index:
+            self._index(pipe, agent_type)
         await pipe.execute()
+        if index:
+            self._indexed.add(agent_type)
         return ids
 
     async def online_workers(self, agent_type: str) -> list[str]:

@@ -162,6 +162,146 @@ def group_info(reply: Any, length: int = 0) -> GroupInfo:
 
 
 @dataclass
+class QueueHealth:
+    """A type stream's task plane: its groups, who holds what, how old the oldest task is.
+
+    Ages are Redis's own: idle times come from ``XPENDING``, and an entry's age is its
+    id's milliseconds against the ``TIME`` of the same script (never this host's clock).
+    ``None`` means "none" (no undelivered entry, nothing pending) or "not known" (the
+    plain-command fallback cannot tell an undelivered entry's age).
+    """
+
+    exists: bool = False
+    clock: bool = False
+    """Whether Redis's clock was known to the read (else no undelivered entry has an age)."""
+    groups: list[str] = field(default_factory=list)
+    oldest_undelivered_ms: int | None = None
+    oldest_pending_ms: int | None = None
+    max_deliveries: int | None = None
+    consumers: dict[str, int] = field(default_factory=dict)
+
+
+def entry_ms(entry_id: Any) -> int | None:
+    """The milliseconds part of a stream entry id (``1700000000000-0``), else ``None``."""
+    if not isinstance(entry_id, str):
+        return None
+    head, _, _ = entry_id.partition("-")
+    return int(head) if head.isdigit() and len(head) <= 16 else None
+
+
+def _maximum(current: int | None, value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value if current is None else max(current, value)
+    return current
+
+
+def _add_consumers(into: dict[str, int], name: Any, pending: Any) -> None:
+    n = parse_count(pending)
+    if isinstance(name, str) and len(name) <= MAX_NAME and n:
+        into[name] = into.get(name, 0) + n
+
+
+def queue_health(reply: Any, now: int | None = None) -> tuple[GroupInfo, int, QueueHealth]:
+    """The queue-health script's reply as (groups' lag and pending, length, health).
+
+    The reply (see ``worker_runtime.fleet``'s ``_QUEUE_HEALTH``) is ``[1, now_ms,
+    length, first_id, group, ...]`` with each group ``[name, pending, lag,
+    first_undelivered_id, max_idle_ms, max_deliveries, [[consumer, pending], ...]]``,
+    or ``[0, now_ms]`` when the key is no stream. ``now_ms`` is the node's clock when
+    the script read it (a cluster), else ``now``: Redis's ``TIME`` of the same read.
+
+    A group's undelivered count is 0 when no entry follows its last-delivered id,
+    whatever its lag says: Redis 7.0 restored from an AOF can report a lag for a group
+    that has read everything. Otherwise its lag, or, when Redis cannot tell (nil, or 0
+    with an entry still to deliver), the stream's length minus the group's pending (an
+    upper bound, as :func:`group_info`).
+    """
+    if not isinstance(reply, list) or len(reply) < 4 or reply[0] != 1:
+        return GroupInfo(), 0, QueueHealth()
+    if isinstance(reply[1], int) and not isinstance(reply[1], bool):
+        now = reply[1]
+    length = count(reply[2])
+    health = QueueHealth(exists=True, clock=now is not None)
+    info = GroupInfo()
+    oldest: int | None = None
+    for group in reply[4:]:
+        if not isinstance(group, list) or len(group) < 7 or not isinstance(group[0], str):
+            continue
+        pending = count(group[1])
+        lag, first = group[2], entry_ms(group[3])
+        if first is None:
+            depth = 0
+        elif isinstance(lag, int) and lag > 0:
+            depth = lag
+        else:
+            depth = max(1, length - pending)
+        info = GroupInfo(
+            depth=(info.depth or 0) + depth, pending=info.pending + pending, exists=True
+        )
+        if len(group[0]) <= MAX_NAME:
+            health.groups.append(group[0])
+        if first is not None:
+            oldest = first if oldest is None else min(oldest, first)
+        if pending:
+            health.oldest_pending_ms = _maximum(health.oldest_pending_ms, group[4])
+            health.max_deliveries = _maximum(health.max_deliveries, group[5])
+        for pair in group[6] if isinstance(group[6], list) else ():
+            if isinstance(pair, list) and len(pair) == 2:
+                _add_consumers(health.consumers, pair[0], pair[1])
+    if not info.exists:
+        oldest = entry_ms(reply[3])  # no group: the whole stream waits
+    if oldest is not None and now is not None:
+        health.oldest_undelivered_ms = max(0, now - oldest)
+    health.groups.sort()
+    return info, length, health
+
+
+def queue_health_plain(
+    groups: Any, summary: Any, entries: Any, first: Any, now: int | None
+) -> QueueHealth:
+    """Queue health from plain commands, where read-only scripts are refused.
+
+    ``groups``: ``XINFO GROUPS``; ``summary`` and ``entries``: ``XPENDING`` of
+    :data:`~worker_runtime.keys.CONSUMER_GROUP` (summary and bounded extended form,
+    as redis-py parses them); ``first``: ``XRANGE - + COUNT 1``; ``now``: Redis's
+    ``TIME`` in ms. Without a script nothing says which entry a group reads next, so
+    an undelivered entry's age is only known for a stream without groups (its first
+    entry waits); other groups' pending entries are counted in ``groups`` only, and the
+    undelivered count is the groups' lag as Redis reports it (:func:`group_info`).
+    """
+    health = QueueHealth(exists=isinstance(groups, list))
+    for group in groups if isinstance(groups, list) else ():
+        name = group.get("name") if isinstance(group, dict) else None
+        if isinstance(name, str) and len(name) <= MAX_NAME:
+            health.groups.append(name)
+    health.groups.sort()
+    if isinstance(summary, dict):
+        for consumer in summary.get("consumers") or ():
+            if isinstance(consumer, dict):
+                _add_consumers(health.consumers, consumer.get("name"), consumer.get("pending"))
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, dict):
+            idle = entry.get("time_since_delivered")
+            health.oldest_pending_ms = _maximum(health.oldest_pending_ms, idle)
+            health.max_deliveries = _maximum(health.max_deliveries, entry.get("times_delivered"))
+    if health.exists and not health.groups and now is not None:
+        head = first[0] if isinstance(first, list) and first else None
+        oldest = entry_ms(head[0] if isinstance(head, list | tuple) and head else None)
+        if oldest is not None:
+            health.oldest_undelivered_ms = max(0, now - oldest)
+    return health
+
+
+def time_ms(reply: Any) -> int | None:
+    """``TIME`` (redis-py parses it as ``(seconds, microseconds)``) in milliseconds."""
+    if isinstance(reply, list | tuple) and len(reply) == 2:
+        sec, usec = reply
+        if isinstance(sec, int) and isinstance(usec, int):
+            return sec * 1000 + usec // 1000
+    return None
+
+
+@dataclass
 class TypeReplies:
     """One agent type's replies of a fleet read, coerced."""
 
@@ -171,6 +311,7 @@ class TypeReplies:
     length: int = 0
     dead: int = 0
     overrides: dict[str, int] = field(default_factory=dict)
+    queue: QueueHealth = field(default_factory=QueueHealth)
 
     @property
     def undelivered(self) -> int:

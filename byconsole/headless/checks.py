@@ -24,12 +24,15 @@ class Checks:
         min_online_by_type: agent type -> minimum online workers serving it.
         fail_on: states that fail the check when any worker in scope is in them.
         max_depth: maximum queue depth of any type in scope.
+        max_age: seconds: the oldest undelivered task and the longest-idle pending
+            one of any type in scope must not be older.
     """
 
     min_online: int | None = None
     min_online_by_type: dict[str, int] = field(default_factory=dict)
     fail_on: frozenset[str] = frozenset()
     max_depth: int | None = None
+    max_age: float | None = None
 
     @property
     def any(self) -> bool:
@@ -39,6 +42,7 @@ class Checks:
             or self.min_online_by_type
             or self.fail_on
             or self.max_depth is not None
+            or self.max_age is not None
         )
 
 
@@ -140,4 +144,27 @@ def run_checks(snapshot: FleetSnapshot, checks: Checks, agent_type: str | None) 
                 failures.append(
                     f"max-depth: type {safe_text(t.name, 60)} depth {t.depth} > {checks.max_depth}"
                 )
+    if checks.max_age is not None:
+        failures += _age_failures(types_in_scope(snapshot, agent_type), checks.max_age)
+    return failures
+
+
+def _age_failures(types: list[TypeView], max_age: float) -> list[str]:
+    """``--max-age``: a type whose oldest waiting or longest-idle pending task is older."""
+    limit_ms = max_age * 1000
+    shown_limit = f"{max_age:g}s"
+    failures = []
+    for t in types:
+        late = [
+            f"{what} {t_ms / 1000:.1f}s"
+            for what, t_ms in (
+                ("oldest undelivered", t.oldest_undelivered_ms),
+                ("oldest pending", t.oldest_pending_ms),
+            )
+            if t_ms is not None and t_ms > limit_ms
+        ]
+        if late:
+            failures.append(
+                f"max-age: type {safe_text(t.name, 60)} {', '.join(late)} > {shown_limit}"
+            )
     return failures

@@ -218,6 +218,23 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
 # -- type ...---------------------------------------------------------------------------
 
 
+async def type_list(session: Session, args: argparse.Namespace) -> int:
+    """``type list``: every type the fleet read knows, with its queue's health.
+
+    Types come from the registry and from the streams themselves (a backlog nobody
+    serves is listed, marked unregistered); ``--json`` prints the snapshot's type views.
+    """
+    snapshot = await session.reader(history_limit=1, events_limit=1).read()
+    if args.json:
+        print_json([t.model_dump(mode="json") for t in snapshot.types])
+        return 0
+    from byconsole.headless.plain_table import PlainBlock, types_table, write_block
+
+    write_block(PlainBlock([types_table(snapshot.types, None)]), sys.stdout)
+    sys.stdout.write(f"{len(snapshot.types)} type(s)\n")
+    return 0
+
+
 async def type_denylist(session: Session, args: argparse.Namespace) -> int:
     """``type denylist T``."""
     agent_type: str = args.agent_type

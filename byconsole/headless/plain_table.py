@@ -313,27 +313,58 @@ def workers_table(workers: Iterable[WorkerView], now: int, title: str | None = N
 TYPE_COLUMNS = (
     PlainColumn("Type"),
     PlainColumn("Routable", 1, "right"),
-    PlainColumn("Denied", 3),
+    PlainColumn("Denied", 5),
     PlainColumn("Depth", 0, "right"),
-    PlainColumn("Undeliv", 1, "right"),
-    PlainColumn("Pending", 1, "right"),
+    PlainColumn("Oldest", 1, "right"),
+    PlainColumn("Idle", 2, "right"),
+    PlainColumn("Deliv", 2, "right"),
+    PlainColumn("Groups", 3, "right"),
+    PlainColumn("Undeliv", 4, "right"),
+    PlainColumn("Pending", 4, "right"),
     PlainColumn("Dead", 1, "right"),
-    PlainColumn("Target", 2, "right"),
-    PlainColumn("Overrides", 4),
+    PlainColumn("Target", 4, "right"),
+    PlainColumn("Overrides", 6),
 )
+"""Type columns: name, workers, depth and how old the work is first; the split of the
+depth, target and overrides go first on a narrow terminal."""
+
+UNREGISTERED = " (unregistered)"
+"""After the name of a type found only from its streams (no worker or producer named it)."""
+
+
+def elapsed(ms: int | None) -> str:
+    """A duration (ms) as :func:`byconsole.formatting.age` writes one; ``-`` when none."""
+    return "-" if ms is None else age(0, ms)
+
+
+def type_name_cell(t: TypeView) -> Cell:
+    """The type's name, marked when only its streams name it."""
+    name = (_safe(t.name, 80), "")
+    return name if t.registered else (name, (UNREGISTERED, ansi_style("warning")))
+
+
+def groups_cell(t: TypeView) -> Cell:
+    """How many consumer groups read the type stream; more than one is an anomaly."""
+    n = len(t.groups)
+    return (str(n), ansi_style("alert") if n > 1 else "")
 
 
 def types_table(types: Iterable[TypeView], title: str | None = "Agent types") -> PlainTable:
-    """Per type: routable workers, denylist, depth (= undelivered + pending), dead, target."""
+    """Per type: workers, denylist, depth, the oldest task's age, pending idle time and
+    deliveries, consumer groups, the depth's split, dead letters, target."""
     rows: list[Sequence[Cell]] = []
     for t in types:
         overrides = ", ".join(f"{i}={n}" for i, n in sorted(t.overrides.items()))
         rows.append(
             (
-                _safe(t.name, 80),
+                type_name_cell(t),
                 str(len(t.workers)),
                 _safe(", ".join(t.denied) or "-", 120),
                 (str(t.depth), ansi_style("backlog") if t.depth else ""),
+                elapsed(t.oldest_undelivered_ms),
+                elapsed(t.oldest_pending_ms),
+                "-" if t.max_deliveries is None else str(t.max_deliveries),
+                groups_cell(t),
                 str(t.undelivered),
                 str(t.pending),
                 (str(t.dead), ansi_style("alert") if t.dead else ""),

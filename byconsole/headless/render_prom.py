@@ -106,6 +106,7 @@ def render_prom(
         "Global replica target of the type (absent when unset).",
         [(_label("type", t.name), t.target) for t in types if t.target is not None],
     )
+    task_plane_gauges(out, types)
     out.gauge(
         "byconsole_instances",
         "Instances by liveness.",
@@ -120,6 +121,48 @@ def render_prom(
         [("", snapshot.leader.epoch)] if snapshot.leader.epoch is not None else [],
     )
     return out.text()
+
+
+def task_plane_gauges(out: _Writer, types: list[TypeView]) -> None:
+    """Per type, how old its work is, how often it was delivered, who reads the stream.
+
+    Ages are in seconds (Prometheus's base unit) and 0 when there is nothing to age: no
+    undelivered entry, nothing pending. An age nobody could tell (read without scripts:
+    see ``worker_runtime.replies.QueueHealth``) has no sample rather than a false 0.
+    """
+
+    def seconds(ms: int | None, waiting: int) -> float | None:
+        if ms is None:
+            return None if waiting else 0
+        return round(ms / 1000, 3)
+
+    oldest = [(t, seconds(t.oldest_undelivered_ms, t.undelivered)) for t in types]
+    idle = [(t, seconds(t.oldest_pending_ms, t.pending)) for t in types]
+    out.gauge(
+        "byconsole_type_oldest_undelivered_age_seconds",
+        "Age of the oldest task not yet delivered to any consumer group (Redis's clock).",
+        [(_label("type", t.name), v) for t, v in oldest if v is not None],
+    )
+    out.gauge(
+        "byconsole_type_oldest_pending_seconds",
+        "Idle time of the longest-idle delivered, unacknowledged task.",
+        [(_label("type", t.name), v) for t, v in idle if v is not None],
+    )
+    out.gauge(
+        "byconsole_type_max_deliveries",
+        "Highest delivery count among the type's pending tasks (0: none pending).",
+        [(_label("type", t.name), t.max_deliveries or 0) for t in types],
+    )
+    out.gauge(
+        "byconsole_type_consumer_groups",
+        "Consumer groups on the type's task stream (more than 1: each task runs once per group).",
+        [(_label("type", t.name), len(t.groups)) for t in types],
+    )
+    out.gauge(
+        "byconsole_type_registered",
+        "1 when a worker, producer or scale target names the type; 0 when only its streams do.",
+        [(_label("type", t.name), 1 if t.registered else 0) for t in types],
+    )
 
 
 def render_prom_down() -> str:

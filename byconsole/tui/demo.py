@@ -9,7 +9,9 @@ What it starts, all in this process except the Redis server:
 * a producer submitting chat, embed and report tasks at an uneven rate (and now and
   then a report that always fails, so the Dead view has something to show); it keeps
   going through a Redis outage;
-* one worker suspended and one denied for a type, so every colour shows up.
+* one worker suspended and one denied for a type, so every colour shows up;
+* a backlog nobody serves: tasks queued on ``ingest`` as another producer would
+  write them, with no worker and nothing naming the type but its stream.
 
 Quitting the console (``q``) stops the producer, the workers (gracefully) and the
 server; nothing is left running.
@@ -33,11 +35,17 @@ from worker_runtime.admin import WorkerManager
 from worker_runtime.connection import LOOP_ERRORS, create_redis
 from worker_runtime.embedded import RedisServer, free_port
 from worker_runtime.instance import WorkerInstance
+from worker_runtime.messages import encode_task
 from worker_runtime.models import Role, Task
 from worker_runtime.producer import Producer
 from worker_runtime.settings import RedisSettings, WorkerSettings
 
 TYPES = ("chat", "embed", "report")
+
+ORPHAN_TYPE = "ingest"
+"""The demo's backlog nobody serves (found from its stream: an unregistered type)."""
+
+ORPHAN_TASKS = 40
 
 
 async def demo_handler(task: Task) -> dict[str, Any]:
@@ -154,6 +162,12 @@ class DemoFleet:
         if a_workers:
             self.denied = ("embed", a_workers[-1])
             await manager.deny_worker_for_type("embed", a_workers[-1], reason="demo: denied")
+        # Written as by-framework's producer writes them: no types index entry.
+        orphans = client.pipeline(transaction=False)
+        for n in range(ORPHAN_TASKS):
+            task = Task(task_id=f"ingest-{n:03d}", agent_type=ORPHAN_TYPE, payload={"n": n})
+            orphans.xadd(self.settings.keys.type_stream(ORPHAN_TYPE), encode_task(task))  # type: ignore[arg-type]
+        await orphans.execute()
         self._producer = asyncio.create_task(self._produce(Producer(client, self.settings.keys)))
 
     async def _produce(self, producer: Producer) -> None:

@@ -296,10 +296,12 @@ async def test_round_trips_do_not_grow_with_the_fleet(backend: Backend, n_worker
 
     counting = CountingRedis(redis)
     reader = FleetReader(counting.client, k)
+    await reader.read()  # the first read also discovers stream-only types (SCAN)
+    before = counting.executes
     snap = await reader.read()
     assert len(snap.workers) == n_workers
-    assert reader.round_trips == counting.executes
-    assert counting.executes <= 3
+    assert reader.round_trips == counting.executes - before
+    assert reader.round_trips <= 3
     suspended = [w.worker_id for w in snap.workers if w.lifecycle == "suspended"]
     assert suspended == [f"w-{i:04d}" for i in range(0, n_workers, 7)]
     assert [w.agent_types for w in snap.workers] == [[types[i % 3]] for i in range(n_workers)]

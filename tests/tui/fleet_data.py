@@ -7,6 +7,7 @@ from typing import Any
 
 from worker_runtime.dead_letters import DeadLetter, parse_dead_letter
 from worker_runtime.derive import build_worker_view
+from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.models import AdminState, Alert, AuditEvent, MetricsPoint, TypeMetrics
 from worker_runtime.snapshot import (
     FleetSnapshot,
@@ -164,6 +165,11 @@ def sample_snapshot() -> FleetSnapshot:
             dead=3,
             target=4,
             overrides={"host-b:5151": 1},
+            oldest_undelivered_ms=42_000,
+            oldest_pending_ms=185_000,
+            max_deliveries=3,
+            groups=[CONSUMER_GROUP],
+            consumers={"chat-01": 1, "chat-02": 1},
         ),
         TypeView(
             name="embed",
@@ -173,8 +179,22 @@ def sample_snapshot() -> FleetSnapshot:
             pending=1,
             length=40,
             target=3,
+            oldest_undelivered_ms=8_000,
+            oldest_pending_ms=2_000,
+            max_deliveries=1,
+            groups=[CONSUMER_GROUP, "by_framework:legacy"],
+            consumers={"embed-01": 1},
         ),
-        TypeView(name="report", workers=["report-02"], depth=3, undelivered=3, length=9, dead=1),
+        TypeView(
+            name="report",
+            workers=["report-02"],
+            depth=3,
+            undelivered=3,
+            length=9,
+            dead=1,
+            oldest_undelivered_ms=61_000,
+            groups=[CONSUMER_GROUP],
+        ),
     ]
     instances = [
         InstanceView(
@@ -389,3 +409,20 @@ def sample_histories() -> dict[str, MetricsView]:
         ),
         "7d": base.model_copy(update={"history": wave, "tier": "10m", "history_range": "7d"}),
     }
+
+
+def task_plane_snapshot() -> FleetSnapshot:
+    """:func:`sample_snapshot` plus a backlog nobody serves: a type only its stream names."""
+    snapshot = sample_snapshot()
+    orphan = TypeView(
+        name="ingest",
+        registered=False,
+        depth=50,
+        undelivered=50,
+        length=50,
+        oldest_undelivered_ms=754_000,
+    )
+    metrics = snapshot.metrics.model_copy(
+        update={"agent_types": 4, "queue_depth": snapshot.metrics.queue_depth + 50}
+    )
+    return snapshot.model_copy(update={"types": [*snapshot.types, orphan], "metrics": metrics})

@@ -18,7 +18,13 @@ from textual.pilot import Pilot
 from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import StaticBackend
 from tests.tui.conftest import until
-from tests.tui.fleet_data import alert_snapshot, sample_dead, sample_histories, sample_snapshot
+from tests.tui.fleet_data import (
+    alert_snapshot,
+    sample_dead,
+    sample_histories,
+    sample_snapshot,
+    task_plane_snapshot,
+)
 
 SnapCompare = Callable[..., bool]
 
@@ -33,8 +39,8 @@ def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     time.tzset()
 
 
-def _app(read_only: bool = False, alerts: bool = False) -> ConsoleApp:
-    snapshot = alert_snapshot() if alerts else sample_snapshot()
+def _app(read_only: bool = False, alerts: bool = False, snapshot: Any = None) -> ConsoleApp:
+    snapshot = snapshot or (alert_snapshot() if alerts else sample_snapshot())
     return ConsoleApp(
         StaticBackend(snapshot, dead=sample_dead()),
         refresh=3600,
@@ -80,6 +86,12 @@ def test_workers_read_only_80x24(snap_compare: SnapCompare) -> None:
 
 def test_confirm_dialog_80x24(snap_compare: SnapCompare) -> None:
     assert snap_compare(_app(), terminal_size=(80, 24), run_before=_after_load("down", "down", "e"))
+
+
+def test_types_by_oldest_80x24(snap_compare: SnapCompare) -> None:
+    # An orphan backlog (no worker, marked unregistered) sorted first by its oldest task.
+    app = _app(snapshot=task_plane_snapshot())
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_after_load("3", "o", "o"))
 
 
 def test_dead_letters_80x24(snap_compare: SnapCompare) -> None:

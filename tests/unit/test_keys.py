@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from redis.crc import key_slot
 
-from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.keys import CONSUMER_GROUP, Keys, stream_agent_type
 
 V1 = Keys()
 V2 = Keys("v2")
@@ -289,3 +291,18 @@ def test_type_pause_hash_in_both_schemas() -> None:
     # One hash for every paused type: the heartbeat reads it with one HGETALL.
     assert V1.type_pauses == "byai_gateway:pause:agent_types"
     assert V2.type_pauses == "byai_gateway:v2:pause:agent_types"
+
+
+@pytest.mark.parametrize("schema", ["v1", "v2"])
+def test_stream_patterns_match_the_streams_and_give_back_the_type(schema: str) -> None:
+    keys = Keys(schema)  # type: ignore[arg-type]
+    for name in ("chat", "a:b", "x*y", "dead_letter:agent_type:z"):
+        for key in (keys.type_stream(name), keys.dead_letter_stream(name)):
+            assert any(fnmatch.fnmatchcase(key, p) for p in keys.acl_patterns)
+            pattern = keys.type_stream_pattern if "ctrl" in key else keys.dead_letter_stream_pattern
+            assert fnmatch.fnmatchcase(key, pattern), (key, pattern)
+            assert stream_agent_type(keys, key) == name
+    assert stream_agent_type(keys, keys.worker_stream("w1")) is None
+    assert stream_agent_type(keys, keys.type_stream("")) is None
+    other = Keys("v1" if schema == "v2" else "v2")
+    assert not fnmatch.fnmatchcase(other.type_stream("chat"), keys.type_stream_pattern)
