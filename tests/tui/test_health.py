@@ -18,6 +18,7 @@ from byconsole.tui.backend import StaticBackend
 from byconsole.tui.palette import ConsoleCommands
 from byconsole.tui.screens.detail import DetailScreen
 from byconsole.tui.screens.help import help_table
+from byconsole.tui.screens.pending import PendingScreen
 from byconsole.tui.views.dead import row_key as dead_key
 from byconsole.tui.views.health import Jump, jump_target, row_key
 from byconsole.tui.widgets.header import alert_summary, worst_alert
@@ -30,6 +31,7 @@ from tests.tui.fleet_data import (
     sample_dead,
     sample_snapshot,
 )
+from tests.tui.test_pending_screen import sample_pending
 from worker_runtime.models import Alert
 from worker_runtime.snapshot import FleetSnapshot
 
@@ -84,7 +86,7 @@ def _key(code: str, subject: str) -> str:
         (Alert(code="QUEUE_BACKLOG", subject="type:chat"), ("workers", "chat")),  # from subject
         (
             Alert(code="OLDEST_TASK_AGE", subject="type:embed", agent_type="embed"),
-            ("workers", "embed"),
+            ("pending", "embed"),
         ),
         (
             Alert(
@@ -99,6 +101,7 @@ def _key(code: str, subject: str) -> str:
         (Alert(code="FAILED_EXECUTIONS", subject="fleet"), ("metrics", None)),
         (Alert(code="SLO_SUCCESS_RATIO", subject="fleet"), ("metrics", None)),
         (Alert(code="SLO_LATENCY_P95", subject="fleet"), ("metrics", None)),
+        (Alert(code="PENDING_DELIVERIES", subject="type:chat"), ("pending", "chat")),
         (Alert(code="PENDING_DELIVERIES", subject="fleet"), ("types", None)),
         (Alert(code="CONSUMER_PENDING", subject="fleet"), ("types", None)),
         (Alert(code="SEVERAL_CONSUMER_GROUPS", subject="fleet"), ("types", None)),
@@ -399,3 +402,36 @@ async def test_the_palette_offers_the_health_view() -> None:
         commands["Show health (7)"].run()
         await pilot.pause()
         assert app.main_screen.active_view == "health"
+
+
+async def test_enter_on_a_pending_alert_of_a_type_opens_its_pending_entries() -> None:
+    # From "the oldest chat task has been held for an hour" to the stuck entry itself.
+    alert = Alert(
+        code="OLDEST_TASK_AGE",
+        severity="critical",
+        subject="type:chat",
+        message="The oldest chat task has been pending for 1h02m.",
+        agent_type="chat",
+    )
+    snapshot = sample_snapshot().model_copy(update={"alerts": [alert]})
+    app = ConsoleApp(
+        StaticBackend(snapshot, dead=sample_dead(), pending={"chat": sample_pending()}),
+        refresh=3600,
+        clock=lambda: 1000.0,
+    )
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _loaded(pilot, app)
+        main = app.main_screen
+        await pilot.press("7")
+        assert "the pending entries of chat" in _plain(main.health_view.detail_pane)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, PendingScreen))
+        screen = app.screen
+        assert isinstance(screen, PendingScreen) and screen.agent_type == "chat"
+        await until(pilot, lambda: screen.page is not None)
+        # Longest idle first: the stuck one is under the cursor.
+        assert screen.table.ordered_keys()[0] == screen.table.cursor_key
+        assert "t-stuck" in str(screen.detail_pane.content)
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is main)
+        assert main.active_view == "health"

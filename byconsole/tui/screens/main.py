@@ -422,11 +422,14 @@ class MonitorScreen(Screen[None]):
         """Go where an alert leads; Escape comes back to the Health view.
 
         A type's workers reuse the Types view's drill-down (its breadcrumb, its Escape);
-        a worker's detail is a modal screen (Escape closes it); any other view gets the
+        a worker's detail and a type's pending entries are modal screens (Escape closes
+        them); any other view gets the
         crumb above the views and the screen's Escape.
         """
         if target.view == "detail" and target.name:
             self.open_detail(target.name)
+        elif target.view == "pending" and target.name and self.pending_loader is not None:
+            self.app.push_screen(self.pending_screen(target.name, self.pending_loader))
         elif target.view == "workers" and target.name:
             self.drill_down(("type", target.name), "health")
         else:

@@ -43,6 +43,11 @@ pane under the table has both whole)."""
 DEAD_LETTER_CODES = frozenset({"SLO_DEADLETTER"})
 """Codes about dead letters: Enter opens the Dead view."""
 
+PENDING_CODES = frozenset({"PENDING_DELIVERIES", "CONSUMER_PENDING", "OLDEST_TASK_AGE"})
+"""Codes about tasks held without an acknowledgement: Enter on one that names a type
+opens that type's pending entries (owner, idle time, deliveries), where the stuck task
+is found and can be dead-lettered."""
+
 FLEET_VIEWS: dict[str, str] = {
     "NO_WORKERS_ONLINE": "instances",
     "SLO_FRESHNESS": "instances",
@@ -64,9 +69,10 @@ class Jump:
 
     Attributes:
         view: ``detail`` (a worker's detail screen), ``workers`` (the Workers view
-            scoped to a type), or a view id (``dead``, ``types``, ``instances``,
+            scoped to a type), ``pending`` (a type's pending entries), or a view id (``dead``, ``types``, ``instances``,
             ``metrics``).
-        name: the worker id (``detail``) or the type (``workers``, ``dead``), if any.
+        name: the worker id (``detail``) or the type (``workers``, ``pending``,
+            ``dead``), if any.
     """
 
     view: str
@@ -79,6 +85,8 @@ class Jump:
             return f"the detail of worker {name}"
         if self.view == "workers":
             return f"the workers of {name}"
+        if self.view == "pending":
+            return f"the pending entries of {name}"
         if self.view == "dead":
             return f"the dead letters of {name}" if name else "the dead letters"
         return f"the {self.view.capitalize()} view"
@@ -100,7 +108,9 @@ def jump_target(alert: Alert) -> Jump:
 
     A dead-letter alert opens the Dead view (on that type's letters when it names one);
     an alert about a worker opens its detail (lease, admin state, running and recent
-    executions); an alert about a type opens the Workers view scoped to that type: the
+    executions); a pending or task-age alert that names a type opens its pending
+    entries (the stuck task, its owner, idle time and deliveries: what the operator came
+    for); any other alert about a type opens the Workers view scoped to that type: the
     alert's message already says what its queue looks like, and the next question is
     who serves it and why they do not take its tasks (lifecycle, status, reason, load;
     an empty list says nobody ever did). A fleet-wide alert opens :data:`FLEET_VIEWS`.
@@ -111,6 +121,8 @@ def jump_target(alert: Alert) -> Jump:
     worker_id = _named(alert, "worker")
     if worker_id:
         return Jump("detail", worker_id)
+    if alert.code in PENDING_CODES and agent_type:
+        return Jump("pending", agent_type)
     if agent_type:
         return Jump("workers", agent_type)
     return Jump(FLEET_VIEWS.get(alert.code, "types"))
