@@ -69,8 +69,8 @@ class Jump:
 
     Attributes:
         view: ``detail`` (a worker's detail screen), ``workers`` (the Workers view
-            scoped to a type), ``pending`` (a type's pending entries), or a view id (``dead``, ``types``, ``instances``,
-            ``metrics``).
+            scoped to a type), ``pending`` (a type's pending entries), or a view id
+            (``dead``, ``types``, ``instances``, ``metrics``).
         name: the worker id (``detail``) or the type (``workers``, ``pending``,
             ``dead``), if any.
     """
