@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
+from worker_runtime import task_reads
 from worker_runtime.audit import parse_audit
 from worker_runtime.byframework import RUNTIME_STATUS_FIELD
 from worker_runtime.derive import (
@@ -47,8 +48,21 @@ from worker_runtime.derive import (
     parse_workers,
     type_view,
 )
+from worker_runtime.health import (
+    ExecutionWindow,
+    HealthPolicy,
+    build_alerts,
+    slo_view,
+)
 from worker_runtime.keys import Keys
-from worker_runtime.models import AdminState, InstanceLease, Lease, MetricsPoint, now_ms
+from worker_runtime.models import (
+    AdminState,
+    Alert,
+    InstanceLease,
+    Lease,
+    MetricsPoint,
+    now_ms,
+)
 from worker_runtime.packed_pipeline import Batch, command_count, expand
 from worker_runtime.packed_pipeline import execute as execute_packed
 from worker_runtime.quota import parse_count_any
@@ -68,10 +82,13 @@ from worker_runtime.replies import (
 )
 from worker_runtime.snapshot import (
     MAX_WORKER_ID,
+    ExecutionsView,
     FleetSnapshot,
     InstanceView,
     MetricsView,
     RedisInfo,
+    SloView,
+    TypeView,
     WorkerDetail,
     WorkerView,
 )
@@ -195,6 +212,7 @@ class FleetReader:
             counting; only cyclic garbage alive at that moment stays until someone
             thaws (``gc.unfreeze``): for callers that do so now and then, like the
             console. ``None`` (the default) freezes nothing.
+        policy: alert thresholds and the execution window (by-framework's defaults).
 
     Attributes:
         round_trips: pipelined round trips of the last :meth:`read` (for benchmarks).
@@ -209,6 +227,7 @@ class FleetReader:
         history_limit: int = 120,
         events_limit: int = 100,
         freeze_from: int | None = None,
+        policy: HealthPolicy | None = None,
     ) -> None:
         self.redis = redis
         self.keys = keys
@@ -221,6 +240,10 @@ class FleetReader:
         # The worker keys' commands of the last read, packed once, reused while the
         # registry (worker ids) and the read's shape (bulk or not) are unchanged.
         self._bulk_keys: tuple[list[str], bool, Batch, Batch] | None = None
+        self.policy = policy or HealthPolicy()
+        # The task plane's execution window, kept between reads (read incrementally).
+        self.executions = ExecutionWindow(self.policy.window_ms)
+        self._lease_holders: set[str] = set()
 
     async def _execute(self, queue: Sequence[_Cmd | Batch]) -> list[Any]:
         """One pipelined round trip; per-command errors come back as exception objects.
@@ -412,6 +435,7 @@ class FleetReader:
                 # Once per reader: may this client run read-only scripts (EVAL_RO is
                 # Redis 7+, and an ACL viewer may lack @scripting)?
                 **({"script_probe": _c("eval_ro", "return 1", 0)} if probe else {}),
+                **task_reads.control_plane_queue(k),
             }
         )
         if probe:
@@ -452,13 +476,17 @@ class FleetReader:
         type_queue = self._type_queue(known_types)
         instance_ids = sorted(scores)
         instance_queue = [_c("get", k.instance_online(i)) for i in instance_ids]
+        exec_read = self._execution_read(worker_ids, bulk)
+        exec_queue: list[_Cmd | Batch] = []
+        exec_queue += task_reads.execution_queue(self.executions, k, exec_read, now)
         parts = {
             "workers": command_count(queue),
             "types": len(type_queue),
             "instances": len(instance_queue),
             "ttls": command_count(ttl_queue),
+            "executions": len(exec_queue),
         }
-        r2 = await self._run(queue + type_queue + instance_queue + ttl_queue)
+        r2 = await self._run(queue + type_queue + instance_queue + ttl_queue + exec_queue)
 
         def parse(
             r2: list[Any],
@@ -469,6 +497,7 @@ class FleetReader:
             dict[str, InstanceLease | None],
             list[str],
         ]:
+            task_reads.take_executions(self.executions, exec_read, part_exec(r2), now)
             # Every pass over the workers (splitting the replies, parsing them, finding
             # those round trip 3 must count) and every pydantic parse: in the thread.
             part = sections(r2, parts)
@@ -489,6 +518,9 @@ class FleetReader:
             ]
             return ttls, parsed, type_data, instance_leases, counted
 
+        def part_exec(r2: list[Any]) -> Sequence[Any]:
+            return sections(r2, parts)["executions"]
+
         ttls, parsed, type_data, instance_leases, counted = await _off_loop(
             len(worker_ids), parse, r2
         )
@@ -498,18 +530,20 @@ class FleetReader:
         # workers whose lease does not report them (by-framework keeps them in its
         # status hash) -----------------------------------------------------------------
         extra_types = sorted(t for t in discovered - set(type_data) if len(t) <= MAX_NAME)
-        if extra_types or counted:
+        snap_queue = task_reads.snapshot_queue(k, exec_read)
+        if extra_types or counted or snap_queue:
             extra_queue = self._type_queue(extra_types)
-            count_queue = [_c("hget", k.worker_status(w), "active_count") for w in counted]
+            count_queue = [
+                _c("hmget", k.worker_status(w), list(task_reads.STATUS_COUNTERS)) for w in counted
+            ]
             r3 = sections(
-                await self._run(extra_queue + count_queue),
-                {"types": len(extra_queue), "counts": len(count_queue)},
+                await self._run(extra_queue + count_queue + snap_queue),
+                {"types": len(extra_queue), "counts": len(count_queue), "snaps": len(snap_queue)},
             )
             type_data.update(self._type_replies(extra_types, r3["types"]))
             for wid, raw in zip(counted, r3["counts"], strict=True):
-                active = parse_count_any(raw)
-                if active is not None:
-                    leases[wid] = leases[wid].model_copy(update={"active_jobs": active})
+                leases[wid] = _with_status_counters(leases[wid], raw)
+            task_reads.take_snapshots(self.executions, exec_read, r3["snaps"], now)
 
         # -- derive ---------------------------------------------------------------------
         # Every reply is parsed: the build's thread drops them (~1.3 KB a worker) before
@@ -543,6 +577,7 @@ class FleetReader:
         # Grouping 10,000 workers by instance is tens of ms of Python: off the loop too,
         # with the metrics (another pass over the workers).
         instances, metrics = await _off_loop(len(workers), grouped)
+        executions, slo, alerts = self._task_health(r1, workers, types, now)
         redis_info = RedisInfo(
             endpoint=self.endpoint,
             connected=True,
@@ -560,7 +595,33 @@ class FleetReader:
             metrics=metrics,
             leader=leader,
             events=events,
+            alerts=alerts,
+            executions=executions,
+            slo=slo,
         )
+
+    def _execution_read(self, worker_ids: Sequence[str], bulk: bool) -> task_reads.ExecutionRead:
+        """Whose execution index this read asks for: those that held a lease at the last
+        read, and those the window has not read yet (an offline worker adds nothing)."""
+        window = self.executions
+        ids = [w for w in worker_ids if w in self._lease_holders or not window.known(w)]
+        window.forget_workers(worker_ids)
+        return task_reads.ExecutionRead(ids, bulk)
+
+    def _task_health(
+        self,
+        r1: dict[str, Any],
+        workers: Sequence[WorkerView],
+        types: Sequence[TypeView],
+        now: int,
+    ) -> tuple[ExecutionsView, SloView, list[Alert]]:
+        """The window's figures, the SLO block and the alerts of this read."""
+        self._lease_holders = {w.worker_id for w in workers if w.runtime is not None}
+        fleet, by_type = self.executions.figures(now)
+        executions = ExecutionsView(**fleet.model_dump(), by_type=by_type)
+        control = task_reads.control_plane(r1, self.keys)
+        slo = slo_view(fleet, types, control, workers, now, self.policy)
+        return executions, slo, build_alerts(workers, types, fleet, slo, control, self.policy)
 
     async def read_worker_detail(self, worker_id: str, limit: int = 20) -> WorkerDetail:
         """One worker in depth: full lease, admin state, running and recent executions.
@@ -639,3 +700,20 @@ class FleetReader:
         """The collector's newest ``limit`` points, oldest first (malformed ones skipped)."""
         raw = await self.redis.zrange(self.keys.metrics_history, -limit, -1)
         return [MetricsPoint.parse(m) for m in raw if isinstance(m, str)]
+
+
+def _with_status_counters(lease: Lease, raw: Any) -> Lease:
+    """A lease lacking active jobs, processed or failed counts, filled from its worker's
+    status hash (by-framework keeps them there: ``active_count``, ``completed_count``,
+    ``failed_count``); the lease's own values win."""
+    fields = task_reads.status_counters(raw)
+    update: dict[str, int] = {}
+    for name, field in (
+        ("active_jobs", "active_count"),
+        ("processed", "completed_count"),
+        ("failed", "failed_count"),
+    ):
+        value = parse_count_any(fields.get(field))
+        if getattr(lease, name) is None and value is not None:
+            update[name] = value
+    return lease.model_copy(update=update) if update else lease
