@@ -696,6 +696,27 @@ class FleetReader:
             recent_executions=recent,
         )
 
+    async def read_observability(
+        self, snapshot: FleetSnapshot, recent: int = 20
+    ) -> task_reads.Observability:
+        """What by-framework's observability snapshot adds to a fleet read, for
+        ``metrics snapshot``: per worker holding a lease its status-hash counters and its
+        ``recent`` newest execution snapshots; per type and control-plane stream its
+        consumer groups. Two round trips (not part of the console's refresh).
+
+        Raises:
+            redis.exceptions.RedisError: Redis is unreachable.
+        """
+        k = self.keys
+        holders = sorted(w.worker_id for w in snapshot.workers if w.runtime is not None)
+        streams = {t.name: k.type_stream(t.name) for t in snapshot.types}
+        queue = task_reads.observability_queue(k, holders, streams, recent)
+        r1 = await self._run(queue)
+        obs = task_reads.take_observability(holders, streams, k, r1)
+        r2 = await self._run(task_reads.recent_snapshot_queue(k, obs))
+        task_reads.take_recent_snapshots(obs, r2)
+        return obs
+
     async def read_metrics_history(self, limit: int) -> list[MetricsPoint]:
         """The collector's newest ``limit`` points, oldest first (malformed ones skipped)."""
         raw = await self.redis.zrange(self.keys.metrics_history, -limit, -1)

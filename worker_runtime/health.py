@@ -208,6 +208,17 @@ def _duration(start: int | None, end: int | None) -> int:
     return end - start
 
 
+def execution_timings(
+    created_at: int | None, started_at: int | None, finished_at: int | None
+) -> tuple[int, int, int]:
+    """(queue wait, run, total) of one execution in ms; 0 where it gives no sample."""
+    return (
+        _duration(created_at, started_at),
+        _duration(started_at, finished_at),
+        _duration(created_at, finished_at),
+    )
+
+
 def _parse_record(raw: Any, score: int) -> tuple[str, _Record] | None:
     """(execution id, record) of a finished execution snapshot; None if not finished."""
     decoded = json_value(text(raw))
@@ -218,13 +229,16 @@ def _parse_record(raw: Any, score: int) -> tuple[str, _Record] | None:
     if kind is None or not execution.execution_id:
         return None
     finished = execution.finished_at or score
+    queue, run, total = execution_timings(
+        execution.created_at, execution.started_at, execution.finished_at
+    )
     return execution.execution_id, _Record(
         agent_type=execution.agent_type,
         state=kind,
         finished_at=finished,
-        queue_ms=_duration(execution.created_at, execution.started_at),
-        run_ms=_duration(execution.started_at, execution.finished_at),
-        total_ms=_duration(execution.created_at, execution.finished_at),
+        queue_ms=queue,
+        run_ms=run,
+        total_ms=total,
         error_type=error_type(decoded, execution.error) if kind == "failed" else "",
     )
 

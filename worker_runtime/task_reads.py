@@ -14,7 +14,7 @@ from typing import Any
 
 from worker_runtime.health import ControlPlane, ExecutionWindow
 from worker_runtime.keys import Keys
-from worker_runtime.replies import count, mapping, text
+from worker_runtime.replies import count, json_value, mapping, text
 
 Cmd = tuple[str, tuple[Any, ...], dict[str, Any]]
 
@@ -198,3 +198,84 @@ def status_counters(reply: Any) -> dict[str, Any]:
     if isinstance(reply, list) and len(reply) == len(STATUS_COUNTERS):
         return dict(zip(STATUS_COUNTERS, reply, strict=True))
     return mapping(reply)
+
+
+# -- by-framework's observability extras (``metrics snapshot``, not the refresh) ----------
+
+
+@dataclass
+class Observability:
+    """By worker: status-hash counters and recent executions; by stream: its groups.
+
+    Attributes:
+        status: worker id -> its status hash (field -> raw value).
+        recent_ids: worker id -> its newest execution ids, newest first.
+        recent: worker id -> the decoded snapshots of those, in that order.
+        type_groups: agent type -> (stream, length, groups as ``XINFO GROUPS`` gave them).
+        control_groups: control-plane name -> (stream, length, groups).
+    """
+
+    status: dict[str, dict[str, Any]] = field(default_factory=dict)
+    recent_ids: dict[str, list[str]] = field(default_factory=dict)
+    recent: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    type_groups: dict[str, tuple[str, int, list[dict[str, Any]]]] = field(default_factory=dict)
+    control_groups: dict[str, tuple[str, int, list[dict[str, Any]]]] = field(default_factory=dict)
+
+
+def observability_queue(
+    keys: Keys, holders: Sequence[str], streams: dict[str, str], recent: int
+) -> list[Cmd]:
+    """First round trip: status hashes, execution indexes, then every stream's groups."""
+    queue: list[Cmd] = []
+    for wid in holders:
+        queue.append(_c("hgetall", keys.worker_status(wid)))
+        queue.append(_c("zrevrange", keys.worker_executions(wid), 0, max(0, recent - 1)))
+    for stream in [*streams.values(), *keys.control_plane_streams.values()]:
+        queue.append(_c("xlen", stream))
+        queue.append(_c("xinfo_groups", stream))
+    return queue
+
+
+def _groups(reply: Any) -> list[dict[str, Any]]:
+    if not isinstance(reply, list):
+        return []
+    return [mapping(g) for g in reply if isinstance(g, dict)]
+
+
+def take_observability(
+    holders: Sequence[str], streams: dict[str, str], keys: Keys, replies: Sequence[Any]
+) -> Observability:
+    """The first round trip's replies, coerced."""
+    obs = Observability()
+    at = 0
+    for wid in holders:
+        obs.status[wid] = mapping(replies[at])
+        ids = replies[at + 1]
+        obs.recent_ids[wid] = [
+            t for t in (text(i) for i in (ids if isinstance(ids, list) else [])) if t
+        ]
+        at += 2
+    for name, stream in streams.items():
+        obs.type_groups[name] = (stream, count(replies[at]), _groups(replies[at + 1]))
+        at += 2
+    for name, stream in keys.control_plane_streams.items():
+        obs.control_groups[name] = (stream, count(replies[at]), _groups(replies[at + 1]))
+        at += 2
+    return obs
+
+
+def recent_snapshot_queue(keys: Keys, obs: Observability) -> list[Cmd]:
+    """Second round trip: the snapshots of every worker's newest executions."""
+    return [
+        _c("hmget", keys.worker_history_snapshots(w), ids)
+        for w, ids in obs.recent_ids.items()
+        if ids
+    ]
+
+
+def take_recent_snapshots(obs: Observability, replies: Sequence[Any]) -> None:
+    """Decode the second round trip's snapshots (a bad one is left out)."""
+    asked = [w for w, ids in obs.recent_ids.items() if ids]
+    for wid, reply in zip(asked, replies, strict=False):
+        decoded = [json_value(text(r)) for r in (reply if isinstance(reply, list) else [])]
+        obs.recent[wid] = [d for d in decoded if isinstance(d, dict)]
