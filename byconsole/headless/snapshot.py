@@ -145,6 +145,7 @@ def _scoped(snapshot: FleetSnapshot, agent_type: str | None) -> FleetSnapshot:
             "workers": workers,
             "types": chk.types_in_scope(snapshot, agent_type),
             "instances": instances,
+            "alerts": [a for a in snapshot.alerts if a.agent_type in (None, agent_type)],
         }
     )
 

@@ -14,6 +14,7 @@ import subprocess
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.runtime_helpers import eventually
 from tests.interop.harness import HERE, ROOT, Fleet
@@ -61,6 +62,15 @@ def _missing(theirs: Any, ours: Any, path: str = "") -> list[str]:
     return out
 
 
+def _families(text: str) -> dict[str, list[tuple[tuple[tuple[str, str], ...], float]]]:
+    """Metric families by name: their samples as (sorted labels, value)."""
+    lines = [line for line in text.splitlines() if line.startswith(("#", "by_", "byconsole"))]
+    return {
+        f.name: sorted((tuple(sorted(s.labels.items())), s.value) for s in f.samples)
+        for f in text_string_to_metric_families("\n".join(lines) + "\n")
+    }
+
+
 def _codes(doc: dict[str, Any]) -> set[str]:
     return {a["code"] for a in doc["alerts"]}
 
@@ -100,7 +110,9 @@ async def test_metrics_snapshot_matches_by_admin_on_a_failing_mixed_fleet(fleet:
             text=True,
             timeout=60,
             check=True,
-        ).stdout.strip().splitlines()[-1]
+        )
+        .stdout.strip()
+        .splitlines()[-1]
     )
 
     # Both runtimes ran some of the tasks, and some failed on each (the comparison is
@@ -139,6 +151,27 @@ async def test_metrics_snapshot_matches_by_admin_on_a_failing_mixed_fleet(fleet:
     for name in ("severity", "value", "threshold", "sli", "window", "burn_rate", "runbook_id"):
         assert ours_slo[name] == theirs_slo[name], name
     assert ours["health"] == with_slo["health"]
+
+    # Prometheus: every family by-framework writes is in byconsole's textfile, and the
+    # per-type stream depth and SLO burn rate say the same.
+    prom_theirs = subprocess.run(
+        [str(fleet.byf_python), str(HERE / "byf_observe.py"), "--prom"],
+        cwd=ROOT,
+        env=fleet.byf_process_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    prom_ours = fleet.byconsole("--snapshot", "--format", "prom")
+    assert prom_ours.returncode == 0, prom_ours.stderr
+    theirs_families = _families(prom_theirs)
+    ours_families = _families(prom_ours.stdout)
+    assert set(theirs_families) <= set(ours_families)
+    for name in ("by_framework_slo_burn_rate", "by_framework_agent_workers"):
+        assert ours_families[name] == theirs_families[name], name
+    depth = "by_framework_agent_queue_depth"
+    assert ours_families[depth] == theirs_families[depth]
     # by-framework's worker logs each failed task as an ERROR with its traceback (the
     # failures asked for); nothing else may log one.
     errors = fleet.error_lines()
