@@ -27,7 +27,8 @@ async def _main() -> dict[str, Any]:
     redis = init_redis(config=RedisConfig.from_env())
     try:
         policy = AlertPolicy(slo_policy=SLOPolicy())
-        return await build_observability_snapshot(redis, alert_policy=policy)
+        snapshot: dict[str, Any] = await build_observability_snapshot(redis, alert_policy=policy)
+        return snapshot
     finally:
         await close_redis()
 
