@@ -33,12 +33,13 @@ name and the meaning, and says how it differs:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from worker_runtime.models import Alert, Execution, ExecutionState, Status
+from worker_runtime.models import Alert, ExecutionState, Status
 from worker_runtime.replies import json_value, text
 from worker_runtime.snapshot import (
     ExecutionFigures,
@@ -193,12 +194,18 @@ class _Record:
     run_ms: int
     total_ms: int
     error_type: str
+    buckets: tuple[int, int, int]
+    """Histogram bucket of each duration (-1: no sample), computed once."""
 
 
 _TERMINAL = {
     ExecutionState.SUCCEEDED.value: "completed",
     ExecutionState.FAILED.value: "failed",
     ExecutionState.CANCELLED.value: "cancelled",
+    # by-framework's upper-case statuses (as ``models.Execution.parse`` maps them).
+    "COMPLETED": "completed",
+    "FAILED": "failed",
+    "CANCELLED": "cancelled",
 }
 
 
@@ -219,28 +226,125 @@ def execution_timings(
     )
 
 
+def _stamp(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 10**15:
+        return value
+    return None
+
+
+def _field(data: dict[str, Any], ours: str, theirs: str) -> str:
+    value = data.get(ours)
+    if not (isinstance(value, str) and value):
+        value = data.get(theirs)
+    return value[:1024] if isinstance(value, str) else ""
+
+
 def _parse_record(raw: Any, score: int) -> tuple[str, _Record] | None:
-    """(execution id, record) of a finished execution snapshot; None if not finished."""
+    """(execution id, record) of a finished execution snapshot; None if not finished.
+
+    Reads the few fields the figures need straight from the JSON, ours or
+    by-framework's names (``state``/``status``, ``agent_type``/``target_agent_type``,
+    ``error``/``error_message``), as :meth:`worker_runtime.models.Execution.parse`
+    reads them: a busy fleet brings thousands per refresh, and the model's validation
+    cost five times this.
+    """
     decoded = json_value(text(raw))
     if not isinstance(decoded, dict):
         return None
-    execution = Execution.parse(decoded)
-    kind = _TERMINAL.get(str(execution.state))
-    if kind is None or not execution.execution_id:
+    state = decoded.get("state")
+    if not isinstance(state, str):
+        state = decoded.get("status")
+    kind = _TERMINAL.get(state) if isinstance(state, str) else None
+    eid = decoded.get("execution_id")
+    if kind is None or not isinstance(eid, str) or not eid:
         return None
-    finished = execution.finished_at or score
-    queue, run, total = execution_timings(
-        execution.created_at, execution.started_at, execution.finished_at
-    )
-    return execution.execution_id, _Record(
-        agent_type=execution.agent_type,
+    created, started = _stamp(decoded.get("created_at")), _stamp(decoded.get("started_at"))
+    finished = _stamp(decoded.get("finished_at"))
+    queue, run, total = execution_timings(created, started, finished)
+    error = _field(decoded, "error", "error_message") if kind == "failed" else ""
+    return eid[:1024], _Record(
+        agent_type=_field(decoded, "agent_type", "target_agent_type"),
         state=kind,
-        finished_at=finished,
+        finished_at=finished or score,
         queue_ms=queue,
         run_ms=run,
         total_ms=total,
-        error_type=error_type(decoded, execution.error) if kind == "failed" else "",
+        error_type=error_type(decoded, error) if kind == "failed" else "",
+        buckets=(_bucket(queue), _bucket(run), _bucket(total)),
     )
+
+
+_STEP = math.log(1.01)
+"""Histogram buckets are 1 % wide: beyond :data:`EXACT_LIMIT` samples a percentile is
+the middle of its bucket (within 0.5 % of the exact sample)."""
+
+EXACT_LIMIT = 5_000
+"""Up to this many executions in a group (the fleet, one type), its percentiles are exact."""
+
+
+def _bucket(value: int) -> int:
+    return int(math.log(value) / _STEP) if value > 0 else -1
+
+
+def _bucket_value(bucket: int) -> int:
+    return round(math.exp((bucket + 0.5) * _STEP))
+
+
+class _Tally:
+    """A group's running totals, kept as records come and go (no pass over the window)."""
+
+    __slots__ = ("counts", "errors", "hists", "ns", "sums")
+
+    def __init__(self) -> None:
+        self.counts = {"completed": 0, "failed": 0, "cancelled": 0}
+        self.errors: dict[str, int] = {}
+        self.hists: tuple[dict[int, int], ...] = ({}, {}, {})
+        self.sums = [0, 0, 0]
+        self.ns = [0, 0, 0]
+
+    def apply(self, r: _Record, sign: int) -> None:
+        self.counts[r.state] += sign
+        if r.state == "failed":
+            left = self.errors.get(r.error_type, 0) + sign
+            if left > 0:
+                self.errors[r.error_type] = left
+            else:
+                self.errors.pop(r.error_type, None)
+        for i, (value, b) in enumerate(
+            zip((r.queue_ms, r.run_ms, r.total_ms), r.buckets, strict=True)
+        ):
+            if b >= 0:
+                hist = self.hists[i]
+                left = hist.get(b, 0) + sign
+                if left > 0:
+                    hist[b] = left
+                else:
+                    hist.pop(b, None)
+                self.sums[i] += sign * value
+                self.ns[i] += sign
+
+    def stats(self, i: int) -> LatencyStats:
+        n = self.ns[i]
+        if n <= 0:
+            return LatencyStats()
+        buckets = sorted(self.hists[i].items())
+
+        def at(p: float) -> int:
+            rank = round((p / 100) * (n - 1))
+            seen = 0
+            for b, c in buckets:
+                seen += c
+                if seen > rank:
+                    return _bucket_value(b)
+            return _bucket_value(buckets[-1][0])
+
+        return LatencyStats(
+            completed_count=n,
+            avg_ms=int(self.sums[i] / n),
+            p50_ms=at(50),
+            p95_ms=at(95),
+            max_ms=_bucket_value(buckets[-1][0]),
+        )
 
 
 @dataclass
@@ -257,26 +361,46 @@ class ExecutionWindow:
     what is newer (:meth:`cursor`) and never re-reads the window. The first read of a
     worker starts at ``now - window_ms``. Records are keyed by execution id: one
     written again (a by-framework execution first indexed while running) replaces the
-    earlier one. Bounded: at most ``max_records`` are kept (the oldest go first).
+    earlier one. Counts and latency histograms are kept per group (the fleet, each
+    type) as records come and go; a group of at most :data:`EXACT_LIMIT` executions
+    gets exact percentiles from its records. Bounded: at most ``max_records`` are kept
+    (the oldest go first). Records leave in the order they were read, so one read late
+    leaves at most a refresh late.
 
     What it cannot see: executions a worker's capped index dropped before they were read
     (more than the cap, ``BYAI_EXECUTION_CAP``, finished between two reads), and one
     indexed later with an older finish time than one already read.
 
+    The first read of a worker (a new reader: every ``--snapshot``) takes only its
+    newest executions, at most ``cold_budget`` over all workers read for the first time
+    (and at most ``per_read`` each): a one-shot read of a 10,000-worker fleet stays
+    bounded. When that cut anything, the figures say ``sampled`` until the window has
+    slid past that first read.
+
     Args:
         window_ms: the window length.
         max_records: the most records kept.
         per_read: the most new executions read per worker per read (the rest next time).
+        cold_budget: the most executions the first reads of workers take together.
     """
 
     def __init__(
-        self, window_ms: int = 300_000, max_records: int = 200_000, per_read: int = 500
+        self,
+        window_ms: int = 300_000,
+        max_records: int = 200_000,
+        per_read: int = 500,
+        cold_budget: int = 10_000,
     ) -> None:
         self.window_ms = window_ms
         self.max_records = max_records
         self.per_read = per_read
+        self.cold_budget = cold_budget
+        self._sampled_until = 0
         self._cursors: dict[str, _Cursor] = {}
         self._records: dict[str, _Record] = {}
+        self._by_type: dict[str, dict[str, _Record]] = {}
+        self._fleet = _Tally()
+        self._tallies: dict[str, _Tally] = {}
 
     def cursor(self, worker_id: str, now: int) -> int:
         """The lowest index score (ms) to read for ``worker_id`` (inclusive)."""
@@ -287,6 +411,46 @@ class ExecutionWindow:
     def known(self, worker_id: str) -> bool:
         """Whether this window has read ``worker_id`` before."""
         return worker_id in self._cursors
+
+    def cold_limit(self, cold_workers: int) -> int:
+        """How many newest executions the first read of each of ``cold_workers`` takes."""
+        return max(1, min(self.per_read, self.cold_budget // max(1, cold_workers)))
+
+    def add_cold(
+        self,
+        worker_id: str,
+        newest: Sequence[tuple[str, int]],
+        snapshots: Sequence[Any],
+        now: int,
+        limit: int,
+    ) -> None:
+        """A first read of ``worker_id``: its newest entries (newest first), at most
+        ``limit``; a full reply may have cut older ones (the figures are then sampled)."""
+        if len(newest) >= limit:
+            self._sampled_until = max(self._sampled_until, now + self.window_ms)
+        self.add(worker_id, list(reversed(newest)), list(reversed(snapshots)), now)
+
+    def _drop(self, eid: str) -> None:
+        r = self._records.pop(eid, None)
+        if r is None:
+            return
+        self._fleet.apply(r, -1)
+        self._tallies[r.agent_type].apply(r, -1)
+        group = self._by_type[r.agent_type]
+        del group[eid]
+        if not group:
+            del self._by_type[r.agent_type]
+            del self._tallies[r.agent_type]
+
+    def _keep(self, eid: str, r: _Record) -> None:
+        self._drop(eid)  # read again: the newer snapshot replaces it (and moves last)
+        self._records[eid] = r
+        self._by_type.setdefault(r.agent_type, {})[eid] = r
+        self._fleet.apply(r, 1)
+        tally = self._tallies.get(r.agent_type)
+        if tally is None:
+            tally = self._tallies[r.agent_type] = _Tally()
+        tally.apply(r, 1)
 
     def add(
         self, worker_id: str, scored: Sequence[tuple[str, int]], snapshots: Sequence[Any], now: int
@@ -310,14 +474,8 @@ class ExecutionWindow:
                 cur.at_score = set()
             cur.at_score.add(eid)
             parsed = _parse_record(raw, score)
-            if parsed is None:
-                continue
-            self._records.pop(parsed[0], None)  # re-inserted: newest last
-            self._records[parsed[0]] = parsed[1]
-        overflow = len(self._records) - self.max_records
-        if overflow > 0:
-            for eid in list(self._records)[:overflow]:
-                del self._records[eid]
+            if parsed is not None:
+                self._keep(*parsed)
 
     def forget_workers(self, keep: Iterable[str]) -> None:
         """Drop the cursors of workers no longer listed (their records stay until old)."""
@@ -328,17 +486,51 @@ class ExecutionWindow:
     def figures(self, now: int) -> tuple[ExecutionFigures, dict[str, ExecutionFigures]]:
         """The window's figures, fleet-wide and per agent type; old records dropped."""
         start = now - self.window_ms
-        old = [eid for eid, r in self._records.items() if r.finished_at < start]
+        old: list[str] = []
+        for eid, r in self._records.items():
+            if r.finished_at >= start:
+                break
+            old.append(eid)
+        overflow = len(self._records) - len(old) - self.max_records
+        if overflow > 0:
+            old += list(itertools.islice(self._records, len(old), len(old) + overflow))
         for eid in old:
-            del self._records[eid]
-        records = list(self._records.values())
-        by_type: dict[str, list[_Record]] = {}
-        for r in records:
-            by_type.setdefault(r.agent_type, []).append(r)
-        return (
-            _figures(records, self.window_ms),
-            {t: _figures(rs, self.window_ms) for t, rs in sorted(by_type.items()) if t},
+            self._drop(eid)
+        window = self.window_ms
+        sampled = now < self._sampled_until
+        fleet = (
+            _figures(list(self._records.values()), window)
+            if len(self._records) <= EXACT_LIMIT
+            else _tally_figures(self._fleet, window)
         )
+        by_type = {
+            t: _figures(list(group.values()), window)
+            if len(group) <= EXACT_LIMIT
+            else _tally_figures(self._tallies[t], window)
+            for t, group in sorted(self._by_type.items())
+            if t
+        }
+        if sampled:
+            fleet = fleet.model_copy(update={"sampled": True})
+            by_type = {t: f.model_copy(update={"sampled": True}) for t, f in by_type.items()}
+        return fleet, by_type
+
+
+def _tally_figures(tally: _Tally, window_ms: int) -> ExecutionFigures:
+    c = tally.counts
+    terminal = c["completed"] + c["failed"] + c["cancelled"]
+    return ExecutionFigures(
+        window_ms=window_ms,
+        completed=c["completed"],
+        failed=c["failed"],
+        cancelled=c["cancelled"],
+        terminal=terminal,
+        success_ratio=success_ratio(c["completed"], terminal),
+        queue=tally.stats(0),
+        run=tally.stats(1),
+        total=tally.stats(2),
+        failures_by_error_type=dict(sorted(tally.errors.items())),
+    )
 
 
 def _figures(records: Sequence[_Record], window_ms: int) -> ExecutionFigures:

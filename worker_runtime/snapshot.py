@@ -206,6 +206,9 @@ class ExecutionFigures(BaseModel):
     total: LatencyStats = Field(default_factory=LatencyStats)
     """End to end: finished - created."""
     failures_by_error_type: dict[str, int] = Field(default_factory=empty_dict)
+    sampled: bool = False
+    """True while the window's start holds only a sample (a new reader's first read of a
+    large fleet takes each worker's newest executions only)."""
 
 
 class ExecutionsView(ExecutionFigures):

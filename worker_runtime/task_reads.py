@@ -22,15 +22,22 @@ SCRIPT_CHUNK = 1_000
 """Workers per script call (keeps each one short, as the fleet read's other scripts)."""
 
 # Per worker i (KEYS[i] its execution index, KEYS[n + i] its history snapshots,
-# ARGV[i] the lowest score to read): the index entries from that score up (at most
-# ARGV[n + 1]) with their snapshots. A key of the wrong type reads as nothing.
+# ARGV[i] the lowest score to read, ARGV[n + i] how many): the index entries from that
+# score up, oldest first; a negative count takes the newest first (a first read). With
+# their snapshots. A key of the wrong type reads as nothing.
 EXECUTIONS_SCRIPT = """
 local n = #KEYS / 2
-local limit = tonumber(ARGV[n + 1])
 local out = {}
 for i = 1, n do
-  local ok, ids = pcall(redis.call, 'ZRANGEBYSCORE', KEYS[i], ARGV[i], '+inf',
-                        'WITHSCORES', 'LIMIT', 0, limit)
+  local limit = tonumber(ARGV[n + i])
+  local ok, ids
+  if limit < 0 then
+    ok, ids = pcall(redis.call, 'ZREVRANGEBYSCORE', KEYS[i], '+inf', ARGV[i],
+                    'WITHSCORES', 'LIMIT', 0, -limit)
+  else
+    ok, ids = pcall(redis.call, 'ZRANGEBYSCORE', KEYS[i], ARGV[i], '+inf',
+                    'WITHSCORES', 'LIMIT', 0, limit)
+  end
   if ok and #ids > 0 then
     local names = {}
     for j = 1, #ids, 2 do names[#names + 1] = ids[j] end
@@ -88,40 +95,49 @@ class ExecutionRead:
             their snapshots in round trip 3).
         fetch: worker id -> (execution id, score) pairs whose snapshots round trip 3
             reads (non-bulk only).
+        cold: the workers read for the first time (newest first, at most
+            ``cold_limit`` each).
     """
 
     worker_ids: list[str]
     bulk: bool
     fetch: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    cold: set[str] = field(default_factory=set)
+    cold_limit: int = 0
+
+    def plan(self, window: ExecutionWindow) -> None:
+        """Note which workers are read for the first time, and how many of theirs."""
+        self.cold = {w for w in self.worker_ids if not window.known(w)}
+        self.cold_limit = window.cold_limit(len(self.cold))
 
 
 def execution_queue(
     window: ExecutionWindow, keys: Keys, read: ExecutionRead, now: int
 ) -> list[Cmd]:
     """Round trip 2's commands: each worker's execution index from its cursor up."""
+    read.plan(window)
     ids = read.worker_ids
-    limit = window.per_read
+    limit, cold, cold_limit = window.per_read, read.cold, read.cold_limit
     if read.bulk:
         queue: list[Cmd] = []
         for at in range(0, len(ids), SCRIPT_CHUNK):
             chunk = ids[at : at + SCRIPT_CHUNK]
             names = [keys.worker_executions(w) for w in chunk]
             names += [keys.worker_history_snapshots(w) for w in chunk]
-            argv = [str(window.cursor(w, now)) for w in chunk] + [str(limit)]
+            argv = [str(window.cursor(w, now)) for w in chunk]
+            argv += [str(-cold_limit if w in cold else limit) for w in chunk]
             queue.append(_c("eval_ro", EXECUTIONS_SCRIPT, len(names), *names, *argv))
         return queue
-    return [
-        _c(
-            "zrangebyscore",
-            keys.worker_executions(w),
-            window.cursor(w, now),
-            "+inf",
-            start=0,
-            num=limit,
-            withscores=True,
-        )
-        for w in ids
-    ]
+    out: list[Cmd] = []
+    for w in ids:
+        key, low = keys.worker_executions(w), window.cursor(w, now)
+        if w in cold:
+            out.append(
+                _c("zrevrangebyscore", key, "+inf", low, start=0, num=cold_limit, withscores=True)
+            )
+        else:
+            out.append(_c("zrangebyscore", key, low, "+inf", start=0, num=limit, withscores=True))
+    return out
 
 
 def _score(value: Any) -> int | None:
@@ -164,7 +180,7 @@ def take_executions(
             if isinstance(item, list) and len(item) == 2:
                 scored = _scored(item[0])
                 snaps = item[1] if isinstance(item[1], list) else []
-                window.add(wid, scored, snaps, now)
+                _feed(window, read, wid, scored, snaps, now)
             elif item is not None:
                 window.add(wid, [], [], now)
         return
@@ -174,6 +190,20 @@ def take_executions(
             read.fetch[wid] = scored
         elif isinstance(reply, list):
             window.add(wid, [], [], now)
+
+
+def _feed(
+    window: ExecutionWindow,
+    read: ExecutionRead,
+    wid: str,
+    scored: list[tuple[str, int]],
+    snaps: Sequence[Any],
+    now: int,
+) -> None:
+    if wid in read.cold:
+        window.add_cold(wid, scored, snaps, now, read.cold_limit)
+    else:
+        window.add(wid, scored, snaps, now)
 
 
 def snapshot_queue(keys: Keys, read: ExecutionRead) -> list[Cmd]:
@@ -190,7 +220,7 @@ def take_snapshots(
     """Feed round trip 3's snapshot replies to the window."""
     for (wid, scored), reply in zip(read.fetch.items(), replies, strict=False):
         if isinstance(reply, list):
-            window.add(wid, scored, reply, now)
+            _feed(window, read, wid, scored, reply, now)
 
 
 def status_counters(reply: Any) -> dict[str, Any]:

@@ -323,3 +323,41 @@ def test_slo_view_names_match_by_frameworks_block() -> None:
     assert isinstance(slo, SloView)
     assert slo.success_ratio_ppm == 750_000 and slo.success_ratio_target_ppm == 990_000
     assert slo.terminal_executions == 4 and slo.window == "5m"
+
+
+def test_a_large_window_uses_histograms_within_one_percent() -> None:
+    from worker_runtime.health import EXACT_LIMIT
+
+    window = ExecutionWindow(max_records=10 * EXACT_LIMIT)
+    n = EXACT_LIMIT + 1000
+    scored = [(f"e{i}", NOW - n + i) for i in range(n)]
+    # Run times 1..n ms; the exact p95 is the sample at round(0.95 * (n - 1)).
+    snaps = [
+        _snap(eid, started_at=score - (i + 1), finished_at=score, created_at=score - (i + 1))
+        for i, (eid, score) in enumerate(scored)
+    ]
+    window.add("w", scored, snaps, NOW)
+    fleet, by_type = window.figures(NOW)
+    exact = percentile(list(range(1, n + 1)), 95)
+    assert fleet.terminal == n and by_type["chat"].terminal == n
+    assert abs(fleet.run.p95_ms - exact) <= exact * 0.01
+    assert fleet.run.avg_ms == int(sum(range(1, n + 1)) / n)  # means stay exact
+    # Records leaving the window leave the tallies too.
+    fleet, _ = window.figures(NOW + 300_000 - n // 2)
+    assert fleet.terminal == n // 2  # now under the limit: exact again
+    assert fleet.run.p95_ms == percentile(list(range(n - n // 2 + 1, n + 1)), 95)
+
+
+def test_a_first_read_takes_the_newest_and_says_when_it_sampled() -> None:
+    window = ExecutionWindow(cold_budget=4)
+    assert window.cold_limit(2) == 2 and window.cold_limit(100) == 1
+    newest = [("e3", NOW - 10), ("e2", NOW - 20)]
+    window.add_cold("w", newest, [_snap("e3"), _snap("e2")], NOW, limit=2)
+    fleet, _ = window.figures(NOW)
+    assert fleet.terminal == 2 and fleet.sampled  # a full first read may have cut older ones
+    assert window.cursor("w", NOW) == NOW - 10
+    # Once the window has slid past that first read, the figures are whole again.
+    assert not window.figures(NOW + window.window_ms)[0].sampled
+    whole = ExecutionWindow()
+    whole.add_cold("w", newest, [_snap("e3"), _snap("e2")], NOW, limit=500)
+    assert not whole.figures(NOW)[0].sampled
