@@ -77,7 +77,7 @@ async def _main(args: argparse.Namespace) -> None:
     redis = redis_client(server.url)
     try:
         await populate(redis, args.workers)
-        worker_ids = sorted(await redis.smembers(K.workers))
+        worker_ids = sorted(str(w) for w in await redis.smembers(K.workers))
         await _add_executions(redis, worker_ids, args.executions, "base")
 
         cold = FleetReader(redis, K)
