@@ -98,7 +98,7 @@ async def _main(args: argparse.Namespace) -> None:
 
         def side(name: str) -> Any:
             async def run() -> float:
-                if name == "with":
+                if name == "with" and args.new:
                     rounds[0] += 1
                     await _add_executions(redis, worker_ids, args.new, f"r{rounds[0]}")
                 started = time.perf_counter()
