@@ -244,6 +244,11 @@ class FleetReader:
         # The task plane's execution window, kept between reads (read incrementally).
         self.executions = ExecutionWindow(self.policy.window_ms)
         self._lease_holders: set[str] = set()
+        # Per worker its (processed, failed) in the last snapshot, and when its execution
+        # index was last read: an index is read again only when they moved.
+        self._counters: dict[str, tuple[int | None, int | None]] = {}
+        self._counted: dict[str, tuple[int | None, int | None] | None] = {}
+        self._read_again: set[str] = set()
 
     async def _execute(self, queue: Sequence[_Cmd | Batch]) -> list[Any]:
         """One pipelined round trip; per-command errors come back as exception objects.
@@ -601,11 +606,35 @@ class FleetReader:
         )
 
     def _execution_read(self, worker_ids: Sequence[str], bulk: bool) -> task_reads.ExecutionRead:
-        """Whose execution index this read asks for: those that held a lease at the last
-        read, and those the window has not read yet (an offline worker adds nothing)."""
+        """Whose execution index this read asks for.
+
+        A worker the window has not read yet; one whose processed / failed counts (its
+        lease, or a by-framework worker's status hash) moved since its index was last
+        read, and once more after that (a count can be published a moment before the
+        execution it counts is indexed); one that holds a lease without counts. An idle
+        worker costs nothing; a cancelled execution, which moves no count, is read with
+        the worker's next count change.
+        """
         window = self.executions
-        ids = [w for w in worker_ids if w in self._lease_holders or not window.known(w)]
+        ids: list[str] = []
+        again = self._read_again
+        for w in worker_ids:
+            now_counts = self._counters.get(w)
+            if not window.known(w) or now_counts != self._counted.get(w):
+                self._counted[w] = now_counts
+                again.add(w)
+            elif now_counts is None and w in self._lease_holders:
+                pass  # a lease without counts: nothing tells when it ran something
+            elif w in again:
+                again.discard(w)
+            else:
+                continue
+            ids.append(w)
         window.forget_workers(worker_ids)
+        listed = set(worker_ids)
+        for gone in [w for w in self._counted if w not in listed]:
+            del self._counted[gone]
+            again.discard(gone)
         return task_reads.ExecutionRead(ids, bulk)
 
     def _task_health(
@@ -617,6 +646,11 @@ class FleetReader:
     ) -> tuple[ExecutionsView, SloView, list[Alert]]:
         """The window's figures, the SLO block and the alerts of this read."""
         self._lease_holders = {w.worker_id for w in workers if w.runtime is not None}
+        self._counters = {
+            w.worker_id: (w.processed, w.failed)
+            for w in workers
+            if w.processed is not None or w.failed is not None
+        }
         fleet, by_type = self.executions.figures(now)
         executions = ExecutionsView(**fleet.model_dump(), by_type=by_type)
         control = task_reads.control_plane(r1, self.keys)

@@ -125,11 +125,34 @@ async def test_by_framework_counters_fill_processed_and_failed(redis: Redis) -> 
         K.worker_status(wid),
         mapping={"active_count": 1, "completed_count": 5, "failed_count": 2},
     )
-    snap = await FleetReader(redis, K).read()
+    reader = FleetReader(redis, K)
+    snap = await reader.read()
     worker = snap.worker(wid)
     assert worker is not None
     assert (worker.active_jobs, worker.processed, worker.failed) == (1, 5, 2)
     assert snap.redis.round_trips <= 3
+
+    # An idle worker's index is not read again; its count moving makes the next reads
+    # look, so an execution it finished is in the window.
+    for _ in range(3):
+        assert (await reader.read()).executions.terminal == 0
+    now = now_ms()
+    record = {
+        "execution_id": "b1",
+        "status": "COMPLETED",
+        "target_agent_type": "sum",
+        "created_at": now - 30,
+        "started_at": now - 20,
+        "finished_at": now - 10,
+    }
+    await redis.zadd(K.worker_executions(wid), {"b1": now - 10})
+    await redis.hset(K.worker_history_snapshots(wid), "b1", json.dumps(record))
+    await redis.hincrby(K.worker_status(wid), "completed_count", 1)
+
+    async def seen() -> bool:
+        return (await reader.read()).executions.completed == 1
+
+    await eventually(seen, timeout=5)
 
 
 async def test_control_plane_streams_raise_pending_deliveries_and_dead_letters(
