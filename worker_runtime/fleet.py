@@ -13,6 +13,12 @@ Round trips, whatever the fleet size (each one a non-transactional pipeline):
 3. only when round trip 2 revealed types no index listed (declared by a worker or only
    in a lease): the per-type reads for those.
 
+The task plane rides in these: round trip 1 reads by-framework's control-plane streams,
+round trip 2 the execution index (from the window's cursor, with the new snapshots, one
+script per 1,000 workers) of each worker whose counts moved, round trip 3 the status-hash
+counters of workers whose lease lacks them and, on a cluster or without ``EVAL_RO``, the
+new snapshots (:mod:`worker_runtime.task_reads`; figures in :mod:`worker_runtime.health`).
+
 This module makes the round trips and nothing else: replies are coerced by
 :mod:`worker_runtime.replies` and turned into views by :mod:`worker_runtime.derive`.
 Connection problems raise :class:`redis.exceptions.RedisError` (the caller decides what
