@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from redis.exceptions import RedisClusterException, RedisError
 
 from byconsole.config import Context, default_config_path, load_config, resolve_settings
+from byconsole.config import health_policy as context_policy
 from byconsole.config import select_context as pick_context
 from byconsole.headless import checks as chk
 from byconsole.headless import snapshot as headless
@@ -312,6 +313,13 @@ def build_parser(*, lazy: bool = False) -> _Parser:
         type=_seconds,
         help="fail when any type's oldest undelivered or pending task is older than SECONDS",
     )
+    snap.add_argument(
+        "--fail-on-alert",
+        metavar="CODE,CODE|any",
+        action="append",
+        default=[],
+        help="fail when an alert with one of these codes is raised (any: every alert)",
+    )
 
     group = parser.add_subparsers(
         dest="command", metavar="COMMAND", parser_class=_Parser, action=_Commands
@@ -602,6 +610,7 @@ def _check_modes(args: argparse.Namespace) -> chk.Checks:
         "--fail-on": bool(args.fail_on),
         "--max-depth": args.max_depth is not None,
         "--max-age": args.max_age is not None,
+        "--fail-on-alert": bool(args.fail_on_alert),
     }
     given = [flag for flag, present in snapshot_only.items() if present]
     if args.command is not None and (args.snapshot or args.demo):
@@ -617,6 +626,7 @@ def _check_modes(args: argparse.Namespace) -> chk.Checks:
     try:
         min_online, by_type = chk.parse_min_online(args.min_online)
         fail_on = chk.parse_fail_on(args.fail_on)
+        fail_on_alert = chk.parse_fail_on_alert(args.fail_on_alert)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return chk.Checks(
@@ -625,6 +635,7 @@ def _check_modes(args: argparse.Namespace) -> chk.Checks:
         fail_on=fail_on,
         max_depth=args.max_depth,
         max_age=args.max_age,
+        fail_on_alert=fail_on_alert,
     )
 
 
@@ -642,10 +653,13 @@ def _scrub(message: str, settings: RedisSettings | None) -> str:
 
 
 async def _with_client(
-    settings: RedisSettings, run: Callable[[headless.Session], Awaitable[int]]
+    settings: RedisSettings,
+    run: Callable[[headless.Session], Awaitable[int]],
+    context: Context | None = None,
 ) -> int:
     client = create_redis(settings, retries=0)
     session = headless.Session(redis=client, keys=settings.keys, settings=settings)
+    session.policy = context_policy(context)
     try:
         return await run(session)
     finally:
@@ -736,13 +750,13 @@ def _main(argv: list[str]) -> int:
             return _run_tui(settings, args, read_only, context_name)
         if args.snapshot:
             return asyncio.run(
-                _with_client(settings, lambda s: headless.run_snapshot(s, args, checks))
+                _with_client(settings, lambda s: headless.run_snapshot(s, args, checks), context)
             )
         if args.write and read_only:
             _say(_read_only_message(args, context_name, context))
             return EXIT_ERROR
         handler: Handler = _resolve(args.handler)
-        return asyncio.run(_with_client(settings, lambda s: handler(s, args)))
+        return asyncio.run(_with_client(settings, lambda s: handler(s, args), context))
     except ConfigError as exc:
         message = str(exc)
         if args.redis_url is not None:

@@ -14,6 +14,10 @@ The file lives at ``$XDG_CONFIG_HOME/byconsole/config.toml`` (default
     cluster_host = "10.0.0.5"
     cluster_port = 7000
 
+    [contexts.prod.alerts]             # optional: alert thresholds (by-framework's defaults)
+    queue_backlog = 500
+    oldest_task_age_seconds = 120
+
 Precedence for every setting: command-line flag > environment > context > default. The
 endpoint is one unit: a context's ``url``/``cluster_host`` is used only when neither a
 flag nor the environment names an endpoint.
@@ -29,6 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from worker_runtime.connection import check_tls_files
+from worker_runtime.health import HealthPolicy
 from worker_runtime.redact import mask_url, one_line
 from worker_runtime.settings import ConfigError, RedisSettings, load
 
@@ -44,6 +49,43 @@ ENDPOINT_ENV = (
     "BYAI_REDIS_URL_FILE",
 )
 """Environment variables that name an endpoint (any of them overrides a context's)."""
+
+
+class AlertThresholds(BaseModel):
+    """A context's alert thresholds (``[contexts.NAME.alerts]``); unset ones keep the
+    defaults, which are by-framework's (see :class:`worker_runtime.health.HealthPolicy`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    window_seconds: float | None = Field(default=None, ge=1, le=86_400)
+    queue_backlog: int | None = Field(default=None, ge=0)
+    delivery_pending: int | None = Field(default=None, ge=0)
+    consumer_pending: int | None = Field(default=None, ge=0)
+    failed_executions: int | None = Field(default=None, ge=0)
+    success_ratio_target: float | None = Field(default=None, ge=0, le=1)
+    total_latency_p95_ms: int | None = Field(default=None, ge=0)
+    deadletter_threshold: int | None = Field(default=None, ge=0)
+    freshness_max_age_ms: int | None = Field(default=None, ge=0)
+    oldest_task_age_seconds: float | None = Field(default=None, ge=0)
+    slo_alerts: bool | None = None
+
+    def policy(self) -> HealthPolicy:
+        """The health policy: these thresholds over the defaults."""
+        given = {k: v for k, v in self.model_dump().items() if v is not None}
+        window = given.pop("window_seconds", None)
+        oldest = given.pop("oldest_task_age_seconds", None)
+        if window is not None:
+            given["window_ms"] = int(window * 1000)
+        if oldest is not None:
+            given["oldest_task_age_ms"] = int(oldest * 1000)
+        return HealthPolicy(**given)
+
+
+def health_policy(context: Context | None) -> HealthPolicy:
+    """The alert thresholds of ``context`` (by-framework's defaults without one)."""
+    if context is None or context.alerts is None:
+        return HealthPolicy()
+    return context.alerts.policy()
 
 
 class Context(BaseModel):
@@ -64,6 +106,8 @@ class Context(BaseModel):
     connect_timeout: float | None = Field(default=None, gt=0, le=120)
     read_only: bool = False
     """Write commands and console actions are refused in this context."""
+    alerts: AlertThresholds | None = None
+    """Alert thresholds for this context's fleet (``[contexts.NAME.alerts]``)."""
 
     @field_validator("url")
     @classmethod

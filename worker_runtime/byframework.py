@@ -69,6 +69,9 @@ def snapshot(execution: Execution, updated_at: int) -> dict[str, Any]:
         updated_at=updated_at,
         error_message=execution.error or "",
     )
+    if execution.error:
+        # by-framework's readers group failures by it (the exception's class name).
+        data["error_type"] = execution.error.partition(":")[0]
     return data
 
 

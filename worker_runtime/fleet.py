@@ -21,6 +21,12 @@ come from :meth:`FleetReader.discover`, a ``SCAN`` that is not part of a refresh
 first read of a reader waits for it, later ones use its cached result while the next
 runs in the background at most every ``discover_every`` seconds.
 
+The task plane rides in these: round trip 1 reads by-framework's control-plane streams,
+round trip 2 the execution index (from the window's cursor, with the new snapshots, one
+script per 1,000 workers) of each worker whose counts moved, round trip 3 the status-hash
+counters of workers whose lease lacks them and, on a cluster or without ``EVAL_RO``, the
+new snapshots (:mod:`worker_runtime.task_reads`; figures in :mod:`worker_runtime.health`).
+
 This module makes the round trips and nothing else: replies are coerced by
 :mod:`worker_runtime.replies` and turned into views by :mod:`worker_runtime.derive`.
 Connection problems raise :class:`redis.exceptions.RedisError` (the caller decides what
@@ -44,6 +50,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError, ResponseError
 
+from worker_runtime import task_reads
 from worker_runtime.audit import parse_audit
 from worker_runtime.byframework import RUNTIME_STATUS_FIELD
 from worker_runtime.derive import (
@@ -59,11 +66,18 @@ from worker_runtime.derive import (
     type_view,
     with_pauses,
 )
+from worker_runtime.health import (
+    ExecutionWindow,
+    HealthPolicy,
+    build_alerts,
+    slo_view,
+)
 from worker_runtime.history import DEFAULT_RANGE, Tier, configured_tiers, range_ms, tier_for
 from worker_runtime.keys import CONSUMER_GROUP, Keys, stream_agent_type
 from worker_runtime.models import (
     SOURCE_OURS,
     AdminState,
+    Alert,
     InstanceLease,
     Lease,
     MetricsPoint,
@@ -93,11 +107,14 @@ from worker_runtime.replies import (
 )
 from worker_runtime.snapshot import (
     MAX_WORKER_ID,
+    ExecutionsView,
     FleetSnapshot,
     InstanceView,
     MetricsHistory,
     MetricsView,
     RedisInfo,
+    SloView,
+    TypeView,
     WorkerDetail,
     WorkerView,
 )
@@ -318,6 +335,7 @@ class FleetReader:
             console. ``None`` (the default) freezes nothing.
         discover_every: seconds between two discoveries of types that only have
             streams (:meth:`discover`); ``None`` turns discovery off.
+        policy: alert thresholds and the execution window (by-framework's defaults).
 
     Attributes:
         round_trips: pipelined round trips of the last :meth:`read` (for benchmarks);
@@ -338,6 +356,7 @@ class FleetReader:
         history_range: str | None = DEFAULT_RANGE,
         tiers: Sequence[Tier] | None = None,
         discover_every: float | None = DISCOVERY_INTERVAL,
+        policy: HealthPolicy | None = None,
     ) -> None:
         self.redis = redis
         self.keys = keys
@@ -368,6 +387,15 @@ class FleetReader:
         self._script_clock = True
         # On a single Redis: False once an ACL refused TIME (not asked again).
         self._time_allowed = True
+        self.policy = policy or HealthPolicy()
+        # The task plane's execution window, kept between reads (read incrementally).
+        self.executions = ExecutionWindow(self.policy.window_ms)
+        self._lease_holders: set[str] = set()
+        # Per worker its (processed, failed) in the last snapshot, and when its execution
+        # index was last read: an index is read again only when they moved.
+        self._counters: dict[str, tuple[int | None, int | None]] = {}
+        self._counted: dict[str, tuple[int | None, int | None] | None] = {}
+        self._read_again: set[str] = set()
 
     async def _execute(self, queue: Sequence[_Cmd | Batch]) -> list[Any]:
         """One pipelined round trip; per-command errors come back as exception objects.
@@ -694,6 +722,7 @@ class FleetReader:
                 ),
                 # Redis's clock: the ages of entries are measured against it.
                 **({"redis_time": _c("time")} if clock else {}),
+                **task_reads.control_plane_queue(k),
             }
         )
         if probe:
@@ -744,13 +773,17 @@ class FleetReader:
         type_queue = self._type_queue(known_types, mode)
         instance_ids = sorted(scores)
         instance_queue = [_c("get", k.instance_online(i)) for i in instance_ids]
+        exec_read = self._execution_read(worker_ids, bulk)
+        exec_queue: list[_Cmd | Batch] = []
+        exec_queue += task_reads.execution_queue(self.executions, k, exec_read, now)
         parts = {
             "workers": command_count(queue),
             "types": len(type_queue),
             "instances": len(instance_queue),
             "ttls": command_count(ttl_queue),
+            "executions": len(exec_queue),
         }
-        r2 = await self._run(queue + type_queue + instance_queue + ttl_queue)
+        r2 = await self._run(queue + type_queue + instance_queue + ttl_queue + exec_queue)
 
         def parse(
             r2: list[Any],
@@ -761,6 +794,7 @@ class FleetReader:
             dict[str, InstanceLease | None],
             list[str],
         ]:
+            task_reads.take_executions(self.executions, exec_read, part_exec(r2), now)
             # Every pass over the workers (splitting the replies, parsing them, finding
             # those round trip 3 must count) and every pydantic parse: in the thread.
             part = sections(r2, parts)
@@ -781,6 +815,9 @@ class FleetReader:
             ]
             return ttls, parsed, type_data, instance_leases, counted
 
+        def part_exec(r2: list[Any]) -> Sequence[Any]:
+            return sections(r2, parts)["executions"]
+
         ttls, parsed, type_data, instance_leases, counted = await _off_loop(
             len(worker_ids), parse, r2
         )
@@ -790,18 +827,20 @@ class FleetReader:
         # workers whose lease does not report them (by-framework keeps them in its
         # status hash) -----------------------------------------------------------------
         extra_types = sorted(t for t in discovered - set(type_data) if len(t) <= MAX_NAME)
-        if extra_types or counted:
+        snap_queue = task_reads.snapshot_queue(k, exec_read)
+        if extra_types or counted or snap_queue:
             extra_queue = self._type_queue(extra_types, mode)
-            count_queue = [_c("hget", k.worker_status(w), "active_count") for w in counted]
+            count_queue = [
+                _c("hmget", k.worker_status(w), list(task_reads.STATUS_COUNTERS)) for w in counted
+            ]
             r3 = sections(
-                await self._run(extra_queue + count_queue),
-                {"types": len(extra_queue), "counts": len(count_queue)},
+                await self._run(extra_queue + count_queue + snap_queue),
+                {"types": len(extra_queue), "counts": len(count_queue), "snaps": len(snap_queue)},
             )
             type_data.update(self._type_replies(extra_types, r3["types"], mode, redis_now))
             for wid, raw in zip(counted, r3["counts"], strict=True):
-                active = parse_count_any(raw)
-                if active is not None:
-                    leases[wid] = leases[wid].model_copy(update={"active_jobs": active})
+                leases[wid] = _with_status_counters(leases[wid], raw)
+            task_reads.take_snapshots(self.executions, exec_read, r3["snaps"], now)
 
         # -- derive ---------------------------------------------------------------------
         # Every reply is parsed: the build's thread drops them (~1.3 KB a worker) before
@@ -870,6 +909,7 @@ class FleetReader:
         # Grouping 10,000 workers by instance is tens of ms of Python: off the loop too,
         # with the metrics (another pass over the workers).
         instances, metrics = await _off_loop(len(workers), grouped)
+        executions, slo, alerts = self._task_health(r1, workers, types, now)
         redis_info = RedisInfo(
             endpoint=self.endpoint,
             connected=True,
@@ -887,7 +927,62 @@ class FleetReader:
             metrics=metrics,
             leader=leader,
             events=events,
+            alerts=alerts,
+            executions=executions,
+            slo=slo,
         )
+
+    def _execution_read(self, worker_ids: Sequence[str], bulk: bool) -> task_reads.ExecutionRead:
+        """Whose execution index this read asks for.
+
+        A worker the window has not read yet; one whose processed / failed counts (its
+        lease, or a by-framework worker's status hash) moved since its index was last
+        read, and once more after that (a count can be published a moment before the
+        execution it counts is indexed); one that holds a lease without counts. An idle
+        worker costs nothing; a cancelled execution, which moves no count, is read with
+        the worker's next count change.
+        """
+        window = self.executions
+        ids: list[str] = []
+        again = self._read_again
+        for w in worker_ids:
+            now_counts = self._counters.get(w)
+            if not window.known(w) or now_counts != self._counted.get(w):
+                self._counted[w] = now_counts
+                again.add(w)
+            elif now_counts is None and w in self._lease_holders:
+                pass  # a lease without counts: nothing tells when it ran something
+            elif w in again:
+                again.discard(w)
+            else:
+                continue
+            ids.append(w)
+        window.forget_workers(worker_ids)
+        listed = set(worker_ids)
+        for gone in [w for w in self._counted if w not in listed]:
+            del self._counted[gone]
+            again.discard(gone)
+        return task_reads.ExecutionRead(ids, bulk)
+
+    def _task_health(
+        self,
+        r1: dict[str, Any],
+        workers: Sequence[WorkerView],
+        types: Sequence[TypeView],
+        now: int,
+    ) -> tuple[ExecutionsView, SloView, list[Alert]]:
+        """The window's figures, the SLO block and the alerts of this read."""
+        self._lease_holders = {w.worker_id for w in workers if w.runtime is not None}
+        self._counters = {
+            w.worker_id: (w.processed, w.failed)
+            for w in workers
+            if w.processed is not None or w.failed is not None
+        }
+        fleet, by_type = self.executions.figures(now)
+        executions = ExecutionsView(**fleet.model_dump(), by_type=by_type)
+        control = task_reads.control_plane(r1, self.keys)
+        slo = slo_view(fleet, types, control, workers, now, self.policy)
+        return executions, slo, build_alerts(workers, types, fleet, slo, control, self.policy)
 
     async def read_worker_detail(self, worker_id: str, limit: int = 20) -> WorkerDetail:
         """One worker in depth: full lease, admin state, running and recent executions.
@@ -1056,3 +1151,41 @@ class FleetReader:
         # No tier yet (a leader of an older version, or none): our points of the shared
         # history, the same definition.
         return [p for p in ours_shared if p.ts >= now - plan.length], foreign, False
+
+    async def read_observability(
+        self, snapshot: FleetSnapshot, recent: int = 20
+    ) -> task_reads.Observability:
+        """What by-framework's observability snapshot adds to a fleet read, for
+        ``metrics snapshot``: per worker holding a lease its status-hash counters and its
+        ``recent`` newest execution snapshots; per type and control-plane stream its
+        consumer groups. Two round trips (not part of the console's refresh).
+
+        Raises:
+            redis.exceptions.RedisError: Redis is unreachable.
+        """
+        k = self.keys
+        holders = sorted(w.worker_id for w in snapshot.workers if w.runtime is not None)
+        streams = {t.name: k.type_stream(t.name) for t in snapshot.types}
+        queue = task_reads.observability_queue(k, holders, streams, recent)
+        r1 = await self._run(queue)
+        obs = task_reads.take_observability(holders, streams, k, r1)
+        r2 = await self._run(task_reads.recent_snapshot_queue(k, obs))
+        task_reads.take_recent_snapshots(obs, r2)
+        return obs
+
+
+def _with_status_counters(lease: Lease, raw: Any) -> Lease:
+    """A lease lacking active jobs, processed or failed counts, filled from its worker's
+    status hash (by-framework keeps them there: ``active_count``, ``completed_count``,
+    ``failed_count``); the lease's own values win."""
+    fields = task_reads.status_counters(raw)
+    update: dict[str, int] = {}
+    for name, field in (
+        ("active_jobs", "active_count"),
+        ("processed", "completed_count"),
+        ("failed", "failed_count"),
+    ):
+        value = parse_count_any(fields.get(field))
+        if getattr(lease, name) is None and value is not None:
+            update[name] = value
+    return lease.model_copy(update=update) if update else lease

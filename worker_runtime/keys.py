@@ -194,6 +194,17 @@ class Keys:
             return _tagged(f"{self._root}:ctrl:worker", worker_id, "")
         return f"{self._root}:ctrl:worker:{worker_id}"
 
+    @property
+    def control_plane_streams(self) -> dict[str, str]:
+        """by-framework's control-plane streams by its names for them (``wakeup``,
+        ``delivery_pending``, ``deadletter``): read for its alerts and SLO, never written."""
+        root = f"{self._root}:control_plane:mgmt"
+        return {
+            "wakeup": f"{root}:wakeup",
+            "delivery_pending": f"{root}:delivery:pending",
+            "deadletter": f"{root}:deadletter",
+        }
+
     def session_data_stream(self, session_id: str) -> str:
         """Stream of task output for a session."""
         return self._session("data_stream", session_id)

@@ -534,6 +534,18 @@ class Alert(BaseModel):
     """The steps an operator takes, in order."""
     agent_type: str | None = None
     worker_id: str | None = None
+    value: float | None = None
+    """The measured figure the alert compares (by-framework's ``value``)."""
+    threshold: float | None = None
+    """The threshold it crossed (by-framework's ``threshold``)."""
+    runbook_id: str | None = None
+    """The runbook's id (by-framework's, e.g. ``slo-success-ratio``, for its SLO codes)."""
+    sli: str | None = None
+    """For an SLO alert: the indicator (``execution_success_ratio`` …)."""
+    window: str | None = None
+    """For an SLO alert: the window it is measured over (``5m``)."""
+    burn_rate: float | None = None
+    """For an SLO alert: how many times faster than allowed its budget burns."""
 
 
 class TypePause(BaseModel):

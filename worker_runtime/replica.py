@@ -20,6 +20,7 @@ from typing import Any
 from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.context import RUNTIME_VERSION, RuntimeContext
 from worker_runtime.envelope import Envelope, is_terminal, load_record, result_messages
+from worker_runtime.health import enqueued_at
 from worker_runtime.jsontext import safe_text
 from worker_runtime.messages import entry_time_ms
 from worker_runtime.models import (
@@ -510,6 +511,8 @@ class Replica:
             stamp = record.get("created_at")
             if isinstance(stamp, int) and stamp > 0:
                 created = stamp
+        if created is None:
+            created = enqueued_at(entry_id)
         execution = Execution(
             execution_id=execution_id,
             task_id=task.task_id,

@@ -187,6 +187,81 @@ class TypeView(BaseModel):
     when it equals :attr:`pause_workers`, a resume when it is back to 0."""
 
 
+class LatencyStats(BaseModel):
+    """Duration samples of a window (ms): count, mean, p50, p95, max (see ``health``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    completed_count: int = 0
+    """How many samples (by-framework's name): executions with both stamps known."""
+    avg_ms: int = 0
+    p50_ms: int = 0
+    p95_ms: int = 0
+    max_ms: int = 0
+
+
+class ExecutionFigures(BaseModel):
+    """Executions that finished in the window (see :mod:`worker_runtime.health`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    window_ms: int = 300_000
+    completed: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    terminal: int = 0
+    """completed + failed + cancelled."""
+    success_ratio: float = 1.0
+    """completed / terminal; 1.0 when none finished."""
+    queue: LatencyStats = Field(default_factory=LatencyStats)
+    """Queue wait: started - created (created: the task's enqueue time)."""
+    run: LatencyStats = Field(default_factory=LatencyStats)
+    """Run time: finished - started."""
+    total: LatencyStats = Field(default_factory=LatencyStats)
+    """End to end: finished - created."""
+    failures_by_error_type: dict[str, int] = Field(default_factory=empty_dict)
+    sampled: bool = False
+    """True while the window's start holds only a sample (a new reader's first read of a
+    large fleet takes each worker's newest executions only)."""
+
+
+class ExecutionsView(ExecutionFigures):
+    """The window's figures fleet-wide, and per agent type."""
+
+    by_type: dict[str, ExecutionFigures] = Field(default_factory=empty_dict)
+
+
+class SloView(BaseModel):
+    """The four SLIs against their targets (by-framework's ``slo`` block, same names)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    window: str = "5m"
+    success_ratio: float = 1.0
+    success_ratio_ppm: int = 1_000_000
+    success_ratio_target_ppm: int = 990_000
+    burn_rate: float = 0.0
+    terminal_executions: int = 0
+    total_latency_p95_ms: int = 0
+    total_latency_p95_target_ms: int = 30_000
+    deadletter_count: int = 0
+    deadletter_threshold: int = 0
+    freshness_age_ms: int = 0
+    freshness_max_age_ms: int = 15_000
+
+
+class HealthSummary(BaseModel):
+    """by-framework's ``health`` block: the alerts in one status and score."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: str = "healthy"
+    score: int = 100
+    critical_alerts: int = 0
+    warning_alerts: int = 0
+    summary: str = "No active health alerts."
+
+
 class LeaderView(BaseModel):
     """Who holds the leader lock, if anyone."""
 
@@ -264,6 +339,10 @@ class FleetSnapshot(BaseModel):
     events: list[AuditEvent] = Field(default_factory=empty_list)
     alerts: list[Alert] = Field(default_factory=empty_list)
     """Derived health alerts, worst first."""
+    executions: ExecutionsView = Field(default_factory=ExecutionsView)
+    """Executions that finished in the window (``worker_runtime.health``)."""
+    slo: SloView = Field(default_factory=SloView)
+    """The SLO block over the same window."""
 
     def worker(self, worker_id: str) -> WorkerView | None:
         """The worker with this id, if the snapshot has it."""

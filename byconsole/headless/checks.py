@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from byconsole.text import safe_text
+from worker_runtime.health import CODES, match_alerts
 from worker_runtime.models import Status
 from worker_runtime.snapshot import FleetSnapshot, TypeView, WorkerView
 
@@ -26,6 +27,7 @@ class Checks:
         max_depth: maximum queue depth of any type in scope.
         max_age: seconds: the oldest undelivered task and the longest-idle pending
             one of any type in scope must not be older.
+        fail_on_alert: alert codes that fail the check when raised (``any``: every one).
     """
 
     min_online: int | None = None
@@ -33,6 +35,7 @@ class Checks:
     fail_on: frozenset[str] = frozenset()
     max_depth: int | None = None
     max_age: float | None = None
+    fail_on_alert: frozenset[str] = frozenset()
 
     @property
     def any(self) -> bool:
@@ -43,6 +46,7 @@ class Checks:
             or self.fail_on
             or self.max_depth is not None
             or self.max_age is not None
+            or bool(self.fail_on_alert)
         )
 
 
@@ -82,6 +86,26 @@ def parse_fail_on(values: list[str]) -> frozenset[str]:
     if unknown:
         choices = ", ".join(FAIL_ON_NAMES)
         raise ValueError(f"--fail-on: unknown state {', '.join(unknown)} (choose from {choices})")
+    return frozenset(names)
+
+
+def parse_fail_on_alert(values: list[str]) -> frozenset[str]:
+    """``--fail-on-alert CODE,CODE`` or ``--fail-on-alert any`` (repeatable).
+
+    Codes are case-insensitive.
+
+    Raises:
+        ValueError: an unknown alert code.
+    """
+    names = {n.strip().upper() for v in values for n in v.split(",") if n.strip()}
+    if "ANY" in names:
+        return frozenset({"any"})
+    unknown = sorted(names - set(CODES))
+    if unknown:
+        raise ValueError(
+            f"--fail-on-alert: unknown alert code {', '.join(unknown)} "
+            f"(choose from any, {', '.join(CODES)})"
+        )
     return frozenset(names)
 
 
@@ -146,6 +170,16 @@ def run_checks(snapshot: FleetSnapshot, checks: Checks, agent_type: str | None) 
                 )
     if checks.max_age is not None:
         failures += _age_failures(types_in_scope(snapshot, agent_type), checks.max_age)
+    if checks.fail_on_alert:
+        alerts = snapshot.alerts
+        if agent_type is not None:
+            # Scoped: the type's own alerts and the fleet-wide ones.
+            alerts = [a for a in alerts if a.agent_type in (None, agent_type)]
+        for alert in match_alerts(alerts, checks.fail_on_alert):
+            failures.append(
+                f"alert {alert.code} ({alert.severity}, {safe_text(alert.subject, 80)}): "
+                f"{safe_text(alert.message, 300)}"
+            )
     return failures
 
 

@@ -509,13 +509,30 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
 
 async def metrics_snapshot(session: Session, args: argparse.Namespace) -> int:
     """``metrics snapshot``: live figures computed from the fleet."""
-    snapshot = await session.reader(history_limit=1, events_limit=1).read()
+    reader = session.reader(history_limit=1, events_limit=1)
+    snapshot = await reader.read()
     metrics = snapshot.metrics
     if args.json:
-        doc = metrics.model_dump(mode="json", exclude={"history", "foreign"})
-        print_json({"generated_at": snapshot.generated_at, **doc})
+        from byconsole.headless.metrics_doc import metrics_document
+
+        print_json(metrics_document(snapshot, await reader.read_observability(snapshot)))
     else:
         emit(session.out, metrics_summary(metrics))
+        ex, slo = snapshot.executions, snapshot.slo
+        lines = [
+            f"  Tasks (last {slo.window}):    completed {ex.completed} · failed {ex.failed}"
+            f" · cancelled {ex.cancelled} · success {ex.success_ratio:.2%}"
+            f" (burn rate {slo.burn_rate})",
+            f"  Latency p50/p95:    queue {ex.queue.p50_ms}/{ex.queue.p95_ms} ms"
+            f" · run {ex.run.p50_ms}/{ex.run.p95_ms} ms"
+            f" · total {ex.total.p50_ms}/{ex.total.p95_ms} ms",
+            f"  Alerts:             {len(snapshot.alerts)}",
+        ]
+        lines += [
+            f"    {a.severity} {a.code} {safe_text(a.subject, 80)}: {safe_text(a.message, 300)}"
+            for a in snapshot.alerts
+        ]
+        emit(session.out, Text("\n".join(lines)))
     return 0
 
 

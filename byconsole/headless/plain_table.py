@@ -463,8 +463,44 @@ def snapshot_view(snapshot: FleetSnapshot) -> PlainBlock:
             types_table(snapshot.types),
             "",
             instances_table(snapshot.instances, now),
+            "",
+            *task_health_lines(snapshot),
         ]
     )
+
+
+def task_health_lines(snapshot: FleetSnapshot) -> list[Sequence[Fragment] | str]:
+    """The window's execution figures and every alert, worst first, one line each."""
+    ex = snapshot.executions
+    window = snapshot.slo.window
+    lines: list[Sequence[Fragment] | str] = [
+        [
+            (f"Tasks (last {window}): ", ""),
+            (f"completed {ex.completed}", ""),
+            (" · ", ""),
+            (f"failed {ex.failed}", ansi_style("error") if ex.failed else ""),
+            (f" · cancelled {ex.cancelled} · success {ex.success_ratio:.2%}", ""),
+            (f" · queue p95 {ex.queue.p95_ms} ms · run p95 {ex.run.p95_ms} ms", ""),
+            (f" · total p95 {ex.total.p95_ms} ms", ""),
+        ]
+    ]
+    if ex.failures_by_error_type:
+        kinds = ", ".join(
+            f"{safe_text(name, 80)} {n}" for name, n in ex.failures_by_error_type.items()
+        )
+        lines.append(f"Failures by error type: {kinds}")
+    alerts = snapshot.alerts
+    lines.append([(f"Alerts: {len(alerts)}", ansi_style("warning") if alerts else "")])
+    for alert in alerts:
+        role = "error" if alert.severity == "critical" else "warning"
+        lines.append(
+            [
+                (f"  {alert.severity:<8} ", ansi_style(role)),
+                (f"{alert.code} ", "bold"),
+                (f"{safe_text(alert.subject, 80)}: {safe_text(alert.message, 300)}", ""),
+            ]
+        )
+    return lines
 
 
 def worker_list_view(workers: Sequence[WorkerView], now: int) -> PlainBlock:

@@ -21,6 +21,7 @@ from pydantic_core import PydanticSerializationError
 from byconsole.headless import checks as chk
 from byconsole.text import safe_text
 from worker_runtime.fleet import FleetReader
+from worker_runtime.health import HealthPolicy
 from worker_runtime.keys import Keys
 from worker_runtime.settings import RedisSettings
 from worker_runtime.snapshot import FleetSnapshot
@@ -52,6 +53,8 @@ class Session:
     redis: Redis | RedisCluster
     keys: Keys
     settings: RedisSettings
+    policy: HealthPolicy | None = None
+    """Alert thresholds (the context's); by-framework's defaults when ``None``."""
     _consoles: dict[bool, Console] = field(default_factory=dict, init=False, repr=False)
 
     def _console(self, stderr: bool) -> Console:
@@ -76,6 +79,7 @@ class Session:
         """A fleet reader on this session's client (reading no tier of our history: no
         headless output shows it; ``metrics history`` reads its range itself)."""
         kwargs.setdefault("history_range", None)
+        kwargs.setdefault("policy", self.policy)
         return FleetReader(self.redis, self.keys, endpoint=self.settings.endpoint, **kwargs)
 
     def manager(self) -> WorkerManager:
@@ -143,6 +147,7 @@ def _scoped(snapshot: FleetSnapshot, agent_type: str | None) -> FleetSnapshot:
             "workers": workers,
             "types": chk.types_in_scope(snapshot, agent_type),
             "instances": instances,
+            "alerts": [a for a in snapshot.alerts if a.agent_type in (None, agent_type)],
         }
     )
 

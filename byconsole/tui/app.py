@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
-from byconsole.config import Context, load_contexts, resolve_settings
+from byconsole.config import Context, health_policy, load_contexts, resolve_settings
 from byconsole.text import safe_text
 from byconsole.tui.actions import (
     ENTRY_ACTIONS,
@@ -491,7 +491,7 @@ def run_tui(
         print("byconsole: --refresh must be a positive number of seconds", file=sys.stderr)
         return 2
     app = ConsoleApp(
-        RedisBackend(redis_settings),
+        RedisBackend(redis_settings, policy=health_policy(contexts.get(context or ""))),
         refresh=refresh,
         read_only=read_only,
         contexts=contexts,

@@ -32,6 +32,7 @@ from worker_runtime.admin import (
 from worker_runtime.connection import LOOP_ERRORS, create_redis, not_redis_server
 from worker_runtime.dead_letters import DeadLetter, DeadLetters
 from worker_runtime.fleet import FleetReader
+from worker_runtime.health import HealthPolicy
 from worker_runtime.lookup import Lookup, LookupResult, SessionTimeline
 from worker_runtime.pending import NotPendingError, PendingEntries, PendingPage
 from worker_runtime.redact import redact
@@ -120,15 +121,26 @@ class RedisBackend:
         settings: the endpoint; the client does not retry internally (``retries=0``)
             so an outage surfaces at once and the app's backoff decides when to retry.
         read_timeout: seconds before a slow refresh is abandoned and reported.
+        policy: alert thresholds (the context's); by-framework's defaults when None.
     """
 
-    def __init__(self, settings: RedisSettings, *, read_timeout: float = READ_TIMEOUT) -> None:
+    def __init__(
+        self,
+        settings: RedisSettings,
+        *,
+        read_timeout: float = READ_TIMEOUT,
+        policy: HealthPolicy | None = None,
+    ) -> None:
         self.settings = settings
         self.endpoint = settings.endpoint
         self.read_timeout = read_timeout
         self.redis = create_redis(settings, retries=0)
         self.reader = FleetReader(
-            self.redis, settings.keys, endpoint=settings.endpoint, freeze_from=FREEZE_FROM
+            self.redis,
+            settings.keys,
+            endpoint=settings.endpoint,
+            freeze_from=FREEZE_FROM,
+            policy=policy,
         )
         self.manager = WorkerManager(self.redis, settings.keys)
 

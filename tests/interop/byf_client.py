@@ -36,7 +36,7 @@ async def _main(args: argparse.Namespace) -> dict[str, Any]:
             response = await client.send_message(
                 target_agent_type=args.type,
                 session_id=session,
-                content=f"hello {i}",
+                content=f"{args.content} {i}",
                 route_policy=args.policy,
             )
             sent.append((session, response))
@@ -87,6 +87,7 @@ def main() -> None:
     parser.add_argument("count", type=int)
     parser.add_argument("--policy", default="FAIL_FAST")
     parser.add_argument("--timeout", type=float, default=30.0)
+    parser.add_argument("--content", default="hello", help="message text (before its number)")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(_main(args)), default=str))
 

@@ -34,11 +34,17 @@ class TrivialWorker(GatewayWorker):  # type: ignore[misc]
         return [t for t in os.environ.get("BYF_AGENT_TYPES", "echo").split(",") if t]
 
     async def process_command(self, command: Any, context: Any) -> Any:
-        """Return the command's content unchanged (after ``BYF_SLEEP`` seconds)."""
+        """Return the command's content unchanged (after ``BYF_SLEEP`` seconds).
+
+        Content starting with ``fail`` raises instead (a failing execution to count).
+        """
         delay = float(os.environ.get("BYF_SLEEP", "0"))
         if delay:
             await asyncio.sleep(delay)
-        return {"echo": getattr(command, "content", "")}
+        content = getattr(command, "content", "")
+        if str(content).startswith("fail"):
+            raise RuntimeError("asked to fail")
+        return {"echo": content}
 
 
 if __name__ == "__main__":

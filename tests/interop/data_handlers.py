@@ -25,3 +25,10 @@ async def answer(task: Task) -> dict[str, Any]:
 async def busy(task: Task) -> None:
     """Holds the task until ``INTEROP_BUSY`` seconds passed (an active job to see)."""
     await asyncio.sleep(float(os.environ.get("INTEROP_BUSY", "3")))
+
+
+async def flaky(task: Task) -> dict[str, Any]:
+    """Like :func:`answer`, but content starting with ``fail`` raises (a failed execution)."""
+    if str(task.payload.get("content", "")).startswith("fail"):
+        raise RuntimeError("asked to fail")
+    return await answer(task)

@@ -207,6 +207,8 @@ async def _populate(raw: Redis, fleet: Fleet) -> None:
         await _write(raw, _raw_key(K.worker_admin, name), admin)
         await _write(raw, _raw_key(K.worker_agent_types, name), declared)
         await _write(raw, _raw_key(K.worker_history_snapshots, name), stream)
+        # The execution index the task plane reads, holding anything (a zset of ids too).
+        await _write(raw, _raw_key(K.worker_executions, name), stream)
     if fleet.types:
         await raw.sadd(K.agent_types, *fleet.types)
     for t, (routable, denied, stream, dead, overrides) in zip(

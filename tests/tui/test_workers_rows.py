@@ -25,6 +25,7 @@ from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import StaticBackend
 from byconsole.tui.release import release_after_paint
 from byconsole.tui.views.workers import (
+    COLUMNS,
     R_ID,
     R_INSTANCE,
     R_JOBS_N,
@@ -100,7 +101,7 @@ def status(view: WorkersView) -> str:
 
 
 def test_prepare_reuses_unchanged_rows_and_reports_the_changed() -> None:
-    first = prepare(fleet(20).workers, {}, frozenset(), [0] * 13)
+    first = prepare(fleet(20).workers, {}, frozenset(), [0] * len(COLUMNS))
     assert sorted(first.changed) == first.by_id and len(first.by_id) == 20
     again = prepare(fleet(20, frozenset({3, 7})).workers, first.entries, frozenset(), first.widths)
     assert sorted(again.changed) == ["w-003", "w-007"]
@@ -123,8 +124,8 @@ REFERENCE_KEYS: dict[str, Callable[[Row], Any]] = {
 
 def test_every_sort_order_is_the_id_order_stably_sorted_by_its_column() -> None:
     snapshot = fleet(60, frozenset({4, 17, 33}))
-    lazy = prepare(snapshot.workers, {}, frozenset(), [0] * 13)
-    ahead = prepare(snapshot.workers, {}, frozenset(), [0] * 13, presort=True)
+    lazy = prepare(snapshot.workers, {}, frozenset(), [0] * len(COLUMNS))
+    ahead = prepare(snapshot.workers, {}, frozenset(), [0] * len(COLUMNS), presort=True)
     assert lazy.orders == {}
     rows = {wid: entry[1] for wid, entry in ahead.entries.items()}
     in_id_order = [rows[wid] for wid in ahead.by_id]

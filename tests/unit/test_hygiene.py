@@ -14,6 +14,7 @@ import ast
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tokenize
@@ -57,7 +58,12 @@ def key_literals(path: Path) -> list[str]:
         if any(f"{prefix}:" in line for prefix in KEY_PREFIXES):
             hits.add(number)
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        if token.type == tokenize.STRING and any(p in token.string for p in KEY_PREFIXES):
+        if token.type == tokenize.STRING and any(
+            # A prefix followed by "_" is another name (a Prometheus metric such as
+            # by_framework_workers_online), not a key.
+            re.search(rf"{p}(?!_)", token.string)
+            for p in KEY_PREFIXES
+        ):
             hits.add(token.start[0])
     return [f"{path}:{n}" for n in sorted(hits)]
 

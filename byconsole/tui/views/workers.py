@@ -65,6 +65,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("role", "role"),
     Column("version", "version"),
     Column("ip", "ip"),
+    Column("done", "done/failed"),
 )
 """In priority order: what a narrow terminal must show comes first (id, lifecycle,
 status, command state and the operator's reason: the "why"), so as the terminal narrows
@@ -78,14 +79,14 @@ REASON_WIDTH = 32
 Row = tuple[Any, ...]
 """One worker's display values: a plain tuple, indexed by the ``R_*`` constants.
 
-The first 13 fields are the :data:`COLUMNS` in order (strings, except the mark, a bool,
+The first 14 fields are the :data:`COLUMNS` in order (strings, except the mark, a bool,
 and the types, ``(name, denied)`` pairs); then the sort values and the filter text.
 Equal rows look the same.
 """
 
 R_MARK, R_ID, R_LIFECYCLE, R_STATUS, R_CMD, R_REASON, R_JOBS, R_SEEN = range(8)
-R_TYPES, R_INSTANCE, R_ROLE, R_VERSION, R_IP = range(8, 13)
-R_SEEN_RANK, R_JOBS_N, R_SEARCH = range(13, 16)
+R_TYPES, R_INSTANCE, R_ROLE, R_VERSION, R_IP, R_DONE = range(8, 14)
+R_SEEN_RANK, R_JOBS_N, R_SEARCH = range(14, 17)
 
 _ROW = operator.itemgetter(1)
 """An :data:`Entry`'s row."""
@@ -131,6 +132,8 @@ _ROW_FIELDS = operator.attrgetter(
     "ip_address",
     "app_version",
     "reason",
+    "processed",
+    "failed",
 )
 """Every field :func:`row_values` reads, except the age (bucketed separately)."""
 
@@ -160,6 +163,12 @@ def row_values(worker: WorkerView, marked: bool) -> Row:
         + [t for t, _ in types]
     ).casefold()
     jobs_n = worker.active_jobs if worker.active_jobs is not None else -1
+    # Tasks the worker completed / that failed on it (lease, or by-framework's status hash).
+    done = (
+        DASH
+        if worker.processed is None and worker.failed is None
+        else f"{worker.processed or 0}/{worker.failed or 0}"
+    )
     return (
         marked,
         wid,
@@ -174,6 +183,7 @@ def row_values(worker: WorkerView, marked: bool) -> Row:
         role,
         version,
         ip,
+        done,
         seen_rank,
         jobs_n,
         search,
@@ -215,6 +225,7 @@ def row_cells(row: Row, styles: CellStyles) -> list[Text]:
         t(row[R_ROLE]),
         t(row[R_VERSION]),
         t(row[R_IP]),
+        t(row[R_DONE], justify="right"),
     ]
 
 
