@@ -132,7 +132,11 @@ async def _main(args: argparse.Namespace) -> None:
         print(ratio_line(result, "with", "without", unit="ms"))
         print(f"round trips: with {trips['with']}, without {trips['without']}")
         final = await readers["with"].read()
-        print(f"window of the warm reader: {final.executions.terminal} executions")
+        print(
+            f"window of the warm reader: {final.executions.terminal} executions, "
+            f"{final.executions.deferred_workers} workers' new ones left for its next reads "
+            f"(at most {readers['with'].index_reads} indexes a read)"
+        )
     finally:
         await redis.aclose()
         server.stop()

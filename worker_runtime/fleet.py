@@ -243,6 +243,11 @@ GROUPS_EXAMINED = 16
 DISCOVERY_INTERVAL = 60.0
 """Seconds between two scans for streams no index lists (see :meth:`FleetReader.discover`)."""
 
+INDEX_READS_PER_READ = 2_000
+"""Execution indexes one refresh reads at most, besides those of workers it never read:
+the execution window's share of a refresh stays bounded on a busy fleet (every worker
+finishing tasks between two refreshes), where the rest wait for the next reads."""
+
 DISCOVERY_SCAN_COUNT = 5_000
 """``SCAN … COUNT``: keys Redis looks at per discovery round trip (a few ms of its time)."""
 
@@ -357,6 +362,7 @@ class FleetReader:
         tiers: Sequence[Tier] | None = None,
         discover_every: float | None = DISCOVERY_INTERVAL,
         policy: HealthPolicy | None = None,
+        index_reads: int | None = INDEX_READS_PER_READ,
     ) -> None:
         self.redis = redis
         self.keys = keys
@@ -396,6 +402,13 @@ class FleetReader:
         self._counters: dict[str, tuple[int | None, int | None]] = {}
         self._counted: dict[str, tuple[int | None, int | None] | None] = {}
         self._read_again: set[str] = set()
+        self.index_reads = index_reads
+        # When each worker's execution index was last read (a read counter), so a read
+        # that must leave some for the next takes those waiting longest first.
+        self._index_read_at: dict[str, int] = {}
+        self._reads = 0
+        self.deferred = 0
+        """Workers whose new executions the last read left for the next (bounded work)."""
 
     async def _execute(self, queue: Sequence[_Cmd | Batch]) -> list[Any]:
         """One pipelined round trip; per-command errors come back as exception objects.
@@ -943,25 +956,48 @@ class FleetReader:
         the worker's next count change.
         """
         window = self.executions
-        ids: list[str] = []
         again = self._read_again
+        self._reads += 1
+        due: list[str] = []  # read now whatever the bound: the window never read them
+        moved: list[str] = []
+        fresh: set[str] = set()  # counts moved since the last read of the index
         for w in worker_ids:
             now_counts = self._counters.get(w)
-            if not window.known(w) or now_counts != self._counted.get(w):
+            if not window.known(w):
                 self._counted[w] = now_counts
                 again.add(w)
-            elif now_counts is None and w in self._lease_holders:
-                pass  # a lease without counts: nothing tells when it ran something
-            elif w in again:
-                again.discard(w)
-            else:
-                continue
-            ids.append(w)
+                due.append(w)
+            elif now_counts != self._counted.get(w):
+                self._counted[w] = now_counts
+                again.add(w)
+                fresh.add(w)
+                moved.append(w)
+            elif (now_counts is None and w in self._lease_holders) or w in again:
+                # A lease without counts (nothing tells when it ran something), or a
+                # worker to read once more after its counts moved.
+                moved.append(w)
+        if self.index_reads is not None and len(moved) > self.index_reads:
+            # A busy fleet: the ones waiting longest now, the rest at the next reads. A
+            # worker's cursor keeps its place, so a later read takes every execution
+            # since: the figures trail by a read or a few, nothing is lost or counted
+            # twice (docs: the README's "Task health").
+            moved.sort(key=lambda w: self._index_read_at.get(w, 0))
+            self.deferred = len(moved) - self.index_reads
+            moved = moved[: self.index_reads]
+        else:
+            self.deferred = 0
+        for w in moved:
+            if w not in fresh:
+                again.discard(w)  # the read once more (or a deferred first read)
+        ids = due + moved
+        for w in ids:
+            self._index_read_at[w] = self._reads
         window.forget_workers(worker_ids)
         listed = set(worker_ids)
         for gone in [w for w in self._counted if w not in listed]:
             del self._counted[gone]
             again.discard(gone)
+            self._index_read_at.pop(gone, None)
         return task_reads.ExecutionRead(ids, bulk)
 
     def _task_health(
@@ -979,7 +1015,9 @@ class FleetReader:
             if w.processed is not None or w.failed is not None
         }
         fleet, by_type = self.executions.figures(now)
-        executions = ExecutionsView(**fleet.model_dump(), by_type=by_type)
+        executions = ExecutionsView(
+            **fleet.model_dump(), by_type=by_type, deferred_workers=self.deferred
+        )
         control = task_reads.control_plane(r1, self.keys)
         slo = slo_view(fleet, types, control, workers, now, self.policy)
         return executions, slo, build_alerts(workers, types, fleet, slo, control, self.policy)

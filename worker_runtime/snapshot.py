@@ -229,6 +229,9 @@ class ExecutionsView(ExecutionFigures):
     """The window's figures fleet-wide, and per agent type."""
 
     by_type: dict[str, ExecutionFigures] = Field(default_factory=empty_dict)
+    deferred_workers: int = 0
+    """Workers with new executions this read left for the next ones (a read takes at most
+    ``FleetReader.index_reads`` indexes): the figures trail them by a read or a few."""
 
 
 class SloView(BaseModel):

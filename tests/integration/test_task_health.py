@@ -165,3 +165,48 @@ async def test_control_plane_streams_raise_pending_deliveries_and_dead_letters(
     codes = {a.code for a in snap.alerts}
     assert {"PENDING_DELIVERIES", "SLO_DEADLETTER", "NO_WORKERS_ONLINE"} <= codes
     assert snap.slo.deadletter_count == 1
+
+
+async def test_a_busy_fleet_is_read_a_bounded_number_of_indexes_at_a_time(redis: Redis) -> None:
+    # Every worker finishes a task between two reads and the bound is 3 indexes a read:
+    # the figures trail (the read says by how many workers), then catch up exactly:
+    # nothing lost, nothing counted twice.
+    workers = [f"busy-{i}" for i in range(10)]
+    status = {"active_count": 0, "completed_count": 0, "failed_count": 0}
+    for wid in workers:
+        await redis.sadd(K.workers, wid)
+        lease = {"version": 1, "token": "t", "last_seen": now_ms(), "ip_address": "10.0.0.1"}
+        await redis.set(K.worker_online(wid), json.dumps(lease), px=60_000)
+        await redis.hset(K.worker_status(wid), mapping=status)
+    reader = FleetReader(redis, K, index_reads=3)
+    assert (await reader.read()).executions.terminal == 0  # every index read: all new
+
+    async def finish_one_each(round_: int) -> None:
+        now = now_ms()
+        for wid in workers:
+            eid = f"{wid}-{round_}"
+            record = {
+                "execution_id": eid,
+                "status": "COMPLETED",
+                "target_agent_type": "busy",
+                "created_at": now - 30,
+                "started_at": now - 20,
+                "finished_at": now - 10,
+            }
+            await redis.zadd(K.worker_executions(wid), {eid: now - 10})
+            await redis.hset(K.worker_history_snapshots(wid), eid, json.dumps(record))
+            await redis.hincrby(K.worker_status(wid), "completed_count", 1)
+
+    lagging = []
+    for round_ in range(3):
+        await finish_one_each(round_)
+        snap = await reader.read()
+        lagging.append(snap.executions.deferred_workers)
+        assert snap.executions.completed <= 10 * (round_ + 1)
+    assert max(lagging) > 0
+    # The fleet goes quiet: within a few reads every execution is counted, once.
+    for _ in range(12):
+        snap = await reader.read()
+    assert snap.executions.deferred_workers == 0
+    assert snap.executions.completed == 30
+    assert snap.executions.by_type["busy"].completed == 30

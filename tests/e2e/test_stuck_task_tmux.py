@@ -1,0 +1,128 @@
+"""An operator in a real terminal (tmux) goes from an alert to the stuck task and moves it
+to the dead letters.
+
+The stuck task is made the way it happens in production: a real worker process takes a
+long task and is SIGKILLed while it runs, so the entry stays pending, owned by a consumer
+that no longer holds a lease, and nobody else serves the type. The console is started on
+a context whose ``OLDEST_TASK_AGE`` threshold is two seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.e2e.test_console_tmux import Terminal
+from tests.handlers import STARTED_LIST
+from tests.integration.runtime_helpers import BIN, spawn_worker, stop_process
+from tests.redis_server import RedisServer, env_with
+from worker_runtime.keys import CONSUMER_GROUP, Keys
+
+K = Keys()
+
+
+@pytest.fixture
+def server() -> Iterator[RedisServer]:
+    srv = RedisServer().start()
+    yield srv
+    srv.cleanup()
+
+
+def _until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.1)
+
+
+def _press_until(term: Terminal, key: str, seen: Callable[[str], bool]) -> str:
+    # Keys sent in the first instant after start-up can be swallowed by the terminal
+    # set-up: repeat the key until the screen shows its effect.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        term.keys(key)
+        try:
+            return term.wait(seen, timeout=1.5)
+        except AssertionError:
+            continue
+    raise AssertionError(f"{key!r} had no effect; screen:\n{term.screen()}")
+
+
+def test_from_an_alert_to_the_stuck_task_and_into_the_dead_letters(
+    server: RedisServer, tmp_path: Path
+) -> None:
+    client = redis.Redis.from_url(server.url, decode_responses=True)
+    # No reclaim during the test: the entry stays stuck with its dead owner.
+    proc = spawn_worker(
+        server.url,
+        "tests.handlers:record",
+        ["report"],
+        "e2e-stuck",
+        extra_env={"BYAI_CLAIM_IDLE_MS": "600000"},
+        log_path=tmp_path / "worker.log",
+    )
+    try:
+        submit = [str(BIN / "worker-runtime"), "submit", "report", json.dumps({"sleep": 120})]
+        done = subprocess.run(submit, env=env_with(server.url), capture_output=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        _until(lambda: client.llen(STARTED_LIST) == 1)
+        task_id = client.lindex(STARTED_LIST, 0)
+        assert task_id
+    finally:
+        stop_process(proc, signal.SIGKILL)
+    stream = K.type_stream("report")
+    pending = client.xpending(stream, CONSUMER_GROUP)
+    assert pending["pending"] == 1
+    entry_id = pending["min"]
+
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '[contexts.e2e]\nurl = "%s"\n\n[contexts.e2e.alerts]\noldest_task_age_seconds = 2\n'
+        % server.url
+    )
+    env = env_with(server.url)
+    env.pop("BYAI_REDIS_URL", None)
+    command = [str(BIN / "byconsole"), "--config", str(config), "--context", "e2e"]
+    term = Terminal([*command, "--refresh", "0.5"], env)
+    try:
+        term.wait(lambda s: "CONNECTED" in s and "alert" in s, timeout=30)
+        # The Health view names the stuck type; the cursor goes to its age alert.
+        screen = _press_until(term, "7", lambda s: "OLDEST_TASK_AGE" in s)
+        assert "report" in screen
+        for _ in range(10):
+            if "pending entries of report" in term.screen():
+                break
+            term.keys("Down")
+            time.sleep(0.3)
+        screen = term.wait(lambda s: "enter: the pending entries of report" in s)
+        # Enter: the type's pending entries, the stuck one with its dead owner.
+        screen = _press_until(term, "Enter", lambda s: "pending entries of report" in s)
+        screen = term.wait(lambda s: "(no lease)" in s and task_id[:20] in s)
+        # D: dead-letter it, with a reason typed straight into the dialog.
+        term.keys("D")
+        term.wait(lambda s: "reason" in s.lower() and "Dead-letter" in s)
+        term.keys("worker killed mid-task")
+        term.wait(lambda s: "worker killed mid-task" in s)
+        # Enter in the reason goes to the Dead-letter button, the next presses it.
+        term.keys("Enter")
+        time.sleep(0.3)
+        term.keys("Enter")
+        _until(lambda: client.xlen(K.dead_letter_stream("report")) == 1)
+        screen = term.wait(lambda s: "nothing pending" in s)
+        dead = client.xrange(K.dead_letter_stream("report"))
+        assert len(dead) == 1
+        assert dead[0][1].get("reason") == "worker killed mid-task"
+        assert client.xpending(stream, CONSUMER_GROUP)["pending"] == 0
+        audit = client.xrevrange(K.audit_stream, count=1)
+        assert audit and audit[0][1].get("action") == "dead-letter"
+        assert entry_id in json.dumps(audit[0][1]) or audit[0][1].get("target")
+    finally:
+        term.close()
