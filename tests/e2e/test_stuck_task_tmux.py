@@ -15,6 +15,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -59,7 +60,7 @@ def _press_until(term: Terminal, key: str, seen: Callable[[str], bool]) -> str:
 def test_from_an_alert_to_the_stuck_task_and_into_the_dead_letters(
     server: RedisServer, tmp_path: Path
 ) -> None:
-    client = redis.Redis.from_url(server.url, decode_responses=True)
+    client: Any = redis.Redis.from_url(server.url, decode_responses=True)
     # No reclaim during the test: the entry stays stuck with its dead owner.
     proc = spawn_worker(
         server.url,
@@ -85,8 +86,8 @@ def test_from_an_alert_to_the_stuck_task_and_into_the_dead_letters(
 
     config = tmp_path / "config.toml"
     config.write_text(
-        '[contexts.e2e]\nurl = "%s"\n\n[contexts.e2e.alerts]\noldest_task_age_seconds = 2\n'
-        % server.url
+        f'[contexts.e2e]\nurl = "{server.url}"\n\n'
+        "[contexts.e2e.alerts]\noldest_task_age_seconds = 2\n"
     )
     env = env_with(server.url)
     env.pop("BYAI_REDIS_URL", None)
@@ -98,7 +99,7 @@ def test_from_an_alert_to_the_stuck_task_and_into_the_dead_letters(
         screen = _press_until(term, "7", lambda s: "OLDEST_TASK_AGE" in s)
         assert "report" in screen
         for _ in range(10):
-            if "pending entries of report" in term.screen():
+            if "enter: the pending entries of report" in term.screen():
                 break
             term.keys("Down")
             time.sleep(0.3)
@@ -123,6 +124,7 @@ def test_from_an_alert_to_the_stuck_task_and_into_the_dead_letters(
         assert client.xpending(stream, CONSUMER_GROUP)["pending"] == 0
         audit = client.xrevrange(K.audit_stream, count=1)
         assert audit and audit[0][1].get("action") == "dead-letter"
-        assert entry_id in json.dumps(audit[0][1]) or audit[0][1].get("target")
+        assert entry_id in json.dumps(audit[0][1])
+        assert dead[0][1].get("original_id") == entry_id
     finally:
         term.close()

@@ -172,12 +172,14 @@ async def test_a_busy_fleet_is_read_a_bounded_number_of_indexes_at_a_time(redis:
     # the figures trail (the read says by how many workers), then catch up exactly:
     # nothing lost, nothing counted twice.
     workers = [f"busy-{i}" for i in range(10)]
-    status = {"active_count": 0, "completed_count": 0, "failed_count": 0}
     for wid in workers:
         await redis.sadd(K.workers, wid)
         lease = {"version": 1, "token": "t", "last_seen": now_ms(), "ip_address": "10.0.0.1"}
         await redis.set(K.worker_online(wid), json.dumps(lease), px=60_000)
-        await redis.hset(K.worker_status(wid), mapping=status)
+        await redis.hset(
+            K.worker_status(wid),
+            mapping={"active_count": 0, "completed_count": 0, "failed_count": 0},
+        )
     reader = FleetReader(redis, K, index_reads=3)
     assert (await reader.read()).executions.terminal == 0  # every index read: all new
 
