@@ -84,3 +84,37 @@ async def test_bad_fail_on_alert_and_bad_thresholds_are_one_line_errors(
     config.parent.mkdir(parents=True)
     config.write_text("[contexts.x.alerts]\nqueue_backlog = -1\n")
     assert_one_line_error(run(["--context", "x", "--snapshot"], env))
+
+
+async def test_a_stream_nobody_declared_raises_its_alerts(
+    redis_url: str, redis: Redis, tmp_path: Path
+) -> None:
+    # What another producer leaves behind: tasks on a type stream no index, worker or
+    # target names, read by two consumer groups (two runtimes' conventions), one entry
+    # held by a consumer that is gone. Found by the discovery, it gets every alert.
+    await add_worker(redis, "w-1", ["chat"])
+    stream = K.type_stream("foreign")
+    for i in range(50):
+        await redis.xadd(stream, {"data": f"task {i}"})
+    await redis.xgroup_create(stream, "byai_gateway:consumer_group:agent_engines", id="0")
+    await redis.xgroup_create(stream, "agent_engines:3f2a9c1b7e", id="0")
+    await redis.xreadgroup("agent_engines:3f2a9c1b7e", "gone-1", {stream: ">"}, count=1)
+    assert not await redis.sismember(K.agent_types, "foreign")
+    env = cli_env(redis_url, tmp_path)
+
+    done = run(["--snapshot", "--format", "json"], env)
+    assert done.code == 0, done.err
+    doc = done.json()
+    (view,) = [t for t in doc["types"] if t["name"] == "foreign"]
+    assert view["registered"] is False and len(view["groups"]) == 2
+    codes = {(a["code"], a["agent_type"]) for a in doc["alerts"]}
+    assert ("NO_WORKERS_ONLINE", "foreign") in codes
+    assert ("SEVERAL_CONSUMER_GROUPS", "foreign") in codes
+    for flags in (
+        ["--max-depth", "10"],
+        ["--fail-on-alert", "SEVERAL_CONSUMER_GROUPS"],
+        ["--fail-on-alert", "NO_WORKERS_ONLINE"],
+    ):
+        failed = run(["--snapshot", *flags], env)
+        assert failed.code == 1, (flags, failed.err)
+        assert "foreign" in failed.err
