@@ -62,15 +62,30 @@ class Terminal:
         self.tmux("kill-server")
 
 
+def until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
+    """Wait for ``condition`` (polled every 0.1 s); fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.1)
+
+
+def press_until(term: Terminal, key: str, seen: Callable[[str], bool], timeout: float = 15) -> str:
+    """Press ``key`` until the screen shows ``seen``: keys sent in the first instant after
+    start-up can be swallowed by the terminal set-up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        term.keys(key)
+        try:
+            return term.wait(seen, timeout=1.5)
+        except AssertionError:
+            continue
+    raise AssertionError(f"{key!r} had no effect; screen:\n{term.screen()}")
+
+
 def _row(screen: str, worker_id: str) -> str:
     return next((line for line in screen.splitlines() if worker_id in line), "")
-
-
-@pytest.fixture
-def server() -> Iterator[RedisServer]:
-    redis = RedisServer().start()
-    yield redis
-    redis.cleanup()
 
 
 @pytest.fixture

@@ -7,48 +7,18 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis
 
-from tests.e2e.test_console_tmux import Terminal
+from tests.e2e.test_console_tmux import Terminal, press_until, until
 from tests.integration.runtime_helpers import BIN, spawn_worker, stop_process
 from tests.redis_server import RedisServer, env_with
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.models import now_ms
 
 K = Keys()
-
-
-@pytest.fixture
-def server() -> Iterator[RedisServer]:
-    srv = RedisServer().start()
-    yield srv
-    srv.cleanup()
-
-
-def _until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
-
-
-def _press_until(term: Terminal, key: str, seen: Callable[[str], bool]) -> str:
-    # Keys sent in the first instant after start-up can be swallowed by the terminal
-    # set-up: repeat the key until the screen shows its effect.
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        term.keys(key)
-        try:
-            return term.wait(seen, timeout=1.5)
-        except AssertionError:
-            continue
-    raise AssertionError(f"{key!r} had no effect; screen:\n{term.screen()}")
 
 
 def test_requeue_a_dead_letter_and_drill_down(server: RedisServer, tmp_path: Path) -> None:
@@ -77,7 +47,7 @@ def test_requeue_a_dead_letter_and_drill_down(server: RedisServer, tmp_path: Pat
     term = Terminal([str(BIN / "byconsole"), "--refresh", "0.5"], env_with(server.url))
     try:
         term.wait(lambda s: "e2e-d-r1" in s and "CONNECTED" in s)
-        screen = _press_until(term, "6", lambda s: "ValueError: bad record 1" in s)
+        screen = press_until(term, "6", lambda s: "ValueError: bad record 1" in s)
         assert "2 dead letters (chat 2)" in screen
         term.keys("R")
         term.wait(lambda s: "this dead letter" in s)
@@ -106,10 +76,10 @@ def test_requeue_a_dead_letter_and_drill_down(server: RedisServer, tmp_path: Pat
             group = next(g for g in groups if g["name"] == CONSUMER_GROUP)
             return int(group["lag"] or 0) == 0 and int(group["pending"]) == 0
 
-        _until(done)
+        until(done)
 
         # Drill-down: Types, the embed row, Enter -> its workers; Escape -> back.
-        _press_until(term, "3", lambda s: "enter: workers of the type" in s)
+        press_until(term, "3", lambda s: "enter: workers of the type" in s)
         term.keys("Down", "Enter")
         screen = term.wait(lambda s: "workers of type embed" in s)
         assert "e2e-d-r0" in screen and "e2e-d-r1" in screen
@@ -117,7 +87,7 @@ def test_requeue_a_dead_letter_and_drill_down(server: RedisServer, tmp_path: Pat
         screen = term.wait(lambda s: "enter: workers of the type" in s)
         assert "workers of type embed" not in screen
         term.keys("q")
-        _until(lambda: not term.alive(), timeout=10)
+        until(lambda: not term.alive(), timeout=10)
     finally:
         term.close()
         stop_process(proc)
@@ -131,7 +101,7 @@ def test_demo_read_only_prints_its_url(tmp_path: Path) -> None:
     )
     try:
         term.wait(lambda s: "demo-a" in s and "CONNECTED" in s, timeout=40)
-        screen = _press_until(term, "s", lambda s: "read-only: suspend is disabled" in s)
+        screen = press_until(term, "s", lambda s: "read-only: suspend is disabled" in s)
         assert "demo Redis: redis://127.0.0.1:" in screen or "read-only" in screen
         term.keys("q")
         # Each instance's stop is bounded by its grace (2 s) + STOP_BOUND_S.

@@ -13,48 +13,18 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis
 
-from tests.e2e.test_console_tmux import Terminal
+from tests.e2e.test_console_tmux import Terminal, press_until, until
 from tests.handlers import STARTED_LIST
 from tests.integration.runtime_helpers import BIN, spawn_worker, stop_process
 from tests.redis_server import RedisServer, env_with
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 
 K = Keys()
-
-
-@pytest.fixture
-def server() -> Iterator[RedisServer]:
-    srv = RedisServer().start()
-    yield srv
-    srv.cleanup()
-
-
-def _until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
-
-
-def _press_until(term: Terminal, key: str, seen: Callable[[str], bool]) -> str:
-    # Keys sent in the first instant after start-up can be swallowed by the terminal
-    # set-up: repeat the key until the screen shows its effect.
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        term.keys(key)
-        try:
-            return term.wait(seen, timeout=1.5)
-        except AssertionError:
-            continue
-    raise AssertionError(f"{key!r} had no effect; screen:\n{term.screen()}")
 
 
 def test_from_an_alert_to_the_stuck_task_and_into_the_dead_letters(
@@ -74,7 +44,7 @@ def test_from_an_alert_to_the_stuck_task_and_into_the_dead_letters(
         submit = [str(BIN / "worker-runtime"), "submit", "report", json.dumps({"sleep": 120})]
         done = subprocess.run(submit, env=env_with(server.url), capture_output=True, timeout=30)
         assert done.returncode == 0, done.stderr
-        _until(lambda: client.llen(STARTED_LIST) == 1)
+        until(lambda: client.llen(STARTED_LIST) == 1)
         task_id = client.lindex(STARTED_LIST, 0)
         assert task_id
     finally:
@@ -96,7 +66,7 @@ def test_from_an_alert_to_the_stuck_task_and_into_the_dead_letters(
     try:
         term.wait(lambda s: "CONNECTED" in s and "alert" in s, timeout=30)
         # The Health view names the stuck type; the cursor goes to its age alert.
-        screen = _press_until(term, "7", lambda s: "OLDEST_TASK_AGE" in s)
+        screen = press_until(term, "7", lambda s: "OLDEST_TASK_AGE" in s)
         assert "report" in screen
         for _ in range(10):
             if "enter: the pending entries of report" in term.screen():
@@ -105,7 +75,7 @@ def test_from_an_alert_to_the_stuck_task_and_into_the_dead_letters(
             time.sleep(0.3)
         screen = term.wait(lambda s: "enter: the pending entries of report" in s)
         # Enter: the type's pending entries, the stuck one with its dead owner.
-        screen = _press_until(term, "Enter", lambda s: "pending entries of report" in s)
+        screen = press_until(term, "Enter", lambda s: "pending entries of report" in s)
         screen = term.wait(lambda s: "(no lease)" in s and task_id[:20] in s)
         # D: dead-letter it, with a reason typed straight into the dialog.
         term.keys("D")
@@ -116,7 +86,7 @@ def test_from_an_alert_to_the_stuck_task_and_into_the_dead_letters(
         term.keys("Enter")
         time.sleep(0.3)
         term.keys("Enter")
-        _until(lambda: client.xlen(K.dead_letter_stream("report")) == 1)
+        until(lambda: client.xlen(K.dead_letter_stream("report")) == 1)
         screen = term.wait(lambda s: "nothing pending" in s)
         dead = client.xrange(K.dead_letter_stream("report"))
         assert len(dead) == 1
