@@ -26,6 +26,7 @@ VIEWS = (
     ("4", "metrics"),
     ("5", "events"),
     ("6", "dead"),
+    ("7", "health"),
 )
 
 EXTRAS = (("3 enter", "drilldown"), ("question_mark", "help"))
