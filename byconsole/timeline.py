@@ -24,6 +24,7 @@ from worker_runtime.lookup import (
     LookupResult,
     SessionTimeline,
     TimelineEntry,
+    TraceInfo,
 )
 
 WAIT = "░"
@@ -187,3 +188,31 @@ def timings_text(item: FoundItem) -> str:
         + (f" (+{duration(run)})" if run is not None else "")
     )
     return " -> ".join(parts)
+
+
+def item_ids(item: FoundItem) -> list[tuple[str, str]]:
+    """The ids one place names beside the one looked up, labelled, in the order both front
+    ends show them (empty ones left out; the values are raw: escape them to show)."""
+    pairs = (
+        ("type", item.agent_type),
+        ("worker", item.worker_id),
+        ("task", item.task_id),
+        ("execution", item.execution_id),
+        ("message", item.message_id),
+        ("session", item.session_id),
+        ("trace", item.trace_id),
+        ("parent", item.parent_id),
+    )
+    return [(label, value) for label, value in pairs if value]
+
+
+def trace_fields(trace: TraceInfo) -> list[tuple[str, str]]:
+    """A trace record's named fields, labelled (empty ones left out; raw values)."""
+    pairs = (
+        ("name", trace.name),
+        ("status", trace.status),
+        ("session", trace.session_id),
+        ("root message", trace.root_message_id),
+        ("root type", trace.root_agent_type),
+    )
+    return [(label, value) for label, value in pairs if value]

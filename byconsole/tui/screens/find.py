@@ -35,8 +35,10 @@ from byconsole.timeline import (
     bar,
     delivery_text,
     duration,
+    item_ids,
     span,
     timings_text,
+    trace_fields,
     verdict,
 )
 from worker_runtime.lookup import FoundItem, ItemState, LookupResult, SessionTimeline, TraceInfo
@@ -90,18 +92,8 @@ def item_renderable(item: FoundItem, styles: CellStyles) -> RenderableType:
     grid = _grid()
     grid.add_row("where", Text(f"{item.source} · the id is its {item.kind}"))
     grid.add_row("state", _state(styles, item.state))
-    for label, value in (
-        ("type", item.agent_type),
-        ("worker", item.worker_id),
-        ("task", item.task_id),
-        ("execution", item.execution_id),
-        ("message", item.message_id),
-        ("session", item.session_id),
-        ("trace", item.trace_id),
-        ("parent", item.parent_id),
-    ):
-        if value:
-            grid.add_row(label, _safe(value))
+    for label, value in item_ids(item):
+        grid.add_row(label, _safe(value))
     if item.attempt is not None:
         grid.add_row("attempt", Text(str(item.attempt)))
     for d in item.deliveries:
@@ -119,15 +111,8 @@ def trace_renderable(trace: TraceInfo) -> RenderableType:
     """A trace record's fields."""
     grid = _grid()
     grid.add_row("trace", _safe(f"{trace.trace_id} ({trace.source})"))
-    for label, value in (
-        ("name", trace.name),
-        ("status", trace.status),
-        ("session", trace.session_id),
-        ("root", trace.root_message_id),
-        ("root type", trace.root_agent_type),
-    ):
-        if value:
-            grid.add_row(label, _safe(value))
+    for label, value in trace_fields(trace):
+        grid.add_row(label, _safe(value))
     grid.add_row("time", Text(f"{timestamp(trace.start_ts)} -> {timestamp(trace.end_ts)}"))
     grid.add_row("spans", Text(str(trace.spans)))
     return grid
