@@ -8,6 +8,7 @@ from pathlib import Path
 from redis.asyncio import Redis
 
 from tests.integration.cli_helpers import K, add_worker, assert_one_line_error, cli_env, run
+from worker_runtime.keys import CONSUMER_GROUP
 
 
 async def _orphan_backlog(redis: Redis, agent_type: str = "orphan", n: int = 50) -> None:
@@ -96,7 +97,7 @@ async def test_a_stream_nobody_declared_raises_its_alerts(
     stream = K.type_stream("foreign")
     for i in range(50):
         await redis.xadd(stream, {"data": f"task {i}"})
-    await redis.xgroup_create(stream, "byai_gateway:consumer_group:agent_engines", id="0")
+    await redis.xgroup_create(stream, CONSUMER_GROUP, id="0")
     await redis.xgroup_create(stream, "agent_engines:3f2a9c1b7e", id="0")
     await redis.xreadgroup("agent_engines:3f2a9c1b7e", "gone-1", {stream: ">"}, count=1)
     assert not await redis.sismember(K.agent_types, "foreign")
