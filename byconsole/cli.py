@@ -566,6 +566,29 @@ def _session_args(p: _Parser, parents: list[_Parser]) -> None:
     p.set_defaults(handler="session_timeline", write=False)
 
 
+def _serve_args(p: _Parser, parents: list[_Parser]) -> None:
+    del parents  # a leaf command: the connection options are its own
+    _common(p, suppress=True)
+    from byconsole.web.options import add_serve_args
+
+    add_serve_args(p)
+
+
+def _exporter_args(p: _Parser, parents: list[_Parser]) -> None:
+    del parents  # a leaf command: the connection options are its own
+    _common(p, suppress=True)
+    from byconsole.web.options import add_exporter_args
+
+    add_exporter_args(p)
+
+
+def _users_args(p: _Parser, parents: list[_Parser]) -> None:
+    del parents  # the users file only: no Redis
+    from byconsole.web.options import add_users_args
+
+    add_users_args(p)
+
+
 def _contexts_args(p: _Parser, parents: list[_Parser]) -> None:
     del parents  # a leaf command: the connection options are its own
     _common(p, suppress=True)
@@ -596,6 +619,24 @@ _COMMANDS: tuple[tuple[str, str, str, Callable[[_Parser, list[_Parser]], None]],
         "a session's executions in order: queue wait and run, parent/child, traces",
         "byconsole session s-42",
         _session_args,
+    ),
+    (
+        "serve",
+        "the console in a browser, behind a login (and /metrics, /healthz)",
+        "byconsole serve --listen 0.0.0.0:8765 --tls-cert cert.pem --tls-key key.pem",
+        _serve_args,
+    ),
+    (
+        "exporter",
+        "the fleet's Prometheus text over HTTP (/metrics, /healthz)",
+        "byconsole exporter --listen 127.0.0.1:9765 --token-file /run/secrets/scrape-token",
+        _exporter_args,
+    ),
+    (
+        "users",
+        "the users of byconsole serve (password from a prompt or stdin)",
+        "byconsole users add alice --role operator",
+        _users_args,
     ),
 )
 """The top level's commands: name, help line, example, what adds their arguments."""
@@ -729,6 +770,10 @@ def _main(argv: list[str]) -> int:
             return commands.list_contexts(
                 dict(config.contexts), config.default_context, path, args.json
             )
+        if args.command == "users":
+            from byconsole.web.commands import run_users
+
+            return run_users(args)
         selected = pick_context(config, args.context)
         context_name, context = selected if selected else (None, None)
         settings = resolve_settings(args.redis_url, context, redis_url_file=args.redis_url_file)
@@ -737,6 +782,10 @@ def _main(argv: list[str]) -> int:
         if warning:
             _say(warning, prefix="byconsole: ")
         read_only = bool(args.read_only or (context and context.read_only))
+        if args.command in ("serve", "exporter"):
+            from byconsole.web.commands import run_web
+
+            return run_web(args, settings, context_name, context, read_only)
 
         if args.demo or (args.command is None and not args.snapshot):
             # Long-running: the collector the one-shot launch turned off is needed.

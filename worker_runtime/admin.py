@@ -205,14 +205,21 @@ class WorkerManager:
         keys: the key factory of the deployment (default: v2 for a cluster client,
             else v1).
         operator: who is acting (``user@host`` by default); written to the audit stream.
+        web_user: the ``byconsole serve`` user behind the action, if it came from a browser;
+            written to the audit stream beside the operator.
     """
 
     def __init__(
-        self, redis: Redis | RedisCluster, keys: Keys | None = None, operator: str | None = None
+        self,
+        redis: Redis | RedisCluster,
+        keys: Keys | None = None,
+        operator: str | None = None,
+        web_user: str = "",
     ) -> None:
         self.redis = redis
         self.keys = keys or default_keys(redis)
         self.operator = operator or default_operator()
+        self.web_user = web_user
         self._redis_user: str | None = None
 
     # -- lifecycle -------------------------------------------------------------------
@@ -740,7 +747,9 @@ class WorkerManager:
         """An audit entry naming the OS user and the Redis ACL user (asked once)."""
         if self._redis_user is None:
             self._redis_user = await redis_user(self.redis)
-        return audit_fields(self.operator, action, target, reason, details, self._redis_user)
+        return audit_fields(
+            self.operator, action, target, reason, details, self._redis_user, self.web_user
+        )
 
     async def _routable_again(self, worker_id: str, agent_types: set[str]) -> list[str]:
         """The declared types ``worker_id`` is not denied for."""

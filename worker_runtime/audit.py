@@ -49,13 +49,14 @@ def audit_fields(
     reason: str | None = None,
     details: str = "",
     redis_user: str = "",
+    web_user: str = "",
 ) -> dict[str, Any]:
     """The flat field map of one audit entry.
 
     ``action`` is an :class:`AdminAction` for everything this project writes; a free
     string only for a caller's own verb (:meth:`WorkerManager.audit`).
     """
-    return {
+    fields: dict[str, Any] = {
         "ts": now_ms(),
         "operator": operator,
         "redis_user": redis_user,
@@ -64,6 +65,10 @@ def audit_fields(
         "reason": reason or "",
         "details": details,
     }
+    if web_user:
+        # Only from a browser session (byconsole serve): other entries keep their shape.
+        fields["web_user"] = web_user
+    return fields
 
 
 def add_audit(pipe: Any, keys: Keys, fields: dict[str, Any]) -> None:

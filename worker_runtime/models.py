@@ -594,6 +594,9 @@ class AuditEvent(BaseModel):
     """Who claims to act (``$USER@host``): anyone may set it."""
     redis_user: str = ""
     """The Redis ACL user of the connection that wrote the entry (``ACL WHOAMI``)."""
+    web_user: str = ""
+    """The ``byconsole serve`` user logged in when the action came from a browser (empty
+    otherwise); the serve process authenticated them (README "byconsole in a browser")."""
     action: str = ""
     target: str = ""
     reason: str = ""

@@ -43,6 +43,7 @@ from byconsole.tui.screens.find import FindLoaders
 from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
 from byconsole.tui.views import workers as workers_view
 from byconsole.tui.views.metrics import MetricsView
+from byconsole.web.identity import web_role, web_user
 from worker_runtime.dead_letters import DeadLetter
 from worker_runtime.lookup import LookupResult, SessionTimeline
 from worker_runtime.pending import PendingPage
@@ -162,6 +163,9 @@ class ConsoleApp(App[int]):
     def read_only_reason(self) -> str:
         """Why the console is read-only: the flag, or the context's setting."""
         if self.read_only_flag:
+            user, role = web_user(), web_role()
+            if user and role:
+                return f"signed in as {safe_text(user, 40)}, a {safe_text(role, 16)}"
             return "started with --read-only"
         return f"context {safe_text(self.context_name, 40)} is marked read-only"
 

@@ -24,6 +24,7 @@ from byconsole.tui.actions import (
     ActionOutcome,
     ActionRequest,
 )
+from byconsole.web.identity import web_user
 from worker_runtime.admin import (
     UnknownWorkerError,
     UnsupportedCommandError,
@@ -142,7 +143,8 @@ class RedisBackend:
             freeze_from=FREEZE_FROM,
             policy=policy,
         )
-        self.manager = WorkerManager(self.redis, settings.keys)
+        # A browser session's console names its web user in the audit (byconsole serve).
+        self.manager = WorkerManager(self.redis, settings.keys, web_user=web_user())
 
     async def read(self) -> FleetSnapshot:
         """One snapshot; raises ``RedisError`` / ``OSError`` / ``TimeoutError``."""

@@ -30,7 +30,11 @@ def event_cells(event: AuditEvent, styles: CellStyles, now_ms: int | None = None
     style = styles.marker("denied") if _destructive(event.action) else ""
     return [
         Text(clock(event.ts, now_ms), end=""),
-        cell(event.operator, limit=32),
+        # A browser session's action names its web user first (byconsole serve).
+        cell(
+            f"{event.web_user} (web) {event.operator}" if event.web_user else event.operator,
+            limit=32,
+        ),
         cell(event.action, style, limit=16),
         cell(event.target, limit=40),
         cell(event.reason, limit=60),
