@@ -44,6 +44,15 @@ redis-server:
 	  else \
 	    echo "$$tool is missing: install it and re-run" >&2; exit 1; \
 	  fi; }; done
+	@# Debian's chromium runs the browser tests (tests/web, driven by Playwright: no
+	@# browser download).
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "chromium is missing: install it (e.g. 'sudo apt-get install chromium') and re-run" >&2; exit 1; \
+	  fi; }
 
 demo: $(STAMP) redis-server
 	$(BIN)/byconsole --demo

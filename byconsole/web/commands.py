@@ -12,6 +12,7 @@ import getpass
 import logging
 import ssl
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from byconsole.config import Context
@@ -95,6 +96,24 @@ def console_argv(args: argparse.Namespace, read_only: bool) -> tuple[list[str], 
     return argv, env
 
 
+def session_command(
+    argv: list[str], env: dict[str, str], *, read_only: bool
+) -> Callable[[WebSession], tuple[list[str], dict[str, str]]]:
+    """What each session runs: the console, ``--read-only`` for a viewer (or for everyone
+    when the serve process itself is read-only), naming its web user."""
+
+    def command(session: WebSession) -> tuple[list[str], dict[str, str]]:
+        viewer = session.role is Role.VIEWER or read_only
+        session_argv = [*argv, "--read-only"] if viewer else list(argv)
+        return session_argv, {
+            **env,
+            WEB_USER_ENV: session.user,
+            WEB_ROLE_ENV: session.role.value,
+        }
+
+    return command
+
+
 def run_web(
     args: argparse.Namespace,
     settings: RedisSettings,
@@ -127,15 +146,8 @@ def run_web(
                 f"'byconsole users add NAME --role operator --users {users_path}'"
             )
         base_argv, base_env = console_argv(args, read_only=False)
-
-        def command(session: WebSession) -> tuple[list[str], dict[str, str]]:
-            viewer = session.role is Role.VIEWER or read_only
-            argv = [*base_argv, "--read-only"] if viewer else list(base_argv)
-            env = {**base_env, WEB_USER_ENV: session.user, WEB_ROLE_ENV: session.role.value}
-            return argv, env
-
         config.users_path = users_path
-        config.console = command
+        config.console = session_command(base_argv, base_env, read_only=read_only)
         config.public_origin = args.public_origin
         config.max_sessions = args.max_sessions
         config.idle_timeout = args.idle_timeout

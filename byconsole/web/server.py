@@ -40,6 +40,9 @@ WATCH_EVERY = 1.0
 CLOSE_ENDED = 4000
 """Websocket close code of a console that ended for a reason the page shows."""
 
+SESSION = web.RequestKey("web_session", WebSession)
+"""The request's session, set by the access check for the handlers behind it."""
+
 _PUBLIC = frozenset({"/login", "/web/login.css", "/healthz", "/favicon.ico"})
 
 _CSP = (
@@ -176,7 +179,7 @@ class WebServer:
             raise web.HTTPUnauthorized(
                 text="log in first (/login)\n", headers={"WWW-Authenticate": "Cookie"}
             )
-        request["web_session"] = session
+        request[SESSION] = session
         return await handler(request)
 
     def session_of(self, request: web.Request) -> WebSession | None:
@@ -263,7 +266,7 @@ class WebServer:
         """POST /logout: end the session (its consoles end within a second)."""
         if not self.origin_ok(request, required=False):
             raise web.HTTPForbidden(text="cross-origin logout refused\n")
-        session: WebSession = request["web_session"]
+        session = request[SESSION]
         self.sessions.end(session.sid)
         log.info("logout: %s", session.user)
         response = web.HTTPSeeOther("/login")
@@ -281,7 +284,7 @@ class WebServer:
 
     async def index(self, request: web.Request) -> web.StreamResponse:
         """GET /: the console page."""
-        session: WebSession = request["web_session"]
+        session = request[SESSION]
         page = console_page(
             self.config.where,
             session.user,
@@ -292,7 +295,7 @@ class WebServer:
 
     async def websocket(self, request: web.Request) -> web.StreamResponse:
         """GET /ws: a console process for this session, relayed both ways."""
-        session: WebSession = request["web_session"]
+        session = request[SESSION]
         if not self.origin_ok(request, required=True):
             log.warning(
                 "websocket refused for %s: origin %s",
