@@ -78,6 +78,16 @@ def _interval(text: str) -> float:
     return value
 
 
+def _refresh(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0.1 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} must be from 0.1 to 3600")
+    return value
+
+
 def _origin(text: str) -> str:
     scheme, sep, rest = text.partition("://")
     if scheme not in ("http", "https") or not sep or not rest or "/" in rest.rstrip("/"):
@@ -151,7 +161,7 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--refresh",
         metavar="SECONDS",
-        type=float,
+        type=_refresh,
         default=2.0,
         help="each console's refresh interval (default 2)",
     )

@@ -243,6 +243,22 @@ CONSOLE_FLAGS: list[tuple[list[str], str]] = [
     (["scale", "chat"], "required: N"),
     (["worker", "frob", "w1"], "invalid choice: 'frob'"),
     (["--demo", "--snapshot"], "cannot be combined"),
+    # byconsole serve / exporter (README "byconsole in a browser").
+    (["serve", "--listen", "8765"], "is not HOST:PORT"),
+    (["serve", "--listen", "127.0.0.1:99999"], "the port must be from 0 to 65535"),
+    (["serve", "--max-sessions", "0"], "must be from 1 to 1000"),
+    (["serve", "--idle-timeout", "-1"], "must be from 0 (never)"),
+    (["serve", "--refresh", "0"], "must be from 0.1 to 3600"),
+    (["serve", "--public-origin", "console.example"], "is not an origin"),
+    (["exporter", "--scrape-interval", "0"], "must be from 0.5 to 3600"),
+    (
+        ["serve", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem"],
+        "cannot load the TLS certificate or key",
+    ),
+    (["serve", "--tls-key", "/nonexistent/k.pem"], "--tls-cert and --tls-key go together"),
+    (["exporter", "--token-file", "/nonexistent/tokens"], "cannot read the token file"),
+    (["serve", "--users", "/nonexistent/users"], "no users in /nonexistent/users"),
+    (["users", "add", "ann", "--role", "root"], "invalid choice: 'root'"),
 ]
 
 
