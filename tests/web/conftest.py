@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -120,10 +121,12 @@ class ServeProcess:
     proc: subprocess.Popen[bytes]
     port: int
     log: Path
+    tls: ssl.SSLContext | None = None
+    """A client context trusting the server's certificate, when it serves HTTPS."""
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def children(self) -> list[int]:
         """The console processes it runs now."""
@@ -134,7 +137,25 @@ class ServeProcess:
             return []
 
 
-def start_serve(redis_url: str, users_file: Path, tmp_path: Path, *extra: str) -> ServeProcess:
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key (``openssl``, as the TLS tests make theirs)."""
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"),
+            *("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key
+
+
+def start_serve(
+    redis_url: str, users_file: Path, tmp_path: Path, *extra: str, tls: bool = False
+) -> ServeProcess:
     port = free_port()
     log = tmp_path / "serve.log"
     args = [
@@ -148,13 +169,20 @@ def start_serve(redis_url: str, users_file: Path, tmp_path: Path, *extra: str) -
         "0.5",
         *extra,
     ]
+    client_tls: ssl.SSLContext | None = None
+    if tls:
+        cert, key = self_signed(tmp_path)
+        args += ["--tls-cert", str(cert), "--tls-key", str(key)]
+        client_tls = ssl.create_default_context(cafile=str(cert))
     with open(log, "wb") as out:
         proc = subprocess.Popen(args, env=env_with(redis_url), stdout=out, stderr=out)
-    served = ServeProcess(proc, port, log)
+    served = ServeProcess(proc, port, log, client_tls)
     deadline = time.monotonic() + 30
     while True:
         try:
-            with urllib.request.urlopen(f"{served.url}/healthz", timeout=2) as answer:
+            with urllib.request.urlopen(
+                f"{served.url}/healthz", timeout=2, context=client_tls
+            ) as answer:
                 if answer.status == 200:
                     return served
         except OSError:

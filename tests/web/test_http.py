@@ -263,12 +263,15 @@ def test_plain_http_beyond_loopback_is_refused_unless_asked(
     assert no_key.stderr == "byconsole: error: --tls-cert and --tls-key go together\n"
 
 
-async def test_sigterm_stops_the_consoles_and_exits_cleanly(
+async def test_over_tls_then_sigterm_stops_the_consoles_and_exits_cleanly(
     redis_url: str, users_file: Path, tmp_path: Path
 ) -> None:
-    served = start_serve(redis_url, users_file, tmp_path)
+    served = await asyncio.to_thread(start_serve, redis_url, users_file, tmp_path, tls=True)
+    assert served.tls is not None
+    connector = aiohttp.TCPConnector(ssl=served.tls)
+    jar = aiohttp.CookieJar(unsafe=True)
     try:
-        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        async with aiohttp.ClientSession(connector=connector, cookie_jar=jar) as http:
             login = await http.post(
                 f"{served.url}/login",
                 data={"user": "vic", "password": PASSWORDS["vic"]},
@@ -276,6 +279,12 @@ async def test_sigterm_stops_the_consoles_and_exits_cleanly(
                 allow_redirects=False,
             )
             assert login.status == 303
+            cookie = login.headers["Set-Cookie"]
+            assert cookie.startswith("__Host-byconsole=") and "Secure" in cookie
+            page = await http.get(f"{served.url}/")
+            assert f'data-session-websocket-url="wss://127.0.0.1:{served.port}/ws"' in (
+                await page.text()
+            )
             ws = await http.ws_connect(f"{served.url}/ws", headers={"Origin": served.url})
             await _first_bytes(ws)
             (console,) = served.children()
