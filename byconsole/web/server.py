@@ -386,9 +386,9 @@ class WebServer:
 
     async def _watch(self, live: LiveConsole) -> None:
         """End the console when its login ends or nobody typed in it for too long."""
-        idle = self.config.idle_timeout
         while True:
             await asyncio.sleep(WATCH_EVERY)
+            idle = self.config.idle_timeout
             if self.sessions.get(live.session.sid) is None:
                 live.end_reason = "your login ended (logged out or expired): log in again"
                 return

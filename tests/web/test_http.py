@@ -4,6 +4,7 @@ bearer tokens, /metrics, session limits (README "byconsole in a browser")."""
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import os
 import signal
@@ -15,8 +16,8 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from byconsole import cli as byconsole_cli
 from byconsole.web.auth import MAX_FAILURES
-from tests.redis_server import env_with
 from tests.web.conftest import PASSWORDS, Web, make_web, start_serve, stop_serve
 
 BYCONSOLE = str(Path(sys.executable).parent / "byconsole")
@@ -187,8 +188,8 @@ async def _close_reason(ws: aiohttp.ClientWebSocketResponse) -> str:
                 return str(message.extra or "")
 
 
-async def test_session_limit_dead_process_and_idle_end(redis_url: str, users_file: Path) -> None:
-    async with make_web(redis_url, users_file, max_sessions=1, idle_timeout=1.5) as web:
+async def test_session_limit_and_idle_end(redis_url: str, users_file: Path) -> None:
+    async with make_web(redis_url, users_file, max_sessions=1, idle_timeout=0) as web:
         assert await web.login("vic") == 303
         first = await web.client.ws_connect("/ws", headers={"Origin": web.origin})
         await _first_bytes(first)
@@ -196,7 +197,8 @@ async def test_session_limit_dead_process_and_idle_end(redis_url: str, users_fil
         # At the limit: a second console is refused, and told why.
         second = await web.client.ws_connect("/ws", headers={"Origin": web.origin})
         assert "too many console sessions (at most 1)" in await _close_reason(second)
-        # Nobody typed: the first ends once idle, its process stopped.
+        # Nobody typed: with an idle limit, the first ends, its process stopped.
+        web.server.config.idle_timeout = 1.5
         (live,) = web.server.live
         process = live.service.process
         assert process is not None
@@ -218,49 +220,46 @@ async def test_a_console_process_that_dies_is_reported(redis_url: str, users_fil
         assert not web.server.live
 
 
-def test_users_add_reads_the_password_from_stdin_never_argv(tmp_path: Path) -> None:
+def test_users_add_reads_the_password_from_stdin_never_argv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "users"
-    add = [BYCONSOLE, "users", "add", "ann", "--role", "viewer", "--users", str(path)]
-    done = subprocess.run(add, input="a long enough password\n", capture_output=True, text=True)
+    add = ["users", "add", "ann", "--role", "viewer", "--users", str(path)]
+    # The real executable, the password on its stdin.
+    done = subprocess.run(
+        [BYCONSOLE, *add], input="a long enough password\n", capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr == f"byconsole: user ann added (viewer) in {path}\n"
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     text = path.read_text()
     assert "ann:viewer:$argon2id$" in text and "a long enough password" not in text
-    short = subprocess.run(add, input="short\n", capture_output=True, text=True)
-    assert short.returncode == 2
-    assert short.stderr == "byconsole: error: the password must have at least 12 characters\n"
-    flag = subprocess.run([*add, "--password", "x" * 20], capture_output=True, text=True)
-    assert flag.returncode == 2 and "unrecognized arguments: --password" in flag.stderr
-    bad = subprocess.run(
-        [BYCONSOLE, "users", "add", "a:b", "--role", "viewer", "--users", str(path)],
-        input="a long enough password\n",
-        capture_output=True,
-        text=True,
-    )
-    assert bad.returncode == 2 and "user name 'a:b' is not valid" in bad.stderr
+    for argv, stdin, says in (
+        (add, "short\n", "the password must have at least 12 characters"),
+        ([*add, "--password", "x" * 20], "", "unrecognized arguments: --password"),
+        (["users", "add", "a:b", "--role", "viewer"], "long enough pw!\n", "'a:b' is not valid"),
+    ):
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        assert byconsole_cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("byconsole: error: ") and says in err and err.count("\n") == 1
+    assert path.read_text() == text  # nothing written by the refused ones
 
 
 def test_plain_http_beyond_loopback_is_refused_unless_asked(
-    redis_url: str, users_file: Path
+    redis_url: str, users_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    env = env_with(redis_url)
-    serve = [BYCONSOLE, "serve", "--users", str(users_file), "--listen", "192.0.2.1:8765"]
-    refused = subprocess.run(serve, capture_output=True, text=True, env=env, timeout=30)
-    assert refused.returncode == 2
-    assert refused.stderr.startswith("byconsole: error: refusing to serve plain HTTP on 192.0.2.1")
+    serve = ["--redis-url", redis_url, "serve", "--users", str(users_file)]
+    serve += ["--listen", "192.0.2.1:8765"]
+    assert byconsole_cli.main(serve) == 2
+    refused = capsys.readouterr().err
+    assert refused.startswith("byconsole: error: refusing to serve plain HTTP on 192.0.2.1")
+    assert refused.count("\n") == 1
     # --insecure-http warns, then tries (192.0.2.1 is not this machine's: cannot listen).
-    tried = subprocess.run(
-        [*serve, "--insecure-http"], capture_output=True, text=True, env=env, timeout=30
-    )
-    lines = tried.stderr.splitlines()
+    assert byconsole_cli.main([*serve, "--insecure-http"]) == 2
+    lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith("byconsole serve: warning: plain HTTP on 192.0.2.1")
     assert lines[-1].startswith("byconsole: error: cannot listen on 192.0.2.1:8765")
-    assert tried.returncode == 2 and "Traceback" not in tried.stderr
-    no_key = subprocess.run(
-        [*serve, "--tls-cert", str(users_file)], capture_output=True, text=True, env=env
-    )
-    assert no_key.stderr == "byconsole: error: --tls-cert and --tls-key go together\n"
 
 
 async def test_over_tls_then_sigterm_stops_the_consoles_and_exits_cleanly(
