@@ -172,6 +172,8 @@ class WebServer:
         path = request.path
         if path in _PUBLIC or path == "/metrics":  # /metrics checks for itself
             return await handler(request)
+        if self.config.console is None:  # the exporter: nothing else exists (404)
+            return await handler(request)
         session = self.session_of(request)
         if session is None:
             if path == "/" and request.method in ("GET", "HEAD"):

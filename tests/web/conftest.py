@@ -90,12 +90,11 @@ async def make_web(
         return await reader.read()
 
     scrape = ScrapeCache(read, interval=10.0, clock=clock)
-    config = ServeConfig(
-        where=settings.endpoint,
-        users_path=users_file,
-        console=session_command(console_command(), {"BYAI_REDIS_URL": redis_url}, read_only=False),
-        **options,
+    options.setdefault(
+        "console",
+        session_command(console_command(), {"BYAI_REDIS_URL": redis_url}, read_only=False),
     )
+    config = ServeConfig(where=settings.endpoint, users_path=users_file, **options)
     server = WebServer(config, scrape)
     test_client: TestClient[aioweb.Request, aioweb.Application] = TestClient(
         TestServer(server.app())

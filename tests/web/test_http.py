@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from byconsole import cli as byconsole_cli
 from byconsole.web.auth import MAX_FAILURES
+from tests.redis_server import env_with, free_port
 from tests.web.conftest import PASSWORDS, Web, make_web, start_serve, stop_serve
 
 BYCONSOLE = str(Path(sys.executable).parent / "byconsole")
@@ -295,3 +296,48 @@ async def test_over_tls_then_sigterm_stops_the_consoles_and_exits_cleanly(
         assert log.rstrip().endswith("byconsole serve: stopped")
     finally:
         stop_serve(served)
+
+
+async def test_the_exporter_serves_metrics_and_health_only(
+    redis_url: str, users_file: Path
+) -> None:
+    async with make_web(redis_url, users_file, console=None) as web:
+        # Without a token file the exporter is open (as node_exporter is) ...
+        response = await web.client.get("/metrics")
+        families = {f.name for f in text_string_to_metric_families(await response.text())}
+        assert response.status == 200 and "byconsole_up" in families
+        assert (await web.client.get("/healthz")).status == 200
+        # ... and serves nothing else.
+        for path in ("/", "/login", "/ws", "/static/js/textual.js"):
+            assert (await web.client.get(path)).status == 404, path
+
+
+async def test_byconsole_exporter_with_a_token(redis_url: str, tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(TOKEN + "\n")
+    port = free_port()
+    args = [BYCONSOLE, "exporter", "--listen", f"127.0.0.1:{port}", "--token-file", str(tokens)]
+    log = tmp_path / "exporter.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(args, env=env_with(redis_url), stdout=out, stderr=out)
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        async with aiohttp.ClientSession() as http:
+            async with asyncio.timeout(30):
+                while True:
+                    try:
+                        refused = await http.get(url)
+                        break
+                    except aiohttp.ClientConnectionError:
+                        assert proc.poll() is None, "the exporter exited"
+                        await asyncio.sleep(0.1)
+            assert refused.status == 401
+            ok = await http.get(url, headers={"Authorization": f"Bearer {TOKEN}"})
+            families = {f.name: f for f in text_string_to_metric_families(await ok.text())}
+            assert families["byconsole_up"].samples[0].value == 1
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(proc.wait, 20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
