@@ -163,9 +163,9 @@ class ConsoleApp(App[int]):
     def read_only_reason(self) -> str:
         """Why the console is read-only: the flag, or the context's setting."""
         if self.read_only_flag:
-            user, role = web_user(), web_role()
-            if user and role:
-                return f"signed in as {safe_text(user, 40)}, a {safe_text(role, 16)}"
+            user = web_user()
+            if user and web_role() == "viewer":  # byconsole serve made it read-only
+                return f"signed in as {safe_text(user, 40)}, a viewer"
             return "started with --read-only"
         return f"context {safe_text(self.context_name, 40)} is marked read-only"
 
