@@ -128,7 +128,8 @@ class WebServer:
 
     def app(self) -> web.Application:
         """The aiohttp application."""
-        app = web.Application(middlewares=[self._headers, self._guard], client_max_size=64 * 1024)
+        app = web.Application(middlewares=[self._guard], client_max_size=64 * 1024)
+        app.on_response_prepare.append(self._headers)
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/metrics", self.metrics)
         if self.config.console is not None:
@@ -144,14 +145,9 @@ class WebServer:
         app.on_shutdown.append(self._on_shutdown)
         return app
 
-    @web.middleware
-    async def _headers(
-        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        try:
-            response = await handler(request)
-        except web.HTTPException as exc:
-            response = exc
+    async def _headers(self, request: web.Request, response: web.StreamResponse) -> None:
+        """Every response, errors and the websocket handshake included, as it is sent."""
+        del request
         headers = response.headers
         headers.setdefault("Content-Security-Policy", _CSP)
         headers.setdefault("X-Content-Type-Options", "nosniff")
@@ -161,9 +157,6 @@ class WebServer:
         headers.setdefault("Cache-Control", "no-store")
         if self.secure_cookies:
             headers.setdefault("Strict-Transport-Security", "max-age=31536000")
-        if isinstance(response, web.HTTPException):
-            raise response
-        return response
 
     @web.middleware
     async def _guard(

@@ -39,8 +39,14 @@ async def test_nothing_but_the_login_page_without_a_session(web: Web) -> None:
         await client.ws_connect("/ws", headers={"Origin": web.origin})
     assert refused.value.status == 401
     assert (await client.get("/metrics")).status == 401
-    assert (await client.get("/healthz")).status == 200
+    health = await client.get("/healthz")
+    assert health.status == 200
     assert not web.server.live  # no console process was started
+    # Every answer, refusals included, carries the same protective headers.
+    for response in (page, health, await client.get("/static/js/textual.js")):
+        assert response.headers["X-Frame-Options"] == "DENY"
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
 
 
 async def test_login_sets_a_strict_http_only_expiring_cookie(web: Web) -> None:
