@@ -170,8 +170,13 @@ def test_an_operator_suspends_workers_through_the_confirm_dialog(
         _seen(page, "Suspend 2 targets?")
         page.keyboard.type("web maintenance")
         _seen(page, "web maintenance")
+        # At a person's pace (as tests/e2e does): each key lands after the last one's effect.
+        page.wait_for_timeout(500)
         page.keyboard.press("Enter")  # reason -> the Suspend button
+        page.wait_for_timeout(500)
+        page.evaluate("window.__screen = ''")
         page.keyboard.press("Enter")
+        _seen(page, "Suspend sent to")
 
         def applied() -> bool:
             return all(client.hget(K.worker_admin(w), "lifecycle") == "suspended" for w in WORKERS)
