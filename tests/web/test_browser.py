@@ -153,6 +153,13 @@ def test_a_viewer_sees_the_workers_and_action_keys_say_why_not(
     assert [client.hget(K.worker_admin(w), "lifecycle") for w in WORKERS] == [None, None]
     assert client.xlen(K.audit_stream) == 0
     client.close()
+    # Logging out ends the session's console process too, and the page is the login again.
+    assert len(served.children()) == 1
+    page.click("header button")
+    page.wait_for_url(f"{served.url}/login")
+    until(lambda: not served.children(), timeout=30)
+    page.goto(f"{served.url}/")
+    assert page.url == f"{served.url}/login"
 
 
 def test_an_operator_suspends_workers_through_the_confirm_dialog(

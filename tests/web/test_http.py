@@ -214,8 +214,18 @@ async def test_session_limit_and_idle_end(redis_url: str, users_file: Path) -> N
         assert not web.server.live
 
 
-async def test_a_console_process_that_dies_is_reported(redis_url: str, users_file: Path) -> None:
+async def test_logout_ends_the_console_and_a_dead_one_is_reported(
+    redis_url: str, users_file: Path
+) -> None:
     async with make_web(redis_url, users_file) as web:
+        assert await web.login("olga") == 303
+        ws = await web.client.ws_connect("/ws", headers={"Origin": web.origin})
+        await _first_bytes(ws)
+        # Logged out elsewhere (another tab): this console ends too, and says why.
+        await web.client.post("/logout", headers={"Origin": web.origin}, allow_redirects=False)
+        reason = await _close_reason(ws)
+        assert reason == "your login ended (logged out or expired): log in again"
+        assert not web.server.live
         assert await web.login("olga") == 303
         ws = await web.client.ws_connect("/ws", headers={"Origin": web.origin})
         await _first_bytes(ws)
