@@ -139,6 +139,8 @@ class Reader:
         """Direct tasks delivered while every slot was taken (stream, id, fields, when
         delivered): started before anything else is read (see :meth:`_read_new`)."""
         self._next_reclaim = time.monotonic() + self._reclaim_every()
+        self._doubting = False
+        """Reclaim is held back because peers' leases cannot be trusted (logged once)."""
         self._type_of_stream = {self.ctx.keys.type_stream(t): t for t in replica.agent_types}
 
     def _reclaim_every(self) -> float:
@@ -377,6 +379,19 @@ class Reader:
         ctx = self.ctx
         replica = self.replica
         idle = ctx.settings.claim_idle_ms
+        if time.monotonic() < ctx.leases_doubtful_until:
+            # Redis refused a lease write lately (out of memory): a live peer's lease
+            # may have lapsed with it, and its liveness cannot be judged from Redis.
+            if not self._doubting:
+                log.warning(
+                    "%s: not reclaiming other workers' tasks while Redis refuses lease "
+                    "writes (and one lease TTL after): their liveness cannot be judged",
+                    replica.worker_id,
+                )
+                self._doubting = True
+            self._next_reclaim = max(self._next_reclaim, ctx.leases_doubtful_until)
+            return
+        self._doubting = False
         for stream in streams:
             if stream not in self._type_of_stream:
                 continue  # a worker's own stream is never reclaimed by others

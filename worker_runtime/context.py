@@ -37,6 +37,10 @@ class RuntimeContext:
     role: Role
     hostname: str = field(default_factory=socket.gethostname)
     pid: int = field(default_factory=os.getpid)
+    leases_doubtful_until: float = 0.0
+    """Monotonic time until which a missing lease proves no peer dead (see
+    ``heartbeat.beat``): Redis refused a lease write, so peers' leases may have lapsed
+    while the peers live on (``maxmemory`` + ``noeviction`` refuses SET, not XCLAIM)."""
 
     @property
     def lease_ttl_ms(self) -> int:

@@ -673,24 +673,21 @@ class WorkerInstance:
 
 
 async def _stream_idle(redis: Redis | RedisCluster, stream: str) -> bool:
-    """No entry of ``stream`` waits for the consumer group or for an acknowledgement."""
+    """No entry of ``stream`` waits for the consumer group or for an acknowledgement.
+
+    Undelivered means an entry after the group's last-delivered id, read as such: the
+    group's lag is not trusted (Redis 7.0 restored from a rewritten AOF reports a lag
+    on a group that has read everything, and burst mode would never end).
+    """
     groups: Any = await redis.xinfo_groups(stream) if await redis.exists(stream) else []
     group = next((g for g in groups if str(g.get("name")) == CONSUMER_GROUP), None)
     if group is None:  # no group (yet): idle only when nothing was ever added
         return not await redis.exists(stream)
     if int(group.get("pending") or 0):
         return False
-    lag = group.get("lag")
-    if isinstance(lag, int):
-        return lag == 0
-    # Lag is unknown after deletions inside the stream: compare ids instead.
-    info: Any = await redis.xinfo_stream(stream)
-    return _id(group.get("last-delivered-id")) >= _id(info.get("last-generated-id"))
-
-
-def _id(entry_id: object) -> tuple[int, int]:
-    ms, _, seq = str(entry_id or "0-0").partition("-")
-    return (int(ms), int(seq or 0)) if ms.isdigit() and (seq or "0").isdigit() else (0, 0)
+    last = str(group.get("last-delivered-id") or "0-0")
+    after: Any = await redis.xrange(stream, min=f"({last}", max="+", count=1)
+    return not after
 
 
 async def _bounded(work: Coroutine[Any, Any, None], timeout: float, what: str) -> None:
