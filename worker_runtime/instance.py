@@ -50,6 +50,7 @@ from worker_runtime.scheduler import Periodic, declared
 from worker_runtime.settings import RedisSettings, WorkerSettings
 from worker_runtime.singletons import SINGLETON_MODULES, Singletons
 from worker_runtime.slots import group_by_slot
+from worker_runtime.stall import StallWatch
 from worker_runtime.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ _STOP_STEP_S = {
     "readers": 0.5,
     "cancel": 1.0,
     "loops": 0.5,
+    "handback": 1.0,
     "flush": 2.0,
     "leave": 1.0,
     "close": 0.5,
@@ -72,8 +74,8 @@ _STOP_STEP_S = {
 """Deadline of each shutdown step besides the grace period (Redis may not answer)."""
 _ABANDON_S = 0.5
 """How long a step that missed its deadline is given to take its cancellation."""
-STOP_BOUND_S = sum(_STOP_STEP_S.values()) + 4 * _ABANDON_S
-"""How much longer than the grace period a stop may take, at most (8.5 s)."""
+STOP_BOUND_S = sum(_STOP_STEP_S.values()) + 5 * _ABANDON_S
+"""How much longer than the grace period a stop may take, at most (10 s)."""
 
 
 class WorkerInstance:
@@ -116,7 +118,10 @@ class WorkerInstance:
         self._loops: dict[str, list[asyncio.Task[None]]] = {}
         self._readers: set[asyncio.Task[None]] = set()
         """The consumer loops of every replica (also in ``_loops``), ended first at a stop."""
+        self._reader_objects: list[Reader] = []
+        """Every reader started, for the hand-back after a stop (see :meth:`stop`)."""
         self._heartbeat: asyncio.Task[None] | None = None
+        self._stall_watch: asyncio.Task[None] | None = None
         self._stopped = asyncio.Event()
         self._stopping = False
         self.started_at = now_ms()
@@ -160,7 +165,9 @@ class WorkerInstance:
             cluster=is_cluster(redis),
             ip_address=detect_ip(),
             role=self.settings.role,
+            stalls=StallWatch(threshold=self.settings.heartbeat_interval),
         )
+        self._stall_watch = asyncio.create_task(self.ctx.stalls.run(), name="stall watch")
         batcher.start()
         self._watch(batcher.task, "the write batcher")
         for agent_type in self.agent_types:
@@ -263,9 +270,11 @@ class WorkerInstance:
                 def select(members: frozenset[str] = members) -> list[str]:
                     return [s for s in replica.readable_streams() if s in members]
 
-                loops.append(asyncio.create_task(Reader(replica, select, consumer_group).run()))
+                reader = Reader(replica, select, consumer_group, members)
+                loops.append(asyncio.create_task(reader.run()))
                 self._readers.add(loops[-1])
                 loops[-1].add_done_callback(self._readers.discard)
+                self._reader_objects.append(reader)
                 self._watch(loops[-1], f"{replica.worker_id}: the consumer loop", replica)
         loops.append(asyncio.create_task(control_loop(replica, publish)))
         self._watch(loops[-1], f"{replica.worker_id}: the control loop", replica)
@@ -577,9 +586,14 @@ class WorkerInstance:
                 await cancel_and_wait(list(self._readers), timeout=_STOP_STEP_S["readers"])
             await cancel_and_wait(pending, timeout=_STOP_STEP_S["cancel"])
         loops = [t for ts in self._loops.values() for t in ts]
-        loops += [t for t in (self._heartbeat, self._fleet) if t is not None]
+        loops += [t for t in (self._heartbeat, self._fleet, self._stall_watch) if t is not None]
         await cancel_and_wait(loops, timeout=_STOP_STEP_S["loops"])
         if self.ctx is not None:
+            await _bounded(
+                self._hand_back_interrupted(),
+                _STOP_STEP_S["handback"],
+                "handing back entries of interrupted reads",
+            )
             await _bounded(self.ctx.batcher.close(), _STOP_STEP_S["flush"], "final write flush")
             await _bounded(
                 self._leave([r for r in replicas if not r.ended.is_set()]),
@@ -590,6 +604,14 @@ class WorkerInstance:
             await _bounded(self._redis.aclose(), _STOP_STEP_S["close"], "closing the connection")
         log.info("instance %s stopped", self.instance_id)
         self._stopped.set()
+
+    async def _hand_back_interrupted(self) -> None:
+        """Hand back what reads cut short by the stop were delivered (see
+        :meth:`Reader.hand_back_interrupted`); the final flush writes the hand-backs."""
+        readers, self._reader_objects = self._reader_objects, []
+        for reader in readers:
+            if self.replicas.get(reader.replica.worker_id) is reader.replica:
+                await reader.hand_back_interrupted()
 
     async def _leave(self, replicas: list[Replica]) -> None:
         ctx = self._require_ctx()
