@@ -155,6 +155,9 @@ class Reader:
         self.group = group
         self.streams = frozenset(streams) or frozenset(select())
         """Every stream this reader may read (what :meth:`hand_back_interrupted` checks)."""
+        self.blocking = False
+        """In the blocking XREADGROUP that waits for new entries (a stop may cancel it
+        at once; see ``WorkerInstance._end_readers``)."""
         self.busy_since: float | None = None
         """Monotonic time the loop turn under way began sending commands that deliver
         entries (recovery, reclaim, reads); None between turns (see
@@ -331,16 +334,20 @@ class Reader:
         if not self._idle:
             with replica.reserving(count):
                 delivered, errors = await self._read_waiting(streams, count)
-        if not delivered and not errors:
+        if not delivered and not errors and not replica.stopping:
             replica.offer_slots()  # this reader blocks holding none: others may read
             sent = time.monotonic()
-            reply = await self.ctx.redis.xreadgroup(
-                self.group,
-                replica.worker_id,
-                dict.fromkeys(streams, ">"),
-                count=max(1, count // len(streams)),
-                block=self.ctx.settings.block_ms,
-            )
+            self.blocking = True
+            try:
+                reply = await self.ctx.redis.xreadgroup(
+                    self.group,
+                    replica.worker_id,
+                    dict.fromkeys(streams, ">"),
+                    count=max(1, count // len(streams)),
+                    block=self.ctx.settings.block_ms,
+                )
+            finally:
+                self.blocking = False
             delivered = iter_reply(reply)
             self._idle = not delivered
         else:

@@ -63,6 +63,7 @@ _PAUSE_ACTIONS = (CommandAction.PAUSE_TYPE, CommandAction.RESUME_TYPE)
 
 _STOP_STEP_S = {
     "singletons": 1.0,
+    "reads": 0.5,
     "readers": 0.5,
     "cancel": 1.0,
     "loops": 0.5,
@@ -75,7 +76,7 @@ _STOP_STEP_S = {
 _ABANDON_S = 0.5
 """How long a step that missed its deadline is given to take its cancellation."""
 STOP_BOUND_S = sum(_STOP_STEP_S.values()) + 5 * _ABANDON_S
-"""How much longer than the grace period a stop may take, at most (10 s)."""
+"""How much longer than the grace period a stop may take, at most (10.5 s)."""
 
 
 class WorkerInstance:
@@ -118,7 +119,7 @@ class WorkerInstance:
         self._loops: dict[str, list[asyncio.Task[None]]] = {}
         self._readers: set[asyncio.Task[None]] = set()
         """The consumer loops of every replica (also in ``_loops``), ended first at a stop."""
-        self._reader_objects: list[Reader] = []
+        self._reader_objects: list[tuple[asyncio.Task[None], Reader]] = []
         """Every reader started, for the hand-back after a stop (see :meth:`stop`)."""
         self._heartbeat: asyncio.Task[None] | None = None
         self._stall_watch: asyncio.Task[None] | None = None
@@ -274,7 +275,7 @@ class WorkerInstance:
                 loops.append(asyncio.create_task(reader.run()))
                 self._readers.add(loops[-1])
                 loops[-1].add_done_callback(self._readers.discard)
-                self._reader_objects.append(reader)
+                self._reader_objects.append((loops[-1], reader))
                 self._watch(loops[-1], f"{replica.worker_id}: the consumer loop", replica)
         loops.append(asyncio.create_task(control_loop(replica, publish)))
         self._watch(loops[-1], f"{replica.worker_id}: the control loop", replica)
@@ -574,16 +575,15 @@ class WorkerInstance:
         for replica in replicas:
             replica.stopping = True
             replica.notify()
+        # Readers first: a hand-back written while one of ours is blocked in XREADGROUP
+        # would be delivered to it.
+        await self._end_readers()
         running = [t for r in replicas for t in r.inflight.values()]
         if running:
             log.info("waiting up to %.0fs for %d running task(s)", grace, len(running))
             _, pending = await asyncio.wait(running, timeout=grace)
             if pending:
                 log.warning("handing back %d task(s) still running after the grace", len(pending))
-                # Readers first: a hand-back written while one of ours is blocked in
-                # XREADGROUP is delivered to it, and cancelled then, the read strands
-                # the entry in this consumer's pending list.
-                await cancel_and_wait(list(self._readers), timeout=_STOP_STEP_S["readers"])
             await cancel_and_wait(pending, timeout=_STOP_STEP_S["cancel"])
         loops = [t for ts in self._loops.values() for t in ts]
         loops += [t for t in (self._heartbeat, self._fleet, self._stall_watch) if t is not None]
@@ -605,11 +605,32 @@ class WorkerInstance:
         log.info("instance %s stopped", self.instance_id)
         self._stopped.set()
 
+    async def _end_readers(self) -> None:
+        """End every reader, letting a read in flight come back first.
+
+        Cancelling a reader whose XREADGROUP (or XCLAIM) is on its way strands what
+        Redis delivered to it: the entries stay pending for this consumer, and the next
+        recovery counts a delivery for a task that never ran. So a reader in such a
+        command is given until :data:`_STOP_STEP_S` ``["reads"]`` to finish its loop
+        turn (a stopping replica hands back what arrives and reads no more); only a
+        reader blocked waiting for new entries is cancelled at once, and whatever a
+        cancelled read was delivered is handed back later
+        (:meth:`_hand_back_interrupted`).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _STOP_STEP_S["reads"]
+        while loop.time() < deadline:
+            busy = [t for t, r in self._reader_objects if not t.done() and not r.blocking]
+            if not busy:
+                break
+            await asyncio.wait(busy, timeout=max(0.0, min(0.05, deadline - loop.time())))
+        await cancel_and_wait(list(self._readers), timeout=_STOP_STEP_S["readers"])
+
     async def _hand_back_interrupted(self) -> None:
         """Hand back what reads cut short by the stop were delivered (see
         :meth:`Reader.hand_back_interrupted`); the final flush writes the hand-backs."""
         readers, self._reader_objects = self._reader_objects, []
-        for reader in readers:
+        for _, reader in readers:
             if self.replicas.get(reader.replica.worker_id) is reader.replica:
                 await reader.hand_back_interrupted()
 
