@@ -85,6 +85,7 @@ async def submit_once(
     :func:`task_queued`); it is asked (itself through the outage) before sending again.
     """
     pause = 0.05
+    warned = False
     while True:
         try:
             await send()
@@ -92,8 +93,11 @@ async def submit_once(
         except RETRYABLE as exc:
             if time.monotonic() >= deadline:
                 raise
-            log.warning("%s: %s; retrying until the wait ends", what, describe_redis_error(exc))
+            if not warned:
+                warned = True
+                log.warning("%s: %s; retrying until the wait ends", what, describe_redis_error(exc))
             if not never_ran(exc) and await ride_out(queued, deadline, what):
+                log.warning("%s: it was queued before the connection broke", what)
                 return
             await asyncio.sleep(pause)
             pause = min(pause * 2, 0.5)
