@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from worker_runtime.connection import is_out_of_memory
 from worker_runtime.context import RuntimeContext
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.models import AdminState, InstanceLease, now_ms, parse_pauses
@@ -91,6 +92,7 @@ async def beat(
     read_at = time.monotonic()
     await batch.execute(raise_on_error=False)
     refused_leases: list[str] = []
+    out_of_memory = False
     for replica, _, writes in renewed:
         error = _first_error(writes)
         if error is None:
@@ -99,10 +101,12 @@ async def beat(
             _refusals(replica.worker_id).refused(error, action="retrying every beat")
         if not writes[0].ok:  # queue_presence queues the lease SET first
             refused_leases.append(keys.worker_online(replica.worker_id))
+            out_of_memory = out_of_memory or is_out_of_memory(writes[0].reply)
     if not instance_slot.ok:
         refused_leases.append(keys.instance_online(iid))
+        out_of_memory = out_of_memory or is_out_of_memory(instance_slot.reply)
     if refused_leases:
-        await _keep_leases(ctx, refused_leases)
+        await _keep_leases(ctx, refused_leases, out_of_memory)
     for replica, lock, _ in renewed:
         if lock.get() == 0:
             # Redis lost our lock (restart without persistence, failover) and another
@@ -136,17 +140,18 @@ async def beat(
     return changed
 
 
-async def _keep_leases(ctx: RuntimeContext, leases: list[str]) -> None:
-    """Extend leases whose rewrite Redis refused, and doubt every missing lease a while.
+async def _keep_leases(ctx: RuntimeContext, leases: list[str], out_of_memory: bool) -> None:
+    """Extend leases whose rewrite Redis refused; when out of memory, doubt missing ones.
 
     Under ``maxmemory`` + ``noeviction`` Redis refuses SET (``denyoom``) but not PEXPIRE:
     the lease as last written is kept alive, so peers do not take this live worker for
     dead and reclaim its running tasks (XCLAIM is not refused either). Peers that cannot
     do the same (an older runtime, by-framework's workers) may still lose theirs, so
     this process reclaims nothing from a missing lease until one lease TTL after the
-    last refusal (see ``consumer.Reader._reclaim``).
+    last OOM refusal (see ``consumer.Reader._reclaim``).
     """
-    ctx.leases_doubtful_until = time.monotonic() + ctx.settings.lease_ttl
+    if out_of_memory:
+        ctx.leases_doubtful_until = time.monotonic() + ctx.settings.lease_ttl
     pipe = ctx.redis.pipeline(transaction=False)
     for key in leases:
         pipe.pexpire(key, ctx.lease_ttl_ms)
