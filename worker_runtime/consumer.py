@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from redis.exceptions import ResponseError
@@ -156,8 +156,8 @@ class Reader:
         self.streams = frozenset(streams) or frozenset(select())
         """Every stream this reader may read (what :meth:`hand_back_interrupted` checks)."""
         self.blocking = False
-        """In the blocking XREADGROUP that waits for new entries (a stop may cancel it
-        at once; see ``WorkerInstance._end_readers``)."""
+        """Waiting (for new entries in a blocking XREADGROUP, for a slot, for a change):
+        a stop may cancel it at once (see ``WorkerInstance._end_readers``)."""
         self.busy_since: float | None = None
         """Monotonic time the loop turn under way began sending commands that deliver
         entries (recovery, reclaim, reads); None between turns (see
@@ -211,11 +211,11 @@ class Reader:
             streams = self.select()
             if not streams:
                 self._unpark()
-                await replica.wait_change(block_s)
+                await self._waiting(replica.wait_change(block_s))
                 self._idle = False  # not read meanwhile: what waits there is unknown
                 continue
             if replica.free_slots() <= 0:
-                await replica.wait_capacity(block_s)
+                await self._waiting(replica.wait_capacity(block_s))
                 self._idle = False
                 continue
             try:
@@ -253,6 +253,14 @@ class Reader:
                 self._distrust_leases()
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
+
+    async def _waiting(self, wait: Awaitable[None]) -> None:
+        """Await ``wait`` marked :attr:`blocking` (no Redis command of ours in flight)."""
+        self.blocking = True
+        try:
+            await wait
+        finally:
+            self.blocking = False
 
     async def hand_back_interrupted(self) -> int:
         """Hand back what a loop turn cut short by a stop was delivered; how many.
