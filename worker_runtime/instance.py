@@ -50,7 +50,7 @@ from worker_runtime.scheduler import Periodic, declared
 from worker_runtime.settings import RedisSettings, WorkerSettings
 from worker_runtime.singletons import SINGLETON_MODULES, Singletons
 from worker_runtime.slots import group_by_slot
-from worker_runtime.stall import StallWatch
+from worker_runtime.stall import StallWatch, stall_threshold
 from worker_runtime.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -166,7 +166,9 @@ class WorkerInstance:
             cluster=is_cluster(redis),
             ip_address=detect_ip(),
             role=self.settings.role,
-            stalls=StallWatch(threshold=self.settings.heartbeat_interval),
+            stalls=StallWatch(
+                stall_threshold(self.settings.heartbeat_interval, self.settings.lease_ttl)
+            ),
         )
         self._stall_watch = asyncio.create_task(self.ctx.stalls.run(), name="stall watch")
         batcher.start()

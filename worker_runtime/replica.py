@@ -556,9 +556,10 @@ class Replica:
             # The text may hold lone surrogates (os.fsdecode of a file name).
             execution.error = safe_text(f"{type(exc).__name__}: {exc}")[:500]
             self.failed += 1
+            if envelope is None:
+                ack = False  # the retry (or dead letter) below acknowledges it
             dropped = await self._lost_in_stall(stream, entry_id, began)
             if envelope is None and not dropped:
-                ack = False
                 self._retry_or_bury(stream, entry_id, task, execution.error)
             # by-framework's tasks are not retried (its client expects FAILED and the
             # end of the stream, as its own workers do).

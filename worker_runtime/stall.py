@@ -23,6 +23,12 @@ import time
 log = logging.getLogger(__name__)
 
 
+def stall_threshold(heartbeat_interval: float, lease_ttl: float) -> float:
+    """The shortest stall that may cost a lease: a heartbeat interval, or less when the
+    lease outlives the last beat by less (``BYAI_LEASE_TTL`` close to the interval)."""
+    return max(0.05, min(heartbeat_interval, lease_ttl - heartbeat_interval))
+
+
 class StallWatch:
     """Remembers when the event loop last failed to run for longer than ``threshold``.
 

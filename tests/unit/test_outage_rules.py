@@ -16,7 +16,7 @@ from worker_runtime.messages import encode_task
 from worker_runtime.models import Task
 from worker_runtime.outage import never_ran, ride_out, submit_once, task_queued
 from worker_runtime.replies import group_info, id_key, queue_health
-from worker_runtime.stall import StallWatch
+from worker_runtime.stall import StallWatch, stall_threshold
 
 
 def test_a_group_that_read_the_newest_entry_has_nothing_undelivered() -> None:
@@ -91,3 +91,9 @@ async def test_a_refusal_is_an_answer_not_an_outage() -> None:
     with pytest.raises(ResponseError):
         await ride_out(refused, time.monotonic() + 5, "reading")
     assert calls == 1
+
+
+def test_the_stall_threshold_is_the_shortest_stall_that_may_cost_a_lease() -> None:
+    assert stall_threshold(5.0, 15.0) == 5.0  # defaults: a heartbeat interval
+    assert stall_threshold(1.5, 2.0) == 0.5  # the lease outlives a beat by 0.5 s only
+    assert stall_threshold(1.0, 1.01) == 0.05
