@@ -235,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"Command: python -m bench.faults_report --chaos-tasks {args.chaos_tasks} "
             f"--restart-tasks {args.restart_tasks} --seed {args.seed} "
-            f"--oom-tasks {args.oom_tasks} --only {args.only}\n"
+            f"--oom-tasks {args.oom_tasks} --backlog-tasks {args.backlog_tasks} "
+            f"--only {args.only}\n"
         )
     print(table(results))
     bad = any(r.tally.lost or r.tally.unexplained or r.notes.get("pending_after") for r in results)

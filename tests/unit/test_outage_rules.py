@@ -97,3 +97,10 @@ def test_the_stall_threshold_is_the_shortest_stall_that_may_cost_a_lease() -> No
     assert stall_threshold(5.0, 15.0) == 5.0  # defaults: a heartbeat interval
     assert stall_threshold(1.5, 2.0) == 0.5  # the lease outlives a beat by 0.5 s only
     assert stall_threshold(1.0, 1.01) == 0.05
+
+
+def test_the_documented_lag_is_never_above_what_the_stream_holds() -> None:
+    from byconsole.headless.metrics_doc import _queue_row
+
+    row = _queue_row("s", 10, [{"name": "g", "lag": 1635, "pending": 2}, {"name": "h"}])
+    assert [g["lag"] for g in row["consumer_groups"]] == [8, None]
