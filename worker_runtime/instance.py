@@ -359,6 +359,7 @@ class WorkerInstance:
                 await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
         log.info("%s: %s", replica.worker_id, "drained" if draining else "evicted")
         await cancel_and_wait(self._loops.pop(replica.worker_id, []))
+        self._forget_readers(replica)
         self.replicas.pop(replica.worker_id, None)
         if not self.replicas and not self._stopping and not self.scaled:
             log.info("instance %s has no replicas left; stopping", self.instance_id)
@@ -376,6 +377,7 @@ class WorkerInstance:
         replica.notify()
         replica.cancel_all()
         await cancel_and_wait(self._loops.pop(replica.worker_id, []))
+        self._forget_readers(replica)
         self.replicas.pop(replica.worker_id, None)
         if not self.replicas and not self._stopping:
             log.error("instance %s has no replicas left; stopping", self.instance_id)
@@ -606,6 +608,10 @@ class WorkerInstance:
             await _bounded(self._redis.aclose(), _STOP_STEP_S["close"], "closing the connection")
         log.info("instance %s stopped", self.instance_id)
         self._stopped.set()
+
+    def _forget_readers(self, replica: Replica) -> None:
+        """Drop an ended replica's readers (their turns are over; nothing to hand back)."""
+        self._reader_objects = [(t, r) for t, r in self._reader_objects if r.replica is not replica]
 
     async def _end_readers(self) -> None:
         """End every reader, letting a read in flight come back first.
