@@ -221,9 +221,11 @@ async def _no_pending(redis: Redis) -> bool:
 
 
 async def stalled_worker(
-    workdir: Path, *, tasks: int = 10, sleep: float = 2.0, stall_s: float = 4.0
+    workdir: Path, *, tasks: int = 10, sleep: float = 4.0, stall_s: float = 4.0
 ) -> ScenarioResult:
     """A worker running ``tasks`` is SIGSTOPped past its lease; a peer reclaims them.
+
+    It is resumed after ``stall_s`` seconds, or later, once the peer holds them all.
 
     When the stalled worker resumes, its handlers (whose sleeps ended meanwhile) return
     at once. The tasks are the peer's now: the stalled worker must neither acknowledge
@@ -237,8 +239,9 @@ async def stalled_worker(
     result = ScenarioResult(f"worker SIGSTOP {stall_s:g} s (lease {TIMINGS['BYAI_LEASE_TTL']} s)")
     redis = Redis.from_url(server.url, decode_responses=True)
     try:
-        first = fleet.spawn(0)  # alone at first: it takes every task
+        first = fleet.spawn(0)
         await until(lambda: redis.exists(keys.worker_online(fleet.worker_id(0))), 30, "online")
+        peer = fleet.spawn(1)  # still starting: the first worker, blocked reading, takes all
         started = time.monotonic()
         ids = await _submit(redis, [{"sleep": sleep}] * tasks, session=session)
 
@@ -246,12 +249,32 @@ async def stalled_worker(
             return set(ids) <= {e.subject for e in read_journal(journal) if e.kind == "S"}
 
         await until(all_started, 30, "every task started", 0.05)
-        fleet.spawn(1)
         await until(lambda: redis.exists(keys.worker_online(fleet.worker_id(1))), 30, "online")
         os.kill(first.pid, signal.SIGSTOP)
         mark_fault(journal, first.pid, "stop")
         result.faults["SIGSTOP"] += 1
+        stopped = time.monotonic()
+        events = read_journal(journal)
+        running = {e.subject for e in events if e.kind == "S" and e.pid == first.pid} - {
+            e.subject for e in events if e.kind == "D"
+        }
+        result.notes["running_at_stop"] = len(running)
         await asyncio.sleep(stall_s)
+
+        # Resumed only once the peer has started everything the stopped worker was
+        # running (a starved peer may take longer than ``stall_s``): the fault bit.
+        async def rerun() -> bool:
+            return running <= {
+                e.subject for e in read_journal(journal) if e.kind == "S" and e.pid == peer.pid
+            }
+
+        with contextlib.suppress(TimeoutError):
+            await until(rerun, 30, "the peer ran the stopped worker's tasks", 0.1)
+        result.notes["stall_s"] = round(time.monotonic() - stopped, 1)
+        result.notes["peer_reruns"] = len(
+            running
+            & {e.subject for e in read_journal(journal) if e.kind == "S" and e.pid == peer.pid}
+        )
         os.kill(first.pid, signal.SIGCONT)
         await wait_completed(journal, ids, 60)
         with contextlib.suppress(TimeoutError):

@@ -113,7 +113,7 @@ async def _outage_faults(args: argparse.Namespace, work: Path) -> list[ScenarioR
     print("Redis out of memory under long tasks ...", file=sys.stderr)
     results.append(await oom_long_tasks(work / "oom-long", tasks=8, sleep=6.0, oom_s=5.0))
     print("SIGSTOP of a worker past its lease ...", file=sys.stderr)
-    results.append(await stalled_worker(work / "stall", tasks=20, sleep=2.0, stall_s=4.0))
+    results.append(await stalled_worker(work / "stall", tasks=10, sleep=4.0, stall_s=4.0))
     print("AOF rewrite + Redis restart ...", file=sys.stderr)
     results.append(await aof_restart_depth(work / "aof", before=2000, after=500))
     print("Redis restart under submit --wait clients ...", file=sys.stderr)

@@ -49,14 +49,17 @@ async def test_oom_keeps_live_workers_leases_and_their_tasks(tmp_path: Path) -> 
 
 async def test_a_stalled_worker_drops_what_a_peer_reclaimed(tmp_path: Path) -> None:
     # Before the fix: each of the 10 tasks had 2 results (the stalled worker's too).
-    result = await stalled_worker(tmp_path, tasks=10, sleep=2.0, stall_s=4.0)
+    result = await stalled_worker(tmp_path, tasks=10, sleep=4.0, stall_s=4.0)
     t = result.tally
+    # The fault bit: the stopped worker was running tasks, and the peer ran them all.
+    assert result.notes["running_at_stop"] > 0
+    assert result.notes["peer_reruns"] == result.notes["running_at_stop"]
     assert t.lost == 0 and t.completed == t.submitted == 10
     assert result.notes["results"] == dict.fromkeys(result.notes["results"], 1)
     assert result.notes["double_results"] == 0
     # The handlers did run twice: the stalled process had started them (its fault).
     assert t.unexplained == [] and set(t.explained_by) <= {"stop"}
-    assert "reclaimed by another worker while this process was stalled" in result.logs
+    assert "reclaimed by another worker while this process" in result.logs
     assert "did not run for" in result.logs
     assert result.notes["pending_after"] == 0
     assert t.dead_lettered == 0
