@@ -277,9 +277,20 @@ async def stalled_worker(
         )
         os.kill(first.pid, signal.SIGCONT)
         await wait_completed(journal, ids, 60)
+
+        async def every_run_ended() -> bool:  # the peer's runs too, not only the first
+            events = read_journal(journal)
+            return Counter(e.subject for e in events if e.kind == "S") == Counter(
+                e.subject for e in events if e.kind == "D"
+            )
+
+        with contextlib.suppress(TimeoutError):
+            await until(every_run_ended, 60, "every run ended", 0.1)
         with contextlib.suppress(TimeoutError):
             await until(lambda: _no_pending(redis), 10, "no pending entries", 0.1)
-        await asyncio.sleep(1.0)  # the resumed worker's late writes, if any, land
+        result.notes["pending_after"] = await _pending(redis)
+        # A graceful stop flushes every write still queued: the results are all in.
+        result.exit_codes = await asyncio.to_thread(fleet.stop)
         results = Counter(
             str(f.get("task_id"))
             for _, f in await entries(redis, keys.session_data_stream(session))
@@ -287,9 +298,7 @@ async def stalled_worker(
         )
         result.notes["results"] = {t: results[t] for t in ids}
         result.notes["double_results"] = sum(1 for t in ids if results[t] > 1)
-        result.notes["pending_after"] = await _pending(redis)
         dead = len(await _dead(redis))
-        result.exit_codes = await asyncio.to_thread(fleet.stop)
         result.logs = fleet.logs()
         return _finish(result, journal, ids, started, dead)
     finally:
