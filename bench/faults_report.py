@@ -3,6 +3,7 @@
     python -m bench.faults_report                  # default sizes (a few minutes)
     python -m bench.faults_report --chaos-tasks 2000 --restart-tasks 300   # quicker
     python -m bench.faults_report --only delivery  # OOM, partition, poison, SIGTERM rows
+    python -m bench.faults_report --only outages   # graceful stops, OOM, SIGSTOP, AOF, --wait
 
 Runs the scenarios of :mod:`bench.faults` against real ``worker-runtime`` processes and
 real ``redis-server`` instances, at larger sizes than ``tests/reliability`` does, and
@@ -26,6 +27,13 @@ from bench.faults_delivery import (
     redis_oom,
     rolling_restarts,
 )
+from bench.faults_outages import (
+    aof_restart_depth,
+    graceful_stops,
+    oom_long_tasks,
+    stalled_worker,
+    submit_wait_restart,
+)
 from worker_runtime.embedded import RedisServer
 
 
@@ -47,6 +55,8 @@ async def _run_all(args: argparse.Namespace, work: Path) -> list[ScenarioResult]
             server.cleanup()
     if args.only in ("all", "delivery"):
         results += await _delivery_faults(args, work)
+    if args.only in ("all", "outages"):
+        results += await _outage_faults(args, work)
     return results
 
 
@@ -94,6 +104,51 @@ async def _delivery_faults(args: argparse.Namespace, work: Path) -> list[Scenari
     return results
 
 
+async def _outage_faults(args: argparse.Namespace, work: Path) -> list[ScenarioResult]:
+    for name in ("stops", "oom-long", "stall", "aof", "wait"):
+        (work / name).mkdir()
+    results = []
+    print(f"graceful stops of a {args.backlog_tasks}-task backlog ...", file=sys.stderr)
+    results.append(await graceful_stops(work / "stops", tasks=args.backlog_tasks, stops=20))
+    print("Redis out of memory under long tasks ...", file=sys.stderr)
+    results.append(await oom_long_tasks(work / "oom-long", tasks=8, sleep=6.0, oom_s=5.0))
+    print("SIGSTOP of a worker past its lease ...", file=sys.stderr)
+    results.append(await stalled_worker(work / "stall", tasks=10, sleep=4.0, stall_s=4.0))
+    print("AOF rewrite + Redis restart ...", file=sys.stderr)
+    results.append(await aof_restart_depth(work / "aof", before=2000, after=500))
+    print("Redis restart under submit --wait clients ...", file=sys.stderr)
+    results.append(await submit_wait_restart(work / "wait", clients=6, late=2, down_s=1.0))
+    return results
+
+
+def _outage_notes(r: ScenarioResult) -> list[str]:
+    """The observations of :mod:`bench.faults_outages` scenarios worth a line."""
+    notes = []
+    if "dead_never_run" in r.notes:
+        notes.append(
+            f"{r.name}: dead-lettered without ever running: {r.notes['dead_never_run']} "
+            f"(completed before the final burst: {r.notes['done_before_burst']:,})"
+        )
+    if "double_results" in r.notes:
+        notes.append(
+            f"{r.name}: tasks with two results on their session stream: "
+            f"{r.notes['double_results']} (the duplicates counted are the handlers the stopped "
+            "process had started; their outcome there was dropped, not acknowledged)"
+        )
+    if "redis_lag" in r.notes:
+        notes.append(
+            f"{r.name}: Redis reported lag {r.notes['redis_lag']} on the consumed stream; "
+            f"depth shown {r.notes['depth']}, `--max-depth 0` exit {r.notes['max_depth_0_exit']}, "
+            f"run_until_idle returned after {r.notes['run_until_idle_s']} s"
+        )
+    if "client_exit_codes" in r.notes:
+        notes.append(
+            f"{r.name}: client exit codes {r.notes['client_exit_codes']}, "
+            f"{r.notes['clients_with_result']} printed their result"
+        )
+    return notes
+
+
 def table(results: list[ScenarioResult]) -> str:
     """The results as Markdown."""
     rows = [
@@ -137,6 +192,7 @@ def table(results: list[ScenarioResult]) -> str:
                 f"{r.name}: entries left pending on the stopped worker's own stream: "
                 f"{r.notes['old_stream_pending']}"
             )
+        notes += _outage_notes(r)
         if r.notes.get("pending_after"):
             notes.append(f"{r.name}: {r.notes['pending_after']} entries left PENDING")
         if t.unexplained:
@@ -152,12 +208,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--oom-tasks", type=int, default=40)
     parser.add_argument(
-        "--only", choices=["all", "redis", "chaos", "delivery"], default="all", help="a subset"
+        "--backlog-tasks", type=int, default=20_000, help="backlog of the graceful-stop row"
+    )
+    parser.add_argument(
+        "--only",
+        choices=["all", "redis", "chaos", "delivery", "outages"],
+        default="all",
+        help="a subset",
     )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="faults-") as tmp:
         results = asyncio.run(_run_all(args, Path(tmp)))
-    if args.only == "delivery":
+    if args.only == "outages":
+        print(f"Outage and ownership faults, {machine()}; see bench/faults_outages.py.")
+        print(
+            "Command: python -m bench.faults_report --only outages "
+            f"--backlog-tasks {args.backlog_tasks}\n"
+        )
+    elif args.only == "delivery":
         print(f"Delivery faults, {machine()}; worker processes as in bench/faults_delivery.py.")
         print(
             f"Command: python -m bench.faults_report --only delivery --oom-tasks {args.oom_tasks}\n"
@@ -167,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"Command: python -m bench.faults_report --chaos-tasks {args.chaos_tasks} "
             f"--restart-tasks {args.restart_tasks} --seed {args.seed} "
-            f"--oom-tasks {args.oom_tasks} --only {args.only}\n"
+            f"--oom-tasks {args.oom_tasks} --backlog-tasks {args.backlog_tasks} "
+            f"--only {args.only}\n"
         )
     print(table(results))
     bad = any(r.tally.lost or r.tally.unexplained or r.notes.get("pending_after") for r in results)

@@ -24,12 +24,14 @@ import logging
 import sys
 import time
 import uuid
+from collections.abc import Awaitable
 from typing import Any, NoReturn
 
 from worker_runtime.connection import REDIS_ERRORS, create_redis, redis_error_line
 from worker_runtime.context import Handler
 from worker_runtime.instance import WorkerInstance
 from worker_runtime.names import InvalidNameError
+from worker_runtime.outage import RETRYABLE, ride_out, submit_once, task_queued
 from worker_runtime.producer import NoOnlineWorkerError, Producer
 from worker_runtime.registry import WorkerIdInUseError
 from worker_runtime.scheduler import parse_periodic
@@ -167,7 +169,15 @@ async def _submit(args: argparse.Namespace, redis_settings: RedisSettings) -> in
     redis = create_redis(redis_settings, retries=0)
     try:
         producer = Producer(redis, redis_settings.keys)
-        if args.count == 1 or args.require_online or args.wait:
+        if args.wait:
+            deadline = time.monotonic() + args.timeout
+            ids = await _submit_riding_out(producer, redis_settings, args, payload, deadline)
+            to = args.worker or args.agent_type
+            print(ids[0] if args.count == 1 else f"submitted {len(ids)} task(s) to {to}")
+            return await _wait_results(
+                redis, redis_settings, args.session, ids, args.timeout, deadline
+            )
+        if args.count == 1 or args.require_online:
             ids = [
                 await producer.submit(
                     args.agent_type,
@@ -199,30 +209,79 @@ async def _submit(args: argparse.Namespace, redis_settings: RedisSettings) -> in
             print(ids[0], flush=True)
         else:
             print(f"submitted {len(ids)} task(s) to {args.worker or args.agent_type}", flush=True)
-        if args.wait:
-            return await _wait_results(redis, redis_settings, args.session, ids, args.timeout)
     finally:
         await redis.aclose()
     return 0
 
 
+async def _submit_riding_out(
+    producer: Producer,
+    redis_settings: RedisSettings,
+    args: argparse.Namespace,
+    payload: dict[str, Any],
+    deadline: float,
+) -> list[str]:
+    """Submit ``--count`` tasks for ``--wait``, through a Redis outage until ``deadline``.
+
+    Each task is sent exactly once (see ``worker_runtime.outage``): its id is chosen
+    here, and a send whose reply was lost is looked for before it is sent again.
+    """
+    keys = redis_settings.keys
+    stream = keys.worker_stream(args.worker) if args.worker else keys.type_stream(args.agent_type)
+    streams = [stream, keys.session_data_stream(args.session)]
+    ids: list[str] = []
+    for n in range(args.count):
+        task_id = uuid.uuid4().hex
+
+        def send(task_id: str = task_id, first: bool = n == 0) -> Awaitable[str]:
+            return producer.submit(
+                args.agent_type,
+                payload,
+                session_id=args.session,
+                worker_id=args.worker,
+                require_online_worker=args.require_online and first,
+                task_id=task_id,
+            )
+
+        def queued(task_id: str = task_id) -> Awaitable[bool]:
+            return task_queued(producer.redis, streams, task_id)
+
+        await submit_once(send, queued, deadline, f"submitting task {task_id}")
+        ids.append(task_id)
+    return ids
+
+
 async def _wait_results(
-    redis: Any, redis_settings: RedisSettings, session: str, ids: list[str], timeout: float
+    redis: Any,
+    redis_settings: RedisSettings,
+    session: str,
+    ids: list[str],
+    timeout: float,
+    deadline: float | None = None,
 ) -> int:
     """Print each task's result (or error) from the session stream as it arrives.
 
     A failed attempt that will be retried is printed and waited past; the exit code is 0
-    when every task succeeded in time, else 1.
+    when every task succeeded in time, else 1. A Redis outage within the wait is ridden
+    out (reads are sent again until the deadline; see ``worker_runtime.outage``).
     """
     stream = redis_settings.keys.session_data_stream(session)
     waiting, failed = set(ids), False
     last_error: dict[str, str] = {}
     cursor = "0"
-    deadline = time.monotonic() + timeout
+    if deadline is None:
+        deadline = time.monotonic() + timeout
     while waiting and time.monotonic() < deadline:
         # A BLOCK well below the client's socket timeout (see SPEC section 4).
         block = int(min(1.0, max(0.05, deadline - time.monotonic())) * 1000)
-        reply = await redis.xread({stream: cursor}, block=block, count=100)
+
+        async def read(cursor: str = cursor, block: int = block) -> Any:
+            return await redis.xread({stream: cursor}, block=block, count=100)
+
+        try:
+            reply = await ride_out(read, deadline, f"waiting for results on {stream}")
+        except RETRYABLE:
+            break  # Redis never came back within the wait: reported below
         for _stream, entries in reply or []:
             for entry_id, fields in entries:
                 cursor = entry_id

@@ -313,6 +313,11 @@ def known_refusal(exc: BaseException) -> str | None:
     return None
 
 
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether Redis refused a command for ``maxmemory`` (``noeviction``): an OOM refusal."""
+    return known_refusal(exc) == _OOM
+
+
 def _tls_options(settings: RedisSettings) -> dict[str, Any]:
     opts: dict[str, Any] = {}
     if settings.cluster and not settings.url.startswith("rediss://"):

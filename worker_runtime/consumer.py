@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from redis.exceptions import ResponseError
@@ -69,6 +69,26 @@ for i = 4, #ARGV do
 end
 return kept
 """
+
+
+async def keep_own(
+    redis: Any, stream: str, group: str, consumer: str, ids: list[str], *, count: bool
+) -> list[Any]:
+    """Those of ``ids`` still pending for ``consumer``, their idle time reset (one step).
+
+    Returns ``(id, fields)`` pairs when ``count`` (claimed again, a delivery counted),
+    else the ids (XCLAIM JUSTID: no delivery counted). See :data:`_KEEP_OWN`.
+    """
+    if not ids:
+        return []
+    reply = await redis.eval(
+        _KEEP_OWN, 1, stream, group, consumer, "count" if count else "fresh", *ids
+    )
+    if not count:
+        return [str(i) for i in reply or []]
+    # XCLAIM's entries as the script returns them: [id, [field, value, ...]]; the
+    # fields are empty (nil) for an entry deleted meanwhile (dispatch acks it).
+    return [(str(e[0]), pairs_to_dict(e[1]) or {}) for e in reply or []]
 
 
 async def ensure_group(redis: Any, stream: str, group: str = CONSUMER_GROUP) -> None:
@@ -124,11 +144,24 @@ class Reader:
     """
 
     def __init__(
-        self, replica: Replica, select: Callable[[], list[str]], group: str = CONSUMER_GROUP
+        self,
+        replica: Replica,
+        select: Callable[[], list[str]],
+        group: str = CONSUMER_GROUP,
+        streams: Iterable[str] = (),
     ) -> None:
         self.replica = replica
         self.select = select
         self.group = group
+        self.streams = frozenset(streams) or frozenset(select())
+        """Every stream this reader may read (what :meth:`hand_back_interrupted` checks)."""
+        self.blocking = False
+        """Waiting (for new entries in a blocking XREADGROUP, for a slot, for a change):
+        a stop may cancel it at once (see ``WorkerInstance._end_readers``)."""
+        self.busy_since: float | None = None
+        """Monotonic time the loop turn under way began sending commands that deliver
+        entries (recovery, reclaim, reads); None between turns (see
+        :meth:`hand_back_interrupted`)."""
         self.ctx = replica.ctx
         self._recover = True
         self._idle = False
@@ -139,6 +172,8 @@ class Reader:
         """Direct tasks delivered while every slot was taken (stream, id, fields, when
         delivered): started before anything else is read (see :meth:`_read_new`)."""
         self._next_reclaim = time.monotonic() + self._reclaim_every()
+        self._doubting = False
+        """Reclaim is held back because peers' leases cannot be trusted (logged once)."""
         self._type_of_stream = {self.ctx.keys.type_stream(t): t for t in replica.agent_types}
 
     def _reclaim_every(self) -> float:
@@ -171,18 +206,20 @@ class Reader:
         replica = self.replica
         backoff = 0.1
         while not replica.ended.is_set() and not replica.stopping:
+            self.busy_since = None
             replica.tick()
             streams = self.select()
             if not streams:
                 self._unpark()
-                await replica.wait_change(block_s)
+                await self._waiting(replica.wait_change(block_s))
                 self._idle = False  # not read meanwhile: what waits there is unknown
                 continue
             if replica.free_slots() <= 0:
-                await replica.wait_capacity(block_s)
+                await self._waiting(replica.wait_capacity(block_s))
                 self._idle = False
                 continue
             try:
+                self.busy_since = time.monotonic()
                 if self._parked:
                     await self._start_parked()
                     continue
@@ -217,6 +254,71 @@ class Reader:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
 
+    async def _waiting(self, wait: Awaitable[None]) -> None:
+        """Await ``wait`` marked :attr:`blocking` (no Redis command of ours in flight)."""
+        self.blocking = True
+        try:
+            await wait
+        finally:
+            self.blocking = False
+
+    async def hand_back_interrupted(self) -> int:
+        """Hand back what a loop turn cut short by a stop was delivered; how many.
+
+        A stop cancels the reader, possibly while a command of its turn is in flight:
+        Redis may already have delivered entries (an XREADGROUP of a backlog, an XCLAIM)
+        that the reply never brought here. They stay pending for this consumer, and the
+        next recovery or reclaim counts a delivery for a task that never ran, which
+        with ``BYAI_MAX_DELIVERIES=1`` dead-letters it. So, once the reader is done,
+        every entry pending for this consumer that was delivered since the turn began
+        and is neither running nor handled is handed back like any entry delivered
+        after a stop (a new entry, no delivery counted). Runs after every loop of the
+        replica ended, so nothing else takes or starts these entries meanwhile.
+        """
+        since, self.busy_since = self.busy_since, None
+        if since is None:
+            return 0
+        replica = self.replica
+        batcher = self.ctx.batcher
+        window_ms = (time.monotonic() - since) * 1000 + 1
+        handed = 0
+        for stream in sorted(self.streams):
+            start = "-"
+            cut: list[str] = []
+            while True:
+                rows = await self.ctx.redis.xpending_range(
+                    stream,
+                    self.group,
+                    min=start,
+                    max="+",
+                    count=_PEL_PAGE,
+                    consumername=replica.worker_id,
+                )
+                for row in rows:
+                    entry_id = str(row["message_id"])
+                    if (
+                        int(row["time_since_delivered"]) <= window_ms
+                        and f"{stream} {entry_id}" not in replica.inflight
+                        and not batcher.awaiting_ack(stream, entry_id)
+                    ):
+                        cut.append(entry_id)
+                if len(rows) < _PEL_PAGE:
+                    break
+                start = _next_id(str(rows[-1]["message_id"]))
+            if not cut:
+                continue
+            log.info(
+                "%s: handing back %d entries of %s delivered to a read the stop cut short",
+                replica.worker_id,
+                len(cut),
+                stream,
+            )
+            for entry_id, fields in await self._keep_own(stream, cut, count=True):
+                # Not accepting any more: dispatch hands tasks back (commands are acked).
+                self.dispatch(stream, entry_id, fields, deliveries=1, needs_slot=True)
+                handed += 1
+        return handed
+
     async def _read_new(self, streams: list[str]) -> None:
         """Start what is waiting, or block until something arrives.
 
@@ -240,16 +342,20 @@ class Reader:
         if not self._idle:
             with replica.reserving(count):
                 delivered, errors = await self._read_waiting(streams, count)
-        if not delivered and not errors:
+        if not delivered and not errors and not replica.stopping:
             replica.offer_slots()  # this reader blocks holding none: others may read
             sent = time.monotonic()
-            reply = await self.ctx.redis.xreadgroup(
-                self.group,
-                replica.worker_id,
-                dict.fromkeys(streams, ">"),
-                count=max(1, count // len(streams)),
-                block=self.ctx.settings.block_ms,
-            )
+            self.blocking = True
+            try:
+                reply = await self.ctx.redis.xreadgroup(
+                    self.group,
+                    replica.worker_id,
+                    dict.fromkeys(streams, ">"),
+                    count=max(1, count // len(streams)),
+                    block=self.ctx.settings.block_ms,
+                )
+            finally:
+                self.blocking = False
             delivered = iter_reply(reply)
             self._idle = not delivered
         else:
@@ -377,6 +483,19 @@ class Reader:
         ctx = self.ctx
         replica = self.replica
         idle = ctx.settings.claim_idle_ms
+        if time.monotonic() < ctx.leases_doubtful_until:
+            # Redis refused a lease write lately (out of memory): a live peer's lease
+            # may have lapsed with it, and its liveness cannot be judged from Redis.
+            if not self._doubting:
+                log.warning(
+                    "%s: not reclaiming other workers' tasks while Redis refuses lease "
+                    "writes (and one lease TTL after): their liveness cannot be judged",
+                    replica.worker_id,
+                )
+                self._doubting = True
+            self._next_reclaim = max(self._next_reclaim, ctx.leases_doubtful_until)
+            return
+        self._doubting = False
         for stream in streams:
             if stream not in self._type_of_stream:
                 continue  # a worker's own stream is never reclaimed by others
@@ -446,20 +565,9 @@ class Reader:
 
     async def _keep_own(self, stream: str, ids: list[str], count: bool) -> list[Any]:
         """Run :data:`_KEEP_OWN`: ``(id, fields)`` pairs when ``count``, else ids."""
-        reply = await self.ctx.redis.eval(
-            _KEEP_OWN,
-            1,
-            stream,
-            self.group,
-            self.replica.worker_id,
-            "count" if count else "fresh",
-            *ids,
+        return await keep_own(
+            self.ctx.redis, stream, self.group, self.replica.worker_id, ids, count=count
         )
-        if not count:
-            return [str(i) for i in reply or []]
-        # XCLAIM's entries as the script returns them: [id, [field, value, ...]]; the
-        # fields are empty (nil) for an entry deleted meanwhile (dispatch acks it).
-        return [(str(e[0]), pairs_to_dict(e[1]) or {}) for e in reply or []]
 
     async def _consumers_without_lease(self, consumers: list[str]) -> set[str]:
         if not consumers:

@@ -15,6 +15,7 @@ from worker_runtime.batcher import Batcher
 from worker_runtime.keys import Keys
 from worker_runtime.models import Role, Task
 from worker_runtime.settings import WorkerSettings
+from worker_runtime.stall import StallWatch
 
 Handler = Callable[[Task], Awaitable[Any]]
 """``async def handler(task) -> result``."""
@@ -37,6 +38,12 @@ class RuntimeContext:
     role: Role
     hostname: str = field(default_factory=socket.gethostname)
     pid: int = field(default_factory=os.getpid)
+    stalls: StallWatch = field(default_factory=lambda: StallWatch(threshold=1.0))
+    """Notices this process stalling (the instance ticks it; see ``worker_runtime.stall``)."""
+    leases_doubtful_until: float = 0.0
+    """Monotonic time until which a missing lease proves no peer dead (see
+    ``heartbeat.beat``): Redis refused a lease write, so peers' leases may have lapsed
+    while the peers live on (``maxmemory`` + ``noeviction`` refuses SET, not XCLAIM)."""
 
     @property
     def lease_ttl_ms(self) -> int:

@@ -159,7 +159,7 @@ def _collector_paused() -> Iterator[_Pause]:
             gc.enable()
 
 
-_TYPE_COMMANDS = {"sha": 5, "eval": 5, "plain": 9}
+_TYPE_COMMANDS = {"sha": 5, "eval": 5, "plain": 10}
 """Commands per type in each way of reading its queue (see ``FleetReader._type_queue``)."""
 
 # Every admin hash (first half of KEYS) and declared-type set (second half) in one
@@ -312,6 +312,17 @@ def _build_after_dropping(replies: list[Any], *args: Any) -> list[WorkerView]:
     """:func:`build_workers` once ``replies`` (parsed, the last reference) is emptied."""
     replies.clear()
     return build_workers(*args)
+
+
+def _newest_id(reply: Any) -> str | None:
+    """The id ``XREVRANGE + - COUNT 1`` returned; "0-0" for an empty stream, None if unknown."""
+    if not isinstance(reply, list):
+        return None  # the read failed: nothing is known
+    if not reply:
+        return "0-0"
+    head = reply[0]
+    entry_id = head[0] if isinstance(head, list | tuple) and head else None
+    return entry_id if isinstance(entry_id, str) else None
 
 
 class FleetReader:
@@ -560,6 +571,9 @@ class FleetReader:
                     _c("xpending", stream, CONSUMER_GROUP),
                     _c("xpending_range", stream, CONSUMER_GROUP, "-", "+", PENDING_SAMPLE),
                     _c("xrange", stream, "-", "+", 1),
+                    # The newest entry: a group that read it has nothing undelivered,
+                    # whatever its lag says (see replies.group_info).
+                    _c("xrevrange", stream, "+", "-", 1),
                 ]
         return queue
 
@@ -576,7 +590,7 @@ class FleetReader:
             r = replies[i * size : (i + 1) * size]
             if mode == "plain":
                 length = count(r[5])
-                group = group_info(r[4], length)
+                group = group_info(r[4], length, _newest_id(r[9]))
                 health = queue_health_plain(r[4], r[6], r[7], r[8], now)
                 dead, overrides = r[2], r[3]
             else:

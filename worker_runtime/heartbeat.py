@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from worker_runtime.connection import is_out_of_memory
 from worker_runtime.context import RuntimeContext
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.models import AdminState, InstanceLease, now_ms, parse_pauses
@@ -26,6 +27,8 @@ log = logging.getLogger(__name__)
 _lease_refusals: dict[str, RefusalLog] = {}
 """Per worker id: a refused lease renewal is logged once per episode."""
 _trim_refusals = RefusalLog(log, "stream and history trimming")
+_unkept: set[str] = set()
+"""Lease keys the last refused beat could not extend either (logged once each)."""
 
 
 def _refusals(worker_id: str) -> RefusalLog:
@@ -79,19 +82,31 @@ async def beat(
     if types:
         pipe.sadd(keys.agent_types, *types)
     iid = instance.instance_id or ctx.instance_id
-    pipe.set(keys.instance_online(iid), instance.model_dump_json(), px=ctx.lease_ttl_ms)
+    instance_slot = batch.slot(
+        pipe.set(keys.instance_online(iid), instance.model_dump_json(), px=ctx.lease_ttl_ms)
+    )
     pipe.zadd(keys.instances, {iid: now_ms()})
     admins = [(r, batch.slot(pipe.hgetall(keys.worker_admin(r.worker_id)))) for r in live]
     denied_sets = {t: batch.slot(pipe.smembers(keys.type_denied(t))) for t in types}
     pauses = batch.slot(pipe.hgetall(keys.type_pauses))
     read_at = time.monotonic()
     await batch.execute(raise_on_error=False)
+    refused_leases: list[str] = []
+    out_of_memory = False
     for replica, _, writes in renewed:
         error = _first_error(writes)
         if error is None:
             _refusals(replica.worker_id).accepted()
         else:
             _refusals(replica.worker_id).refused(error, action="retrying every beat")
+        if not writes[0].ok:  # queue_presence queues the lease SET first
+            refused_leases.append(keys.worker_online(replica.worker_id))
+            out_of_memory = out_of_memory or is_out_of_memory(writes[0].reply)
+    if not instance_slot.ok:
+        refused_leases.append(keys.instance_online(iid))
+        out_of_memory = out_of_memory or is_out_of_memory(instance_slot.reply)
+    if refused_leases:
+        await _keep_leases(ctx, refused_leases, out_of_memory)
     for replica, lock, _ in renewed:
         if lock.get() == 0:
             # Redis lost our lock (restart without persistence, failover) and another
@@ -123,6 +138,33 @@ async def beat(
         if replica.apply_pull(admin, denied, read_at) or pause_changed:
             changed.append(replica)
     return changed
+
+
+async def _keep_leases(ctx: RuntimeContext, leases: list[str], out_of_memory: bool) -> None:
+    """Extend leases whose rewrite Redis refused; when out of memory, doubt missing ones.
+
+    Under ``maxmemory`` + ``noeviction`` Redis refuses SET (``denyoom``) but not PEXPIRE:
+    the lease as last written is kept alive, so peers do not take this live worker for
+    dead and reclaim its running tasks (XCLAIM is not refused either). Peers that cannot
+    do the same (an older runtime, by-framework's workers) may still lose theirs, so
+    this process reclaims nothing from a missing lease until one lease TTL after the
+    last OOM refusal (see ``consumer.Reader._reclaim``).
+    """
+    if out_of_memory:
+        ctx.leases_doubtful_until = time.monotonic() + ctx.settings.lease_ttl
+    pipe = ctx.redis.pipeline(transaction=False)
+    for key in leases:
+        pipe.pexpire(key, ctx.lease_ttl_ms)
+    replies = await pipe.execute(raise_on_error=False)
+    lost = {k for k, r in zip(leases, replies, strict=True) if r is not True and r != 1}
+    if lost - _unkept:
+        log.error(
+            "lease keys %s could be neither rewritten nor extended (expired, or Redis "
+            "refuses even PEXPIRE); peers may take these workers for dead",
+            ", ".join(sorted(lost - _unkept)),
+        )
+    _unkept.clear()
+    _unkept.update(lost)
 
 
 async def trim_executions(ctx: RuntimeContext, replicas: Iterable[Replica]) -> None:

@@ -50,6 +50,7 @@ from worker_runtime.scheduler import Periodic, declared
 from worker_runtime.settings import RedisSettings, WorkerSettings
 from worker_runtime.singletons import SINGLETON_MODULES, Singletons
 from worker_runtime.slots import group_by_slot
+from worker_runtime.stall import StallWatch, stall_threshold
 from worker_runtime.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -62,9 +63,11 @@ _PAUSE_ACTIONS = (CommandAction.PAUSE_TYPE, CommandAction.RESUME_TYPE)
 
 _STOP_STEP_S = {
     "singletons": 1.0,
+    "reads": 0.5,
     "readers": 0.5,
     "cancel": 1.0,
     "loops": 0.5,
+    "handback": 1.0,
     "flush": 2.0,
     "leave": 1.0,
     "close": 0.5,
@@ -72,8 +75,8 @@ _STOP_STEP_S = {
 """Deadline of each shutdown step besides the grace period (Redis may not answer)."""
 _ABANDON_S = 0.5
 """How long a step that missed its deadline is given to take its cancellation."""
-STOP_BOUND_S = sum(_STOP_STEP_S.values()) + 4 * _ABANDON_S
-"""How much longer than the grace period a stop may take, at most (8.5 s)."""
+STOP_BOUND_S = sum(_STOP_STEP_S.values()) + 5 * _ABANDON_S
+"""How much longer than the grace period a stop may take, at most (10.5 s)."""
 
 
 class WorkerInstance:
@@ -116,7 +119,10 @@ class WorkerInstance:
         self._loops: dict[str, list[asyncio.Task[None]]] = {}
         self._readers: set[asyncio.Task[None]] = set()
         """The consumer loops of every replica (also in ``_loops``), ended first at a stop."""
+        self._reader_objects: list[tuple[asyncio.Task[None], Reader]] = []
+        """Every reader started, for the hand-back after a stop (see :meth:`stop`)."""
         self._heartbeat: asyncio.Task[None] | None = None
+        self._stall_watch: asyncio.Task[None] | None = None
         self._stopped = asyncio.Event()
         self._stopping = False
         self.started_at = now_ms()
@@ -160,7 +166,11 @@ class WorkerInstance:
             cluster=is_cluster(redis),
             ip_address=detect_ip(),
             role=self.settings.role,
+            stalls=StallWatch(
+                stall_threshold(self.settings.heartbeat_interval, self.settings.lease_ttl)
+            ),
         )
+        self._stall_watch = asyncio.create_task(self.ctx.stalls.run(), name="stall watch")
         batcher.start()
         self._watch(batcher.task, "the write batcher")
         for agent_type in self.agent_types:
@@ -263,9 +273,11 @@ class WorkerInstance:
                 def select(members: frozenset[str] = members) -> list[str]:
                     return [s for s in replica.readable_streams() if s in members]
 
-                loops.append(asyncio.create_task(Reader(replica, select, consumer_group).run()))
+                reader = Reader(replica, select, consumer_group, members)
+                loops.append(asyncio.create_task(reader.run()))
                 self._readers.add(loops[-1])
                 loops[-1].add_done_callback(self._readers.discard)
+                self._reader_objects.append((loops[-1], reader))
                 self._watch(loops[-1], f"{replica.worker_id}: the consumer loop", replica)
         loops.append(asyncio.create_task(control_loop(replica, publish)))
         self._watch(loops[-1], f"{replica.worker_id}: the control loop", replica)
@@ -347,6 +359,7 @@ class WorkerInstance:
                 await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
         log.info("%s: %s", replica.worker_id, "drained" if draining else "evicted")
         await cancel_and_wait(self._loops.pop(replica.worker_id, []))
+        self._forget_readers(replica)
         self.replicas.pop(replica.worker_id, None)
         if not self.replicas and not self._stopping and not self.scaled:
             log.info("instance %s has no replicas left; stopping", self.instance_id)
@@ -364,6 +377,7 @@ class WorkerInstance:
         replica.notify()
         replica.cancel_all()
         await cancel_and_wait(self._loops.pop(replica.worker_id, []))
+        self._forget_readers(replica)
         self.replicas.pop(replica.worker_id, None)
         if not self.replicas and not self._stopping:
             log.error("instance %s has no replicas left; stopping", self.instance_id)
@@ -565,21 +579,25 @@ class WorkerInstance:
         for replica in replicas:
             replica.stopping = True
             replica.notify()
+        # Readers first: a hand-back written while one of ours is blocked in XREADGROUP
+        # would be delivered to it.
+        await self._end_readers()
         running = [t for r in replicas for t in r.inflight.values()]
         if running:
             log.info("waiting up to %.0fs for %d running task(s)", grace, len(running))
             _, pending = await asyncio.wait(running, timeout=grace)
             if pending:
                 log.warning("handing back %d task(s) still running after the grace", len(pending))
-                # Readers first: a hand-back written while one of ours is blocked in
-                # XREADGROUP is delivered to it, and cancelled then, the read strands
-                # the entry in this consumer's pending list.
-                await cancel_and_wait(list(self._readers), timeout=_STOP_STEP_S["readers"])
             await cancel_and_wait(pending, timeout=_STOP_STEP_S["cancel"])
         loops = [t for ts in self._loops.values() for t in ts]
-        loops += [t for t in (self._heartbeat, self._fleet) if t is not None]
+        loops += [t for t in (self._heartbeat, self._fleet, self._stall_watch) if t is not None]
         await cancel_and_wait(loops, timeout=_STOP_STEP_S["loops"])
         if self.ctx is not None:
+            await _bounded(
+                self._hand_back_interrupted(),
+                _STOP_STEP_S["handback"],
+                "handing back entries of interrupted reads",
+            )
             await _bounded(self.ctx.batcher.close(), _STOP_STEP_S["flush"], "final write flush")
             await _bounded(
                 self._leave([r for r in replicas if not r.ended.is_set()]),
@@ -590,6 +608,39 @@ class WorkerInstance:
             await _bounded(self._redis.aclose(), _STOP_STEP_S["close"], "closing the connection")
         log.info("instance %s stopped", self.instance_id)
         self._stopped.set()
+
+    def _forget_readers(self, replica: Replica) -> None:
+        """Drop an ended replica's readers (their turns are over; nothing to hand back)."""
+        self._reader_objects = [(t, r) for t, r in self._reader_objects if r.replica is not replica]
+
+    async def _end_readers(self) -> None:
+        """End every reader, letting a read in flight come back first.
+
+        Cancelling a reader whose XREADGROUP (or XCLAIM) is on its way strands what
+        Redis delivered to it: the entries stay pending for this consumer, and the next
+        recovery counts a delivery for a task that never ran. So a reader in such a
+        command is given until :data:`_STOP_STEP_S` ``["reads"]`` to finish its loop
+        turn (a stopping replica hands back what arrives and reads no more); only a
+        reader blocked waiting for new entries is cancelled at once, and whatever a
+        cancelled read was delivered is handed back later
+        (:meth:`_hand_back_interrupted`).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _STOP_STEP_S["reads"]
+        while loop.time() < deadline:
+            busy = [t for t, r in self._reader_objects if not t.done() and not r.blocking]
+            if not busy:
+                break
+            await asyncio.wait(busy, timeout=max(0.0, min(0.05, deadline - loop.time())))
+        await cancel_and_wait(list(self._readers), timeout=_STOP_STEP_S["readers"])
+
+    async def _hand_back_interrupted(self) -> None:
+        """Hand back what reads cut short by the stop were delivered (see
+        :meth:`Reader.hand_back_interrupted`); the final flush writes the hand-backs."""
+        readers, self._reader_objects = self._reader_objects, []
+        for _, reader in readers:
+            if self.replicas.get(reader.replica.worker_id) is reader.replica:
+                await reader.hand_back_interrupted()
 
     async def _leave(self, replicas: list[Replica]) -> None:
         ctx = self._require_ctx()
@@ -673,24 +724,21 @@ class WorkerInstance:
 
 
 async def _stream_idle(redis: Redis | RedisCluster, stream: str) -> bool:
-    """No entry of ``stream`` waits for the consumer group or for an acknowledgement."""
+    """No entry of ``stream`` waits for the consumer group or for an acknowledgement.
+
+    Undelivered means an entry after the group's last-delivered id, read as such: the
+    group's lag is not trusted (Redis 7.0 restored from a rewritten AOF reports a lag
+    on a group that has read everything, and burst mode would never end).
+    """
     groups: Any = await redis.xinfo_groups(stream) if await redis.exists(stream) else []
     group = next((g for g in groups if str(g.get("name")) == CONSUMER_GROUP), None)
     if group is None:  # no group (yet): idle only when nothing was ever added
         return not await redis.exists(stream)
     if int(group.get("pending") or 0):
         return False
-    lag = group.get("lag")
-    if isinstance(lag, int):
-        return lag == 0
-    # Lag is unknown after deletions inside the stream: compare ids instead.
-    info: Any = await redis.xinfo_stream(stream)
-    return _id(group.get("last-delivered-id")) >= _id(info.get("last-generated-id"))
-
-
-def _id(entry_id: object) -> tuple[int, int]:
-    ms, _, seq = str(entry_id or "0-0").partition("-")
-    return (int(ms), int(seq or 0)) if ms.isdigit() and (seq or "0").isdigit() else (0, 0)
+    last = str(group.get("last-delivered-id") or "0-0")
+    after: Any = await redis.xrange(stream, min=f"({last}", max="+", count=1)
+    return not after
 
 
 async def _bounded(work: Coroutine[Any, Any, None], timeout: float, what: str) -> None:

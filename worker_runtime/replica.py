@@ -470,7 +470,7 @@ class Replica:
             "%s: running %s (task %s, attempt %d)", self.worker_id, key, task.task_id, task.attempt
         )
         self.inflight[key] = asyncio.create_task(
-            self._execute(key, stream, entry_id, task, fields, envelope)
+            self._execute(key, stream, entry_id, task, fields, envelope, time.monotonic())
         )
 
     async def _execute(
@@ -481,8 +481,20 @@ class Replica:
         task: Task,
         fields: dict[str, str] | None,
         envelope: Envelope | None,
+        scheduled: float,
     ) -> None:
         ctx = self.ctx
+        if await self._lost_in_stall(stream, entry_id, scheduled):
+            log.warning(
+                "%s: %s was reclaimed by another worker while this process stalled; "
+                "not running it here",
+                self.worker_id,
+                key,
+            )
+            self.inflight.pop(key, None)
+            self.offer_slots()
+            return
+        began = time.monotonic()
         record: dict[str, Any] | None = None
         if envelope is not None:
             try:
@@ -525,11 +537,13 @@ class Replica:
         )
         ctx.batcher.started(execution, record)
         ack = True
+        dropped = False
         output: Any = None
         try:
             output = await ctx.handler(task)
             execution.state = ExecutionState.SUCCEEDED
             self.processed += 1
+            dropped = await self._lost_in_stall(stream, entry_id, began)
         except asyncio.CancelledError:
             # Shutdown grace ran out or a forced eviction: hand the entry back so it
             # runs again at once, without counting as a delivery (a healthy long task
@@ -543,12 +557,21 @@ class Replica:
             execution.error = safe_text(f"{type(exc).__name__}: {exc}")[:500]
             self.failed += 1
             if envelope is None:
-                ack = False
+                ack = False  # the retry (or dead letter) below acknowledges it
+            dropped = await self._lost_in_stall(stream, entry_id, began)
+            if envelope is None and not dropped:
                 self._retry_or_bury(stream, entry_id, task, execution.error)
             # by-framework's tasks are not retried (its client expects FAILED and the
             # end of the stream, as its own workers do).
         finally:
             execution.finished_at = now_ms()
+            if dropped:
+                # The entry is a peer's now, running there: acknowledging it would end
+                # the peer's delivery, and a second result would contradict the peer's.
+                ack = False
+                execution.state = ExecutionState.CANCELLED
+                execution.error = _RECLAIMED_IN_STALL
+                log.warning("%s: %s %s", self.worker_id, key, _RECLAIMED_IN_STALL)
             ctx.batcher.finished(stream, entry_id, execution, ack, record)
             if task.session_id and execution.state is not ExecutionState.CANCELLED:
                 if envelope is None:
@@ -558,6 +581,35 @@ class Replica:
                         ctx.batcher.output(task.session_id, message)
             self.inflight.pop(key, None)
             self.offer_slots()
+
+    async def _lost_in_stall(self, stream: str, entry_id: str, since: float) -> bool:
+        """Whether a peer took the entry while this process stalled after ``since``.
+
+        Free unless a stall was detected (see ``worker_runtime.stall``): then one
+        ownership check, which also resets the entry's idle time when it is still ours.
+        When Redis cannot answer, the entry is taken as ours (at-least-once: the peer's
+        reclaim, if any, has to wait for a missing lease too).
+        """
+        if not self.ctx.stalls.since(since):
+            return False
+        from worker_runtime.consumer import keep_own
+
+        group = self.ctx.batcher.group_of(stream)
+        try:
+            kept = await keep_own(
+                self.ctx.redis, stream, group, self.worker_id, [entry_id], count=False
+            )
+        except LOOP_ERRORS as exc:
+            log.warning(
+                "%s: could not check that %s %s is still ours after a stall (%s); "
+                "taking it as ours",
+                self.worker_id,
+                stream,
+                entry_id,
+                exc,
+            )
+            return False
+        return entry_id not in kept
 
     def _retry_or_bury(self, stream: str, entry_id: str, task: Task, error: str) -> None:
         from worker_runtime.messages import encode_task
@@ -629,6 +681,12 @@ class Replica:
         """Cancel every running task (their entries stay pending for reclaim)."""
         for task in list(self.inflight.values()):
             task.cancel()
+
+
+_RECLAIMED_IN_STALL = (
+    "reclaimed by another worker while this process was stalled: "
+    "its outcome here is dropped (not acknowledged, no result)"
+)
 
 
 def _handback_fields(task: Task, fields: dict[str, str] | None) -> dict[str, str]:

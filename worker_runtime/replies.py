@@ -136,23 +136,36 @@ class GroupInfo:
     exists: bool = False
 
 
-def group_info(reply: Any, length: int = 0) -> GroupInfo:
+def group_info(reply: Any, length: int = 0, last_id: Any = None) -> GroupInfo:
     """Lag and pending over every consumer group of a stream (``XINFO GROUPS`` reply).
 
     Workers of a type may consume in any group name (ours, by-framework's
     ``agent_engines``, its per-type-set names): every group gets every entry, so the
-    work outstanding is the sum over the groups. A group whose lag Redis cannot tell
-    (entries deleted) counts the stream ``length`` minus its pending (an upper bound).
+    work outstanding is the sum over the groups. A group's lag is never trusted alone
+    (Redis 7.0 restored from a rewritten AOF reports a lag for a group that has read
+    everything, and an inflated one for a group that has not): a group whose
+    last-delivered id is at or past ``last_id`` (the stream's newest entry, when known)
+    counts 0, and no group counts more than the stream ``length`` minus its pending
+    (what the stream can still hold undelivered), which is also its count when Redis
+    cannot tell its lag (entries deleted).
     """
     if not isinstance(reply, list):
         return GroupInfo()
+    newest = id_key(last_id) if last_id is not None else None
     info = GroupInfo()
     for group in reply:
         if not isinstance(group, dict):
             continue
         lag = group.get("lag")
         pending = count(group.get("pending"))
-        depth = count(lag) if isinstance(lag, int) else max(0, length - pending)
+        bound = max(0, length - pending)
+        delivered = id_key(group.get("last-delivered-id"))
+        if newest is not None and delivered is not None and delivered >= newest:
+            depth = 0
+        elif isinstance(lag, int) and not isinstance(lag, bool) and lag >= 0:
+            depth = min(lag, bound)
+        else:
+            depth = bound
         info = GroupInfo(
             depth=(info.depth or 0) + depth,
             pending=info.pending + pending,
@@ -179,6 +192,16 @@ class QueueHealth:
     oldest_pending_ms: int | None = None
     max_deliveries: int | None = None
     consumers: dict[str, int] = field(default_factory=dict)
+
+
+def id_key(entry_id: Any) -> tuple[int, int] | None:
+    """A stream entry id (``1700000000000-3``) as a sortable pair, else ``None``."""
+    if not isinstance(entry_id, str):
+        return None
+    ms, _, seq = entry_id.partition("-")
+    if not (ms.isdigit() and (seq or "0").isdigit()) or len(ms) > 20 or len(seq) > 20:
+        return None
+    return int(ms), int(seq or 0)
 
 
 def entry_ms(entry_id: Any) -> int | None:
@@ -212,9 +235,10 @@ def queue_health(reply: Any, now: int | None = None) -> tuple[GroupInfo, int, Qu
 
     A group's undelivered count is 0 when no entry follows its last-delivered id,
     whatever its lag says: Redis 7.0 restored from an AOF can report a lag for a group
-    that has read everything. Otherwise its lag, or, when Redis cannot tell (nil, or 0
-    with an entry still to deliver), the stream's length minus the group's pending (an
-    upper bound, as :func:`group_info`).
+    that has read everything (and an inflated one for a group that has not). Otherwise
+    its lag, never more than the stream's length minus the group's pending (what the
+    stream can still hold undelivered), which is also its count when Redis cannot tell
+    (nil, or 0 with an entry still to deliver), as :func:`group_info`.
     """
     if not isinstance(reply, list) or len(reply) < 4 or reply[0] != 1:
         return GroupInfo(), 0, QueueHealth()
@@ -229,12 +253,13 @@ def queue_health(reply: Any, now: int | None = None) -> tuple[GroupInfo, int, Qu
             continue
         pending = count(group[1])
         lag, first = group[2], entry_ms(group[3])
+        bound = max(1, length - pending)  # the stream holds at least the next entry
         if first is None:
             depth = 0
-        elif isinstance(lag, int) and lag > 0:
-            depth = lag
+        elif isinstance(lag, int) and not isinstance(lag, bool) and lag > 0:
+            depth = min(lag, bound)
         else:
-            depth = max(1, length - pending)
+            depth = bound
         info = GroupInfo(
             depth=(info.depth or 0) + depth, pending=info.pending + pending, exists=True
         )

@@ -101,19 +101,30 @@ def _with_timings(execution: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _group_row(group: Mapping[str, Any]) -> dict[str, Any]:
+def _group_row(group: Mapping[str, Any], length: int) -> dict[str, Any]:
     lag = group.get("lag")
+    pending = _int(group.get("pending"))
+    if isinstance(lag, int) and not isinstance(lag, bool):
+        # Redis 7.0 restored from a rewritten AOF can inflate a group's lag past what
+        # the stream holds; what it can hold undelivered is the most it can be.
+        lag = max(0, min(lag, length - pending))
+    else:
+        lag = None
     return {
         "name": _text(group.get("name")),
-        "pending": _int(group.get("pending")),
-        "lag": lag if isinstance(lag, int) and not isinstance(lag, bool) else None,
+        "pending": pending,
+        "lag": lag,
         "last_delivered_id": _text(group.get("last-delivered-id")),
         "consumers": [],
     }
 
 
 def _queue_row(stream: str, length: int, groups: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"stream": stream, "length": length, "consumer_groups": [_group_row(g) for g in groups]}
+    return {
+        "stream": stream,
+        "length": length,
+        "consumer_groups": [_group_row(g, length) for g in groups],
+    }
 
 
 def alert_doc(alert: Alert) -> dict[str, Any]:

@@ -151,3 +151,24 @@ async def test_recovery_does_not_take_back_an_entry_a_peer_reclaimed(
     await b.settle()
     assert starts == [f"wb {task_id}"]
     assert [c for _, c in await _owner(a.redis, a.stream)] == ["wb-r0"]
+
+
+async def test_no_reclaim_while_peers_leases_cannot_be_trusted(
+    pair: tuple[Worker, Worker, list[str]],
+) -> None:
+    a, b, starts = pair
+    task_id = await Producer(a.redis).submit(TYPE, {})
+    # Delivered to wa, which holds no lease, and idle past the claim timeout.
+    await a.redis.xreadgroup(CONSUMER_GROUP, "wa-r0", {a.stream: ">"}, count=1)
+    await asyncio.sleep(CLAIM_IDLE_MS / 1000 * 2)
+    # wb's own lease write was refused for OOM: a missing lease proves nothing now.
+    b.replica.ctx.leases_doubtful_until = time.monotonic() + 60
+    await b.reader._reclaim([b.stream])
+    await b.settle()
+    assert starts == []
+    assert [c for _, c in await _owner(a.redis, a.stream)] == ["wa-r0"]
+    b.replica.ctx.leases_doubtful_until = 0.0  # one lease TTL after the last refusal
+    b.reader._next_reclaim = 0.0
+    await b.reader._reclaim([b.stream])
+    await b.settle()
+    assert starts == [f"wb {task_id}"]

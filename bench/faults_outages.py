@@ -1,0 +1,459 @@
+"""Outage and ownership fault scenarios: graceful stops of a backlog, Redis out of memory
+under long tasks, a stalled (SIGSTOPped) worker, an AOF rewrite + restart, and a Redis
+restart under ``submit --wait`` clients.
+
+Shared by ``tests/reliability/test_outage_faults.py`` (small sizes, with assertions) and
+``bench/faults_report.py`` (the README's fault table). As in :mod:`bench.faults`, every
+execution is journalled to a file (never to Redis) and tallied from it; the worker
+processes run :func:`bench.fault_handlers.traced`. The graceful-stop and AOF scenarios
+drive :class:`~worker_runtime.instance.WorkerInstance` in this process (what is under
+test is its ``stop`` and ``run_until_idle``), with a journalling handler of the same
+shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from redis.asyncio import Redis
+
+from bench.fault_handlers import append_line
+from bench.faults import (
+    AGENT_TYPE,
+    BIN,
+    FLEET_PID,
+    PERSISTENT_ARGS,
+    ROOT,
+    TIMINGS,
+    ScenarioResult,
+    WorkerFleet,
+    completed_ids,
+    mark_fault,
+    read_journal,
+    tally,
+    until,
+    wait_completed,
+)
+from bench.faults_delivery import entries
+from worker_runtime.context import Handler
+from worker_runtime.embedded import RedisServer
+from worker_runtime.fleet import FleetReader
+from worker_runtime.instance import WorkerInstance
+from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.messages import decode_task
+from worker_runtime.models import Task
+from worker_runtime.producer import Producer
+from worker_runtime.settings import RedisSettings, WorkerSettings
+
+IN_PROCESS = {
+    "heartbeat_interval": float(TIMINGS["BYAI_HEARTBEAT_INTERVAL"]),
+    "lease_ttl": float(TIMINGS["BYAI_LEASE_TTL"]),
+    "claim_idle_ms": int(TIMINGS["BYAI_CLAIM_IDLE_MS"]),
+    "block_ms": int(TIMINGS["BYAI_BLOCK_MS"]),
+}
+""":data:`bench.faults.TIMINGS` as :class:`WorkerSettings` fields."""
+
+
+def journalled(journal: Path) -> Handler:
+    """An in-process handler journalling ``S``/``D`` like :func:`bench.fault_handlers.traced`."""
+    path, pid = str(journal), os.getpid()
+
+    async def handler(task: Task) -> dict[str, Any]:
+        append_line(path, f"S {pid} {task.task_id}\n")
+        delay = float(task.payload.get("sleep", 0))
+        await asyncio.sleep(delay)
+        append_line(path, f"D {pid} {task.task_id}\n")
+        return {"ok": True}
+
+    return handler
+
+
+async def _submit(
+    redis: Redis, payloads: list[dict[str, Any]], session: str | None = None
+) -> list[str]:
+    producer = Producer(redis, Keys())
+    ids: list[str] = []
+    for start in range(0, len(payloads), 500):
+        chunk = payloads[start : start + 500]
+        ids += await producer.submit_many(AGENT_TYPE, chunk, session_id=session)
+    return ids
+
+
+async def _dead(redis: Redis) -> list[tuple[str, dict[str, str]]]:
+    return await entries(redis, Keys().dead_letter_stream(AGENT_TYPE))
+
+
+async def _pending(redis: Redis) -> int:
+    try:
+        info = await redis.xpending(Keys().type_stream(AGENT_TYPE), CONSUMER_GROUP)
+    except Exception:
+        return 0  # no stream or no group: nothing pending
+    return int(info["pending"])
+
+
+def _finish(
+    result: ScenarioResult, journal: Path, ids: list[str], started: float, dead: int
+) -> ScenarioResult:
+    result.tally = tally(read_journal(journal), ids, dead_lettered=dead)
+    result.seconds = round(time.monotonic() - started, 1)
+    return result
+
+
+# -- a graceful stop never strands what its readers were delivered ----------------------
+
+
+async def graceful_stops(
+    workdir: Path, *, tasks: int = 600, stops: int = 8, seed: int = 5, max_deliveries: int = 1
+) -> ScenarioResult:
+    """A backlog drained by one instance id stopped gracefully ``stops`` times meanwhile.
+
+    Each round starts the instance, lets it read the backlog for a seeded random moment,
+    and stops it (``WorkerInstance.stop``, what SIGTERM runs), often while a read is in
+    flight. With ``BYAI_MAX_DELIVERIES=1`` a delivery counted for an entry the stop cut
+    off its reader dead-letters a task that never ran. A final burst drains the rest.
+    """
+    rng = random.Random(seed)
+    server = RedisServer().start()
+    journal = workdir / "journal.txt"
+    result = ScenarioResult(f"graceful stops x{stops} of a backlog (BYAI_MAX_DELIVERIES=1)")
+    redis = Redis.from_url(server.url, decode_responses=True)
+    settings = WorkerSettings(
+        instance_id="gs",
+        max_deliveries=max_deliveries,
+        concurrency=20,
+        fetch_count=50,
+        **IN_PROCESS,
+    )
+    redis_settings = RedisSettings(url=server.url)
+    handler = journalled(journal)
+    try:
+        started = time.monotonic()
+        ids = await _submit(redis, [{}] * tasks)
+        for _ in range(stops):
+            instance = WorkerInstance(
+                handler, [AGENT_TYPE], settings=settings, redis_settings=redis_settings
+            )
+            await instance.start()
+            await asyncio.sleep(rng.uniform(0.02, 0.25))
+            await instance.stop()
+            mark_fault(journal, os.getpid(), "graceful stop")
+            result.faults["graceful stop"] += 1
+        done_before_burst = len(completed_ids(journal) & set(ids))
+        instance = WorkerInstance(
+            handler, [AGENT_TYPE], settings=settings, redis_settings=redis_settings
+        )
+        await instance.run_until_idle(timeout=120)
+        dead = await _dead(redis)
+        ran = {e.subject for e in read_journal(journal) if e.kind == "S"}
+        buried = [decode_task(fields) for _, fields in dead]
+        result.notes["done_before_burst"] = done_before_burst
+        result.notes["dead_never_run"] = sum(1 for t in buried if t and t.task_id not in ran)
+        result.notes["dead_reasons"] = sorted({f.get("error", "") for _, f in dead})
+        result.notes["pending_after"] = await _pending(redis)
+        return _finish(result, journal, ids, started, len(dead))
+    finally:
+        await redis.aclose()
+        server.cleanup()
+
+
+# -- Redis out of memory under long tasks on live workers ------------------------------
+
+
+async def oom_long_tasks(
+    workdir: Path, *, tasks: int = 4, sleep: float = 5.0, oom_s: float = 4.0
+) -> ScenarioResult:
+    """Two live workers run long tasks while Redis refuses writes for ``oom_s`` seconds.
+
+    ``oom_s`` is longer than the lease TTL and the claim timeout: a lease whose SET is
+    refused lapses, XCLAIM is not refused, and the other (idle) worker would take the
+    live worker's running tasks and run them a second time.
+    """
+    keys = Keys()
+    server = RedisServer().start()
+    journal = workdir / "journal.txt"
+    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=2, prefix="oom")
+    result = ScenarioResult(f"Redis out of memory {oom_s:g} s under long tasks (2 workers)")
+    redis = Redis.from_url(server.url, decode_responses=True)
+    try:
+        fleet.start()
+        await fleet.wait_online(redis, keys)
+        started = time.monotonic()
+        ids = await _submit(redis, [{"sleep": sleep}] * tasks)
+
+        async def all_started() -> bool:
+            return set(ids) <= {e.subject for e in read_journal(journal) if e.kind == "S"}
+
+        await until(all_started, 30, "every task started", 0.05)
+        await redis.config_set("maxmemory", "1")
+        mark_fault(journal, FLEET_PID, "oom")
+        result.faults["redis OOM"] += 1
+        await asyncio.sleep(oom_s)
+        await redis.config_set("maxmemory", "0")
+        await wait_completed(journal, ids, 60)
+        with contextlib.suppress(TimeoutError):
+            await until(lambda: _no_pending(redis), 10, "no pending entries", 0.1)
+        result.notes["pending_after"] = await _pending(redis)
+        dead = len(await _dead(redis))
+        result.exit_codes = await asyncio.to_thread(fleet.stop)
+        result.logs = fleet.logs()
+        return _finish(result, journal, ids, started, dead)
+    finally:
+        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
+        await redis.aclose()
+        server.cleanup()
+
+
+async def _no_pending(redis: Redis) -> bool:
+    return await _pending(redis) == 0
+
+
+# -- a worker stopped longer than its lease -------------------------------------------
+
+
+async def stalled_worker(
+    workdir: Path, *, tasks: int = 10, sleep: float = 4.0, stall_s: float = 4.0
+) -> ScenarioResult:
+    """A worker running ``tasks`` is SIGSTOPped past its lease; a peer reclaims them.
+
+    It is resumed after ``stall_s`` seconds, or later, once the peer holds them all.
+
+    When the stalled worker resumes, its handlers (whose sleeps ended meanwhile) return
+    at once. The tasks are the peer's now: the stalled worker must neither acknowledge
+    them nor publish a second result. Results are counted on the session stream.
+    """
+    keys = Keys()
+    server = RedisServer().start()
+    journal = workdir / "journal.txt"
+    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=2, prefix="stall")
+    session = "stalled"
+    result = ScenarioResult(f"worker SIGSTOP {stall_s:g} s (lease {TIMINGS['BYAI_LEASE_TTL']} s)")
+    redis = Redis.from_url(server.url, decode_responses=True)
+    try:
+        first = fleet.spawn(0)
+        await until(lambda: redis.exists(keys.worker_online(fleet.worker_id(0))), 30, "online")
+        peer = fleet.spawn(1)  # still starting: the first worker, blocked reading, takes all
+        started = time.monotonic()
+        ids = await _submit(redis, [{"sleep": sleep}] * tasks, session=session)
+
+        async def all_started() -> bool:
+            return set(ids) <= {e.subject for e in read_journal(journal) if e.kind == "S"}
+
+        await until(all_started, 30, "every task started", 0.05)
+        await until(lambda: redis.exists(keys.worker_online(fleet.worker_id(1))), 30, "online")
+        os.kill(first.pid, signal.SIGSTOP)
+        mark_fault(journal, first.pid, "stop")
+        result.faults["SIGSTOP"] += 1
+        stopped = time.monotonic()
+        events = read_journal(journal)
+        running = {e.subject for e in events if e.kind == "S" and e.pid == first.pid} - {
+            e.subject for e in events if e.kind == "D"
+        }
+        result.notes["running_at_stop"] = len(running)
+        await asyncio.sleep(stall_s)
+
+        # Resumed only once the peer has started everything the stopped worker was
+        # running (a starved peer may take longer than ``stall_s``): the fault bit.
+        async def rerun() -> bool:
+            return running <= {
+                e.subject for e in read_journal(journal) if e.kind == "S" and e.pid == peer.pid
+            }
+
+        with contextlib.suppress(TimeoutError):
+            await until(rerun, 30, "the peer ran the stopped worker's tasks", 0.1)
+        result.notes["stall_s"] = round(time.monotonic() - stopped, 1)
+        result.notes["peer_reruns"] = len(
+            running
+            & {e.subject for e in read_journal(journal) if e.kind == "S" and e.pid == peer.pid}
+        )
+        os.kill(first.pid, signal.SIGCONT)
+        await wait_completed(journal, ids, 60)
+
+        async def every_run_ended() -> bool:  # the peer's runs too, not only the first
+            events = read_journal(journal)
+            return Counter(e.subject for e in events if e.kind == "S") == Counter(
+                e.subject for e in events if e.kind == "D"
+            )
+
+        with contextlib.suppress(TimeoutError):
+            await until(every_run_ended, 60, "every run ended", 0.1)
+        with contextlib.suppress(TimeoutError):
+            await until(lambda: _no_pending(redis), 10, "no pending entries", 0.1)
+        result.notes["pending_after"] = await _pending(redis)
+        # A graceful stop flushes every write still queued: the results are all in.
+        result.exit_codes = await asyncio.to_thread(fleet.stop)
+        results = Counter(
+            str(f.get("task_id"))
+            for _, f in await entries(redis, keys.session_data_stream(session))
+            if f.get("state") == "succeeded"
+        )
+        result.notes["results"] = {t: results[t] for t in ids}
+        result.notes["double_results"] = sum(1 for t in ids if results[t] > 1)
+        dead = len(await _dead(redis))
+        result.logs = fleet.logs()
+        return _finish(result, journal, ids, started, dead)
+    finally:
+        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
+        await redis.aclose()
+        server.cleanup()
+
+
+# -- queue depth after an AOF rewrite and a restart -----------------------------------
+
+
+async def aof_restart_depth(workdir: Path, *, before: int = 200, after: int = 50) -> ScenarioResult:
+    """``before`` tasks drained, BGREWRITEAOF, ``after`` more drained, Redis restarted.
+
+    Redis 7.0 restores the group's read counter from the rewrite's base, so the group
+    of the fully consumed stream reports a lag of ``after``. The console's depth, the
+    ``--max-depth 0`` check and ``run_until_idle`` must all see an empty queue.
+    """
+    server = RedisServer(extra_args=("--appendonly", "yes"))
+    server.start()
+    journal = workdir / "journal.txt"
+    result = ScenarioResult("AOF rewrite + Redis restart (queue depth)")
+    redis = Redis.from_url(server.url, decode_responses=True)
+    settings = WorkerSettings(instance_id="aof", concurrency=50, **IN_PROCESS)
+    handler = journalled(journal)
+
+    def instance() -> WorkerInstance:
+        return WorkerInstance(
+            handler, [AGENT_TYPE], settings=settings, redis_settings=RedisSettings(url=server.url)
+        )
+
+    try:
+        started = time.monotonic()
+        ids = await _submit(redis, [{}] * before)
+        await instance().run_until_idle(timeout=60)
+        await redis.bgrewriteaof()
+
+        async def rewritten() -> bool:
+            info = await redis.info("persistence")
+            return not info.get("aof_rewrite_in_progress") and not info.get("aof_rewrite_scheduled")
+
+        await until(rewritten, 30, "AOF rewrite done", 0.05)
+        ids += await _submit(redis, [{}] * after)
+        await instance().run_until_idle(timeout=60)
+        await redis.aclose()
+        server.stop()
+        mark_fault(journal, FLEET_PID, "redis-restart")
+        result.faults["AOF rewrite + restart"] += 1
+        server.start()
+        redis = Redis.from_url(server.url, decode_responses=True)
+        stream = Keys().type_stream(AGENT_TYPE)
+        (group,) = [g for g in await redis.xinfo_groups(stream) if g["name"] == CONSUMER_GROUP]
+        result.notes["redis_lag"] = group.get("lag")
+        snapshot = await FleetReader(redis, Keys()).read()
+        view = next((t for t in snapshot.types if t.name == AGENT_TYPE), None)
+        result.notes["depth"] = view.depth if view is not None else None
+        check = await asyncio.to_thread(
+            subprocess.run,
+            [str(BIN / "byconsole"), "--snapshot", "--max-depth", "0"],
+            cwd=ROOT,
+            env={**_clean_env(), "BYAI_REDIS_URL": server.url},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        result.notes["max_depth_0_exit"] = check.returncode
+        t0 = time.monotonic()
+        try:
+            await instance().run_until_idle(timeout=20)
+            result.notes["run_until_idle_s"] = round(time.monotonic() - t0, 1)
+        except TimeoutError:
+            result.notes["run_until_idle_s"] = None
+        result.notes["pending_after"] = await _pending(redis)
+        dead = len(await _dead(redis))
+        return _finish(result, journal, ids, started, dead)
+    finally:
+        await redis.aclose()
+        server.cleanup()
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("BYAI_", "REDIS_"))}
+
+
+# -- a Redis restart under submit --wait clients --------------------------------------
+
+
+async def submit_wait_restart(
+    workdir: Path, *, clients: int = 4, late: int = 2, down_s: float = 1.0, sleep: float = 1.0
+) -> ScenarioResult:
+    """``clients`` ``submit --wait`` clients, Redis restarted (``down_s`` s) under them.
+
+    ``late`` more clients start while Redis is down. Redis persists every write
+    (``appendfsync always``), so every task survives the restart: every client must
+    print its result and exit 0, and every task must run once.
+    """
+    server = RedisServer(extra_args=PERSISTENT_ARGS)
+    server.start()
+    journal = workdir / "journal.txt"
+    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=1, prefix="sw")
+    result = ScenarioResult(f"Redis restart ({down_s:g} s down) under submit --wait clients")
+    redis = Redis.from_url(server.url, decode_responses=True)
+    procs: list[subprocess.Popen[str]] = []
+    args = [str(BIN / "worker-runtime"), "submit", AGENT_TYPE, json.dumps({"sleep": sleep})]
+    args += ["--wait", "--timeout", "30"]
+    env = {**_clean_env(), "BYAI_REDIS_URL": server.url}
+
+    def client() -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+    try:
+        fleet.start()
+        await fleet.wait_online(redis, Keys())
+        await redis.aclose()
+        started = time.monotonic()
+        procs += [client() for _ in range(clients)]
+
+        async def running(count: int) -> bool:
+            return sum(1 for e in read_journal(journal) if e.kind == "S") >= count
+
+        # Some clients wait for results, some may still be starting: both must ride it.
+        await until(lambda: running(1), 30, "a task running", 0.02)
+        server.stop()
+        mark_fault(journal, FLEET_PID, "redis-restart")
+        result.faults["redis restart"] += 1
+        procs += [client() for _ in range(late)]
+        await asyncio.sleep(down_s)
+        server.start()
+        outputs = [await asyncio.to_thread(p.communicate, timeout=60) for p in procs]
+        result.exit_codes = [p.returncode for p in procs]
+        # A client that never printed its task id counts as a lost task.
+        ids = [
+            out.splitlines()[0] if out.strip() else f"client-{n}-printed-no-task-id"
+            for n, (out, _) in enumerate(outputs)
+        ]
+        result.notes["client_exit_codes"] = result.exit_codes
+        result.notes["clients_with_result"] = sum(
+            1 for (out, _), i in zip(outputs, ids, strict=True) if f"{i} result:" in out
+        )
+        result.notes["client_errors"] = [err.strip()[-300:] for _, err in outputs if err.strip()]
+        redis = Redis.from_url(server.url, decode_responses=True)
+        with contextlib.suppress(TimeoutError):
+            await until(lambda: _no_pending(redis), 10, "no pending entries", 0.1)
+        result.notes["pending_after"] = await _pending(redis)
+        dead = len(await _dead(redis))
+        await asyncio.to_thread(fleet.stop)
+        result.logs = fleet.logs()
+        return _finish(result, journal, ids, started, dead)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
+        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
+        await redis.aclose()
+        server.cleanup()
