@@ -363,6 +363,11 @@ class Keys:
         return f"{self._root}:registry:offline_since"
 
     @property
+    def janitor_fence(self) -> str:
+        """String: highest leader epoch that made a janitor write (prune, re-home)."""
+        return f"{self._group('janitor')}:fence"
+
+    @property
     def acl_patterns(self) -> list[str]:
         """Redis ACL key patterns (``~pattern``) covering every key of this schema.
 
