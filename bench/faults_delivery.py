@@ -60,6 +60,8 @@ class BlackholeProxy:
         self.target = port
         self.port = 0
         self.holed = False
+        self.hold = False
+        self._healed = asyncio.Event()
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
 
@@ -74,13 +76,20 @@ class BlackholeProxy:
         self.port = int(self._server.sockets[0].getsockname()[1])
         return self
 
-    def blackhole(self) -> None:
-        """Stop forwarding in both directions (connections stay open)."""
+    def blackhole(self, hold: bool = False) -> None:
+        """Stop forwarding in both directions (connections stay open).
+
+        ``hold``: keep what is sent meanwhile and deliver it on :meth:`heal` (a network
+        that stalls, then retransmits), so writes sent during the cut land late.
+        """
         self.holed = True
+        self.hold = hold
+        self._healed.clear()
 
     def heal(self) -> None:
-        """Forward again (bytes dropped meanwhile are gone, as in a real partition)."""
+        """Forward again (bytes dropped meanwhile are gone unless held)."""
         self.holed = False
+        self._healed.set()
 
     async def close(self) -> None:
         """Stop listening and drop every connection."""
@@ -110,7 +119,9 @@ class BlackholeProxy:
             data = await reader.read(65536)
             if not data:
                 return
-            if self.holed:
+            if self.holed and self.hold:
+                await self._healed.wait()  # delivered late, after the heal
+            elif self.holed:
                 continue  # swallowed: the other side waits for a reply that never comes
             writer.write(data)
             await writer.drain()
@@ -443,3 +454,109 @@ def summary(result: ScenarioResult) -> dict[str, Any]:
         "dead_lettered": t.dead_lettered,
         **result.notes,
     }
+
+
+# -- the leader under faults ------------------------------------------------------------
+
+GHOST = "gone-r0"
+"""The worker id whose direct tasks the re-home scenarios leave behind."""
+
+
+async def seed_gone_worker(
+    redis: Redis, keys: Keys, tasks: int, worker_id: str = GHOST
+) -> list[str]:
+    """A worker registered long ago, offline for an hour, with ``tasks`` direct tasks queued."""
+    from worker_runtime.messages import encode_task
+    from worker_runtime.models import Task, now_ms
+
+    await redis.sadd(keys.workers, worker_id)
+    await redis.hset(keys.offline_since, worker_id, now_ms() - 3_600_000)
+    ids: list[str] = []
+    for start in range(0, tasks, 1000):
+        pipe = redis.pipeline(transaction=False)
+        for n in range(start, min(tasks, start + 1000)):
+            task = Task(task_id=f"direct-{n:06d}", agent_type=AGENT_TYPE, payload={"n": n})
+            pipe.xadd(keys.worker_stream(worker_id), encode_task(task))  # type: ignore[arg-type]
+            ids.append(task.task_id)
+        await pipe.execute()
+    return ids
+
+
+def spawn_leader(
+    url: str, instance: str, journal: Path, log: Path, env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    """A ``--role leader`` process serving a type nobody submits to (it runs no task)."""
+    args = [str(BIN / "worker-runtime"), "run", HANDLER, "--type", "idle", "--role", "leader"]
+    args += ["--instance", instance]
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("BYAI_", "REDIS_"))}
+    full.update({**TIMINGS, **env, "BYAI_REDIS_URL": url, JOURNAL_ENV: str(journal)})
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        return subprocess.Popen(args, cwd=ROOT, env=full, stdout=out, stderr=subprocess.STDOUT)
+
+
+async def rehome_kill(
+    url: str, workdir: Path, *, tasks: int = 5_000, run_after: bool = False
+) -> ScenarioResult:
+    """SIGKILL of the leader while its janitor re-homes ``tasks`` direct tasks.
+
+    The gone worker's tasks are queued on its own stream; a leader process (retention
+    1 s) starts moving them to the type's stream and is killed (SIGSTOP the moment the
+    first page shows on the type's stream, then SIGKILL). A second leader finishes.
+    The type's stream must then hold every task exactly once. With ``run_after`` a
+    worker of the type then runs them all (the table's completed / duplicated / lost).
+    """
+    keys = Keys()
+    journal = workdir / "journal.txt"
+    logs = workdir / "logs"
+    env = {"BYAI_OFFLINE_RETENTION": "1", "BYAI_JANITOR_INTERVAL": "0.2"}
+    result = ScenarioResult(
+        f"Leader SIGKILL while re-homing {tasks:,} direct tasks of a gone worker"
+    )
+    redis = Redis.from_url(url, decode_responses=True)
+    procs: list[subprocess.Popen[bytes]] = []
+    stream, target = keys.worker_stream(GHOST), keys.type_stream(AGENT_TYPE)
+    try:
+        ids = await seed_gone_worker(redis, keys, tasks)
+        started = time.monotonic()
+        first = spawn_leader(url, "rk0", journal, logs / "rk0.log", env)
+        procs.append(first)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not await redis.xlen(target):
+            await asyncio.sleep(0.001)
+        first.send_signal(signal.SIGSTOP)
+        result.notes["moved_before_kill"] = int(await redis.xlen(target))
+        first.kill()
+        await asyncio.to_thread(first.wait, 10)
+        mark_fault(journal, first.pid, "kill")
+        result.faults["kill"] += 1
+        procs.append(spawn_leader(url, "rk1", journal, logs / "rk1.log", env))
+        await until(lambda: _gone(redis, stream), 60, "the gone worker's stream emptied", 0.05)
+        from worker_runtime.messages import decode_task
+
+        queued = await entries(redis, target)
+        seen = [t.task_id for _, f in queued if (t := decode_task(f)) is not None]
+        result.notes["type_stream_entries"] = len(queued)
+        result.notes["distinct_task_ids"] = len(set(seen))
+        result.notes["missing"] = len(set(ids) - set(seen))
+        result.notes["worker_stream_left"] = int(await redis.xlen(stream))
+        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
+        if run_after:
+            procs.append(spawn_unnamed(url, journal, logs / "runner.log", {}))
+            await wait_completed(journal, ids, 300)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        result.exit_codes = [await asyncio.to_thread(p.wait, 30) for p in procs]
+        result.logs = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("*.log")))
+        finished = _finish(result, journal, ids, started, dead)
+        if not run_after:
+            # Counted from the type's stream: every task queued once, none missing.
+            finished.tally.submitted = len(ids)
+        return finished
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
+        await redis.aclose()

@@ -200,9 +200,7 @@ class FencedWrites:
         fence = keys.janitor_fence
         names = [fence, *self.keys]
         if not is_cluster(redis) or len({key_slot(k.encode()) for k in names}) == 1:
-            done = await redis.eval(
-                _BATCH, len(names), *names, epoch, json.dumps(self.commands)
-            )
+            done = await redis.eval(_BATCH, len(names), *names, epoch, json.dumps(self.commands))
             return bool(done)
         if not await redis.eval(_RAISE, 1, fence, epoch):
             return False
@@ -266,9 +264,7 @@ async def move_page(
             [index[d], maxlen, *(x for pair in fields.items() for x in pair)]
             for d, maxlen, fields in moves
         ]
-        done = await redis.eval(
-            _MOVE_PAGE, len(names), *names, epoch, trim_to, json.dumps(flat)
-        )
+        done = await redis.eval(_MOVE_PAGE, len(names), *names, epoch, trim_to, json.dumps(flat))
         return bool(done)
     if not await redis.eval(_RAISE, 1, fence, epoch):
         return False

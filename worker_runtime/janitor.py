@@ -227,9 +227,7 @@ async def rehome_direct_tasks(
         # Drop what was read (moved or acknowledged); a task a producer added since
         # stays for the next page. The stream goes once empty.
         try:
-            done = await move_page(
-                redis, keys, epoch, stream, _next_id(str(entries[-1][0])), moves
-            )
+            done = await move_page(redis, keys, epoch, stream, _next_id(str(entries[-1][0])), moves)
         except LOOP_ERRORS as exc:
             log.error("janitor: could not move the direct tasks of %s (%s); kept", worker_id, exc)
             return None
