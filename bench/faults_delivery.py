@@ -560,3 +560,90 @@ async def rehome_kill(
                 proc.kill()
                 proc.wait(5)
         await redis.aclose()
+
+
+async def direct_tasks_stable_stop(
+    workdir: Path,
+    *,
+    tasks: int = 20,
+    sleep: float = 3.0,
+    retention: float = 15.0,
+    janitor_every: float = 3.0,
+    drain: bool = False,
+) -> ScenarioResult:
+    """Direct tasks cut by a graceful stop of a worker with a stable ``--instance`` that
+    never comes back (its handed-back tasks wait on its own stream for it).
+
+    A second process (the leader once the first has left) must run them, or dead-letter
+    them with a reason, once the first has been offline longer than ``retention``. With
+    ``drain`` the stop is an operator's drain (the worker leaves the registry for good)
+    and the direct tasks are queued behind one long task, never delivered.
+    """
+    keys = Keys()
+    server = RedisServer().start()
+    journal = workdir / "journal.txt"
+    env = {
+        "BYAI_GRACE_PERIOD": "0.3",
+        "BYAI_CONCURRENCY": "1" if drain else str(max(tasks, 10)),
+        "BYAI_OFFLINE_RETENTION": f"{retention:g}",
+        "BYAI_JANITOR_INTERVAL": f"{janitor_every:g}",
+    }
+    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=2, env=env, prefix="gs")
+    result = ScenarioResult(
+        f"Graceful stop of a stable-id worker with direct tasks, never restarted "
+        f"(retention {retention:g} s)"
+    )
+    redis = Redis.from_url(server.url, decode_responses=True)
+    try:
+        fleet.start()
+        await fleet.wait_online(redis, keys)
+        producer = Producer(redis, keys)
+        gone = fleet.worker_id(0)
+        started = time.monotonic()
+        ids = [
+            await producer.submit(AGENT_TYPE, {"sleep": sleep}, worker_id=gone)
+            for _ in range(tasks)
+        ]
+        proc = fleet.procs[0]
+        assert proc is not None
+        if drain:
+            from worker_runtime.admin import WorkerManager
+
+            await until(lambda: _started(journal, ids[:1]), 30, "the first task started", 0.05)
+            await WorkerManager(redis, keys, operator="bench").drain_worker(gone, "leaving")
+            result.notes["drain_exit_code"] = await asyncio.to_thread(proc.wait, 60)
+        else:
+            await until(lambda: _started(journal, ids), 30, "every direct task started", 0.05)
+            proc.terminate()
+            result.notes["term_exit_code"] = await asyncio.to_thread(proc.wait, 30)
+            mark_fault(journal, proc.pid, "term")
+            result.faults["term"] += 1
+        stopped, stopped_wall = time.monotonic(), time.time()
+        result.notes["handed_back"] = int(await redis.xlen(keys.worker_stream(gone)))
+        await wait_completed(journal, ids, retention + 4 * janitor_every + 20)
+        done = completed_ids(journal)
+        prunes = [
+            int(f.get("ts", 0))
+            for _, f in await entries(redis, keys.audit_stream)
+            if f.get("action") == "prune" and gone in f.get("target", "")
+        ]
+        if prunes:
+            result.notes["rehomed_after_s"] = round(min(prunes) / 1000 - stopped_wall, 1)
+        result.notes["all_done_after_s"] = round(time.monotonic() - stopped, 1)
+        result.notes["not_done"] = len(set(ids) - done)
+        result.notes["pending_after"] = await _settle(
+            redis, [keys.worker_stream(gone), keys.type_stream(AGENT_TYPE)]
+        )
+        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
+        result.notes["left_on_own_stream"] = sum(
+            1
+            for _, f in await entries(redis, keys.worker_stream(gone))
+            if f.get("kind") == "task"
+        )
+        result.exit_codes = await asyncio.to_thread(fleet.stop)
+        result.logs = fleet.logs()
+        return _finish(result, journal, ids, started, dead)
+    finally:
+        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
+        await redis.aclose()
+        server.cleanup()

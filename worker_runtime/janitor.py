@@ -2,8 +2,9 @@
 
 Each sweep, in a constant number of round trips:
 
-* workers without a lease are noted the first time they are seen (``offline_since``)
-  and, once offline longer than the retention (default 1 h), their runtime traces are
+* workers without a lease are noted the first time they are seen (``offline_since``;
+  a worker that stops or drains notes itself, and a drained one, gone from the
+  registry, is still swept from that table) and, once offline longer than the retention (default 1 h), their runtime traces are
   removed. Operator intent is never erased: a worker with admin state (suspended,
   evicted...) stays listed with it, and denylists keep it, until an operator clears
   them (``forget``). Direct tasks still queued on its stream are moved to their type's
@@ -57,8 +58,10 @@ async def sweep(ctx: RuntimeContext, epoch: int) -> dict[str, int]:
     instances_slot = batch.slot(batch.pipe.zrange(keys.instances, 0, -1))
     types_slot = batch.slot(batch.pipe.smembers(keys.agent_types))
     await batch.execute()
-    workers = sorted(str(w) for w in workers_slot.value)
     since = {str(k): _int(v) for k, v in since_slot.value.items()}
+    # A worker that left the registry (drained, scale-down) stays in the offline table
+    # until the retention has passed: its stream may still hold direct tasks.
+    workers = sorted({str(w) for w in workers_slot.value} | set(since))
     instances = [str(i) for i in instances_slot.value]
     types = sorted(str(t) for t in types_slot.value)
 
