@@ -59,6 +59,7 @@ from worker_runtime.pipeline import Batch
 from worker_runtime.quota import MAX_SCALE as MAX_SCALE
 from worker_runtime.quota import check_scale_count as check_scale_count
 from worker_runtime.quota import parse_count as parse_count
+from worker_runtime.signing import load_control_secret, signed
 
 # Stamp and write the admin hash with Redis's clock, never a console's: consoles with
 # skewed clocks must not order each other's commands (one an hour ahead used to block
@@ -205,15 +206,28 @@ class WorkerManager:
         keys: the key factory of the deployment (default: v2 for a cluster client,
             else v1).
         operator: who is acting (``user@host`` by default); written to the audit stream.
+        control_secret: the fleet's control secret, which signs every pushed command
+            (:mod:`worker_runtime.signing`); by default ``BYAI_CONTROL_SECRET`` /
+            ``BYAI_CONTROL_SECRET_FILE``, none when neither is set. ``b""``: sign nothing.
+
+    Raises:
+        ConfigError: the secret file named by the environment cannot be read.
     """
 
     def __init__(
-        self, redis: Redis | RedisCluster, keys: Keys | None = None, operator: str | None = None
+        self,
+        redis: Redis | RedisCluster,
+        keys: Keys | None = None,
+        operator: str | None = None,
+        control_secret: bytes | None = None,
     ) -> None:
         self.redis = redis
         self.keys = keys or default_keys(redis)
         self.operator = operator or default_operator()
         self._redis_user: str | None = None
+        if control_secret is None:
+            control_secret = load_control_secret()
+        self.control_secret = control_secret or None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -259,7 +273,13 @@ class WorkerManager:
         pipe = batch.pipe
         pipe.srem(self.keys.admin_workers, worker_id)
         # by-framework's clear pushes nothing; a resume tells a live worker at once.
-        _push(pipe, self.keys.worker_stream(worker_id), command, target.lease)
+        _push(
+            pipe,
+            self.keys.worker_stream(worker_id),
+            command,
+            target.lease,
+            secret=self.control_secret,
+        )
         online = batch.slot(pipe.exists(self.keys.worker_online(worker_id)))
         add_audit(pipe, self.keys, await self._audit_fields(AdminAction.CLEAR, worker_id, reason))
         await batch.execute()
@@ -304,7 +324,13 @@ class WorkerManager:
         # by-framework's admin-state index: keeps the worker listed once it leaves the
         # registry (a by-framework worker removes itself when evicted).
         pipe.sadd(self.keys.admin_workers, worker_id)
-        _push(pipe, self.keys.worker_stream(worker_id), command, target.lease)
+        _push(
+            pipe,
+            self.keys.worker_stream(worker_id),
+            command,
+            target.lease,
+            secret=self.control_secret,
+        )
         if lifecycle is not Lifecycle.ACTIVE:
             # Routing reflects the operator's intent at once, even if the worker is hung.
             for agent_type in target.agent_types:
@@ -377,7 +403,9 @@ class WorkerManager:
             pipe.srem(self.keys.type_denied(agent_type), worker_id)
         pipe.sadd(self.keys.agent_types, agent_type)
         if push:
-            _push(pipe, self.keys.worker_stream(worker_id), command, lease)
+            _push(
+                pipe, self.keys.worker_stream(worker_id), command, lease, secret=self.control_secret
+            )
         add_audit(
             pipe,
             self.keys,
@@ -475,7 +503,10 @@ class WorkerManager:
             pipe.hset(self.keys.scale_overrides(agent_type), instance_id, str(count))
             target = f"{agent_type}@{instance_id}"
         pipe.sadd(self.keys.agent_types, agent_type)
-        _push(pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN)
+        _push(
+            pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN,
+            secret=self.control_secret,
+        )  # fmt: skip
         add_audit(
             pipe,
             self.keys,
@@ -546,7 +577,10 @@ class WorkerManager:
             pipe.sadd(self.keys.type_denied(agent_type), *added)
             pipe.srem(self.keys.type_workers(agent_type), *added)
         pipe.sadd(self.keys.agent_types, agent_type)
-        _push(pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN)
+        _push(
+            pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN,
+            secret=self.control_secret,
+        )  # fmt: skip
         add_audit(pipe, self.keys, fields)
         await pipe.execute()
         return self._pause_result(
@@ -577,7 +611,10 @@ class WorkerManager:
         pipe.hdel(self.keys.type_pauses, agent_type)
         if undeny:
             pipe.srem(self.keys.type_denied(agent_type), *undeny)
-        _push(pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN)
+        _push(
+            pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN,
+            secret=self.control_secret,
+        )  # fmt: skip
         details = f"undenied={','.join(undeny)}" if undeny else ""
         if previous is None:
             details = "was not paused"
@@ -852,7 +889,12 @@ class _Target:
 
 
 def _push(
-    pipe: Any, stream: str, command: Command, lease: Lease | None, maxlen: int | None = None
+    pipe: Any,
+    stream: str,
+    command: Command,
+    lease: Lease | None,
+    maxlen: int | None = None,
+    secret: bytes | None = None,
 ) -> None:
     """Queue a command on a control stream (the push channel), in a form it reads.
 
@@ -863,7 +905,8 @@ def _push(
     Lifecycle commands go in by-framework's envelope (every current worker reads it;
     an offline worker may turn out to be either kind). A worker of ours too old to read
     it, and our extensions (drain, deny/allow), get our own ``{kind, data}`` entry;
-    callers never send an extension to a worker without the capability.
+    callers never send an extension to a worker without the capability. With the
+    fleet's control secret the entry is signed for ``stream`` (:mod:`worker_runtime.signing`).
     """
     legacy = lease is not None and lease.is_worker_runtime
     legacy = legacy and lease is not None and not lease.supports(Capability.BF_ENVELOPE)
@@ -871,7 +914,7 @@ def _push(
         fields = encode_envelope(command)
     else:
         fields = encode_command(command)
-    pipe.xadd(stream, fields, maxlen=maxlen, approximate=True)
+    pipe.xadd(stream, signed(secret, stream, fields), maxlen=maxlen, approximate=True)
 
 
 def _positive(reply: Any) -> bool:

@@ -37,6 +37,9 @@ class RuntimeContext:
     role: Role
     hostname: str = field(default_factory=socket.gethostname)
     pid: int = field(default_factory=os.getpid)
+    control_secret: bytes | None = None
+    """The fleet's control secret: pushed commands must be signed with it (``None``:
+    unsigned ones are accepted). See :mod:`worker_runtime.signing`."""
 
     @property
     def lease_ttl_ms(self) -> int:

@@ -4,11 +4,12 @@ Each sweep, in a constant number of round trips:
 
 * workers without a lease are noted the first time they are seen (``offline_since``;
   a worker that stops or drains notes itself, and a drained one, gone from the
-  registry, is still swept from that table) and, once offline longer than the retention (default 1 h), their runtime traces are
-  removed. Operator intent is never erased: a worker with admin state (suspended,
-  evicted...) stays listed with it, and denylists keep it, until an operator clears
-  them (``forget``). Direct tasks still queued on its stream are moved to their type's
-  stream (or dead-lettered with the reason), never deleted;
+  registry, is still swept from that table) and, once offline longer than the
+  retention (default 1 h), their runtime traces are removed. Operator intent is never
+  erased: a worker with admin state (suspended, evicted...) stays listed with it, and
+  denylists keep it, until an operator clears them (``forget``). Direct tasks still
+  queued on its stream are moved to their type's stream (or dead-lettered with the
+  reason), never deleted;
 * routing-set members without a lease are removed (a crashed worker never left);
 * instances whose lease is gone are removed from the instance registry;
 * consumer-group consumers with nothing pending, idle past the retention, are deleted.
