@@ -636,9 +636,7 @@ async def direct_tasks_stable_stop(
         )
         dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
         result.notes["left_on_own_stream"] = sum(
-            1
-            for _, f in await entries(redis, keys.worker_stream(gone))
-            if f.get("kind") == "task"
+            1 for _, f in await entries(redis, keys.worker_stream(gone)) if f.get("kind") == "task"
         )
         result.exit_codes = await asyncio.to_thread(fleet.stop)
         result.logs = fleet.logs()

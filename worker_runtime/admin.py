@@ -494,14 +494,17 @@ class WorkerManager:
             updated_at=ts,
             updated_by=self.operator,
         )
-        pipe = self.redis.pipeline(transaction=False)
+        # Round trip 1, alone: a user Redis refuses the scale keys to (the README's
+        # worker user) is refused here, before the audit entry or the push is written.
         if instance_id is None:
-            pipe.hset(self.keys.scale_targets, agent_type, str(count))
-            pipe.delete(self.keys.scale_overrides(agent_type))
+            await self.redis.hset(self.keys.scale_targets, agent_type, str(count))
             target = agent_type
         else:
-            pipe.hset(self.keys.scale_overrides(agent_type), instance_id, str(count))
+            await self.redis.hset(self.keys.scale_overrides(agent_type), instance_id, str(count))
             target = f"{agent_type}@{instance_id}"
+        pipe = self.redis.pipeline(transaction=False)
+        if instance_id is None:
+            pipe.delete(self.keys.scale_overrides(agent_type))
         pipe.sadd(self.keys.agent_types, agent_type)
         _push(
             pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN,

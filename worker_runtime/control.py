@@ -15,7 +15,9 @@ applied only when it can be attributed (:func:`worker_runtime.signing.push_refus
 signed with the fleet's control secret when this worker has one, and never stamped
 from the future. A refused entry is logged and written to the audit stream; a refused
 lifecycle command only makes the worker read its admin hash (the operator's record,
-which the README's ACL rules leave to the operator role), as for by-framework's pushes.
+which the README's ACL rules leave to the operator role), as for by-framework's pushes,
+which carry no state of their own and so are read as that (their ``force`` is only
+taken when signed).
 """
 
 from __future__ import annotations
@@ -70,11 +72,20 @@ async def control_loop(replica: Replica, publish: Callable[[Replica], Awaitable[
                     why = push_refusal(
                         ctx.control_secret, stream, fields, command.updated_at, redis_now
                     )
-                    if why is not None:
+                    if why is not None and _wake_up(command):
+                        # by-framework's admin signs nothing: its push only says "read
+                        # the admin hash", which decides; only ``force`` would be taken
+                        # from the push, and an unsigned one is not.
+                        if command.force:
+                            log.warning("%s: unsigned push %s: force ignored (%s)",
+                                        replica.worker_id, entry_id, why)  # fmt: skip
+                        command = command.model_copy(update={"force": False})
+                    elif why is not None:
                         refused.append(_refused(replica, entry_id, command, why))
                         if command.action is not CommandAction.LIFECYCLE:
                             continue
-                        # The admin hash says what an operator wants; the push said nothing.
+                        # Not applied as pushed: the worker reads the admin hash instead
+                        # (the operator's record), which says what an operator wants.
                         command = command.model_copy(update={"updated_at": 0, "force": False})
                 if command is None:
                     _note_unsupported(replica, fields)
@@ -101,6 +112,11 @@ async def _apply_unstamped(replica: Replica, command: Command) -> bool:
         log.warning("%s: could not read the admin state (%s)", replica.worker_id, exc)
         return False
     return replica.apply_foreign(command, AdminState.parse(raw))
+
+
+def _wake_up(command: Command) -> bool:
+    """An unstamped lifecycle push (by-framework's admin): the admin hash holds the state."""
+    return command.action is CommandAction.LIFECYCLE and not command.updated_at
 
 
 async def _redis_now(replica: Replica) -> int:

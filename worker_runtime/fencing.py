@@ -197,17 +197,27 @@ class FencedWrites:
         """Send the queued writes; False (nothing written) when a newer epoch has written."""
         if not self.commands:
             return True
+        # The audit entry follows the writes it records, outside the script: the
+        # README's ACL users may only XADD to the audit stream, never name it in EVAL.
+        audit = keys.audit_stream
+        writes = [c for k, c in zip(self.keys, self.commands, strict=True) if k != audit]
+        touched = [k for k in self.keys if k != audit]
+        after = [c for k, c in zip(self.keys, self.commands, strict=True) if k == audit]
         fence = keys.janitor_fence
-        names = [fence, *self.keys]
+        names = [fence, *touched]
         if not is_cluster(redis) or len({key_slot(k.encode()) for k in names}) == 1:
-            done = await redis.eval(_BATCH, len(names), *names, epoch, json.dumps(self.commands))
-            return bool(done)
-        if not await redis.eval(_RAISE, 1, fence, epoch):
-            return False
+            done = await redis.eval(_BATCH, len(names), *names, epoch, json.dumps(writes))
+            if not done:
+                return False
+        else:
+            if not await redis.eval(_RAISE, 1, fence, epoch):
+                return False
+            after = writes + after
         pipe = redis.pipeline(transaction=False)
-        for command in self.commands:
+        for command in after:
             pipe.execute_command(*command)
-        await pipe.execute(raise_on_error=False)
+        if len(pipe):
+            await pipe.execute(raise_on_error=False)
         return True
 
 

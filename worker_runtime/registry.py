@@ -229,7 +229,10 @@ async def finish_drain(replica: Replica) -> None:
     pipe = ctx.redis.pipeline(transaction=False)
     queue_absence(pipe, replica)
     pipe.eval(_RELEASE_LOCK, 1, keys.worker_lock(wid), lock_value(replica))
-    pipe.delete(keys.worker_admin(wid), keys.worker_agent_types(wid))
+    # One key per DEL: the README's worker ACL user reaches admin hashes through a
+    # selector of their own (read and DEL only), and one command may not span two.
+    pipe.delete(keys.worker_admin(wid))
+    pipe.delete(keys.worker_agent_types(wid))
     pipe.srem(keys.workers, wid)
     pipe.srem(keys.admin_workers, wid)  # its admin hash is gone with it
     pipe.eval(_MARK_OFFLINE, 1, keys.offline_since, wid)
