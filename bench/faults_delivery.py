@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -638,6 +639,155 @@ async def direct_tasks_stable_stop(
         result.notes["left_on_own_stream"] = sum(
             1 for _, f in await entries(redis, keys.worker_stream(gone)) if f.get("kind") == "task"
         )
+        result.exit_codes = await asyncio.to_thread(fleet.stop)
+        result.logs = fleet.logs()
+        return _finish(result, journal, ids, started, dead)
+    finally:
+        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
+        await redis.aclose()
+        server.cleanup()
+
+
+def _log_ms(log: Path, needle: str) -> float | None:
+    """Wall-clock seconds of the first log line holding ``needle`` (logging's own stamp)."""
+    import datetime as dt
+
+    for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
+        if needle in line:
+            try:
+                stamp = dt.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+            except ValueError:
+                continue
+            return stamp.timestamp()
+    return None
+
+
+async def leader_partition(
+    workdir: Path, *, lease_s: float = 3.0, tasks: int = 200
+) -> ScenarioResult:
+    """The leader's network to Redis is cut (held, delivered on heal) with a short lease.
+
+    Leader A reaches Redis through a proxy; B directly; a worker runs the type. At the
+    cut a worker gone for good with ``tasks`` direct tasks appears: B's janitor must
+    re-home them once A has stepped down (before its lease can have expired), and
+    nothing A sent during the cut (delivered when the proxy heals) may land: the
+    tasks are queued once and run once.
+    """
+    keys = Keys()
+    server = RedisServer().start()
+    journal = workdir / "journal.txt"
+    logs = workdir / "logs"
+    env = {
+        "BYAI_LEASE_TTL": f"{lease_s:g}",
+        "BYAI_OFFLINE_RETENTION": "1",
+        "BYAI_JANITOR_INTERVAL": "0.3",
+    }
+    result = ScenarioResult(f"Leader partitioned from Redis (TCP held), lease {lease_s:g} s")
+    redis = Redis.from_url(server.url, decode_responses=True)
+    proxy = await BlackholeProxy(server.port).start()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        a = spawn_leader(proxy.url, "lp-a", journal, logs / "lp-a.log", env)
+        procs.append(a)
+
+        async def holder() -> str:
+            raw = await redis.get(keys.leader_lock)
+            return str(json.loads(raw)["instance_id"]) if raw else ""
+
+        await until(lambda: _is(holder, "lp-a"), 30, "lp-a elected", 0.05)
+        procs.append(spawn_leader(server.url, "lp-b", journal, logs / "lp-b.log", env))
+        runner = {"BYAI_WORKER_ROLE": "consumer"}  # lp-b is the only successor
+        procs.append(spawn_unnamed(server.url, journal, logs / "runner.log", runner))
+        await asyncio.sleep(lease_s)  # lp-b campaigns in vain meanwhile
+        started = time.monotonic()
+        cut = time.time()
+        proxy.blackhole(hold=True)
+        result.faults["partition"] += 1
+        ids = await seed_gone_worker(redis, keys, tasks)
+        await until(lambda: _is(holder, "lp-b"), lease_s * 5, "lp-b elected", 0.01)
+        elected = time.time()
+        await until(lambda: _gone(redis, keys.worker_stream(GHOST)), 30, "re-homed", 0.05)
+        await wait_completed(journal, ids, 120)
+        deposed = _log_ms(logs / "lp-a.log", "leader modules stopped")
+        result.notes["step_down_s"] = None if deposed is None else round(deposed - cut, 2)
+        result.notes["successor_s"] = round(elected - cut, 2)
+        proxy.heal()
+        await asyncio.sleep(lease_s)  # what lp-a held arrives now
+        audit = await entries(redis, keys.audit_stream)
+        result.notes["janitor_writes_of_a"] = sum(
+            1 for _, f in audit if f.get("operator") == "janitor@lp-a" and int(f["ts"]) > cut * 1000
+        )
+        result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
+        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
+        for proc in procs:
+            proc.terminate()
+        result.exit_codes = [await asyncio.to_thread(p.wait, 30) for p in procs]
+        result.logs = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("*.log")))
+        return _finish(result, journal, ids, started, dead)
+    finally:
+        proxy.heal()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
+        await proxy.close()
+        await redis.aclose()
+        server.cleanup()
+
+
+async def _is(value: Any, wanted: str) -> bool:
+    return bool(await value() == wanted)
+
+
+async def forged_pushes(workdir: Path, *, tasks: int = 20, forged: int = 20) -> ScenarioResult:
+    """Forged commands on a busy worker's stream, the worker holding the control secret.
+
+    A worker credential appends ``forged`` command-shaped entries (evict --force,
+    suspend, far-future stamps, bad signatures) while the worker runs ``tasks`` tasks:
+    none is applied (the worker stays active and runs every task once), each is
+    reported.
+    """
+    from worker_runtime.messages import encode_command
+    from worker_runtime.models import Command, CommandAction, Lifecycle, now_ms
+
+    keys = Keys()
+    server = RedisServer().start()
+    journal = workdir / "journal.txt"
+    secret = "bench-control-secret-0123456789"
+    env = {"BYAI_CONTROL_SECRET": secret}
+    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=1, env=env, prefix="fp")
+    result = ScenarioResult(
+        f"{forged} forged pushes (worker credential) on a busy worker with the control secret"
+    )
+    redis = Redis.from_url(server.url, decode_responses=True)
+    try:
+        fleet.start()
+        await fleet.wait_online(redis, keys)
+        started = time.monotonic()
+        ids = await submit(redis, keys, [{"sleep": 0.2}] * tasks)
+        wid, stream = fleet.worker_id(0), keys.worker_stream(fleet.worker_id(0))
+        kinds = [Lifecycle.EVICTED, Lifecycle.SUSPENDED, Lifecycle.DRAINING]
+        for n in range(forged):
+            stamp = now_ms() + (10 * 365 * 86_400_000 if n % 2 else 0)
+            command = Command(
+                action=CommandAction.LIFECYCLE,
+                lifecycle=kinds[n % len(kinds)],
+                force=True,
+                updated_at=stamp,
+                updated_by="ops@corp",
+            )
+            fields = encode_command(command)
+            if n % 3 == 0:
+                fields["sig"] = "0" * 64
+            await redis.xadd(stream, fields)  # type: ignore[arg-type]
+            result.faults["forged push"] += 1
+            await asyncio.sleep(0.02)
+        await wait_completed(journal, ids, 60)
+        lease = await redis.get(keys.worker_online(wid))
+        result.notes["lifecycle_after"] = json.loads(lease)["lifecycle"] if lease else None
+        result.notes["refused_logged"] = fleet.logs().count("refused pushed command")
+        result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
+        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
         result.exit_codes = await asyncio.to_thread(fleet.stop)
         result.logs = fleet.logs()
         return _finish(result, journal, ids, started, dead)

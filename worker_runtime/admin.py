@@ -507,9 +507,13 @@ class WorkerManager:
             pipe.delete(self.keys.scale_overrides(agent_type))
         pipe.sadd(self.keys.agent_types, agent_type)
         _push(
-            pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN,
+            pipe,
+            self.keys.fleet_stream,
+            command,
+            None,
+            maxlen=CONTROL_STREAM_MAXLEN,
             secret=self.control_secret,
-        )  # fmt: skip
+        )
         add_audit(
             pipe,
             self.keys,
@@ -581,9 +585,13 @@ class WorkerManager:
             pipe.srem(self.keys.type_workers(agent_type), *added)
         pipe.sadd(self.keys.agent_types, agent_type)
         _push(
-            pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN,
+            pipe,
+            self.keys.fleet_stream,
+            command,
+            None,
+            maxlen=CONTROL_STREAM_MAXLEN,
             secret=self.control_secret,
-        )  # fmt: skip
+        )
         add_audit(pipe, self.keys, fields)
         await pipe.execute()
         return self._pause_result(
@@ -615,9 +623,13 @@ class WorkerManager:
         if undeny:
             pipe.srem(self.keys.type_denied(agent_type), *undeny)
         _push(
-            pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN,
+            pipe,
+            self.keys.fleet_stream,
+            command,
+            None,
+            maxlen=CONTROL_STREAM_MAXLEN,
             secret=self.control_secret,
-        )  # fmt: skip
+        )
         details = f"undenied={','.join(undeny)}" if undeny else ""
         if previous is None:
             details = "was not paused"

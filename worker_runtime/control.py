@@ -77,8 +77,12 @@ async def control_loop(replica: Replica, publish: Callable[[Replica], Awaitable[
                         # the admin hash", which decides; only ``force`` would be taken
                         # from the push, and an unsigned one is not.
                         if command.force:
-                            log.warning("%s: unsigned push %s: force ignored (%s)",
-                                        replica.worker_id, entry_id, why)  # fmt: skip
+                            log.warning(
+                                "%s: unsigned push %s: force ignored (%s)",
+                                replica.worker_id,
+                                entry_id,
+                                why,
+                            )
                         command = command.model_copy(update={"force": False})
                     elif why is not None:
                         refused.append(_refused(replica, entry_id, command, why))
@@ -133,8 +137,12 @@ def _refused(replica: Replica, entry_id: str, command: Command, why: str) -> str
     by = (command.updated_by or "?")[:80]
     log.warning(
         "%s: refused pushed command %s (%s, claims to be by %r): %s",
-        replica.worker_id, entry_id, what.strip(), by, why,
-    )  # fmt: skip
+        replica.worker_id,
+        entry_id,
+        what.strip(),
+        by,
+        why,
+    )
     return f"{entry_id} {what.strip()} by {by!r}: {why}"
 
 

@@ -236,8 +236,9 @@ async def rehome_direct_tasks(
             log.error("janitor: could not move the direct tasks of %s (%s); kept", worker_id, exc)
             return None
         if not done:
-            log.warning("janitor: re-homing %s rejected: epoch %d is no longer current",
-                        worker_id, epoch)  # fmt: skip
+            log.warning(
+                "janitor: re-homing %s rejected: epoch %d is no longer current", worker_id, epoch
+            )
             return None
         moved += len(moves) - page_buried
         buried += page_buried

@@ -179,7 +179,7 @@ async def test_a_forged_push_is_not_applied_and_is_reported(
         await eventually(lambda: admin.exists(K.worker_online("vic-r0")), timeout=20)
         stream = K.worker_stream("vic-r0")
         # Another worker's credential may append here (direct tasks), so it tries.
-        await attacker.xadd(stream, _forged(Lifecycle.EVICTED, now_ms(), force=True))
+        await attacker.xadd(stream, _forged(Lifecycle.EVICTED, now_ms(), force=True))  # type: ignore[arg-type]
         fake = {**_forged(Lifecycle.SUSPENDED, now_ms()), SIG_FIELD: "0" * 64}
         await attacker.xadd(stream, fake)  # type: ignore[arg-type]
 
@@ -221,9 +221,8 @@ async def test_a_far_future_stamp_does_not_block_later_commands(
     ten_years = 10 * 365 * 86_400_000
     try:
         await eventually(lambda: admin.exists(K.worker_online("fut-r0")), timeout=20)
-        await attacker.xadd(
-            K.worker_stream("fut-r0"), _forged(Lifecycle.SUSPENDED, now_ms() + ten_years)
-        )
+        forged = _forged(Lifecycle.SUSPENDED, now_ms() + ten_years)
+        await attacker.xadd(K.worker_stream("fut-r0"), forged)  # type: ignore[arg-type]
         await eventually(lambda: _has_refusal(admin, "fut-r0"), timeout=10)
         details = (await _refusals(admin, "fut-r0"))[0]["details"]
         assert "a stamp from the future" in details

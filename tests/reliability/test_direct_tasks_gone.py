@@ -21,9 +21,13 @@ async def test_direct_tasks_of_a_worker_that_left_for_good_all_run(
     tmp_path: Path, drain: bool
 ) -> None:
     result = await direct_tasks_stable_stop(
-        tmp_path, tasks=8, sleep=0.3 if drain else 2.0, retention=2.0, janitor_every=0.5,
+        tmp_path,
+        tasks=8,
+        sleep=0.3 if drain else 2.0,
+        retention=2.0,
+        janitor_every=0.5,
         drain=drain,
-    )  # fmt: skip
+    )
     t = result.tally
     assert result.notes.get("drain_exit_code", result.notes.get("term_exit_code")) == 0
     assert t.lost == 0, t.lost_ids
