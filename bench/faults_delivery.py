@@ -497,13 +497,13 @@ def spawn_leader(
 
 
 async def rehome_kill(
-    url: str, workdir: Path, *, tasks: int = 5_000, run_after: bool = False
+    url: str, workdir: Path, *, tasks: int = 5_000, kill_after: int = 1, run_after: bool = False
 ) -> ScenarioResult:
     """SIGKILL of the leader while its janitor re-homes ``tasks`` direct tasks.
 
     The gone worker's tasks are queued on its own stream; a leader process (retention
-    1 s) starts moving them to the type's stream and is killed (SIGSTOP the moment the
-    first page shows on the type's stream, then SIGKILL). A second leader finishes.
+    1 s) starts moving them to the type's stream and is killed (SIGSTOP the moment
+    ``kill_after`` entries show on the type's stream, then SIGKILL). A second leader finishes.
     The type's stream must then hold every task exactly once. With ``run_after`` a
     worker of the type then runs them all (the table's completed / duplicated / lost).
     """
@@ -523,7 +523,7 @@ async def rehome_kill(
         first = spawn_leader(url, "rk0", journal, logs / "rk0.log", env)
         procs.append(first)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not await redis.xlen(target):
+        while time.monotonic() < deadline and await redis.xlen(target) < kill_after:
             await asyncio.sleep(0.001)
         first.send_signal(signal.SIGSTOP)
         result.notes["moved_before_kill"] = int(await redis.xlen(target))
@@ -590,9 +590,9 @@ async def direct_tasks_stable_stop(
         "BYAI_JANITOR_INTERVAL": f"{janitor_every:g}",
     }
     fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=2, env=env, prefix="gs")
+    how = "drained by an operator" if drain else "SIGTERM"
     result = ScenarioResult(
-        f"Graceful stop of a stable-id worker with direct tasks, never restarted "
-        f"(retention {retention:g} s)"
+        f"Stable-id worker with direct tasks leaves for good ({how}), retention {retention:g} s"
     )
     redis = Redis.from_url(server.url, decode_responses=True)
     try:

@@ -67,7 +67,13 @@ async def _leader_faults(args: argparse.Namespace, work: Path) -> list[ScenarioR
     server = RedisServer().start()
     try:
         results.append(
-            await rehome_kill(server.url, work / "rehome", tasks=args.rehome_tasks, run_after=True)
+            await rehome_kill(
+                server.url,
+                work / "rehome",
+                tasks=args.rehome_tasks,
+                kill_after=2_000,
+                run_after=True,
+            )
         )
     finally:
         server.cleanup()

@@ -28,6 +28,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import NoPermissionError
 
 from worker_runtime.audit import add_audit, audit_fields, default_operator, redis_user
 from worker_runtime.connection import default_keys
@@ -545,6 +546,7 @@ class WorkerManager:
         by-framework workers started since.
         """
         check_agent_type(agent_type)
+        await self._require_fleet_push()
         members = await self._type_members(agent_type)
         batch = Batch(self.redis.pipeline(transaction=False))
         old = batch.slot(batch.pipe.hget(self.keys.type_pauses, agent_type))
@@ -606,6 +608,7 @@ class WorkerManager:
         but is still pushed (a worker that missed a resume converges) and audited.
         """
         check_agent_type(agent_type)
+        await self._require_fleet_push()
         members = await self._type_members(agent_type)
         raw = await self.redis.hget(self.keys.type_pauses, agent_type)
         previous = None if raw is None else TypePause.parse(raw)
@@ -823,6 +826,17 @@ class WorkerManager:
         lease = None if raw_lease is None else Lease.parse(raw_lease)
         return _Target({str(t) for t in types}, lease)
 
+    async def _require_fleet_push(self) -> None:
+        """Refuse a type pause before anything is written if this user may not notify.
+
+        The pause table and the denylists are the leader's janitor's to write too, so
+        the README's worker ACL user may write them, but not the fleet control stream:
+        without this check its ``type pause`` would record the pause and its audit
+        entry, then fail on the push.
+        """
+        if not await self.redis.eval(_MAY_NOTIFY, 1, self.keys.fleet_stream):
+            raise NoPermissionError("this user has no permissions to run the 'xadd' command")
+
     async def audit(
         self, action: AdminAction | str, target: str, reason: str | None, details: str = ""
     ) -> None:
@@ -831,6 +845,9 @@ class WorkerManager:
         add_audit(pipe, self.keys, await self._audit_fields(action, target, reason, details))
         await pipe.execute()
 
+
+# Redis's own ACL verdict for an XADD to the fleet stream, without writing anything.
+_MAY_NOTIFY = "return redis.acl_check_cmd('XADD', KEYS[1], '*', 'kind', 'command') and 1 or 0"
 
 _DRAIN_REFUSED = (
     "worker {worker} does not support drain ({why}): use evict, which also lets "

@@ -106,6 +106,7 @@ async def test_the_worker_user_cannot_act_as_an_operator(
         ["worker", "suspend", "w-2", "--reason", "mine now"],
         ["worker", "evict", "w-2", "--force"],
         ["scale", "chat", "0"],
+        ["type", "pause", "chat", "--reason", "mine now"],
     ):
         out = _byconsole(args, url, tmp_path)
         assert out.returncode != 0, (args, out.stdout)
