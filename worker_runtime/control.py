@@ -67,30 +67,10 @@ async def control_loop(replica: Replica, publish: Callable[[Replica], Awaitable[
                 replica.ctrl_last_id = entry_id
                 command = decode_command(fields)
                 if command is not None:
-                    if redis_now is None:
-                        redis_now = await _redis_now(replica)
-                    why = push_refusal(
-                        ctx.control_secret, stream, fields, command.updated_at, redis_now
-                    )
-                    if why is not None and _wake_up(command):
-                        # by-framework's admin signs nothing: its push only says "read
-                        # the admin hash", which decides; only ``force`` would be taken
-                        # from the push, and an unsigned one is not.
-                        if command.force:
-                            log.warning(
-                                "%s: unsigned push %s: force ignored (%s)",
-                                replica.worker_id,
-                                entry_id,
-                                why,
-                            )
-                        command = command.model_copy(update={"force": False})
-                    elif why is not None:
-                        refused.append(_refused(replica, entry_id, command, why))
-                        if command.action is not CommandAction.LIFECYCLE:
-                            continue
-                        # Not applied as pushed: the worker reads the admin hash instead
-                        # (the operator's record), which says what an operator wants.
-                        command = command.model_copy(update={"updated_at": 0, "force": False})
+                    redis_now = redis_now or await _redis_now(replica)
+                    command = _attributed(replica, entry_id, fields, command, redis_now, refused)
+                    if command is None:
+                        continue
                 if command is None:
                     _note_unsupported(replica, fields)
                 elif command.action is CommandAction.LIFECYCLE and not command.updated_at:
@@ -116,6 +96,40 @@ async def _apply_unstamped(replica: Replica, command: Command) -> bool:
         log.warning("%s: could not read the admin state (%s)", replica.worker_id, exc)
         return False
     return replica.apply_foreign(command, AdminState.parse(raw))
+
+
+def _attributed(
+    replica: Replica,
+    entry_id: str,
+    fields: dict[str, str],
+    command: Command,
+    redis_now: int,
+    refused: list[str],
+) -> Command | None:
+    """The command to apply for a pushed entry; ``None`` to drop it (it is in ``refused``).
+
+    An entry that cannot be attributed (:func:`worker_runtime.signing.push_refusal`) is
+    not applied as pushed: a lifecycle command only makes the worker read its admin
+    hash (the operator's record), which says what an operator wants.
+    """
+    ctx = replica.ctx
+    stream = ctx.keys.worker_stream(replica.worker_id)
+    why = push_refusal(ctx.control_secret, stream, fields, command.updated_at, redis_now)
+    if why is None:
+        return command
+    if _wake_up(command):
+        # by-framework's admin signs nothing: its push only says "read the admin hash",
+        # which decides; only ``force`` would be taken from the push, and an unsigned
+        # one is not.
+        if command.force:
+            log.warning(
+                "%s: unsigned push %s: force ignored (%s)", replica.worker_id, entry_id, why
+            )
+        return command.model_copy(update={"force": False})
+    refused.append(_refused(replica, entry_id, command, why))
+    if command.action is not CommandAction.LIFECYCLE:
+        return None
+    return command.model_copy(update={"updated_at": 0, "force": False})
 
 
 def _wake_up(command: Command) -> bool:

@@ -104,7 +104,6 @@ async def test_the_worker_user_cannot_act_as_an_operator(
     url = secured.url("worker")
     for args in (
         ["worker", "suspend", "w-2", "--reason", "mine now"],
-        ["worker", "evict", "w-2", "--force"],
         ["scale", "chat", "0"],
         ["type", "pause", "chat", "--reason", "mine now"],
     ):

@@ -23,8 +23,8 @@ async def test_direct_tasks_of_a_worker_that_left_for_good_all_run(
     result = await direct_tasks_stable_stop(
         tmp_path,
         tasks=8,
-        sleep=0.3 if drain else 2.0,
-        retention=2.0,
+        sleep=0.3 if drain else 1.0,
+        retention=1.5,
         janitor_every=0.5,
         drain=drain,
     )
