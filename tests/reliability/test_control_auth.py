@@ -28,7 +28,7 @@ from redis.exceptions import NoPermissionError
 from tests.integration.cli_helpers import BYCONSOLE, add_worker
 from tests.integration.runtime_helpers import BIN, FAST_ENV, ROOT, eventually, stop_process
 from tests.redis_server import env_with
-from tests.reliability.acl import Secured, dump_all, readme_rule, start_secured
+from tests.reliability.acl import Secured, dump_all, readme_rule, setuser_args, start_secured
 from tests.streams import stream_entries
 from worker_runtime.keys import Keys
 from worker_runtime.messages import encode_command
@@ -241,3 +241,32 @@ async def test_a_far_future_stamp_does_not_block_later_commands(
 
 async def _has_refusal(redis: Redis, worker_id: str) -> bool:
     return bool(await _refusals(redis, worker_id))
+
+
+@pytest.mark.parametrize("schema", ["v1", "v2"])
+async def test_redis_applies_the_worker_patterns_as_written(
+    secured: Secured, admin: Redis, schema: str
+) -> None:
+    """Redis's globs (``[^…]``), not only fnmatch's, leave out exactly the operator's keys."""
+    keys = Keys(schema)  # type: ignore[arg-type]
+    acl: Any = admin  # ACL commands are untyped in redis-py
+    await acl.execute_command("ACL", "SETUSER", *setuser_args("worker", keys))
+    worker = Redis.from_url(secured.url("worker"), decode_responses=True)
+    try:
+        for key in (
+            keys.worker_online("w{1}"),
+            keys.worker_stream("w-1"),
+            keys.type_stream("chat"),
+            keys.admin_workers,
+            keys.type_pauses,
+            keys.offline_since,
+        ):
+            # A write (DEL of a key that does not exist) the worker may make.
+            assert await worker.eval("return redis.call('DEL', KEYS[1])", 1, key) == 0
+        for key in (keys.worker_admin("w{1}"), keys.worker_admin("w-1"), keys.fleet_stream):
+            with pytest.raises(NoPermissionError):
+                await worker.eval("return redis.call('DEL', KEYS[1])", 1, key)
+            assert await worker.exists(key) == 0  # still readable
+    finally:
+        await worker.aclose()
+        await acl.execute_command("ACL", "SETUSER", *setuser_args("worker"))
