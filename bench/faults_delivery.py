@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -60,6 +61,8 @@ class BlackholeProxy:
         self.target = port
         self.port = 0
         self.holed = False
+        self.hold = False
+        self._healed = asyncio.Event()
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
 
@@ -74,13 +77,20 @@ class BlackholeProxy:
         self.port = int(self._server.sockets[0].getsockname()[1])
         return self
 
-    def blackhole(self) -> None:
-        """Stop forwarding in both directions (connections stay open)."""
+    def blackhole(self, hold: bool = False) -> None:
+        """Stop forwarding in both directions (connections stay open).
+
+        ``hold``: keep what is sent meanwhile and deliver it on :meth:`heal` (a network
+        that stalls, then retransmits), so writes sent during the cut land late.
+        """
         self.holed = True
+        self.hold = hold
+        self._healed.clear()
 
     def heal(self) -> None:
-        """Forward again (bytes dropped meanwhile are gone, as in a real partition)."""
+        """Forward again (bytes dropped meanwhile are gone unless held)."""
         self.holed = False
+        self._healed.set()
 
     async def close(self) -> None:
         """Stop listening and drop every connection."""
@@ -110,7 +120,9 @@ class BlackholeProxy:
             data = await reader.read(65536)
             if not data:
                 return
-            if self.holed:
+            if self.holed and self.hold:
+                await self._healed.wait()  # delivered late, after the heal
+            elif self.holed:
                 continue  # swallowed: the other side waits for a reply that never comes
             writer.write(data)
             await writer.drain()
@@ -443,3 +455,343 @@ def summary(result: ScenarioResult) -> dict[str, Any]:
         "dead_lettered": t.dead_lettered,
         **result.notes,
     }
+
+
+# -- the leader under faults ------------------------------------------------------------
+
+GHOST = "gone-r0"
+"""The worker id whose direct tasks the re-home scenarios leave behind."""
+
+
+async def seed_gone_worker(
+    redis: Redis, keys: Keys, tasks: int, worker_id: str = GHOST
+) -> list[str]:
+    """A worker registered long ago, offline for an hour, with ``tasks`` direct tasks queued."""
+    from worker_runtime.messages import encode_task
+    from worker_runtime.models import Task, now_ms
+
+    await redis.sadd(keys.workers, worker_id)
+    await redis.hset(keys.offline_since, worker_id, now_ms() - 3_600_000)
+    ids: list[str] = []
+    for start in range(0, tasks, 1000):
+        pipe = redis.pipeline(transaction=False)
+        for n in range(start, min(tasks, start + 1000)):
+            task = Task(task_id=f"direct-{n:06d}", agent_type=AGENT_TYPE, payload={"n": n})
+            pipe.xadd(keys.worker_stream(worker_id), encode_task(task))  # type: ignore[arg-type]
+            ids.append(task.task_id)
+        await pipe.execute()
+    return ids
+
+
+def spawn_leader(
+    url: str, instance: str, journal: Path, log: Path, env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    """A ``--role leader`` process serving a type nobody submits to (it runs no task)."""
+    args = [str(BIN / "worker-runtime"), "run", HANDLER, "--type", "idle", "--role", "leader"]
+    args += ["--instance", instance]
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("BYAI_", "REDIS_"))}
+    full.update({**TIMINGS, **env, "BYAI_REDIS_URL": url, JOURNAL_ENV: str(journal)})
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        return subprocess.Popen(args, cwd=ROOT, env=full, stdout=out, stderr=subprocess.STDOUT)
+
+
+async def rehome_kill(
+    url: str, workdir: Path, *, tasks: int = 5_000, kill_after: int = 1, run_after: bool = False
+) -> ScenarioResult:
+    """SIGKILL of the leader while its janitor re-homes ``tasks`` direct tasks.
+
+    The gone worker's tasks are queued on its own stream; a leader process (retention
+    1 s) starts moving them to the type's stream and is killed (SIGSTOP the moment
+    ``kill_after`` entries show on the type's stream, then SIGKILL). A second leader finishes.
+    The type's stream must then hold every task exactly once. With ``run_after`` a
+    worker of the type then runs them all (the table's completed / duplicated / lost).
+    """
+    keys = Keys()
+    journal = workdir / "journal.txt"
+    logs = workdir / "logs"
+    env = {"BYAI_OFFLINE_RETENTION": "1", "BYAI_JANITOR_INTERVAL": "0.2"}
+    result = ScenarioResult(
+        f"Leader SIGKILL while re-homing {tasks:,} direct tasks of a gone worker"
+    )
+    redis = Redis.from_url(url, decode_responses=True)
+    procs: list[subprocess.Popen[bytes]] = []
+    stream, target = keys.worker_stream(GHOST), keys.type_stream(AGENT_TYPE)
+    try:
+        ids = await seed_gone_worker(redis, keys, tasks)
+        started = time.monotonic()
+        first = spawn_leader(url, "rk0", journal, logs / "rk0.log", env)
+        procs.append(first)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and await redis.xlen(target) < kill_after:
+            await asyncio.sleep(0.001)
+        first.send_signal(signal.SIGSTOP)
+        result.notes["moved_before_kill"] = int(await redis.xlen(target))
+        first.kill()
+        await asyncio.to_thread(first.wait, 10)
+        mark_fault(journal, first.pid, "kill")
+        result.faults["kill"] += 1
+        procs.append(spawn_leader(url, "rk1", journal, logs / "rk1.log", env))
+        await until(lambda: _gone(redis, stream), 60, "the gone worker's stream emptied", 0.05)
+        from worker_runtime.messages import decode_task
+
+        queued = await entries(redis, target)
+        seen = [t.task_id for _, f in queued if (t := decode_task(f)) is not None]
+        result.notes["type_stream_entries"] = len(queued)
+        result.notes["distinct_task_ids"] = len(set(seen))
+        result.notes["missing"] = len(set(ids) - set(seen))
+        result.notes["worker_stream_left"] = int(await redis.xlen(stream))
+        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
+        if run_after:
+            procs.append(spawn_unnamed(url, journal, logs / "runner.log", {}))
+            await wait_completed(journal, ids, 300)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        result.exit_codes = [await asyncio.to_thread(p.wait, 30) for p in procs]
+        result.logs = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("*.log")))
+        finished = _finish(result, journal, ids, started, dead)
+        if not run_after:
+            # Counted from the type's stream: every task queued once, none missing.
+            finished.tally.submitted = len(ids)
+        return finished
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
+        await redis.aclose()
+
+
+async def direct_tasks_stable_stop(
+    workdir: Path,
+    *,
+    tasks: int = 20,
+    sleep: float = 3.0,
+    retention: float = 15.0,
+    janitor_every: float = 3.0,
+    drain: bool = False,
+) -> ScenarioResult:
+    """Direct tasks cut by a graceful stop of a worker with a stable ``--instance`` that
+    never comes back (its handed-back tasks wait on its own stream for it).
+
+    A second process (the leader once the first has left) must run them, or dead-letter
+    them with a reason, once the first has been offline longer than ``retention``. With
+    ``drain`` the stop is an operator's drain (the worker leaves the registry for good)
+    and the direct tasks are queued behind one long task, never delivered.
+    """
+    keys = Keys()
+    server = RedisServer().start()
+    journal = workdir / "journal.txt"
+    env = {
+        "BYAI_GRACE_PERIOD": "0.3",
+        "BYAI_CONCURRENCY": "1" if drain else str(max(tasks, 10)),
+        "BYAI_OFFLINE_RETENTION": f"{retention:g}",
+        "BYAI_JANITOR_INTERVAL": f"{janitor_every:g}",
+    }
+    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=2, env=env, prefix="gs")
+    how = "drained by an operator" if drain else "SIGTERM"
+    result = ScenarioResult(
+        f"Stable-id worker with direct tasks leaves for good ({how}), retention {retention:g} s"
+    )
+    redis = Redis.from_url(server.url, decode_responses=True)
+    try:
+        fleet.start()
+        await fleet.wait_online(redis, keys)
+        producer = Producer(redis, keys)
+        gone = fleet.worker_id(0)
+        started = time.monotonic()
+        ids = [
+            await producer.submit(AGENT_TYPE, {"sleep": sleep}, worker_id=gone)
+            for _ in range(tasks)
+        ]
+        proc = fleet.procs[0]
+        assert proc is not None
+        if drain:
+            from worker_runtime.admin import WorkerManager
+
+            await until(lambda: _started(journal, ids[:1]), 30, "the first task started", 0.05)
+            await WorkerManager(redis, keys, operator="bench").drain_worker(gone, "leaving")
+            result.notes["drain_exit_code"] = await asyncio.to_thread(proc.wait, 60)
+        else:
+            await until(lambda: _started(journal, ids), 30, "every direct task started", 0.05)
+            proc.terminate()
+            result.notes["term_exit_code"] = await asyncio.to_thread(proc.wait, 30)
+            mark_fault(journal, proc.pid, "term")
+            result.faults["term"] += 1
+        stopped, stopped_wall = time.monotonic(), time.time()
+        result.notes["handed_back"] = int(await redis.xlen(keys.worker_stream(gone)))
+        await wait_completed(journal, ids, retention + 4 * janitor_every + 20)
+        done = completed_ids(journal)
+        prunes = [
+            int(f.get("ts", 0))
+            for _, f in await entries(redis, keys.audit_stream)
+            if f.get("action") == "prune" and gone in f.get("target", "")
+        ]
+        if prunes:
+            result.notes["rehomed_after_s"] = round(min(prunes) / 1000 - stopped_wall, 1)
+        result.notes["all_done_after_s"] = round(time.monotonic() - stopped, 1)
+        result.notes["not_done"] = len(set(ids) - done)
+        result.notes["pending_after"] = await _settle(
+            redis, [keys.worker_stream(gone), keys.type_stream(AGENT_TYPE)]
+        )
+        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
+        result.notes["left_on_own_stream"] = sum(
+            1 for _, f in await entries(redis, keys.worker_stream(gone)) if f.get("kind") == "task"
+        )
+        result.exit_codes = await asyncio.to_thread(fleet.stop)
+        result.logs = fleet.logs()
+        return _finish(result, journal, ids, started, dead)
+    finally:
+        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
+        await redis.aclose()
+        server.cleanup()
+
+
+def _log_ms(log: Path, needle: str) -> float | None:
+    """Wall-clock seconds of the first log line holding ``needle`` (logging's own stamp)."""
+    import datetime as dt
+
+    for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
+        if needle in line:
+            try:
+                stamp = dt.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+            except ValueError:
+                continue
+            return stamp.timestamp()
+    return None
+
+
+async def leader_partition(
+    workdir: Path, *, lease_s: float = 3.0, tasks: int = 200
+) -> ScenarioResult:
+    """The leader's network to Redis is cut (held, delivered on heal) with a short lease.
+
+    Leader A reaches Redis through a proxy; B directly; a worker runs the type. At the
+    cut a worker gone for good with ``tasks`` direct tasks appears: B's janitor must
+    re-home them once A has stepped down (before its lease can have expired), and
+    nothing A sent during the cut (delivered when the proxy heals) may land: the
+    tasks are queued once and run once.
+    """
+    keys = Keys()
+    server = RedisServer().start()
+    journal = workdir / "journal.txt"
+    logs = workdir / "logs"
+    env = {
+        "BYAI_LEASE_TTL": f"{lease_s:g}",
+        "BYAI_OFFLINE_RETENTION": "1",
+        "BYAI_JANITOR_INTERVAL": "0.3",
+    }
+    result = ScenarioResult(f"Leader partitioned from Redis (TCP held), lease {lease_s:g} s")
+    redis = Redis.from_url(server.url, decode_responses=True)
+    proxy = await BlackholeProxy(server.port).start()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        a = spawn_leader(proxy.url, "lp-a", journal, logs / "lp-a.log", env)
+        procs.append(a)
+
+        async def holder() -> str:
+            raw = await redis.get(keys.leader_lock)
+            return str(json.loads(raw)["instance_id"]) if raw else ""
+
+        await until(lambda: _is(holder, "lp-a"), 30, "lp-a elected", 0.05)
+        procs.append(spawn_leader(server.url, "lp-b", journal, logs / "lp-b.log", env))
+        runner = {"BYAI_WORKER_ROLE": "consumer"}  # lp-b is the only successor
+        procs.append(spawn_unnamed(server.url, journal, logs / "runner.log", runner))
+        await asyncio.sleep(lease_s)  # lp-b campaigns in vain meanwhile
+        started = time.monotonic()
+        cut = time.time()
+        proxy.blackhole(hold=True)
+        result.faults["partition"] += 1
+        ids = await seed_gone_worker(redis, keys, tasks)
+        await until(lambda: _is(holder, "lp-b"), lease_s * 5, "lp-b elected", 0.01)
+        elected = time.time()
+        await until(lambda: _gone(redis, keys.worker_stream(GHOST)), 30, "re-homed", 0.05)
+        await wait_completed(journal, ids, 120)
+        deposed = _log_ms(logs / "lp-a.log", "leader modules stopped")
+        result.notes["step_down_s"] = None if deposed is None else round(deposed - cut, 2)
+        result.notes["successor_s"] = round(elected - cut, 2)
+        proxy.heal()
+        await asyncio.sleep(lease_s)  # what lp-a held arrives now
+        audit = await entries(redis, keys.audit_stream)
+        result.notes["janitor_writes_of_a"] = sum(
+            1 for _, f in audit if f.get("operator") == "janitor@lp-a" and int(f["ts"]) > cut * 1000
+        )
+        result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
+        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
+        for proc in procs:
+            proc.terminate()
+        result.exit_codes = [await asyncio.to_thread(p.wait, 30) for p in procs]
+        result.logs = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("*.log")))
+        return _finish(result, journal, ids, started, dead)
+    finally:
+        proxy.heal()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
+        await proxy.close()
+        await redis.aclose()
+        server.cleanup()
+
+
+async def _is(value: Any, wanted: str) -> bool:
+    return bool(await value() == wanted)
+
+
+async def forged_pushes(workdir: Path, *, tasks: int = 20, forged: int = 20) -> ScenarioResult:
+    """Forged commands on a busy worker's stream, the worker holding the control secret.
+
+    A worker credential appends ``forged`` command-shaped entries (evict --force,
+    suspend, far-future stamps, bad signatures) while the worker runs ``tasks`` tasks:
+    none is applied (the worker stays active and runs every task once), each is
+    reported.
+    """
+    from worker_runtime.messages import encode_command
+    from worker_runtime.models import Command, CommandAction, Lifecycle, now_ms
+
+    keys = Keys()
+    server = RedisServer().start()
+    journal = workdir / "journal.txt"
+    secret = "bench-control-secret-0123456789"
+    env = {"BYAI_CONTROL_SECRET": secret}
+    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=1, env=env, prefix="fp")
+    result = ScenarioResult(
+        f"{forged} forged pushes (worker credential) on a busy worker with the control secret"
+    )
+    redis = Redis.from_url(server.url, decode_responses=True)
+    try:
+        fleet.start()
+        await fleet.wait_online(redis, keys)
+        started = time.monotonic()
+        ids = await submit(redis, keys, [{"sleep": 0.2}] * tasks)
+        wid, stream = fleet.worker_id(0), keys.worker_stream(fleet.worker_id(0))
+        kinds = [Lifecycle.EVICTED, Lifecycle.SUSPENDED, Lifecycle.DRAINING]
+        for n in range(forged):
+            stamp = now_ms() + (10 * 365 * 86_400_000 if n % 2 else 0)
+            command = Command(
+                action=CommandAction.LIFECYCLE,
+                lifecycle=kinds[n % len(kinds)],
+                force=True,
+                updated_at=stamp,
+                updated_by="ops@corp",
+            )
+            fields = encode_command(command)
+            if n % 3 == 0:
+                fields["sig"] = "0" * 64
+            await redis.xadd(stream, fields)  # type: ignore[arg-type]
+            result.faults["forged push"] += 1
+            await asyncio.sleep(0.02)
+        await wait_completed(journal, ids, 60)
+        lease = await redis.get(keys.worker_online(wid))
+        result.notes["lifecycle_after"] = json.loads(lease)["lifecycle"] if lease else None
+        result.notes["refused_logged"] = fleet.logs().count("refused pushed command")
+        result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
+        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
+        result.exit_codes = await asyncio.to_thread(fleet.stop)
+        result.logs = fleet.logs()
+        return _finish(result, journal, ids, started, dead)
+    finally:
+        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
+        await redis.aclose()
+        server.cleanup()

@@ -4,6 +4,7 @@
     python -m bench.faults_report --chaos-tasks 2000 --restart-tasks 300   # quicker
     python -m bench.faults_report --only delivery  # OOM, partition, poison, SIGTERM rows
     python -m bench.faults_report --only outages   # graceful stops, OOM, SIGSTOP, AOF, --wait
+    python -m bench.faults_report --only leader    # leader faults, gone workers, forged pushes
 
 Runs the scenarios of :mod:`bench.faults` against real ``worker-runtime`` processes and
 real ``redis-server`` instances, at larger sizes than ``tests/reliability`` does, and
@@ -22,9 +23,13 @@ from bench.common import machine
 from bench.faults import ScenarioResult, redis_pause, redis_restart, worker_chaos
 from bench.faults_delivery import (
     direct_tasks_sigterm,
+    direct_tasks_stable_stop,
+    forged_pushes,
+    leader_partition,
     partition,
     poison_stable_instance,
     redis_oom,
+    rehome_kill,
     rolling_restarts,
 )
 from bench.faults_outages import (
@@ -57,6 +62,45 @@ async def _run_all(args: argparse.Namespace, work: Path) -> list[ScenarioResult]
         results += await _delivery_faults(args, work)
     if args.only in ("all", "outages"):
         results += await _outage_faults(args, work)
+    if args.only in ("all", "leader"):
+        results += await _leader_faults(args, work)
+    return results
+
+
+async def _leader_faults(args: argparse.Namespace, work: Path) -> list[ScenarioResult]:
+    for name in ("lp", "rehome", "drain", "stop", "forged"):
+        (work / name).mkdir()
+    results = []
+    print("leader partitioned from Redis, lease 3 s ...", file=sys.stderr)
+    results.append(await leader_partition(work / "lp", lease_s=3.0, tasks=200))
+    print(f"leader SIGKILL while re-homing {args.rehome_tasks} direct tasks ...", file=sys.stderr)
+    server = RedisServer().start()
+    try:
+        results.append(
+            await rehome_kill(
+                server.url,
+                work / "rehome",
+                tasks=args.rehome_tasks,
+                kill_after=2_000,
+                run_after=True,
+            )
+        )
+    finally:
+        server.cleanup()
+    for drain, sub in ((True, "drain"), (False, "stop")):
+        print(f"stable-id worker leaving for good ({sub}), retention 15 s ...", file=sys.stderr)
+        results.append(
+            await direct_tasks_stable_stop(
+                work / sub,
+                tasks=20,
+                sleep=1.0 if drain else 3.0,
+                retention=15.0,
+                janitor_every=3.0,
+                drain=drain,
+            )
+        )
+    print("forged pushes on a busy worker ...", file=sys.stderr)
+    results.append(await forged_pushes(work / "forged", tasks=20, forged=20))
     return results
 
 
@@ -195,6 +239,29 @@ def table(results: list[ScenarioResult]) -> str:
         notes += _outage_notes(r)
         if r.notes.get("pending_after"):
             notes.append(f"{r.name}: {r.notes['pending_after']} entries left PENDING")
+        if "step_down_s" in r.notes:
+            notes.append(
+                f"{r.name}: the cut-off leader stopped its modules {r.notes['step_down_s']} s "
+                f"after the cut, its successor was elected at {r.notes['successor_s']} s; "
+                f"janitor writes of the old leader after the cut: {r.notes['janitor_writes_of_a']}"
+            )
+        if "moved_before_kill" in r.notes:
+            notes.append(
+                f"{r.name}: killed after {r.notes['moved_before_kill']:,} moves; the type's "
+                f"stream then held {r.notes['type_stream_entries']:,} entries "
+                f"({r.notes['distinct_task_ids']:,} distinct, {r.notes['missing']} missing)"
+            )
+        if "all_done_after_s" in r.notes:
+            notes.append(
+                f"{r.name}: re-homed {r.notes.get('rehomed_after_s', '?')} s after the worker "
+                f"left, all run {r.notes['all_done_after_s']} s after; left on its stream: "
+                f"{r.notes['left_on_own_stream']}"
+            )
+        if "refused_logged" in r.notes:
+            notes.append(
+                f"{r.name}: refused and logged {r.notes['refused_logged']}; lifecycle after: "
+                f"{r.notes['lifecycle_after']}"
+            )
         if t.unexplained:
             notes.append(f"{r.name}: {len(t.unexplained)} UNEXPLAINED duplicate(s)")
     return "\n".join(rows + [""] + [f"* {n}" for n in notes])
@@ -207,12 +274,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--restart-tasks", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--oom-tasks", type=int, default=40)
+    parser.add_argument("--rehome-tasks", type=int, default=30_000)
     parser.add_argument(
         "--backlog-tasks", type=int, default=20_000, help="backlog of the graceful-stop row"
     )
     parser.add_argument(
         "--only",
-        choices=["all", "redis", "chaos", "delivery", "outages"],
+        choices=["all", "redis", "chaos", "delivery", "outages", "leader"],
         default="all",
         help="a subset",
     )
@@ -225,6 +293,12 @@ def main(argv: list[str] | None = None) -> int:
             "Command: python -m bench.faults_report --only outages "
             f"--backlog-tasks {args.backlog_tasks}\n"
         )
+    elif args.only == "leader":
+        print(f"Leader and control faults, {machine()}; see bench/faults_delivery.py.")
+        print(
+            f"Command: python -m bench.faults_report --only leader --rehome-tasks "
+            f"{args.rehome_tasks}\n"
+        )
     elif args.only == "delivery":
         print(f"Delivery faults, {machine()}; worker processes as in bench/faults_delivery.py.")
         print(
@@ -236,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
             f"Command: python -m bench.faults_report --chaos-tasks {args.chaos_tasks} "
             f"--restart-tasks {args.restart_tasks} --seed {args.seed} "
             f"--oom-tasks {args.oom_tasks} --backlog-tasks {args.backlog_tasks} "
+            f"--rehome-tasks {args.rehome_tasks} "
             f"--only {args.only}\n"
         )
     print(table(results))

@@ -28,6 +28,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import NoPermissionError
 
 from worker_runtime.audit import add_audit, audit_fields, default_operator, redis_user
 from worker_runtime.connection import default_keys
@@ -59,6 +60,7 @@ from worker_runtime.pipeline import Batch
 from worker_runtime.quota import MAX_SCALE as MAX_SCALE
 from worker_runtime.quota import check_scale_count as check_scale_count
 from worker_runtime.quota import parse_count as parse_count
+from worker_runtime.signing import load_control_secret, signed
 
 # Stamp and write the admin hash with Redis's clock, never a console's: consoles with
 # skewed clocks must not order each other's commands (one an hour ahead used to block
@@ -207,6 +209,12 @@ class WorkerManager:
         operator: who is acting (``user@host`` by default); written to the audit stream.
         web_user: the ``byconsole serve`` user behind the action, if it came from a browser;
             written to the audit stream beside the operator.
+        control_secret: the fleet's control secret, which signs every pushed command
+            (:mod:`worker_runtime.signing`); by default ``BYAI_CONTROL_SECRET`` /
+            ``BYAI_CONTROL_SECRET_FILE``, none when neither is set. ``b""``: sign nothing.
+
+    Raises:
+        ConfigError: the secret file named by the environment cannot be read.
     """
 
     def __init__(
@@ -215,12 +223,16 @@ class WorkerManager:
         keys: Keys | None = None,
         operator: str | None = None,
         web_user: str = "",
+        control_secret: bytes | None = None,
     ) -> None:
         self.redis = redis
         self.keys = keys or default_keys(redis)
         self.operator = operator or default_operator()
         self.web_user = web_user
         self._redis_user: str | None = None
+        if control_secret is None:
+            control_secret = load_control_secret()
+        self.control_secret = control_secret or None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -266,7 +278,13 @@ class WorkerManager:
         pipe = batch.pipe
         pipe.srem(self.keys.admin_workers, worker_id)
         # by-framework's clear pushes nothing; a resume tells a live worker at once.
-        _push(pipe, self.keys.worker_stream(worker_id), command, target.lease)
+        _push(
+            pipe,
+            self.keys.worker_stream(worker_id),
+            command,
+            target.lease,
+            secret=self.control_secret,
+        )
         online = batch.slot(pipe.exists(self.keys.worker_online(worker_id)))
         add_audit(pipe, self.keys, await self._audit_fields(AdminAction.CLEAR, worker_id, reason))
         await batch.execute()
@@ -311,7 +329,13 @@ class WorkerManager:
         # by-framework's admin-state index: keeps the worker listed once it leaves the
         # registry (a by-framework worker removes itself when evicted).
         pipe.sadd(self.keys.admin_workers, worker_id)
-        _push(pipe, self.keys.worker_stream(worker_id), command, target.lease)
+        _push(
+            pipe,
+            self.keys.worker_stream(worker_id),
+            command,
+            target.lease,
+            secret=self.control_secret,
+        )
         if lifecycle is not Lifecycle.ACTIVE:
             # Routing reflects the operator's intent at once, even if the worker is hung.
             for agent_type in target.agent_types:
@@ -384,7 +408,9 @@ class WorkerManager:
             pipe.srem(self.keys.type_denied(agent_type), worker_id)
         pipe.sadd(self.keys.agent_types, agent_type)
         if push:
-            _push(pipe, self.keys.worker_stream(worker_id), command, lease)
+            _push(
+                pipe, self.keys.worker_stream(worker_id), command, lease, secret=self.control_secret
+            )
         add_audit(
             pipe,
             self.keys,
@@ -473,16 +499,26 @@ class WorkerManager:
             updated_at=ts,
             updated_by=self.operator,
         )
-        pipe = self.redis.pipeline(transaction=False)
+        # Round trip 1, alone: a user Redis refuses the scale keys to (the README's
+        # worker user) is refused here, before the audit entry or the push is written.
         if instance_id is None:
-            pipe.hset(self.keys.scale_targets, agent_type, str(count))
-            pipe.delete(self.keys.scale_overrides(agent_type))
+            await self.redis.hset(self.keys.scale_targets, agent_type, str(count))
             target = agent_type
         else:
-            pipe.hset(self.keys.scale_overrides(agent_type), instance_id, str(count))
+            await self.redis.hset(self.keys.scale_overrides(agent_type), instance_id, str(count))
             target = f"{agent_type}@{instance_id}"
+        pipe = self.redis.pipeline(transaction=False)
+        if instance_id is None:
+            pipe.delete(self.keys.scale_overrides(agent_type))
         pipe.sadd(self.keys.agent_types, agent_type)
-        _push(pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN)
+        _push(
+            pipe,
+            self.keys.fleet_stream,
+            command,
+            None,
+            maxlen=CONTROL_STREAM_MAXLEN,
+            secret=self.control_secret,
+        )
         add_audit(
             pipe,
             self.keys,
@@ -514,6 +550,7 @@ class WorkerManager:
         by-framework workers started since.
         """
         check_agent_type(agent_type)
+        await self._require_fleet_push()
         members = await self._type_members(agent_type)
         batch = Batch(self.redis.pipeline(transaction=False))
         old = batch.slot(batch.pipe.hget(self.keys.type_pauses, agent_type))
@@ -553,7 +590,14 @@ class WorkerManager:
             pipe.sadd(self.keys.type_denied(agent_type), *added)
             pipe.srem(self.keys.type_workers(agent_type), *added)
         pipe.sadd(self.keys.agent_types, agent_type)
-        _push(pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN)
+        _push(
+            pipe,
+            self.keys.fleet_stream,
+            command,
+            None,
+            maxlen=CONTROL_STREAM_MAXLEN,
+            secret=self.control_secret,
+        )
         add_audit(pipe, self.keys, fields)
         await pipe.execute()
         return self._pause_result(
@@ -568,6 +612,7 @@ class WorkerManager:
         but is still pushed (a worker that missed a resume converges) and audited.
         """
         check_agent_type(agent_type)
+        await self._require_fleet_push()
         members = await self._type_members(agent_type)
         raw = await self.redis.hget(self.keys.type_pauses, agent_type)
         previous = None if raw is None else TypePause.parse(raw)
@@ -584,7 +629,14 @@ class WorkerManager:
         pipe.hdel(self.keys.type_pauses, agent_type)
         if undeny:
             pipe.srem(self.keys.type_denied(agent_type), *undeny)
-        _push(pipe, self.keys.fleet_stream, command, None, maxlen=CONTROL_STREAM_MAXLEN)
+        _push(
+            pipe,
+            self.keys.fleet_stream,
+            command,
+            None,
+            maxlen=CONTROL_STREAM_MAXLEN,
+            secret=self.control_secret,
+        )
         details = f"undenied={','.join(undeny)}" if undeny else ""
         if previous is None:
             details = "was not paused"
@@ -780,6 +832,17 @@ class WorkerManager:
         lease = None if raw_lease is None else Lease.parse(raw_lease)
         return _Target({str(t) for t in types}, lease)
 
+    async def _require_fleet_push(self) -> None:
+        """Refuse a type pause before anything is written if this user may not notify.
+
+        The pause table and the denylists are the leader's janitor's to write too, so
+        the README's worker ACL user may write them, but not the fleet control stream:
+        without this check its ``type pause`` would record the pause and its audit
+        entry, then fail on the push.
+        """
+        if not await self.redis.eval(_MAY_NOTIFY, 1, self.keys.fleet_stream):
+            raise NoPermissionError("this user has no permissions to run the 'xadd' command")
+
     async def audit(
         self, action: AdminAction | str, target: str, reason: str | None, details: str = ""
     ) -> None:
@@ -788,6 +851,9 @@ class WorkerManager:
         add_audit(pipe, self.keys, await self._audit_fields(action, target, reason, details))
         await pipe.execute()
 
+
+# Redis's own ACL verdict for an XADD to the fleet stream, without writing anything.
+_MAY_NOTIFY = "return redis.acl_check_cmd('XADD', KEYS[1], '*', 'kind', 'command') and 1 or 0"
 
 _DRAIN_REFUSED = (
     "worker {worker} does not support drain ({why}): use evict, which also lets "
@@ -861,7 +927,12 @@ class _Target:
 
 
 def _push(
-    pipe: Any, stream: str, command: Command, lease: Lease | None, maxlen: int | None = None
+    pipe: Any,
+    stream: str,
+    command: Command,
+    lease: Lease | None,
+    maxlen: int | None = None,
+    secret: bytes | None = None,
 ) -> None:
     """Queue a command on a control stream (the push channel), in a form it reads.
 
@@ -872,7 +943,8 @@ def _push(
     Lifecycle commands go in by-framework's envelope (every current worker reads it;
     an offline worker may turn out to be either kind). A worker of ours too old to read
     it, and our extensions (drain, deny/allow), get our own ``{kind, data}`` entry;
-    callers never send an extension to a worker without the capability.
+    callers never send an extension to a worker without the capability. With the
+    fleet's control secret the entry is signed for ``stream`` (:mod:`worker_runtime.signing`).
     """
     legacy = lease is not None and lease.is_worker_runtime
     legacy = legacy and lease is not None and not lease.supports(Capability.BF_ENVELOPE)
@@ -880,7 +952,7 @@ def _push(
         fields = encode_envelope(command)
     else:
         fields = encode_command(command)
-    pipe.xadd(stream, fields, maxlen=maxlen, approximate=True)
+    pipe.xadd(stream, signed(secret, stream, fields), maxlen=maxlen, approximate=True)
 
 
 def _positive(reply: Any) -> bool:

@@ -44,6 +44,9 @@ class RuntimeContext:
     """Monotonic time until which a missing lease proves no peer dead (see
     ``heartbeat.beat``): Redis refused a lease write, so peers' leases may have lapsed
     while the peers live on (``maxmemory`` + ``noeviction`` refuses SET, not XCLAIM)."""
+    control_secret: bytes | None = None
+    """The fleet's control secret: pushed commands must be signed with it (``None``:
+    unsigned ones are accepted). See :mod:`worker_runtime.signing`."""
 
     @property
     def lease_ttl_ms(self) -> int:

@@ -9,19 +9,31 @@ already reflected in the admin state read at start-up).
 by-framework's admin pushes its envelope without our stamp; the loop then reads the
 admin hash it wrote just before the push, so the command is applied (and confirmed,
 with the hash's ``updated_at``) as fast as one of ours.
+
+Every role that submits direct tasks may append to a worker's stream, so a push is
+applied only when it can be attributed (:func:`worker_runtime.signing.push_refusal`):
+signed with the fleet's control secret when this worker has one, and never stamped
+from the future. A refused entry is logged and written to the audit stream; a refused
+lifecycle command only makes the worker read its admin hash (the operator's record,
+which the README's ACL rules leave to the operator role), as for by-framework's pushes,
+which carry no state of their own and so are read as that (their ``force`` is only
+taken when signed).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
-from worker_runtime.connection import LOOP_ERRORS
+from worker_runtime.audit import add_audit, audit_fields
+from worker_runtime.connection import LOOP_ERRORS, redis_now_ms
 from worker_runtime.messages import decode_command, decode_envelope
-from worker_runtime.models import AdminState, Command, CommandAction
+from worker_runtime.models import AdminAction, AdminState, Command, CommandAction
 from worker_runtime.replica import Replica
 from worker_runtime.replies import iter_reply
+from worker_runtime.signing import push_refusal
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +60,25 @@ async def control_loop(replica: Replica, publish: Callable[[Replica], Awaitable[
             backoff = min(backoff * 2, 5.0)
             continue
         changed = False
+        refused: list[str] = []
+        redis_now: int | None = None
         for _, entries in iter_reply(reply):
             for entry_id, fields in entries:
                 replica.ctrl_last_id = entry_id
                 command = decode_command(fields)
+                if command is not None:
+                    redis_now = redis_now or await _redis_now(replica)
+                    command = _attributed(replica, entry_id, fields, command, redis_now, refused)
+                    if command is None:
+                        continue
                 if command is None:
                     _note_unsupported(replica, fields)
                 elif command.action is CommandAction.LIFECYCLE and not command.updated_at:
                     changed = await _apply_unstamped(replica, command) or changed
                 else:
                     changed = replica.apply_command(command) or changed
+        if refused:
+            await _audit_refusals(replica, refused)
         if changed:
             try:
                 await publish(replica)
@@ -75,6 +96,93 @@ async def _apply_unstamped(replica: Replica, command: Command) -> bool:
         log.warning("%s: could not read the admin state (%s)", replica.worker_id, exc)
         return False
     return replica.apply_foreign(command, AdminState.parse(raw))
+
+
+def _attributed(
+    replica: Replica,
+    entry_id: str,
+    fields: dict[str, str],
+    command: Command,
+    redis_now: int,
+    refused: list[str],
+) -> Command | None:
+    """The command to apply for a pushed entry; ``None`` to drop it (it is in ``refused``).
+
+    An entry that cannot be attributed (:func:`worker_runtime.signing.push_refusal`) is
+    not applied as pushed: a lifecycle command only makes the worker read its admin
+    hash (the operator's record), which says what an operator wants.
+    """
+    ctx = replica.ctx
+    stream = ctx.keys.worker_stream(replica.worker_id)
+    why = push_refusal(ctx.control_secret, stream, fields, command.updated_at, redis_now)
+    if why is None:
+        return command
+    if _wake_up(command):
+        # by-framework's admin signs nothing: its push only says "read the admin hash",
+        # which decides; only ``force`` would be taken from the push, and an unsigned
+        # one is not.
+        if command.force:
+            log.warning(
+                "%s: unsigned push %s: force ignored (%s)", replica.worker_id, entry_id, why
+            )
+        return command.model_copy(update={"force": False})
+    refused.append(_refused(replica, entry_id, command, why))
+    if command.action is not CommandAction.LIFECYCLE:
+        return None
+    return command.model_copy(update={"updated_at": 0, "force": False})
+
+
+def _wake_up(command: Command) -> bool:
+    """An unstamped lifecycle push (by-framework's admin): the admin hash holds the state."""
+    return command.action is CommandAction.LIFECYCLE and not command.updated_at
+
+
+async def _redis_now(replica: Replica) -> int:
+    """Redis's clock; this worker's own if Redis cannot say."""
+    try:
+        return await redis_now_ms(replica.ctx.redis)
+    except LOOP_ERRORS:
+        return int(time.time() * 1000)
+
+
+def _refused(replica: Replica, entry_id: str, command: Command, why: str) -> str:
+    """Log one refused push; its line for the audit entry."""
+    what = f"{command.action.value} {command.lifecycle.value if command.lifecycle else ''}"
+    by = (command.updated_by or "?")[:80]
+    log.warning(
+        "%s: refused pushed command %s (%s, claims to be by %r): %s",
+        replica.worker_id,
+        entry_id,
+        what.strip(),
+        by,
+        why,
+    )
+    return f"{entry_id} {what.strip()} by {by!r}: {why}"
+
+
+async def _audit_refusals(replica: Replica, refused: list[str]) -> None:
+    """One audit entry per read: what was refused and why (nothing of it was applied)."""
+    ctx = replica.ctx
+    details = "; ".join(refused[:5]) + (
+        f"; and {len(refused) - 5} more" if len(refused) > 5 else ""
+    )
+    pipe = ctx.redis.pipeline(transaction=False)
+    add_audit(
+        pipe,
+        ctx.keys,
+        audit_fields(
+            f"runtime@{ctx.hostname}",
+            AdminAction.REFUSED_COMMAND,
+            replica.worker_id,
+            f"{len(refused)} pushed command(s) not attributable to an operator: not applied "
+            "(a lifecycle only as the admin hash says)",
+            details[:1000],
+        ),
+    )
+    try:
+        await pipe.execute()
+    except LOOP_ERRORS as exc:
+        log.warning("%s: could not audit the refused command(s) (%s)", replica.worker_id, exc)
 
 
 def _note_unsupported(replica: Replica, fields: object) -> None:

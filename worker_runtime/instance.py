@@ -48,6 +48,7 @@ from worker_runtime.replies import iter_reply
 from worker_runtime.scale import read_scale_inputs
 from worker_runtime.scheduler import Periodic, declared
 from worker_runtime.settings import RedisSettings, WorkerSettings
+from worker_runtime.signing import load_control_secret
 from worker_runtime.singletons import SINGLETON_MODULES, Singletons
 from worker_runtime.slots import group_by_slot
 from worker_runtime.stall import StallWatch, stall_threshold
@@ -152,6 +153,8 @@ class WorkerInstance:
 
     async def start(self) -> None:
         """Connect, create consumer groups, register and start every replica."""
+        # Before connecting: an unreadable secret file is one line, and nothing started.
+        control_secret = load_control_secret()
         redis = self._redis or create_redis(self.redis_settings)
         self._redis = redis
         keys = self.redis_settings.keys
@@ -169,6 +172,7 @@ class WorkerInstance:
             stalls=StallWatch(
                 stall_threshold(self.settings.heartbeat_interval, self.settings.lease_ttl)
             ),
+            control_secret=control_secret,
         )
         self._stall_watch = asyncio.create_task(self.ctx.stalls.run(), name="stall watch")
         batcher.start()

@@ -2,15 +2,23 @@
 
 Each sweep, in a constant number of round trips:
 
-* workers without a lease are noted the first time they are seen (``offline_since``)
-  and, once offline longer than the retention (default 1 h), their runtime traces are
-  removed. Operator intent is never erased: a worker with admin state (suspended,
-  evicted...) stays listed with it, and denylists keep it, until an operator clears
-  them (``forget``). Direct tasks still queued on its stream are moved to their type's
-  stream (or dead-lettered with the reason), never deleted;
+* workers without a lease are noted the first time they are seen (``offline_since``;
+  a worker that stops or drains notes itself, and a drained one, gone from the
+  registry, is still swept from that table) and, once offline longer than the
+  retention (default 1 h), their runtime traces are removed. Operator intent is never
+  erased: a worker with admin state (suspended, evicted...) stays listed with it, and
+  denylists keep it, until an operator clears them (``forget``). Direct tasks still
+  queued on its stream are moved to their type's stream (or dead-lettered with the
+  reason), never deleted;
 * routing-set members without a lease are removed (a crashed worker never left);
 * instances whose lease is gone are removed from the instance registry;
 * consumer-group consumers with nothing pending, idle past the retention, are deleted.
+
+Every write is fenced by the leader's epoch like the scheduler's and the collector's
+(:class:`~worker_runtime.fencing.FencedWrites`, :func:`~worker_runtime.fencing.move_page`):
+a deposed leader (partitioned, paused) cannot prune or re-home after its successor's
+first write. Direct tasks move one page at a time, each page appended and trimmed in
+the same script, so a leader killed mid-way leaves nothing to queue twice.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from redis.exceptions import ResponseError
 from worker_runtime.audit import add_audit, audit_fields
 from worker_runtime.connection import LOOP_ERRORS, redis_now_ms, sent_once
 from worker_runtime.context import RuntimeContext
+from worker_runtime.fencing import FencedWrites, move_page
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.messages import decode_task, is_control_entry
 from worker_runtime.models import AdminAction, parse_pauses
@@ -33,8 +42,11 @@ from worker_runtime.pipeline import Batch
 log = logging.getLogger(__name__)
 
 
-async def sweep(ctx: RuntimeContext) -> dict[str, int]:
-    """One pass; returns how many of each kind were removed."""
+async def sweep(ctx: RuntimeContext, epoch: int) -> dict[str, int]:
+    """One pass as the leader of ``epoch``; returns how many of each kind were removed.
+
+    Nothing is written when a newer leader has written (every count is then 0).
+    """
     keys = ctx.keys
     redis = ctx.redis
     retention_ms = int(ctx.settings.offline_retention * 1000)
@@ -47,8 +59,10 @@ async def sweep(ctx: RuntimeContext) -> dict[str, int]:
     instances_slot = batch.slot(batch.pipe.zrange(keys.instances, 0, -1))
     types_slot = batch.slot(batch.pipe.smembers(keys.agent_types))
     await batch.execute()
-    workers = sorted(str(w) for w in workers_slot.value)
     since = {str(k): _int(v) for k, v in since_slot.value.items()}
+    # A worker that left the registry (drained, scale-down) stays in the offline table
+    # until the retention has passed: its stream may still hold direct tasks.
+    workers = sorted({str(w) for w in workers_slot.value} | set(since))
     instances = [str(i) for i in instances_slot.value]
     types = sorted(str(t) for t in types_slot.value)
 
@@ -73,7 +87,7 @@ async def sweep(ctx: RuntimeContext) -> dict[str, int]:
         consumers[agent_type] = info if isinstance(info, list) else []
 
     counts = {"workers": 0, "routing": 0, "instances": 0, "consumers": 0}
-    pipe = redis.pipeline(transaction=False)
+    pipe = FencedWrites()
     expired: list[str] = []
     for wid in workers:
         if wid in online:
@@ -83,7 +97,11 @@ async def sweep(ctx: RuntimeContext) -> dict[str, int]:
             pipe.hset(keys.offline_since, wid, now)
         elif now - since[wid] > retention_ms:
             expired.append(wid)
-    rehomed = {wid: await rehome_direct_tasks(redis, keys, wid) for wid in expired}
+    rehomed = {wid: await rehome_direct_tasks(redis, keys, wid, epoch) for wid in expired}
+    if any(r is None for r in rehomed.values()):
+        # A stream that could not be emptied keeps its worker listed (and offline) for
+        # the next sweep; pruning it now would forget whose tasks they are.
+        expired = [wid for wid in expired if rehomed[wid] is not None]
     for wid in expired:
         keep = {keys.worker_admin(wid), keys.worker_stream(wid)}
         for key in keys.all_worker_keys(wid):
@@ -141,30 +159,34 @@ async def sweep(ctx: RuntimeContext) -> dict[str, int]:
     if len(pipe):
         # Never sent twice: a lost reply would append the prune's audit entry twice.
         with sent_once():
-            await pipe.execute(raise_on_error=False)
+            if not await pipe.execute(redis, keys, epoch):
+                log.warning("janitor writes rejected: epoch %d is no longer current", epoch)
+                return dict.fromkeys(counts, 0)
     return counts
 
 
 _PAGE = 500
 
-_TRIM_READ = """
-redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1])
-if redis.call('XLEN', KEYS[1]) == 0 then redis.call('DEL', KEYS[1]) end
-return 1
-"""
 
-
-async def rehome_direct_tasks(redis: Any, keys: Keys, worker_id: str) -> tuple[int, int] | None:
+async def rehome_direct_tasks(
+    redis: Any, keys: Keys, worker_id: str, epoch: int
+) -> tuple[int, int] | None:
     """Move the undelivered or unacknowledged direct tasks of a gone worker.
 
     Each task goes to its agent type's stream (any worker of the type may run it); an
     entry that is not a valid task goes to a dead-letter stream with the reason.
     Acknowledged entries and commands (state, kept in the admin hash) are dropped.
+    Page by page, each page's appends and its trim in one fenced script
+    (:func:`~worker_runtime.fencing.move_page`), so what a killed leader moved is gone
+    from the worker's stream and the next leader starts after it.
 
     Returns:
-        (moved, dead-lettered), or ``None`` when a write failed: the stream must then be
-        kept (nothing is lost; the next sweep tries again).
+        (moved, dead-lettered), or ``None`` when a write failed or a newer leader has
+        written: the rest of the stream is then kept (nothing is lost; the next sweep,
+        or the next leader, goes on from there).
     """
+    from worker_runtime.batcher import DEAD_LETTER_MAXLEN
+
     stream = keys.worker_stream(worker_id)
     try:
         groups = await redis.xinfo_groups(stream)
@@ -184,11 +206,13 @@ async def rehome_direct_tasks(redis: Any, keys: Keys, worker_id: str) -> tuple[i
                 break
             start = "(" + str(rows[-1]["message_id"])
     moved = buried = 0
-    start = "-"
-    read_up_to = ""
     while True:
-        entries = await redis.xrange(stream, start, "+", _PAGE)
-        pipe = redis.pipeline(transaction=False)
+        # Always from the start: every page moved so far has been trimmed away.
+        entries = await redis.xrange(stream, "-", "+", _PAGE)
+        if not entries:
+            break
+        moves: list[tuple[str, int, dict[str, str]]] = []
+        page_buried = 0
         for entry_id, fields in entries:
             if is_control_entry(fields):  # ours or by-framework's envelope
                 continue
@@ -196,28 +220,30 @@ async def rehome_direct_tasks(redis: Any, keys: Keys, worker_id: str) -> tuple[i
                 continue  # already acknowledged
             task = decode_task(fields)
             if task is not None:
-                pipe.xadd(keys.type_stream(task.agent_type), dict(fields))
-                moved += 1
+                moves.append((keys.type_stream(task.agent_type), 0, dict(fields)))
             else:
                 dead = dict(fields)
                 dead["error"] = f"direct task of {worker_id}, offline for good: not a valid task"
                 dead["worker_id"] = worker_id
-                pipe.xadd(keys.dead_letter_stream(str(fields.get("agent_type") or "unknown")), dead)
-                buried += 1
-        if len(pipe):
-            results = await pipe.execute(raise_on_error=False)
-            if any(isinstance(r, Exception) for r in results):
-                log.error("janitor: could not move the direct tasks of %s; kept", worker_id)
-                return None
-        if entries:
-            read_up_to = str(entries[-1][0])
+                dest = keys.dead_letter_stream(str(fields.get("agent_type") or "unknown"))
+                moves.append((dest, DEAD_LETTER_MAXLEN, dead))
+                page_buried += 1
+        # Drop what was read (moved or acknowledged); a task a producer added since
+        # stays for the next page. The stream goes once empty.
+        try:
+            done = await move_page(redis, keys, epoch, stream, _next_id(str(entries[-1][0])), moves)
+        except LOOP_ERRORS as exc:
+            log.error("janitor: could not move the direct tasks of %s (%s); kept", worker_id, exc)
+            return None
+        if not done:
+            log.warning(
+                "janitor: re-homing %s rejected: epoch %d is no longer current", worker_id, epoch
+            )
+            return None
+        moved += len(moves) - page_buried
+        buried += page_buried
         if len(entries) < _PAGE:
             break
-        start = "(" + read_up_to
-    if read_up_to:
-        # Drop what was read (moved or acknowledged); a task a producer added since
-        # stays for the next sweep. The stream goes once empty.
-        await redis.eval(_TRIM_READ, 1, stream, _next_id(read_up_to))
     return moved, buried
 
 
@@ -237,11 +263,11 @@ def _id_after(entry_id: str, last: str) -> bool:
         return True
 
 
-async def sweep_forever(ctx: RuntimeContext, interval: float) -> None:
-    """Sweep every ``interval`` seconds until cancelled."""
+async def sweep_forever(ctx: RuntimeContext, epoch: int, interval: float) -> None:
+    """Sweep as the leader of ``epoch`` every ``interval`` seconds until cancelled."""
     while True:
         try:
-            counts = await sweep(ctx)
+            counts = await sweep(ctx, epoch)
             if any(counts.values()):
                 log.info("janitor removed %s", counts)
             await hold_pauses(ctx)

@@ -363,6 +363,11 @@ class Keys:
         return f"{self._root}:registry:offline_since"
 
     @property
+    def janitor_fence(self) -> str:
+        """String: highest leader epoch that made a janitor write (prune, re-home)."""
+        return f"{self._group('janitor')}:fence"
+
+    @property
     def acl_patterns(self) -> list[str]:
         """Redis ACL key patterns (``~pattern``) covering every key of this schema.
 
@@ -393,6 +398,40 @@ class Keys:
         patterns += [f"{prefix}{rest[:i]}" for i in range(1, len(rest))]
         return patterns + self.acl_patterns[1:]
 
+    @property
+    def acl_patterns_worker_writes(self) -> list[str]:
+        """The product keys the README's *worker* ACL user may write (``~pattern``).
+
+        Every product key but the operator's: the audit stream (append-only, through a
+        selector), the fleet control stream, the scale targets and overrides, and every
+        worker's admin hash (:attr:`acl_patterns_worker_admin`: read and ``DEL`` only,
+        through a selector). Redis patterns cannot subtract, so they are spelled as
+        globs that leave those keys out (see :func:`_acl_complement`). What they cannot
+        express: "a worker's own keys" (one ACL user serves every worker, and a pattern
+        cannot name the caller), and a worker's own stream, which must stay writable by
+        every producer of direct tasks; pushed commands are authenticated instead
+        (:mod:`worker_runtime.signing`).
+        """
+        root = f"{self._root}:"
+        exact = [self.audit_stream, self.fleet_stream]
+        prefixes = [self.scale_targets.rpartition(":")[0] + ":"]
+        suffix: tuple[str, str] | None = None
+        admin = self.acl_patterns_worker_admin
+        if admin.endswith(":*"):
+            prefixes.append(admin[:-1])
+        else:  # v2: registry:worker:{<id>}:admin
+            head, _, tail = admin.partition("*")
+            suffix = (head, tail)
+        excluded = _Exclusions(root, exact, prefixes, suffix)
+        return excluded.globs() + self.acl_patterns[1:]
+
+    @property
+    def acl_patterns_worker_admin(self) -> str:
+        """The ACL pattern of every worker's admin hash (``DEL`` only for the worker user)."""
+        if self.schema == "v2":
+            return f"{self._root}:registry:worker:*}}:admin"
+        return self._worker("admin", "*")
+
     def all_worker_keys(self, worker_id: str) -> list[str]:
         """Every per-worker key, for ``forget`` (one slot in v2)."""
         return [
@@ -407,6 +446,70 @@ class Keys:
             self.worker_history_snapshots(worker_id),
             self.worker_stream(worker_id),
         ]
+
+
+class _Exclusions:
+    """Redis ACL globs for every key under ``root`` except some (see :func:`globs`).
+
+    Args:
+        root: the common prefix (``byai_gateway:``).
+        exact: keys left out exactly.
+        prefixes: key prefixes left out with everything under them.
+        suffix: ``(head, tail)``: keys under ``head`` ending with ``tail`` left out.
+    """
+
+    def __init__(
+        self,
+        root: str,
+        exact: list[str],
+        prefixes: list[str],
+        suffix: tuple[str, str] | None,
+    ) -> None:
+        self.root = root
+        self.exact = set(exact)
+        self.prefixes = set(prefixes)
+        self.suffix = suffix
+        self.points = sorted({*exact, *prefixes, *([suffix[0]] if suffix else [])})
+
+    def globs(self) -> list[str]:
+        """Globs matching exactly the keys under ``root`` not left out.
+
+        Walks the left-out keys as a trie: at each prefix, a glob for every next
+        character no left-out key takes (``p[^ab]*``), the prefix itself when it is a
+        key to keep, and the walk goes on for each character one does take.
+        """
+        return self._under(self.root)
+
+    def _under(self, path: str) -> list[str]:
+        if path in self.prefixes:
+            return []
+        if self.suffix is not None and path == self.suffix[0]:
+            return self._not_ending(path, self.suffix[1])
+        nexts = sorted({p[len(path)] for p in self.points if p.startswith(path) and p != path})
+        out: list[str] = []
+        if path != self.root and path not in self.exact:
+            out.append(_glob_literal(path))
+        if nexts:
+            out.append(f"{_glob_literal(path)}[^{''.join(nexts)}]*")
+        else:
+            out.append(f"{_glob_literal(path)}?*")
+        for char in nexts:
+            out += self._under(path + char)
+        return out
+
+    @staticmethod
+    def _not_ending(path: str, tail: str) -> list[str]:
+        base = _glob_literal(path)
+        out = [base + "?" * n for n in range(len(tail))]
+        for i in range(len(tail)):
+            kept = _glob_literal(tail[len(tail) - i :])
+            out.append(f"{base}*[^{tail[len(tail) - i - 1]}]{kept}")
+        return out
+
+
+def _glob_literal(text: str) -> str:
+    """``text`` matched literally by a Redis glob."""
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
 
 
 def stream_agent_type(keys: Keys, key: str) -> str | None:

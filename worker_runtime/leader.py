@@ -6,6 +6,15 @@ one lease (plus one try interval) of its last renewal. Each win increments the e
 (the fencing token singleton writes carry). A holder that cannot renew in time
 considers itself deposed *before* its lease can have expired, so two holders never
 act at once.
+
+"In time" is the holder's validity deadline (90 % of the lease after the renewal was
+sent), not the client's socket timeout: every election round trip is bounded by what
+remains of the lease (:meth:`LeaderElection.remaining`), so a partitioned holder steps
+down at its deadline even while a renewal hangs, instead of after the 10 s socket
+timeout (README "Instances, scale and the leader"). A round trip cut there may still
+reach Redis later; the writes the leader's modules make are fenced by its epoch
+(:mod:`worker_runtime.fencing`), so nothing of a deposed leader lands after its
+successor's first write.
 """
 
 from __future__ import annotations
@@ -74,6 +83,12 @@ class LeaderElection:
         """Whether this instance holds the lease right now (by its own clock)."""
         return self._value is not None and time.monotonic() < self._valid_until
 
+    def remaining(self) -> float:
+        """Seconds left before this holder must consider itself deposed (0 if not leader)."""
+        if self._value is None:
+            return 0.0
+        return max(0.0, self._valid_until - time.monotonic())
+
     async def run(self) -> None:
         """Campaign and renew until cancelled."""
         try:
@@ -90,16 +105,21 @@ class LeaderElection:
         sent = time.monotonic()
         try:
             if self._value is None:
-                value = await self.ctx.redis.eval(
-                    _ACQUIRE,
-                    2,
-                    keys.leader_lock,
-                    keys.leader_epoch,
-                    self.ctx.instance_id,
-                    self.token,
-                    self.lease_ms,
+                # A win whose reply comes later than this would be valid for nothing:
+                # give up (the lock, if set, expires unrenewed within one lease).
+                value = await asyncio.wait_for(
+                    self.ctx.redis.eval(
+                        _ACQUIRE,
+                        2,
+                        keys.leader_lock,
+                        keys.leader_epoch,
+                        self.ctx.instance_id,
+                        self.token,
+                        self.lease_ms,
+                    ),
+                    self.lease_ms / 1000 * 0.9,
                 )
-                if value:
+                if value and time.monotonic() < sent + self.lease_ms / 1000 * 0.9:
                     self._value = str(value)
                     self._valid_until = sent + self.lease_ms / 1000 * 0.9
                     self.epoch = int(json.loads(self._value)["epoch"])
@@ -108,13 +128,20 @@ class LeaderElection:
                     )
                     await self.on_elected(self.epoch)
                 return
-            renewed = await self.ctx.redis.eval(
-                _RENEW, 1, keys.leader_lock, self._value, self.lease_ms
+            left = self.remaining()
+            if left <= 0:
+                await self._depose("could not renew the lease in time")
+                return
+            renewed = await asyncio.wait_for(
+                self.ctx.redis.eval(_RENEW, 1, keys.leader_lock, self._value, self.lease_ms),
+                left,
             )
             if renewed:
                 self._valid_until = sent + self.lease_ms / 1000 * 0.9
             else:
                 await self._depose("the lease was taken over")
+        except TimeoutError:
+            log.warning("leader election: no reply from Redis before the lease deadline")
         except LOOP_ERRORS as exc:
             log.warning("leader election: Redis unavailable (%s)", exc)
         if self._value is not None and time.monotonic() >= self._valid_until:

@@ -318,6 +318,9 @@ class AdminAction(StrEnum):
     """Every worker of a type stops taking its tasks (by-framework's: by its denylist)."""
     RESUME_TYPE = "resume-type"
     """A paused type's workers take its tasks again."""
+    REFUSED_COMMAND = "refused-command"
+    """Written by a worker that refused a pushed command it could not attribute (unsigned,
+    a bad signature, a stamp from the future): nothing was applied."""
 
     @property
     def destructive(self) -> bool:

@@ -48,6 +48,16 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
+# A worker that leaves starts the janitor's offline clock itself, by Redis's clock (the
+# janitor's own ages are Redis time): its direct tasks are re-homed one retention after
+# it left, not one retention after a janitor first noticed (README "How the runtime
+# behaves"). HSETNX: an earlier mark (a worker already seen offline) is kept.
+_MARK_OFFLINE = """
+local t = redis.call('TIME')
+redis.call('HSETNX', KEYS[1], ARGV[1], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+return 1
+"""
+
 # Renew the lock if it is ours, re-take it if Redis lost it (a restart without
 # persistence, a failover to a replica that never saw it), refuse if someone else
 # holds it. 1 = ours (renewed or re-taken), 0 = another process holds it.
@@ -200,6 +210,7 @@ async def release(replica: Replica) -> None:
     pipe.eval(
         _RELEASE_LOCK, 1, replica.ctx.keys.worker_lock(replica.worker_id), lock_value(replica)
     )
+    pipe.eval(_MARK_OFFLINE, 1, replica.ctx.keys.offline_since, replica.worker_id)
     await pipe.execute()
 
 
@@ -207,7 +218,10 @@ async def finish_drain(replica: Replica) -> None:
     """A drained replica leaves for good: it is removed from the registry, not offline.
 
     Its execution history stays until the janitor or ``forget`` removes it; its own
-    stream is kept so direct tasks sent to it are not lost if the id is used again.
+    stream is kept so direct tasks sent to it are not lost if the id is used again. It
+    stays in the janitor's offline table, so once the retention has passed the direct
+    tasks still queued there go to their type's stream (or a dead letter with the
+    reason) instead of waiting for an id that never returns.
     """
     ctx = replica.ctx
     keys = ctx.keys
@@ -215,9 +229,13 @@ async def finish_drain(replica: Replica) -> None:
     pipe = ctx.redis.pipeline(transaction=False)
     queue_absence(pipe, replica)
     pipe.eval(_RELEASE_LOCK, 1, keys.worker_lock(wid), lock_value(replica))
-    pipe.delete(keys.worker_admin(wid), keys.worker_agent_types(wid))
+    # One key per DEL: the README's worker ACL user reaches admin hashes through a
+    # selector of their own (read and DEL only), and one command may not span two.
+    pipe.delete(keys.worker_admin(wid))
+    pipe.delete(keys.worker_agent_types(wid))
     pipe.srem(keys.workers, wid)
     pipe.srem(keys.admin_workers, wid)  # its admin hash is gone with it
+    pipe.eval(_MARK_OFFLINE, 1, keys.offline_since, wid)
     add_audit(
         pipe,
         ctx.keys,

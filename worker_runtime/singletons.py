@@ -77,7 +77,7 @@ class Singletons:
         settings = self.ctx.settings
         modules: dict[str, Coroutine[Any, Any, None]] = {
             "metrics_collector": collect_forever(self.ctx, epoch),
-            "janitor": sweep_forever(self.ctx, settings.janitor_interval),
+            "janitor": sweep_forever(self.ctx, epoch, settings.janitor_interval),
             "scheduler": schedule_forever(self.ctx, epoch, self.periodic),
         }
         for name, coro in modules.items():

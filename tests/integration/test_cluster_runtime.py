@@ -74,6 +74,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "leader epoch": (r"byai_gateway:v2:\{leader\}:epoch", "string"),
     "scheduler runs": (r"byai_gateway:v2:\{scheduler\}:runs", "hash"),
     "scheduler fence": (r"byai_gateway:v2:\{scheduler\}:fence", "string"),
+    "janitor fence": (r"byai_gateway:v2:\{janitor\}:fence", "string"),
     "scale targets": (r"byai_gateway:v2:scale:targets", "hash"),
     "scale overrides": (rf"byai_gateway:v2:scale:overrides:{_NAME}", "hash"),
     "audit": (r"byai_gateway:v2:audit", "stream"),

@@ -3,7 +3,12 @@
 Three users, each limited to the product's keys (:attr:`Keys.acl_patterns`) and no
 pub/sub channels:
 
-* ``worker``: runs ``worker-runtime`` (and may submit tasks, as an application does);
+* ``worker``: runs ``worker-runtime`` (and may submit tasks, as an application does).
+  It reads every product key but writes none of the operator's
+  (:attr:`Keys.acl_patterns_worker_writes`): not the fleet control stream, the scale
+  targets or any admin hash (a selector lets it read those and ``DEL`` them: a worker
+  that finished a drain clears its own), so ``byconsole worker suspend`` with it is
+  refused by Redis;
 * ``operator``: everything ``byconsole`` does, reads and admin writes, but cannot
   consume or acknowledge tasks;
 
@@ -62,17 +67,33 @@ def setuser_args(user: str, keys: Keys | None = None) -> list[str]:
             *patterns,
             *ACL_RULES[user],
         ]
-    patterns = [f"~{p}" for p in keys.acl_patterns_except_audit]
-    return [
-        user,
-        "reset",
-        "on",
-        f">{PASSWORDS[user]}",
-        "resetchannels",
-        *patterns,
-        *ACL_RULES[user],
-        audit_selector(keys),
-    ]
+    return [user, "reset", "on", f">{PASSWORDS[user]}", *_rules(user, keys)]
+
+
+def _rules(user: str, keys: Keys) -> list[str]:
+    """Everything after the password: channels, key patterns, commands, selectors."""
+    if user not in APPEND_ONLY_AUDIT:
+        return ["resetchannels", *(f"~{p}" for p in keys.acl_patterns), *ACL_RULES[user]]
+    if user == "worker":
+        patterns = [f"%R~{keys.acl_patterns[0]}"]
+        patterns += [f"~{p}" for p in keys.acl_patterns_worker_writes]
+        selectors = [audit_selector(keys), worker_admin_selector(keys)]
+    else:
+        patterns = [f"~{p}" for p in keys.acl_patterns_except_audit]
+        selectors = [audit_selector(keys)]
+    return ["resetchannels", *patterns, *ACL_RULES[user], *selectors]
+
+
+def readme_rule(user: str, keys: Keys | None = None) -> str:
+    """The ``ACL SETUSER`` line the README shows for ``user`` (placeholder password)."""
+    words = _rules(user, keys or Keys())
+    quoted = [f'"{w}"' if w.startswith("(") else w for w in words]
+    return " ".join(["ACL SETUSER", user, "on", f">{user.upper()}_PASSWORD", *quoted])
+
+
+def worker_admin_selector(keys: Keys) -> str:
+    """The selector that lets the worker read admin hashes and delete them, nothing else."""
+    return f"(~{keys.acl_patterns_worker_admin} -@all +@read +del -@dangerous)"
 
 
 def audit_selector(keys: Keys) -> str:

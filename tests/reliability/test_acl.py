@@ -92,7 +92,10 @@ async def test_the_audit_stream_is_append_only(secured: Secured, admin: Redis, u
     try:
         manager = WorkerManager(client, K, operator="mallory@laptop")
         await add_worker(admin, "w-1", ["chat"])
-        await manager.suspend_worker("w-1", reason="ok")
+        if user == "operator":
+            await manager.suspend_worker("w-1", reason="ok")
+        else:  # a worker audits too (a drain's end, a refused push), but suspends no one
+            await manager.audit("refused-command", "w-1", "ok")
         entries: Any = await admin.xrange(K.audit_stream)
         assert len(entries) == 1
         # The entry names the Redis user Redis authenticated, whatever $USER claims.
