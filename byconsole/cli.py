@@ -688,6 +688,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     Args:
         argv: arguments without the program name (``sys.argv[1:]`` by default).
     """
+    if argv is None:
+        # Before anything else: a password on the command line leaves ps at once
+        # (README "Security: TLS, ACL users, secrets").
+        from worker_runtime.proctitle import hide_secret_arguments
+
+        hide_secret_arguments(sys.argv)
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:

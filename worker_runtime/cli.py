@@ -31,6 +31,7 @@ from worker_runtime.context import Handler
 from worker_runtime.instance import WorkerInstance
 from worker_runtime.names import InvalidNameError
 from worker_runtime.producer import NoOnlineWorkerError, Producer
+from worker_runtime.proctitle import hide_secret_arguments
 from worker_runtime.registry import WorkerIdInUseError
 from worker_runtime.scheduler import parse_periodic
 from worker_runtime.settings import (
@@ -309,6 +310,9 @@ def settle_collector() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
+    if argv is None:
+        # Before anything else: a password on the command line leaves ps at once.
+        hide_secret_arguments(sys.argv)
     sys.exit(run_safely(argv))
 
 
