@@ -527,6 +527,12 @@ def _dead_commands(dead: _Parser, parents: list[_Parser]) -> None:
     p = _sub(dsub, "show", "one dead letter in full", "byconsole dead show chat 1-0", parents)
     p.add_argument("agent_type", metavar="T")
     p.add_argument("entry_id", metavar="ID")
+    p.add_argument(
+        "--cut",
+        metavar="N",
+        type=_non_negative,
+        help="show at most N characters of the payload (default: the whole payload)",
+    )
     _json_flag(p)
     p.set_defaults(handler="dead_show", write=False)
     for dead_verb, help_text in (

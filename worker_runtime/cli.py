@@ -30,8 +30,8 @@ from worker_runtime.connection import REDIS_ERRORS, create_redis, redis_error_li
 from worker_runtime.context import Handler
 from worker_runtime.instance import WorkerInstance
 from worker_runtime.names import InvalidNameError
-from worker_runtime.producer import NoOnlineWorkerError, Producer
 from worker_runtime.proctitle import hide_secret_arguments
+from worker_runtime.producer import NoOnlineWorkerError, Producer
 from worker_runtime.registry import WorkerIdInUseError
 from worker_runtime.scheduler import parse_periodic
 from worker_runtime.settings import (

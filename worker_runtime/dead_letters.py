@@ -26,6 +26,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from worker_runtime.audit import add_audit, audit_fields
 from worker_runtime.envelope import HOPS_FIELD, parse_envelope, read_envelope
+from worker_runtime.excerpts import (
+    Excerpt,
+    RangeRead,
+    excerpt_data,
+    partial_object,
+    read_entry_excerpts,
+    read_excerpts,
+)
 from worker_runtime.keys import Keys
 from worker_runtime.messages import KIND_TASK
 from worker_runtime.models import AdminAction
@@ -79,6 +87,20 @@ class DeadLetter(BaseModel):
     source: str = RUNTIME
     """:data:`RUNTIME` (a type's dead letters: requeue, purge) or :data:`CONTROL_PLANE`
     (by-framework's, shown read-only)."""
+    cut: dict[str, int] = Field(default_factory=dict)
+    """Read as an excerpt (a listing, :mod:`worker_runtime.excerpts`): the fields whose
+    stored value is longer than read, by name, with their stored length in bytes.
+    Empty when the entry was read whole (:meth:`DeadLetters.get`)."""
+
+    @property
+    def payload_cut(self) -> bool:
+        """Whether :attr:`payload` is only the start of the stored payload."""
+        return "data" in self.cut
+
+    @property
+    def stored_bytes(self) -> int | None:
+        """The stored size of the task (its ``data`` field) when it was cut."""
+        return self.cut.get("data")
 
     @property
     def read_only(self) -> bool:
@@ -90,6 +112,11 @@ class DeadLetter(BaseModel):
         return " ".join(self.payload.split())
 
 
+def _is_entry_id(text: str) -> bool:
+    ms, sep, seq = text.partition("-")
+    return ms.isdigit() and (not sep or seq.isdigit())
+
+
 def _int(value: Any) -> int | None:
     try:
         return int(str(value))
@@ -97,11 +124,24 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def parse_dead_letter(agent_type: str, entry_id: str, raw: Any) -> DeadLetter:
-    """A dead letter from one stream entry; never raises (a malformed one shows as such)."""
+def parse_dead_letter(
+    agent_type: str, entry_id: str, raw: Any, cut: dict[str, int] | None = None
+) -> DeadLetter:
+    """A dead letter from one stream entry; never raises (a malformed one shows as such).
+
+    Args:
+        agent_type: the type whose dead-letter stream holds it.
+        entry_id: its entry id.
+        raw: its fields, whole or as an excerpt.
+        cut: for an excerpt, the fields that were cut (:class:`Excerpt.cut`).
+    """
     fields = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
     data = fields.get("data", "")
-    task_id, payload, task = entry_task(fields)
+    cut = dict(cut or {})
+    if "data" in cut:
+        task_id, payload, task = excerpt_task(fields)
+    else:
+        task_id, payload, task = entry_task(fields)
     attempts = (
         _int(fields.get("attempt")) or _int(task.get("attempt")) or _int(fields.get("deliveries"))
     )
@@ -115,7 +155,24 @@ def parse_dead_letter(agent_type: str, entry_id: str, raw: Any) -> DeadLetter:
         attempts=attempts,
         payload=payload or data,
         fields=fields,
+        cut=cut,
     )
+
+
+def from_excerpt(agent_type: str, excerpt: Excerpt) -> DeadLetter:
+    """A dead letter from its excerpt (a listing's read)."""
+    return parse_dead_letter(agent_type, excerpt.entry_id, excerpt.fields, excerpt.cut)
+
+
+def excerpt_task(fields: dict[str, str]) -> tuple[str, str, dict[str, Any]]:
+    """:func:`entry_task` for an entry whose ``data`` was cut: what its prefix holds.
+
+    The members before the cut are whole (our task's ``task_id`` and ``agent_type``
+    come first, an envelope's ``header`` before its ``body``); the payload is the
+    start of the member the cut falls in (:func:`worker_runtime.excerpts.excerpt_data`).
+    Never raises.
+    """
+    return entry_task({**fields, "data": excerpt_data(fields.get("data", ""))})
 
 
 def entry_task(fields: dict[str, str]) -> tuple[str, str, dict[str, Any]]:
@@ -186,6 +243,22 @@ def parse_control_plane(entry_id: str, raw: Any) -> DeadLetter:
     )
 
 
+def _control_plane_excerpt(excerpt: Excerpt) -> DeadLetter:
+    letter = parse_control_plane(excerpt.entry_id, excerpt.fields)
+    if not excerpt.cut:
+        return letter
+    if "data" not in excerpt.cut:
+        return letter.model_copy(update={"cut": dict(excerpt.cut)})
+    # A cut decision: what its prefix holds.
+    members, _key, _raw = partial_object(excerpt.fields.get("data", ""))
+    whole = parse_control_plane(
+        excerpt.entry_id, {**excerpt.fields, "data": json.dumps(members, default=str)}
+    )
+    return whole.model_copy(
+        update={"payload": excerpt.fields.get("data", ""), "cut": dict(excerpt.cut)}
+    )
+
+
 class DeadLetters:
     """Dead-letter operations for one Redis.
 
@@ -207,23 +280,20 @@ class DeadLetters:
     async def newest(self, agent_type: str, limit: int = 100) -> list[DeadLetter]:
         """The newest ``limit`` dead letters of a type, newest first."""
         stream = self.keys.dead_letter_stream(agent_type)
-        entries = await self.redis.xrevrange(stream, count=max(1, limit))
-        return [parse_dead_letter(agent_type, str(eid), raw) for eid, raw in entries or []]
+        (found,) = await read_excerpts(self.redis, [RangeRead(stream, count=max(1, limit))])
+        return [from_excerpt(agent_type, e) for e in found]
 
     async def control_plane(self, limit: int = 100) -> tuple[int, list[DeadLetter]]:
         """by-framework's control-plane dead letters: ``(total, newest limit)``, read-only."""
         stream = self.keys.control_plane_dead_letters
         batch = Batch(self.redis.pipeline(transaction=False))
         total = batch.slot(batch.pipe.xlen(stream))
-        entries = batch.slot(batch.pipe.xrevrange(stream, count=max(1, limit)))
         await batch.execute(raise_on_error=False)
-        rows = entries.reply if isinstance(entries.reply, list) else []  # WRONGTYPE: none
-        letters = [
-            parse_control_plane(str(e[0]), e[1])
-            for e in rows
-            if isinstance(e, list | tuple) and len(e) == 2
-        ]
-        return (total.reply if isinstance(total.reply, int) else 0), letters
+        count = total.reply if isinstance(total.reply, int) else 0  # WRONGTYPE: none
+        if not count:
+            return 0, []
+        (found,) = await read_excerpts(self.redis, [RangeRead(stream, count=max(1, limit))])
+        return count, [_control_plane_excerpt(e) for e in found]
 
     async def newest_of(
         self, agent_types: list[str], limit: int
@@ -232,32 +302,26 @@ class DeadLetters:
         if not agent_types:
             return {}
         batch = Batch(self.redis.pipeline(transaction=False))
-        slots = []
-        for agent_type in agent_types:
-            stream = self.keys.dead_letter_stream(agent_type)
-            slots.append(
-                (
-                    agent_type,
-                    batch.slot(batch.pipe.xlen(stream)),
-                    batch.slot(batch.pipe.xrevrange(stream, count=max(1, limit))),
-                )
-            )
+        totals = [
+            (agent_type, batch.slot(batch.pipe.xlen(self.keys.dead_letter_stream(agent_type))))
+            for agent_type in agent_types
+        ]
         await batch.execute(raise_on_error=False)
-        out: dict[str, tuple[int, list[DeadLetter]]] = {}
-        for agent_type, total, entries in slots:
-            count = total.reply if isinstance(total.reply, int) else 0
-            if not count:
-                continue
-            rows = entries.reply if isinstance(entries.reply, list) else []
-            out[agent_type] = (
-                count,
-                [
-                    parse_dead_letter(agent_type, str(e[0]), e[1])
-                    for e in rows
-                    if isinstance(e, list | tuple) and len(e) == 2
-                ],
-            )
-        return out
+        counts = {t: s.reply for t, s in totals if isinstance(s.reply, int) and s.reply}
+        chosen = [t for t in agent_types if t in counts]
+        reads = [RangeRead(self.keys.dead_letter_stream(t), count=max(1, limit)) for t in chosen]
+        found = await read_excerpts(self.redis, reads)
+        return {
+            t: (counts[t], [from_excerpt(t, e) for e in entries])
+            for t, entries in zip(chosen, found, strict=True)
+        }
+
+    async def missing(self, agent_type: str, entry_ids: list[str]) -> list[str]:
+        """Which of ``entry_ids`` the type's dead letters do not hold (reads no payload)."""
+        stream = self.keys.dead_letter_stream(agent_type)
+        valid = [eid for eid in entry_ids if _is_entry_id(eid)]
+        found = await read_entry_excerpts(self.redis, stream, valid, limit=16) if valid else {}
+        return [eid for eid in entry_ids if eid not in found]
 
     async def get(self, agent_type: str, entry_id: str) -> DeadLetter | None:
         """One dead letter by entry id, or ``None``."""
