@@ -18,22 +18,17 @@ and the ratios.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from redis import Redis
 
 from bench.common import machine
 from worker_runtime.embedded import RedisServer
-from worker_runtime.keys import Keys
-from worker_runtime.models import now_ms
 
-K = Keys()
 BIN = Path(sys.executable).parent
 TYPE = "big"
 
@@ -57,18 +52,32 @@ asyncio.run(main())
 """
 
 
-def _fill(client: Redis, count: int, size: int) -> None:
-    for i in range(count):
-        payload = {"text": f"entry {i} " + "x" * size}
-        task = {"task_id": f"t-{i}", "agent_type": TYPE, "payload": payload}
-        fields: dict[Any, Any] = {
-            "kind": "task",
-            "data": json.dumps(task),
-            "error": f"MemoryError: {i}",
-            "worker_id": "w-1",
-            "buried_at": str(now_ms()),
-        }
-        client.xadd(K.dead_letter_stream(TYPE), fields)
+FILL = """
+import json, sys
+from redis import Redis
+from worker_runtime.keys import Keys
+from worker_runtime.models import now_ms
+
+client = Redis(port=int(sys.argv[1]))
+count, size, agent_type = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+for i in range(count):
+    task = {"task_id": f"t-{i}", "agent_type": agent_type,
+            "payload": {"text": f"entry {i} " + "x" * size}}
+    client.xadd(Keys().dead_letter_stream(agent_type), {
+        "kind": "task", "data": json.dumps(task), "error": f"MemoryError: {i}",
+        "worker_id": "w-1", "buried_at": str(now_ms())})
+"""
+
+
+def _fill(port: int, count: int, size: int) -> None:
+    """Write the dead letters from another process.
+
+    Linux counts in a child's ``ru_maxrss`` the parent's resident memory at the fork,
+    before the ``exec``: a bench process that had built the 50 MB payloads itself
+    would have every child measured at its size.
+    """
+    fill = [sys.executable, "-c", FILL, str(port), str(count), str(size), TYPE]
+    subprocess.run(fill, check=True)
 
 
 def _measure(args: list[str], env: dict[str, str], client: Redis) -> tuple[float, float, int, int]:
@@ -97,7 +106,7 @@ def main() -> None:
     server = RedisServer(extra_args=["--proto-max-bulk-len", "1gb"]).start()
     try:
         client = Redis(port=server.port)
-        _fill(client, args.count, args.mb * 1024 * 1024)
+        _fill(server.port, args.count, args.mb * 1024 * 1024)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("BYAI_", "REDIS_"))}
         env["BYAI_REDIS_URL"] = server.url
         ours = [str(BIN / "byconsole"), "dead", "list", TYPE]
