@@ -165,6 +165,8 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
     }
     check_tls_files(settings)
     tls = _tls_options(settings)
+    if settings.sentinel:
+        return _sentinel_client(settings, common, tls)
     if settings.cluster:
         from urllib.parse import unquote, urlsplit
 
@@ -187,6 +189,68 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
     if settings.url.startswith("rediss://"):
         common.update(tls)
     return Redis.from_url(settings.url, **common)
+
+
+class SentinelRedis(Redis):
+    """The primary's client, found through Redis Sentinel; closing it closes the
+    sentinels' clients too (redis-py leaves them to the ``Sentinel`` object).
+
+    redis-py's ``SentinelConnectionPool`` asks the sentinels for the primary's address
+    whenever it opens a connection, and a connection to a primary that was demoted
+    (``READONLY``) is closed and reported as a ``ConnectionError``: the client's retry
+    (:func:`client_retry`) and the workers' loops then reach the new primary.
+    """
+
+    sentinel_manager: Any = None
+    """The ``redis.asyncio.sentinel.Sentinel`` that made it (untyped in redis-py)."""
+
+    async def aclose(self, close_connection_pool: bool | None = None) -> None:
+        await super().aclose(close_connection_pool)
+        if self.sentinel_manager is not None:
+            manager, self.sentinel_manager = self.sentinel_manager, None
+            await manager.aclose()
+
+
+def _sentinel_client(
+    settings: RedisSettings, common: dict[str, Any], tls: dict[str, Any]
+) -> SentinelRedis:
+    """The primary's client through the sentinels (README "Redis Sentinel")."""
+    from urllib.parse import unquote, urlsplit
+
+    # Imported here: only a Sentinel deployment pays for it at start-up.
+    from redis.asyncio.sentinel import Sentinel
+
+    parts = urlsplit(settings.url)
+    data: dict[str, Any] = dict(common)
+    if parts.username:
+        data["username"] = unquote(parts.username)
+    if parts.password:
+        data["password"] = unquote(parts.password)
+    database = parts.path.strip("/")
+    data["db"] = int(database) if database.isdigit() else 0
+    # The sentinels: their own credentials, the same timeouts and TLS as the data nodes.
+    sentinel_kwargs: dict[str, Any] = {
+        "socket_connect_timeout": settings.connect_timeout,
+        "socket_timeout": settings.connect_timeout,
+        "decode_responses": True,
+        "encoding_errors": "replace",
+        "driver_info": common["driver_info"],
+    }
+    if settings.sentinel_username:
+        sentinel_kwargs["username"] = settings.sentinel_username
+    if settings.sentinel_password:
+        sentinel_kwargs["password"] = settings.sentinel_password
+    if parts.scheme == "rediss":
+        tls_kwargs = {**tls, "ssl": True}
+        data.update(tls_kwargs)
+        sentinel_kwargs.update(tls_kwargs)
+    manager: Any = Sentinel(  # type: ignore[no-untyped-call]
+        settings.sentinel_nodes, sentinel_kwargs=sentinel_kwargs, **data
+    )
+    assert settings.sentinel_master is not None  # settings.sentinel says so
+    client: SentinelRedis = manager.master_for(settings.sentinel_master, redis_class=SentinelRedis)
+    client.sentinel_manager = manager
+    return client
 
 
 _TLS_FILES = (
