@@ -47,28 +47,40 @@ class SentinelSet:
 
     def start(self) -> SentinelSet:
         """Start the primary, its replica and the sentinels; wait until all agree."""
-        primary = RedisServer().start()
+        # A replica's sync starts at once (Redis waits 5 s for more replicas by default).
+        fast_sync = ["--repl-diskless-sync-delay", "0"]
+        primary = RedisServer(extra_args=fast_sync).start()
         self.servers.append(primary)
-        replica = RedisServer(extra_args=["--replicaof", "127.0.0.1", str(primary.port)])
+        replica = RedisServer(
+            extra_args=[*fast_sync, "--replicaof", "127.0.0.1", str(primary.port)]
+        )
         self.servers.append(replica.start())
         self._wait(lambda: "master_link_status:up" in replica.cli("INFO", "replication"))
         binary = shutil.which("redis-server") or "redis-server"
-        for n in range(3):
-            port = free_port()
+        self.sentinel_ports = [free_port() for _ in range(3)]
+        ids = [f"{n + 1:x}" * 40 for n in range(3)]
+        for n, port in enumerate(self.sentinel_ports):
             conf = self.dir / f"sentinel-{n}.conf"
+            # The replica and the other sentinels are written in, with fixed run ids:
+            # otherwise they are learnt from hello messages every 2 s (seconds of start).
+            known = "".join(
+                f"sentinel known-sentinel {MASTER} 127.0.0.1 {other} {ids[m]}\n"
+                for m, other in enumerate(self.sentinel_ports)
+                if m != n
+            )
             conf.write_text(
-                f"port {port}\nbind 127.0.0.1\ndir {self.dir}\n"
+                f"port {port}\nbind 127.0.0.1\ndir {self.dir}\nsentinel myid {ids[n]}\n"
                 f"sentinel monitor {MASTER} 127.0.0.1 {primary.port} 2\n"
                 f"sentinel down-after-milliseconds {MASTER} {self.down_after_ms}\n"
                 f"sentinel failover-timeout {MASTER} {self.failover_timeout_ms}\n"
                 f"sentinel parallel-syncs {MASTER} 1\n"
+                f"sentinel known-replica {MASTER} 127.0.0.1 {replica.port}\n" + known
             )
             proc = subprocess.Popen(
                 [binary, str(conf), "--sentinel"],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
-            self.sentinel_ports.append(port)
             self.sentinels.append(proc)
         # Every sentinel knows the replica and the two others.
         for port in self.sentinel_ports:

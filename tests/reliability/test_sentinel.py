@@ -107,6 +107,31 @@ async def test_clients_reach_the_primary_and_producer_waits_for_replicas(
     assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
 
 
+def test_byconsole_reaches_the_primary_through_a_context(
+    sentinels: SentinelSet, tmp_path: Path
+) -> None:
+    config = tmp_path / "byconsole" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(
+        f'[contexts.ha]\nsentinels = "{sentinels.nodes}"\nsentinel_master = "{MASTER}"\n'
+    )
+    env = env_with("redis://127.0.0.1:1/0", XDG_CONFIG_HOME=str(tmp_path))
+    env.pop("BYAI_REDIS_URL")
+    args = [str(BIN / "byconsole"), "--context", "ha", "--snapshot", "--format", "json"]
+    done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert TYPE in {t["name"] for t in json.loads(done.stdout)["types"]}
+    listed = subprocess.run(
+        [str(BIN / "byconsole"), "--context", "ha", "contexts"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert f"sentinel {sentinels.nodes}/{MASTER}" in listed.stdout
+
+
 def _journal(path: Path) -> tuple[Counter[str], Counter[str]]:
     started: Counter[str] = Counter()
     done: Counter[str] = Counter()
@@ -140,7 +165,7 @@ async def test_a_worker_follows_failovers_and_no_task_is_lost(
             [*args, "--instance", "sentinel-w"], cwd=ROOT, env=env, stdout=out, stderr=out
         )
     client = create_redis(RedisSettings(url=sentinels.url))
-    producer = Producer(client, wait_replicas=1, wait_timeout_ms=3000)
+    producer = Producer(client, wait_replicas=1, wait_timeout_ms=1000)
     accepted: list[str] = []
     unreplicated: list[str] = []
     resent = 0
@@ -167,11 +192,11 @@ async def test_a_worker_follows_failovers_and_no_task_is_lost(
 
     submitter = asyncio.create_task(submit_forever())
     try:
-        await eventually(lambda: _done_count(journal, 20), timeout=30)
+        await eventually(lambda: _done_count(journal, 10), timeout=30)
         first = await asyncio.to_thread(sentinels.failover)
-        # Tasks keep running after it: 20 more finish.
+        # Tasks keep running after it: 10 more finish.
         mark = _finished(journal)
-        await eventually(lambda: _done_count(journal, mark + 20), timeout=30)
+        await eventually(lambda: _done_count(journal, mark + 10), timeout=30)
         killed_at = time.monotonic()
         old = sentinels.server_on(first)
         second = await asyncio.to_thread(sentinels.kill_primary)
@@ -181,7 +206,7 @@ async def test_a_worker_follows_failovers_and_no_task_is_lost(
         # so WAIT 1 can be met again.
         await asyncio.to_thread(old.start)
         mark = _finished(journal)
-        await eventually(lambda: _done_count(journal, mark + 20), timeout=60)
+        await eventually(lambda: _done_count(journal, mark + 10), timeout=60)
     finally:
         stop.set()
         await submitter
