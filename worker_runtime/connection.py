@@ -235,6 +235,9 @@ def _sentinel_client(
         "decode_responses": True,
         "encoding_errors": "replace",
         "driver_info": common["driver_info"],
+        # Ours, not redis-py's default (3 retries, backoff up to 10 s): an unreachable
+        # sentinel cost a one-shot command 5 s each.
+        "retry": common["retry"],
     }
     if settings.sentinel_username:
         sentinel_kwargs["username"] = settings.sentinel_username
@@ -431,6 +434,25 @@ def not_redis_server(exc: BaseException) -> bool:
     return isinstance(exc, InvalidResponse) or "protocol error" in str(exc).lower()
 
 
+# "..., <Redis(<ConnectionPool(...)>)> - network:ConnectionError, <Redis(...)> - ...".
+_SENTINEL_ERROR = re.compile(r"\)> - ([^<]+?)(?=, <|$)")
+
+
+def _sentinel_detail(exc: BaseException) -> str | None:
+    """redis-py's ``MasterNotFoundError`` in a line: its message holds the repr of every
+    sentinel client (a screenful); kept are the master's name and why each failed."""
+    if type(exc).__name__ != "MasterNotFoundError":
+        return None
+    text = one_line(exc)
+    head = text.partition(" : ")[0]
+    reasons = [m.group(1).strip() for m in _SENTINEL_ERROR.finditer(text)]
+    if reasons:
+        why = f"{len(reasons)} sentinel(s) unreachable: {'; '.join(sorted(set(reasons)))}"
+    else:
+        why = "no sentinel names it as a healthy primary"
+    return f"{head.replace('No master', 'no primary')} ({why})"
+
+
 def redis_error_line(
     exc: BaseException, *, endpoint: str | None = None, url: str | None = None
 ) -> str:
@@ -451,7 +473,7 @@ def redis_error_line(
         shown = endpoint or "that URL"
         return f"{shown} is not a Redis server (it does not answer in the Redis protocol)"
     # Redact before cutting, so a cut can never leave half a password behind.
-    detail = redact(one_line(exc), url, shown=endpoint)[:DETAIL_LIMIT]
+    detail = redact(_sentinel_detail(exc) or one_line(exc), url, shown=endpoint)[:DETAIL_LIMIT]
     if isinstance(exc, AuthenticationError):
         return f"{where} refused the credentials: {detail}"
     refusal = acl_refusal(exc)

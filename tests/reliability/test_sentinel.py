@@ -27,6 +27,7 @@ from tests.integration.runtime_helpers import BIN, ROOT, eventually, stop_proces
 from tests.redis_server import env_with
 from tests.sentinel import MASTER, SentinelSet
 from worker_runtime.connection import create_redis
+from worker_runtime.keys import Keys
 from worker_runtime.producer import NotReplicatedError, Producer
 from worker_runtime.settings import ConfigError, RedisSettings, load
 
@@ -117,6 +118,8 @@ def test_byconsole_reaches_the_primary_through_a_context(
     )
     env = env_with("redis://127.0.0.1:1/0", XDG_CONFIG_HOME=str(tmp_path))
     env.pop("BYAI_REDIS_URL")
+    # A type the snapshot can only list when it reads the primary.
+    sentinels.server_on(sentinels.primary_port()).cli("SADD", Keys().agent_types, TYPE)
     args = [str(BIN / "byconsole"), "--context", "ha", "--snapshot", "--format", "json"]
     done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -130,6 +133,21 @@ def test_byconsole_reaches_the_primary_through_a_context(
         timeout=60,
     )
     assert f"sentinel {sentinels.nodes}/{MASTER}" in listed.stdout
+    # A master name the sentinels do not monitor, and sentinels nobody runs: one line each.
+    for url, why in (
+        (f"redis+sentinel://{sentinels.nodes}/nosuch/0", "no sentinel names it"),
+        ("redis+sentinel://127.0.0.1:1,127.0.0.1:2/nosuch/0", "2 sentinel(s) unreachable"),
+    ):
+        failed = subprocess.run(
+            [str(BIN / "byconsole"), "--redis-url", url, "--snapshot"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert failed.returncode == 2 and "no primary found for 'nosuch'" in failed.stderr
+        assert why in failed.stderr and len(failed.stderr.strip().splitlines()) == 1
 
 
 def _journal(path: Path) -> tuple[Counter[str], Counter[str]]:
