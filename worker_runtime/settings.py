@@ -199,6 +199,19 @@ class RedisSettings(EnvSettings):
         object.__setattr__(self, "url", url)
         return self
 
+    @field_validator("sentinels")
+    @classmethod
+    def _check_sentinels(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        _sentinel_nodes(value)
+        return value
+
+    @field_validator("sentinel_master")
+    @classmethod
+    def _check_master(cls, value: str | None) -> str | None:
+        return check_master_name(value) if value else None
+
     @model_validator(mode="after")
     def _resolve_sentinel(self) -> RedisSettings:
         """A ``redis+sentinel://`` URL becomes the sentinels, the master name and a
