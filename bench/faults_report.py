@@ -47,6 +47,12 @@ async def _run_all(args: argparse.Namespace, work: Path) -> list[ScenarioResult]
             server.cleanup()
     if args.only in ("all", "delivery"):
         results += await _delivery_faults(args, work)
+    if args.only in ("all", "sentinel"):
+        from bench.faults_sentinel import sentinel_failover
+
+        print("Redis Sentinel: SENTINEL FAILOVER, then SIGKILL of the primary ...", file=sys.stderr)
+        (work / "sentinel").mkdir()
+        results.append(await sentinel_failover(work / "sentinel", tasks=args.sentinel_tasks))
     return results
 
 
@@ -121,6 +127,12 @@ def table(results: list[ScenarioResult]) -> str:
                 f"{r.name}: {t.retries} re-runs followed a failure the handler raised on "
                 "purpose (retries, not duplicates)"
             )
+        if "kill_to_new_primary_s" in r.notes:
+            notes.append(
+                f"{r.name}: the sentinels named a new primary "
+                f"{r.notes['kill_to_new_primary_s']} s after the SIGKILL "
+                "(down-after-milliseconds 1000)"
+            )
         if "stop_s" in r.notes:
             notes.append(
                 f"{r.name}: the partitioned worker stopped {r.notes['stop_s']} s after SIGTERM "
@@ -151,8 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--restart-tasks", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--oom-tasks", type=int, default=40)
+    parser.add_argument("--sentinel-tasks", type=int, default=600)
     parser.add_argument(
-        "--only", choices=["all", "redis", "chaos", "delivery"], default="all", help="a subset"
+        "--only",
+        choices=["all", "redis", "chaos", "delivery", "sentinel"],
+        default="all",
+        help="a subset",
     )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="faults-") as tmp:
@@ -167,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"Command: python -m bench.faults_report --chaos-tasks {args.chaos_tasks} "
             f"--restart-tasks {args.restart_tasks} --seed {args.seed} "
-            f"--oom-tasks {args.oom_tasks} --only {args.only}\n"
+            f"--oom-tasks {args.oom_tasks} --sentinel-tasks {args.sentinel_tasks} "
+            f"--only {args.only}\n"
         )
     print(table(results))
     bad = any(r.tally.lost or r.tally.unexplained or r.notes.get("pending_after") for r in results)
