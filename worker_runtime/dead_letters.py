@@ -67,6 +67,28 @@ RUNTIME = "runtime"
 MAX_BATCH = 10_000
 """Most dead letters one ``--all`` requeue or purge touches."""
 
+REQUEUE_CHUNK_BYTES = 32 * 1024 * 1024
+"""Stored bytes of dead letters a requeue reads and appends at a time."""
+
+SIZE_PROBE = 16
+"""Bytes of each field read to learn a letter's size (the excerpt's stored lengths)."""
+
+
+def _chunks(sizes: list[tuple[str, int]], budget: int) -> list[list[str]]:
+    """Ids in order, grouped so each group's bytes stay within ``budget`` (one at least)."""
+    out: list[list[str]] = []
+    current: list[str] = []
+    used = 0
+    for entry_id, size in sizes:
+        if current and used + size > budget:
+            out.append(current)
+            current, used = [], 0
+        current.append(entry_id)
+        used += size
+    if current:
+        out.append(current)
+    return out
+
 
 class DeadLetter(BaseModel):
     """One dead letter, every string as stored (make it safe before showing it)."""
@@ -337,27 +359,36 @@ class DeadLetters:
         eid, raw = entries[0]
         return parse_dead_letter(agent_type, str(eid), raw)
 
-    async def _select(self, agent_type: str, entry_ids: list[str] | None) -> list[DeadLetter]:
+    async def _sizes(self, agent_type: str, entry_ids: list[str] | None) -> list[tuple[str, int]]:
+        """``(entry id, stored bytes)`` of the chosen dead letters, reading no payload."""
+        stream = self.keys.dead_letter_stream(agent_type)
         if entry_ids is None:
-            stream = self.keys.dead_letter_stream(agent_type)
-            entries = await self.redis.xrange(stream, count=MAX_BATCH)
-            return [parse_dead_letter(agent_type, str(eid), raw) for eid, raw in entries or []]
-        found = [await self.get(agent_type, eid) for eid in entry_ids]
-        return [d for d in found if d is not None]
+            read = RangeRead(stream, "-", "+", MAX_BATCH, reverse=False)
+            (found,) = await read_excerpts(self.redis, [read], limit=SIZE_PROBE)
+        else:
+            valid = [eid for eid in entry_ids if _is_entry_id(eid)]
+            by_id = await read_entry_excerpts(self.redis, stream, valid, limit=SIZE_PROBE)
+            found = [by_id[eid] for eid in dict.fromkeys(valid) if eid in by_id]
+        return [(e.entry_id, sum(e.cut.get(k, len(v)) for k, v in e.fields.items())) for e in found]
 
-    async def requeue(
-        self, agent_type: str, entry_ids: list[str] | None, reason: str | None
+    async def _whole(self, agent_type: str, entry_ids: list[str]) -> list[DeadLetter]:
+        stream = self.keys.dead_letter_stream(agent_type)
+        batch = Batch(self.redis.pipeline(transaction=False))
+        slots = [batch.slot(batch.pipe.xrange(stream, eid, eid, count=1)) for eid in entry_ids]
+        await batch.execute()
+        out = []
+        for slot in slots:
+            for eid, raw in slot.value or []:
+                out.append(parse_dead_letter(agent_type, str(eid), raw))
+        return out
+
+    async def _requeue_chunk(
+        self, agent_type: str, chunk: list[str], stream: str, dead_stream: str
     ) -> list[str]:
-        """Put dead letters back on the type's stream (``None``: all of them).
-
-        Returns:
-            The dead-letter entry ids requeued (unknown ids are skipped).
-        """
-        chosen = await self._select(agent_type, entry_ids)
+        """Requeue one chunk; returns the ids moved (a letter gone meanwhile is skipped)."""
+        chosen = await self._whole(agent_type, chunk)
         if not chosen:
             return []
-        stream = self.keys.type_stream(agent_type)
-        dead_stream = self.keys.dead_letter_stream(agent_type)
         # Append first, delete after (two pipelines: on a cluster the streams live in
         # different slots). A failure between them duplicates a dead letter, never loses it.
         pipe = self.redis.pipeline(transaction=False)
@@ -370,16 +401,41 @@ class DeadLetters:
                 fields.setdefault("kind", KIND_TASK)
             pipe.xadd(stream, fields)
         await pipe.execute()
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.xdel(dead_stream, *[d.entry_id for d in chosen])
-        ids = [d.entry_id for d in chosen]
-        details = f"type={agent_type} count={len(ids)} ids={','.join(ids[:5])}"
-        add_audit(
-            pipe,
-            self.keys,
-            audit_fields(self.operator, AdminAction.DEAD_REQUEUE, agent_type, reason, details),
-        )
-        await pipe.execute()
+        moved = [d.entry_id for d in chosen]
+        await self.redis.xdel(dead_stream, *moved)
+        return moved
+
+    async def requeue(
+        self, agent_type: str, entry_ids: list[str] | None, reason: str | None
+    ) -> list[str]:
+        """Put dead letters back on the type's stream (``None``: all of them).
+
+        In chunks of at most :data:`REQUEUE_CHUNK_BYTES` (one letter at least): only a
+        chunk is ever in memory, whatever the letters hold (README "Huge entries").
+
+        Returns:
+            The dead-letter entry ids requeued (unknown ids are skipped).
+        """
+        sizes = await self._sizes(agent_type, entry_ids)
+        stream = self.keys.type_stream(agent_type)
+        dead_stream = self.keys.dead_letter_stream(agent_type)
+        ids: list[str] = []
+        try:
+            for chunk in _chunks(sizes, REQUEUE_CHUNK_BYTES):
+                ids += await self._requeue_chunk(agent_type, chunk, stream, dead_stream)
+        finally:
+            # What was moved is audited even when a later chunk failed.
+            if ids:
+                details = f"type={agent_type} count={len(ids)} ids={','.join(ids[:5])}"
+                pipe = self.redis.pipeline(transaction=False)
+                add_audit(
+                    pipe,
+                    self.keys,
+                    audit_fields(
+                        self.operator, AdminAction.DEAD_REQUEUE, agent_type, reason, details
+                    ),
+                )
+                await pipe.execute()
         return ids
 
     async def purge(self, agent_type: str, entry_ids: list[str] | None, reason: str | None) -> int:

@@ -203,3 +203,22 @@ def test_a_cut_json_object_decodes_to_what_its_prefix_holds() -> None:
         if cut > len('{"task_id": "a", '):
             assert excerpt["task_id"] == "a"
     assert partial_object('{"n": 12')[1] == "n"  # a number at the cut may be shortened
+
+
+async def test_requeue_all_moves_huge_letters_chunk_by_chunk_whole(
+    redis: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--all`` reads one chunk of letters at a time; every letter arrives whole, audited once."""
+    import worker_runtime.dead_letters as dead_letters
+
+    monkeypatch.setattr(dead_letters, "REQUEUE_CHUNK_BYTES", SIZE + MB)  # one letter a chunk
+    ids = await _bury(redis, 2)
+    originals = {eid: f for eid, f in await redis.xrange(K.dead_letter_stream("big"))}
+    moved = await DeadLetters(redis, K, "op@test").requeue("big", None, "fixed")
+    assert moved == ids
+    assert await redis.xlen(K.dead_letter_stream("big")) == 0
+    queued = [f for _, f in await redis.xrange(K.type_stream("big"))]
+    assert [q["data"] for q in queued] == [originals[eid]["data"] for eid in ids]
+    assert all("error" not in q and "attempt" not in q for q in queued)
+    audit = await redis.xrange(K.audit_stream)
+    assert len(audit) == 1 and "count=3" in audit[0][1]["details"]
