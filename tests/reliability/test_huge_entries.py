@@ -213,12 +213,17 @@ async def test_requeue_all_moves_huge_letters_chunk_by_chunk_whole(
 
     monkeypatch.setattr(dead_letters, "REQUEUE_CHUNK_BYTES", SIZE + MB)  # one letter a chunk
     ids = await _bury(redis, 2)
-    originals = {eid: f for eid, f in await redis.xrange(K.dead_letter_stream("big"))}
+    originals = await _entries(redis, K.dead_letter_stream("big"))
     moved = await DeadLetters(redis, K, "op@test").requeue("big", None, "fixed")
     assert moved == ids
     assert await redis.xlen(K.dead_letter_stream("big")) == 0
-    queued = [f for _, f in await redis.xrange(K.type_stream("big"))]
+    queued = list((await _entries(redis, K.type_stream("big"))).values())
     assert [q["data"] for q in queued] == [originals[eid]["data"] for eid in ids]
     assert all("error" not in q and "attempt" not in q for q in queued)
-    audit = await redis.xrange(K.audit_stream)
-    assert len(audit) == 1 and "count=3" in audit[0][1]["details"]
+    audit = list((await _entries(redis, K.audit_stream)).values())
+    assert len(audit) == 1 and "count=3" in audit[0]["details"]
+
+
+async def _entries(redis: Redis, stream: str) -> dict[str, dict[str, str]]:
+    entries: Any = await redis.xrange(stream)
+    return {str(eid): dict(fields) for eid, fields in entries or []}
