@@ -11,9 +11,10 @@ id can be pending in both). Each entry shows its owner consumer, idle time, deli
 count and the task it holds, read in both formats a type stream carries: ours
 (``{kind, data}``) and by-framework's ``ASK_AGENT`` envelope.
 
-A read costs three round trips whatever the page size: ``XINFO GROUPS``, one pipeline
-of ``XPENDING`` (extended form, one per group, bounded by the page size) and one
-pipeline of ``XRANGE id id`` per entry plus ``EXISTS`` of each owner's lease. A large
+A read costs four round trips whatever the page size: ``XINFO GROUPS``, one pipeline
+of ``XPENDING`` (extended form, one per group, bounded by the page size), one pipeline
+of the excerpt script per entry (every field cut to 4 KB inside Redis:
+:mod:`worker_runtime.excerpts`) and one of ``EXISTS`` of each owner's lease. A large
 PEL is read page by page with :attr:`PendingPage.next_cursor`.
 
 Dead-lettering never deletes a task: the entry is copied to the type's dead-letter
@@ -57,7 +58,7 @@ DEFAULT_LIMIT = 100
 """Entries per page unless asked otherwise."""
 
 MAX_LIMIT = 1_000
-"""Most entries one page reads (each costs an ``XRANGE`` in the content pipeline)."""
+"""Most entries one page reads (each costs an excerpt script call in the content pipeline)."""
 
 PAYLOAD_CHARS = 16_000
 """Longest payload text kept per entry (the rest is cut; the dead letter keeps all)."""

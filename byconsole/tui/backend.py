@@ -167,7 +167,7 @@ class RedisBackend:
         return sorted(found, key=lambda d: d.buried_at or 0, reverse=True)
 
     async def read_pending(self, agent_type: str, limit: int) -> PendingPage:
-        """The first ``limit`` pending entries of a type (three round trips)."""
+        """The first ``limit`` pending entries of a type (four round trips: excerpts)."""
         pending = PendingEntries(self.redis, self.settings.keys, self.manager.operator)
         async with asyncio.timeout(self.read_timeout):
             return await pending.page(agent_type, limit)
