@@ -438,7 +438,7 @@ def not_redis_server(exc: BaseException) -> bool:
 _SENTINEL_ERROR = re.compile(r"\)> - ([^<]+?)(?=, <|$)")
 
 
-def _sentinel_detail(exc: BaseException) -> str | None:
+def sentinel_detail(exc: BaseException) -> str | None:
     """redis-py's ``MasterNotFoundError`` in a line: its message holds the repr of every
     sentinel client (a screenful); kept are the master's name and why each failed."""
     if type(exc).__name__ != "MasterNotFoundError":
@@ -473,7 +473,7 @@ def redis_error_line(
         shown = endpoint or "that URL"
         return f"{shown} is not a Redis server (it does not answer in the Redis protocol)"
     # Redact before cutting, so a cut can never leave half a password behind.
-    detail = redact(_sentinel_detail(exc) or one_line(exc), url, shown=endpoint)[:DETAIL_LIMIT]
+    detail = redact(sentinel_detail(exc) or one_line(exc), url, shown=endpoint)[:DETAIL_LIMIT]
     if isinstance(exc, AuthenticationError):
         return f"{where} refused the credentials: {detail}"
     refusal = acl_refusal(exc)
