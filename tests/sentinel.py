@@ -25,11 +25,23 @@ class SentinelSet:
     Args:
         down_after_ms: ``sentinel down-after-milliseconds``.
         failover_timeout_ms: ``sentinel failover-timeout``.
+        data_password: ``requirepass`` (and ``masterauth``) of the primary and replica;
+            the sentinels get it as ``sentinel auth-pass``.
+        sentinel_password: the sentinels' own ``requirepass`` (they use it with each
+            other too).
     """
 
-    def __init__(self, down_after_ms: int = 1000, failover_timeout_ms: int = 4000) -> None:
+    def __init__(
+        self,
+        down_after_ms: int = 1000,
+        failover_timeout_ms: int = 4000,
+        data_password: str | None = None,
+        sentinel_password: str | None = None,
+    ) -> None:
         self.down_after_ms = down_after_ms
         self.failover_timeout_ms = failover_timeout_ms
+        self.data_password = data_password
+        self.sentinel_password = sentinel_password
         self.dir = Path(tempfile.mkdtemp(prefix="sentinel-"))
         self.servers: list[RedisServer] = []
         self.sentinel_ports: list[int] = []
@@ -49,13 +61,15 @@ class SentinelSet:
         """Start the primary, its replica and the sentinels; wait until all agree."""
         # A replica's sync starts at once (Redis waits 5 s for more replicas by default).
         fast_sync = ["--repl-diskless-sync-delay", "0"]
+        if self.data_password:
+            fast_sync += ["--requirepass", self.data_password, "--masterauth", self.data_password]
         primary = RedisServer(extra_args=fast_sync).start()
         self.servers.append(primary)
         replica = RedisServer(
             extra_args=[*fast_sync, "--replicaof", "127.0.0.1", str(primary.port)]
         )
         self.servers.append(replica.start())
-        self._wait(lambda: "master_link_status:up" in replica.cli("INFO", "replication"))
+        self._wait(lambda: "master_link_status:up" in self.data_cli(replica, "INFO", "replication"))
         binary = shutil.which("redis-server") or "redis-server"
         self.sentinel_ports = [free_port() for _ in range(3)]
         ids = [f"{n + 1:x}" * 40 for n in range(3)]
@@ -74,7 +88,14 @@ class SentinelSet:
                 f"sentinel down-after-milliseconds {MASTER} {self.down_after_ms}\n"
                 f"sentinel failover-timeout {MASTER} {self.failover_timeout_ms}\n"
                 f"sentinel parallel-syncs {MASTER} 1\n"
-                f"sentinel known-replica {MASTER} 127.0.0.1 {replica.port}\n" + known
+                f"sentinel known-replica {MASTER} 127.0.0.1 {replica.port}\n"
+                + known
+                + (
+                    f"sentinel auth-pass {MASTER} {self.data_password}\n"
+                    if self.data_password
+                    else ""
+                )
+                + (f"requirepass {self.sentinel_password}\n" if self.sentinel_password else "")
             )
             proc = subprocess.Popen(
                 [binary, str(conf), "--sentinel"],
@@ -94,10 +115,16 @@ class SentinelSet:
 
     def sentinel_cli(self, port: int, *args: str) -> str:
         """``redis-cli`` against one sentinel."""
+        auth = ["--no-auth-warning", "-a", self.sentinel_password] if self.sentinel_password else []
         out = subprocess.run(
-            ["redis-cli", "-p", str(port), *args], capture_output=True, text=True, timeout=10
+            ["redis-cli", "-p", str(port), *auth, *args], capture_output=True, text=True, timeout=10
         )
         return out.stdout
+
+    def data_cli(self, server: RedisServer, *args: str) -> str:
+        """``redis-cli`` against the primary or the replica."""
+        auth = ["--no-auth-warning", "-a", self.data_password] if self.data_password else []
+        return server.cli(*auth, *args)
 
     def primary_port(self) -> int:
         """The port the sentinels name as the primary now."""
@@ -129,7 +156,9 @@ class SentinelSet:
     def _wait_new_primary(self, old: int) -> int:
         self._wait(lambda: self.primary_port() != old, timeout=30)
         new = self.primary_port()
-        self._wait(lambda: "role:master" in self.server_on(new).cli("INFO", "replication"))
+        self._wait(
+            lambda: "role:master" in self.data_cli(self.server_on(new), "INFO", "replication")
+        )
         return new
 
     @staticmethod

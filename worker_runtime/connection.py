@@ -446,7 +446,12 @@ def sentinel_detail(exc: BaseException) -> str | None:
     text = one_line(exc)
     head = text.partition(" : ")[0]
     reasons = [m.group(1).strip() for m in _SENTINEL_ERROR.finditer(text)]
-    if reasons:
+    if any("Authentication" in r for r in reasons):
+        why = (
+            "the sentinels refused their credentials: "
+            "BYAI_REDIS_SENTINEL_USERNAME / BYAI_REDIS_SENTINEL_PASSWORD"
+        )
+    elif reasons:
         why = f"{len(reasons)} sentinel(s) unreachable: {'; '.join(sorted(set(reasons)))}"
     else:
         why = "no sentinel names it as a healthy primary"

@@ -265,3 +265,38 @@ def _finished(journal: Path) -> int:
 
 async def _done_count(journal: Path, at_least: int) -> bool:
     return _finished(journal) >= at_least
+
+
+DATA_PW = "Data-Pw-h7x"
+SENTINEL_PW = "Sentinel-Pw-h7y"
+
+
+async def test_sentinel_and_data_passwords_are_separate(tmp_path: Path) -> None:
+    """Sentinels with their own ``requirepass``, data nodes with another: each is sent only
+    where it belongs, a wrong one is one line naming the lookup, never the password."""
+    group = SentinelSet(data_password=DATA_PW, sentinel_password=SENTINEL_PW).start()
+    try:
+        url = f"redis+sentinel://:{DATA_PW}@{group.nodes}/{MASTER}/0"
+        client = create_redis(RedisSettings(url=url, sentinel_password=SENTINEL_PW))
+        try:
+            await client.set("h7:auth", "ok")
+            assert await client.get("h7:auth") == "ok"
+        finally:
+            await client.aclose()
+        secret = tmp_path / "sentinel-pw"
+        secret.write_text(SENTINEL_PW + "\n")
+        env = env_with(url, BYAI_REDIS_SENTINEL_PASSWORD_FILE=str(secret))
+        args = [str(BIN / "byconsole"), "--snapshot", "--format", "json"]
+        good = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert good.returncode == 0, good.stderr
+        for wrong in ({"BYAI_REDIS_SENTINEL_PASSWORD": "nope"}, {}):
+            env = env_with(url, **wrong)
+            bad = subprocess.run(
+                args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+            )
+            assert bad.returncode == 2 and "no primary found for" in bad.stderr, bad.stderr
+            assert "the sentinels refused their credentials" in bad.stderr
+            assert len(bad.stderr.strip().splitlines()) == 1
+            assert DATA_PW not in bad.stderr and SENTINEL_PW not in bad.stderr
+    finally:
+        group.cleanup()
