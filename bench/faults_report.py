@@ -5,6 +5,7 @@
     python -m bench.faults_report --only delivery  # OOM, partition, poison, SIGTERM rows
     python -m bench.faults_report --only outages   # graceful stops, OOM, SIGSTOP, AOF, --wait
     python -m bench.faults_report --only leader    # leader faults, gone workers, forged pushes
+    python -m bench.faults_report --only sentinel  # SENTINEL FAILOVER, then SIGKILL of the primary
 
 Runs the scenarios of :mod:`bench.faults` against real ``worker-runtime`` processes and
 real ``redis-server`` instances, at larger sizes than ``tests/reliability`` does, and
@@ -64,6 +65,12 @@ async def _run_all(args: argparse.Namespace, work: Path) -> list[ScenarioResult]
         results += await _outage_faults(args, work)
     if args.only in ("all", "leader"):
         results += await _leader_faults(args, work)
+    if args.only in ("all", "sentinel"):
+        from bench.faults_sentinel import sentinel_failover
+
+        print("Redis Sentinel: SENTINEL FAILOVER, then SIGKILL of the primary ...", file=sys.stderr)
+        (work / "sentinel").mkdir()
+        results.append(await sentinel_failover(work / "sentinel", tasks=args.sentinel_tasks))
     return results
 
 
@@ -220,6 +227,12 @@ def table(results: list[ScenarioResult]) -> str:
                 f"{r.name}: {t.retries} re-runs followed a failure the handler raised on "
                 "purpose (retries, not duplicates)"
             )
+        if "kill_to_new_primary_s" in r.notes:
+            notes.append(
+                f"{r.name}: the sentinels named a new primary "
+                f"{r.notes['kill_to_new_primary_s']} s after the SIGKILL "
+                "(down-after-milliseconds 1000)"
+            )
         if "stop_s" in r.notes:
             notes.append(
                 f"{r.name}: the partitioned worker stopped {r.notes['stop_s']} s after SIGTERM "
@@ -278,9 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--backlog-tasks", type=int, default=20_000, help="backlog of the graceful-stop row"
     )
+    parser.add_argument("--sentinel-tasks", type=int, default=600)
     parser.add_argument(
         "--only",
-        choices=["all", "redis", "chaos", "delivery", "outages", "leader"],
+        choices=["all", "redis", "chaos", "delivery", "outages", "leader", "sentinel"],
         default="all",
         help="a subset",
     )
@@ -310,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
             f"Command: python -m bench.faults_report --chaos-tasks {args.chaos_tasks} "
             f"--restart-tasks {args.restart_tasks} --seed {args.seed} "
             f"--oom-tasks {args.oom_tasks} --backlog-tasks {args.backlog_tasks} "
-            f"--rehome-tasks {args.rehome_tasks} "
+            f"--rehome-tasks {args.rehome_tasks} --sentinel-tasks {args.sentinel_tasks} "
             f"--only {args.only}\n"
         )
     print(table(results))

@@ -527,6 +527,12 @@ def _dead_commands(dead: _Parser, parents: list[_Parser]) -> None:
     p = _sub(dsub, "show", "one dead letter in full", "byconsole dead show chat 1-0", parents)
     p.add_argument("agent_type", metavar="T")
     p.add_argument("entry_id", metavar="ID")
+    p.add_argument(
+        "--cut",
+        metavar="N",
+        type=_non_negative,
+        help="show at most N characters of the payload (default: the whole payload)",
+    )
     _json_flag(p)
     p.set_defaults(handler="dead_show", write=False)
     for dead_verb, help_text in (
@@ -729,6 +735,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     Args:
         argv: arguments without the program name (``sys.argv[1:]`` by default).
     """
+    if argv is None:
+        # Before anything else: a password on the command line leaves ps at once
+        # (README "Security: TLS, ACL users, secrets").
+        from worker_runtime.proctitle import hide_secret_arguments
+
+        hide_secret_arguments(sys.argv)
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:

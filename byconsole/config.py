@@ -14,6 +14,11 @@ The file lives at ``$XDG_CONFIG_HOME/byconsole/config.toml`` (default
     cluster_host = "10.0.0.5"
     cluster_port = 7000
 
+    [contexts.sentinel]                # Redis Sentinel: the sentinels find the primary
+    sentinels = "10.0.0.7:26379,10.0.0.8:26379,10.0.0.9:26379"
+    sentinel_master = "main"
+    url = "rediss://ops@ignored/0"     # the data nodes' user, database and TLS
+
     [contexts.prod.alerts]             # optional: alert thresholds (by-framework's defaults)
     queue_backlog = 500
     oldest_task_age_seconds = 120
@@ -47,6 +52,7 @@ ENDPOINT_ENV = (
     "REDIS_HOST",
     "REDIS_PORT",
     "BYAI_REDIS_URL_FILE",
+    "BYAI_REDIS_SENTINELS",
 )
 """Environment variables that name an endpoint (any of them overrides a context's)."""
 
@@ -98,6 +104,15 @@ class Context(BaseModel):
     """``redis://`` / ``rediss://`` URL, ACL user and password allowed (never displayed)."""
     cluster_host: str | None = None
     cluster_port: int | None = Field(default=None, ge=1, le=65535)
+    sentinels: str | None = None
+    """``host:port,host:port`` of Redis Sentinels (with ``sentinel_master``); ``url`` then
+    gives the data nodes' credentials, database and TLS only."""
+    sentinel_master: str | None = None
+    sentinel_username: str | None = None
+    sentinel_password: str | None = None
+    """The sentinels' own password (never displayed); ``sentinel_password_file`` keeps
+    it out of the config file."""
+    sentinel_password_file: str | None = None
     schema_version: Literal["v1", "v2"] | None = None
     tls_ca: str | None = None
     tls_cert: str | None = None
@@ -120,6 +135,8 @@ class Context(BaseModel):
     @property
     def endpoint(self) -> str:
         """Where this context points, with any password masked."""
+        if self.sentinels:
+            return f"sentinel {self.sentinels}/{self.sentinel_master or '?'}"
         if self.cluster_host:
             return f"cluster {self.cluster_host}:{self.cluster_port or 6379}"
         return mask_url(self.url) if self.url else "(default)"
@@ -226,6 +243,9 @@ def resolve_settings(
         if redis_url is None and redis_url_file is None and not endpoint_from_env:
             overrides["url"] = context.url
             overrides["cluster_host"] = context.cluster_host
+            overrides["sentinels"] = context.sentinels
+            if not env.get("BYAI_REDIS_SENTINEL_MASTER"):
+                overrides["sentinel_master"] = context.sentinel_master
             if context.cluster_port is not None and not env.get("REDIS_CLUSTER_PORT"):
                 overrides["cluster_port"] = context.cluster_port
         pairs: list[tuple[str, str, object]] = [
@@ -235,6 +255,13 @@ def resolve_settings(
             ("tls_keyfile", "BYAI_REDIS_TLS_KEY", context.tls_key),
             ("tls_insecure", "BYAI_REDIS_TLS_INSECURE", context.tls_insecure),
             ("connect_timeout", "BYAI_REDIS_CONNECT_TIMEOUT", context.connect_timeout),
+            ("sentinel_username", "BYAI_REDIS_SENTINEL_USERNAME", context.sentinel_username),
+            ("sentinel_password", "BYAI_REDIS_SENTINEL_PASSWORD", context.sentinel_password),
+            (
+                "sentinel_password_file",
+                "BYAI_REDIS_SENTINEL_PASSWORD_FILE",
+                context.sentinel_password_file,
+            ),
         ]
         for field, env_name, value in pairs:
             if value is not None and not env.get(env_name):

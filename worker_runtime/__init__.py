@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ lo
         Status,
         Task,
     )
-    from worker_runtime.producer import NoOnlineWorkerError, Producer
+    from worker_runtime.producer import NoOnlineWorkerError, NotReplicatedError, Producer
     from worker_runtime.scheduler import Periodic, periodic
     from worker_runtime.settings import ConfigError, RedisSettings, WorkerSettings
     from worker_runtime.snapshot import FleetSnapshot, WorkerDetail, WorkerView
@@ -52,6 +52,7 @@ _HOMES: dict[str, str] = {
     # submitting work
     "Producer": "producer",
     "NoOnlineWorkerError": "producer",
+    "NotReplicatedError": "producer",
     # operating the fleet
     "WorkerManager": "admin",
     "ActionResult": "admin",
@@ -90,6 +91,7 @@ __all__ = [
     "Lease",
     "Lifecycle",
     "NoOnlineWorkerError",
+    "NotReplicatedError",
     "Periodic",
     "Producer",
     "RedisSettings",

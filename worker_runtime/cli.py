@@ -32,7 +32,8 @@ from worker_runtime.context import Handler
 from worker_runtime.instance import WorkerInstance
 from worker_runtime.names import InvalidNameError
 from worker_runtime.outage import RETRYABLE, ride_out, submit_once, task_queued
-from worker_runtime.producer import NoOnlineWorkerError, Producer
+from worker_runtime.proctitle import hide_secret_arguments
+from worker_runtime.producer import NoOnlineWorkerError, NotReplicatedError, Producer
 from worker_runtime.registry import WorkerIdInUseError
 from worker_runtime.scheduler import parse_periodic
 from worker_runtime.settings import (
@@ -123,6 +124,19 @@ def build_parser() -> OneLineParser:
         "--redis-url-file", metavar="PATH", help="read the URL from a file (keeps passwords off ps)"
     )
     submit.add_argument(
+        "--wait-replicas",
+        type=_positive("--wait-replicas", 100),
+        metavar="N",
+        help="after the submit, wait until N replicas hold it (Redis WAIT); fewer exit 1",
+    )
+    submit.add_argument(
+        "--wait-replicas-timeout",
+        type=_positive("--wait-replicas-timeout", 600_000),
+        default=1000,
+        metavar="MS",
+        help="how long --wait-replicas waits (default 1000 ms)",
+    )
+    submit.add_argument(
         "--wait",
         action="store_true",
         help="wait for the result (or error) on the session stream and print it",
@@ -168,7 +182,15 @@ async def _submit(args: argparse.Namespace, redis_settings: RedisSettings) -> in
         args.session = f"submit-{uuid.uuid4().hex[:12]}"
     redis = create_redis(redis_settings, retries=0)
     try:
-        producer = Producer(redis, redis_settings.keys)
+        try:
+            producer = Producer(
+                redis,
+                redis_settings.keys,
+                wait_replicas=args.wait_replicas or 0,
+                wait_timeout_ms=args.wait_replicas_timeout,
+            )
+        except ValueError as exc:
+            raise UsageError(f"--wait-replicas: {exc}") from None
         if args.wait:
             deadline = time.monotonic() + args.timeout
             ids = await _submit_riding_out(producer, redis_settings, args, payload, deadline)
@@ -368,6 +390,9 @@ def settle_collector() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
+    if argv is None:
+        # Before anything else: a password on the command line leaves ps at once.
+        hide_secret_arguments(sys.argv)
     sys.exit(run_safely(argv))
 
 
@@ -381,7 +406,7 @@ def run_safely(argv: list[str] | None = None) -> int:
     except REDIS_ERRORS as exc:
         print(f"{PROG}: {redis_error_line(exc)}", file=sys.stderr)
         return 2
-    except (NoOnlineWorkerError, WorkerIdInUseError) as exc:
+    except (NoOnlineWorkerError, WorkerIdInUseError, NotReplicatedError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

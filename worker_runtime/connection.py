@@ -165,6 +165,8 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
     }
     check_tls_files(settings)
     tls = _tls_options(settings)
+    if settings.sentinel:
+        return _sentinel_client(settings, common, tls)
     if settings.cluster:
         from urllib.parse import unquote, urlsplit
 
@@ -187,6 +189,71 @@ def create_redis(settings: RedisSettings, *, retries: int = 3) -> Redis | RedisC
     if settings.url.startswith("rediss://"):
         common.update(tls)
     return Redis.from_url(settings.url, **common)
+
+
+class SentinelRedis(Redis):
+    """The primary's client, found through Redis Sentinel; closing it closes the
+    sentinels' clients too (redis-py leaves them to the ``Sentinel`` object).
+
+    redis-py's ``SentinelConnectionPool`` asks the sentinels for the primary's address
+    whenever it opens a connection, and a connection to a primary that was demoted
+    (``READONLY``) is closed and reported as a ``ConnectionError``: the client's retry
+    (:func:`client_retry`) and the workers' loops then reach the new primary.
+    """
+
+    sentinel_manager: Any = None
+    """The ``redis.asyncio.sentinel.Sentinel`` that made it (untyped in redis-py)."""
+
+    async def aclose(self, close_connection_pool: bool | None = None) -> None:
+        await super().aclose(close_connection_pool)
+        if self.sentinel_manager is not None:
+            manager, self.sentinel_manager = self.sentinel_manager, None
+            await manager.aclose()
+
+
+def _sentinel_client(
+    settings: RedisSettings, common: dict[str, Any], tls: dict[str, Any]
+) -> SentinelRedis:
+    """The primary's client through the sentinels (README "Redis Sentinel")."""
+    from urllib.parse import unquote, urlsplit
+
+    # Imported here: only a Sentinel deployment pays for it at start-up.
+    from redis.asyncio.sentinel import Sentinel
+
+    parts = urlsplit(settings.url)
+    data: dict[str, Any] = dict(common)
+    if parts.username:
+        data["username"] = unquote(parts.username)
+    if parts.password:
+        data["password"] = unquote(parts.password)
+    database = parts.path.strip("/")
+    data["db"] = int(database) if database.isdigit() else 0
+    # The sentinels: their own credentials, the same timeouts and TLS as the data nodes.
+    sentinel_kwargs: dict[str, Any] = {
+        "socket_connect_timeout": settings.connect_timeout,
+        "socket_timeout": settings.connect_timeout,
+        "decode_responses": True,
+        "encoding_errors": "replace",
+        "driver_info": common["driver_info"],
+        # Ours, not redis-py's default (3 retries, backoff up to 10 s): an unreachable
+        # sentinel cost a one-shot command 5 s each.
+        "retry": common["retry"],
+    }
+    if settings.sentinel_username:
+        sentinel_kwargs["username"] = settings.sentinel_username
+    if settings.sentinel_password:
+        sentinel_kwargs["password"] = settings.sentinel_password
+    if parts.scheme == "rediss":
+        tls_kwargs = {**tls, "ssl": True}
+        data.update(tls_kwargs)
+        sentinel_kwargs.update(tls_kwargs)
+    manager: Any = Sentinel(  # type: ignore[no-untyped-call]
+        settings.sentinel_nodes, sentinel_kwargs=sentinel_kwargs, **data
+    )
+    assert settings.sentinel_master is not None  # settings.sentinel says so
+    client: SentinelRedis = manager.master_for(settings.sentinel_master, redis_class=SentinelRedis)
+    client.sentinel_manager = manager
+    return client
 
 
 _TLS_FILES = (
@@ -372,6 +439,30 @@ def not_redis_server(exc: BaseException) -> bool:
     return isinstance(exc, InvalidResponse) or "protocol error" in str(exc).lower()
 
 
+# "..., <Redis(<ConnectionPool(...)>)> - network:ConnectionError, <Redis(...)> - ...".
+_SENTINEL_ERROR = re.compile(r"\)> - ([^<]+?)(?=, <|$)")
+
+
+def sentinel_detail(exc: BaseException) -> str | None:
+    """redis-py's ``MasterNotFoundError`` in a line: its message holds the repr of every
+    sentinel client (a screenful); kept are the master's name and why each failed."""
+    if type(exc).__name__ != "MasterNotFoundError":
+        return None
+    text = one_line(exc)
+    head = text.partition(" : ")[0]
+    reasons = [m.group(1).strip() for m in _SENTINEL_ERROR.finditer(text)]
+    if any("Authentication" in r for r in reasons):
+        why = (
+            "the sentinels refused their credentials: "
+            "BYAI_REDIS_SENTINEL_USERNAME / BYAI_REDIS_SENTINEL_PASSWORD"
+        )
+    elif reasons:
+        why = f"{len(reasons)} sentinel(s) unreachable: {'; '.join(sorted(set(reasons)))}"
+    else:
+        why = "no sentinel names it as a healthy primary"
+    return f"{head.replace('No master', 'no primary')} ({why})"
+
+
 def redis_error_line(
     exc: BaseException, *, endpoint: str | None = None, url: str | None = None
 ) -> str:
@@ -392,7 +483,7 @@ def redis_error_line(
         shown = endpoint or "that URL"
         return f"{shown} is not a Redis server (it does not answer in the Redis protocol)"
     # Redact before cutting, so a cut can never leave half a password behind.
-    detail = redact(one_line(exc), url, shown=endpoint)[:DETAIL_LIMIT]
+    detail = redact(sentinel_detail(exc) or one_line(exc), url, shown=endpoint)[:DETAIL_LIMIT]
     if isinstance(exc, AuthenticationError):
         return f"{where} refused the credentials: {detail}"
     refusal = acl_refusal(exc)

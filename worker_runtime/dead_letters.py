@@ -26,6 +26,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from worker_runtime.audit import add_audit, audit_fields
 from worker_runtime.envelope import HOPS_FIELD, parse_envelope, read_envelope
+from worker_runtime.excerpts import (
+    Excerpt,
+    RangeRead,
+    excerpt_data,
+    partial_object,
+    read_entry_excerpts,
+    read_excerpts,
+)
 from worker_runtime.keys import Keys
 from worker_runtime.messages import KIND_TASK
 from worker_runtime.models import AdminAction
@@ -59,6 +67,28 @@ RUNTIME = "runtime"
 MAX_BATCH = 10_000
 """Most dead letters one ``--all`` requeue or purge touches."""
 
+REQUEUE_CHUNK_BYTES = 32 * 1024 * 1024
+"""Stored bytes of dead letters a requeue reads and appends at a time."""
+
+SIZE_PROBE = 16
+"""Bytes of each field read to learn a letter's size (the excerpt's stored lengths)."""
+
+
+def _chunks(sizes: list[tuple[str, int]], budget: int) -> list[list[str]]:
+    """Ids in order, grouped so each group's bytes stay within ``budget`` (one at least)."""
+    out: list[list[str]] = []
+    current: list[str] = []
+    used = 0
+    for entry_id, size in sizes:
+        if current and used + size > budget:
+            out.append(current)
+            current, used = [], 0
+        current.append(entry_id)
+        used += size
+    if current:
+        out.append(current)
+    return out
+
 
 class DeadLetter(BaseModel):
     """One dead letter, every string as stored (make it safe before showing it)."""
@@ -79,6 +109,20 @@ class DeadLetter(BaseModel):
     source: str = RUNTIME
     """:data:`RUNTIME` (a type's dead letters: requeue, purge) or :data:`CONTROL_PLANE`
     (by-framework's, shown read-only)."""
+    cut: dict[str, int] = Field(default_factory=dict)
+    """Read as an excerpt (a listing, :mod:`worker_runtime.excerpts`): the fields whose
+    stored value is longer than read, by name, with their stored length in bytes.
+    Empty when the entry was read whole (:meth:`DeadLetters.get`)."""
+
+    @property
+    def payload_cut(self) -> bool:
+        """Whether :attr:`payload` is only the start of the stored payload."""
+        return "data" in self.cut
+
+    @property
+    def stored_bytes(self) -> int | None:
+        """The stored size of the task (its ``data`` field) when it was cut."""
+        return self.cut.get("data")
 
     @property
     def read_only(self) -> bool:
@@ -90,6 +134,11 @@ class DeadLetter(BaseModel):
         return " ".join(self.payload.split())
 
 
+def _is_entry_id(text: str) -> bool:
+    ms, sep, seq = text.partition("-")
+    return ms.isdigit() and (not sep or seq.isdigit())
+
+
 def _int(value: Any) -> int | None:
     try:
         return int(str(value))
@@ -97,11 +146,24 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def parse_dead_letter(agent_type: str, entry_id: str, raw: Any) -> DeadLetter:
-    """A dead letter from one stream entry; never raises (a malformed one shows as such)."""
+def parse_dead_letter(
+    agent_type: str, entry_id: str, raw: Any, cut: dict[str, int] | None = None
+) -> DeadLetter:
+    """A dead letter from one stream entry; never raises (a malformed one shows as such).
+
+    Args:
+        agent_type: the type whose dead-letter stream holds it.
+        entry_id: its entry id.
+        raw: its fields, whole or as an excerpt.
+        cut: for an excerpt, the fields that were cut (:class:`Excerpt.cut`).
+    """
     fields = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
     data = fields.get("data", "")
-    task_id, payload, task = entry_task(fields)
+    cut = dict(cut or {})
+    if "data" in cut:
+        task_id, payload, task = excerpt_task(fields)
+    else:
+        task_id, payload, task = entry_task(fields)
     attempts = (
         _int(fields.get("attempt")) or _int(task.get("attempt")) or _int(fields.get("deliveries"))
     )
@@ -115,7 +177,24 @@ def parse_dead_letter(agent_type: str, entry_id: str, raw: Any) -> DeadLetter:
         attempts=attempts,
         payload=payload or data,
         fields=fields,
+        cut=cut,
     )
+
+
+def from_excerpt(agent_type: str, excerpt: Excerpt) -> DeadLetter:
+    """A dead letter from its excerpt (a listing's read)."""
+    return parse_dead_letter(agent_type, excerpt.entry_id, excerpt.fields, excerpt.cut)
+
+
+def excerpt_task(fields: dict[str, str]) -> tuple[str, str, dict[str, Any]]:
+    """:func:`entry_task` for an entry whose ``data`` was cut: what its prefix holds.
+
+    The members before the cut are whole (our task's ``task_id`` and ``agent_type``
+    come first, an envelope's ``header`` before its ``body``); the payload is the
+    start of the member the cut falls in (:func:`worker_runtime.excerpts.excerpt_data`).
+    Never raises.
+    """
+    return entry_task({**fields, "data": excerpt_data(fields.get("data", ""))})
 
 
 def entry_task(fields: dict[str, str]) -> tuple[str, str, dict[str, Any]]:
@@ -186,6 +265,22 @@ def parse_control_plane(entry_id: str, raw: Any) -> DeadLetter:
     )
 
 
+def _control_plane_excerpt(excerpt: Excerpt) -> DeadLetter:
+    letter = parse_control_plane(excerpt.entry_id, excerpt.fields)
+    if not excerpt.cut:
+        return letter
+    if "data" not in excerpt.cut:
+        return letter.model_copy(update={"cut": dict(excerpt.cut)})
+    # A cut decision: what its prefix holds.
+    members, _key, _raw = partial_object(excerpt.fields.get("data", ""))
+    whole = parse_control_plane(
+        excerpt.entry_id, {**excerpt.fields, "data": json.dumps(members, default=str)}
+    )
+    return whole.model_copy(
+        update={"payload": excerpt.fields.get("data", ""), "cut": dict(excerpt.cut)}
+    )
+
+
 class DeadLetters:
     """Dead-letter operations for one Redis.
 
@@ -207,23 +302,20 @@ class DeadLetters:
     async def newest(self, agent_type: str, limit: int = 100) -> list[DeadLetter]:
         """The newest ``limit`` dead letters of a type, newest first."""
         stream = self.keys.dead_letter_stream(agent_type)
-        entries = await self.redis.xrevrange(stream, count=max(1, limit))
-        return [parse_dead_letter(agent_type, str(eid), raw) for eid, raw in entries or []]
+        (found,) = await read_excerpts(self.redis, [RangeRead(stream, count=max(1, limit))])
+        return [from_excerpt(agent_type, e) for e in found]
 
     async def control_plane(self, limit: int = 100) -> tuple[int, list[DeadLetter]]:
         """by-framework's control-plane dead letters: ``(total, newest limit)``, read-only."""
         stream = self.keys.control_plane_dead_letters
         batch = Batch(self.redis.pipeline(transaction=False))
         total = batch.slot(batch.pipe.xlen(stream))
-        entries = batch.slot(batch.pipe.xrevrange(stream, count=max(1, limit)))
         await batch.execute(raise_on_error=False)
-        rows = entries.reply if isinstance(entries.reply, list) else []  # WRONGTYPE: none
-        letters = [
-            parse_control_plane(str(e[0]), e[1])
-            for e in rows
-            if isinstance(e, list | tuple) and len(e) == 2
-        ]
-        return (total.reply if isinstance(total.reply, int) else 0), letters
+        count = total.reply if isinstance(total.reply, int) else 0  # WRONGTYPE: none
+        if not count:
+            return 0, []
+        (found,) = await read_excerpts(self.redis, [RangeRead(stream, count=max(1, limit))])
+        return count, [_control_plane_excerpt(e) for e in found]
 
     async def newest_of(
         self, agent_types: list[str], limit: int
@@ -232,32 +324,26 @@ class DeadLetters:
         if not agent_types:
             return {}
         batch = Batch(self.redis.pipeline(transaction=False))
-        slots = []
-        for agent_type in agent_types:
-            stream = self.keys.dead_letter_stream(agent_type)
-            slots.append(
-                (
-                    agent_type,
-                    batch.slot(batch.pipe.xlen(stream)),
-                    batch.slot(batch.pipe.xrevrange(stream, count=max(1, limit))),
-                )
-            )
+        totals = [
+            (agent_type, batch.slot(batch.pipe.xlen(self.keys.dead_letter_stream(agent_type))))
+            for agent_type in agent_types
+        ]
         await batch.execute(raise_on_error=False)
-        out: dict[str, tuple[int, list[DeadLetter]]] = {}
-        for agent_type, total, entries in slots:
-            count = total.reply if isinstance(total.reply, int) else 0
-            if not count:
-                continue
-            rows = entries.reply if isinstance(entries.reply, list) else []
-            out[agent_type] = (
-                count,
-                [
-                    parse_dead_letter(agent_type, str(e[0]), e[1])
-                    for e in rows
-                    if isinstance(e, list | tuple) and len(e) == 2
-                ],
-            )
-        return out
+        counts = {t: s.reply for t, s in totals if isinstance(s.reply, int) and s.reply}
+        chosen = [t for t in agent_types if t in counts]
+        reads = [RangeRead(self.keys.dead_letter_stream(t), count=max(1, limit)) for t in chosen]
+        found = await read_excerpts(self.redis, reads)
+        return {
+            t: (counts[t], [from_excerpt(t, e) for e in entries])
+            for t, entries in zip(chosen, found, strict=True)
+        }
+
+    async def missing(self, agent_type: str, entry_ids: list[str]) -> list[str]:
+        """Which of ``entry_ids`` the type's dead letters do not hold (reads no payload)."""
+        stream = self.keys.dead_letter_stream(agent_type)
+        valid = [eid for eid in entry_ids if _is_entry_id(eid)]
+        found = await read_entry_excerpts(self.redis, stream, valid, limit=16) if valid else {}
+        return [eid for eid in entry_ids if eid not in found]
 
     async def get(self, agent_type: str, entry_id: str) -> DeadLetter | None:
         """One dead letter by entry id, or ``None``."""
@@ -273,27 +359,36 @@ class DeadLetters:
         eid, raw = entries[0]
         return parse_dead_letter(agent_type, str(eid), raw)
 
-    async def _select(self, agent_type: str, entry_ids: list[str] | None) -> list[DeadLetter]:
+    async def _sizes(self, agent_type: str, entry_ids: list[str] | None) -> list[tuple[str, int]]:
+        """``(entry id, stored bytes)`` of the chosen dead letters, reading no payload."""
+        stream = self.keys.dead_letter_stream(agent_type)
         if entry_ids is None:
-            stream = self.keys.dead_letter_stream(agent_type)
-            entries = await self.redis.xrange(stream, count=MAX_BATCH)
-            return [parse_dead_letter(agent_type, str(eid), raw) for eid, raw in entries or []]
-        found = [await self.get(agent_type, eid) for eid in entry_ids]
-        return [d for d in found if d is not None]
+            read = RangeRead(stream, "-", "+", MAX_BATCH, reverse=False)
+            (found,) = await read_excerpts(self.redis, [read], limit=SIZE_PROBE)
+        else:
+            valid = [eid for eid in entry_ids if _is_entry_id(eid)]
+            by_id = await read_entry_excerpts(self.redis, stream, valid, limit=SIZE_PROBE)
+            found = [by_id[eid] for eid in dict.fromkeys(valid) if eid in by_id]
+        return [(e.entry_id, sum(e.cut.get(k, len(v)) for k, v in e.fields.items())) for e in found]
 
-    async def requeue(
-        self, agent_type: str, entry_ids: list[str] | None, reason: str | None
+    async def _whole(self, agent_type: str, entry_ids: list[str]) -> list[DeadLetter]:
+        stream = self.keys.dead_letter_stream(agent_type)
+        batch = Batch(self.redis.pipeline(transaction=False))
+        slots = [batch.slot(batch.pipe.xrange(stream, eid, eid, count=1)) for eid in entry_ids]
+        await batch.execute()
+        out = []
+        for slot in slots:
+            for eid, raw in slot.value or []:
+                out.append(parse_dead_letter(agent_type, str(eid), raw))
+        return out
+
+    async def _requeue_chunk(
+        self, agent_type: str, chunk: list[str], stream: str, dead_stream: str
     ) -> list[str]:
-        """Put dead letters back on the type's stream (``None``: all of them).
-
-        Returns:
-            The dead-letter entry ids requeued (unknown ids are skipped).
-        """
-        chosen = await self._select(agent_type, entry_ids)
+        """Requeue one chunk; returns the ids moved (a letter gone meanwhile is skipped)."""
+        chosen = await self._whole(agent_type, chunk)
         if not chosen:
             return []
-        stream = self.keys.type_stream(agent_type)
-        dead_stream = self.keys.dead_letter_stream(agent_type)
         # Append first, delete after (two pipelines: on a cluster the streams live in
         # different slots). A failure between them duplicates a dead letter, never loses it.
         pipe = self.redis.pipeline(transaction=False)
@@ -306,16 +401,41 @@ class DeadLetters:
                 fields.setdefault("kind", KIND_TASK)
             pipe.xadd(stream, fields)
         await pipe.execute()
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.xdel(dead_stream, *[d.entry_id for d in chosen])
-        ids = [d.entry_id for d in chosen]
-        details = f"type={agent_type} count={len(ids)} ids={','.join(ids[:5])}"
-        add_audit(
-            pipe,
-            self.keys,
-            audit_fields(self.operator, AdminAction.DEAD_REQUEUE, agent_type, reason, details),
-        )
-        await pipe.execute()
+        moved = [d.entry_id for d in chosen]
+        await self.redis.xdel(dead_stream, *moved)
+        return moved
+
+    async def requeue(
+        self, agent_type: str, entry_ids: list[str] | None, reason: str | None
+    ) -> list[str]:
+        """Put dead letters back on the type's stream (``None``: all of them).
+
+        In chunks of at most :data:`REQUEUE_CHUNK_BYTES` (one letter at least): only a
+        chunk is ever in memory, whatever the letters hold (README "Huge entries").
+
+        Returns:
+            The dead-letter entry ids requeued (unknown ids are skipped).
+        """
+        sizes = await self._sizes(agent_type, entry_ids)
+        stream = self.keys.type_stream(agent_type)
+        dead_stream = self.keys.dead_letter_stream(agent_type)
+        ids: list[str] = []
+        try:
+            for chunk in _chunks(sizes, REQUEUE_CHUNK_BYTES):
+                ids += await self._requeue_chunk(agent_type, chunk, stream, dead_stream)
+        finally:
+            # What was moved is audited even when a later chunk failed.
+            if ids:
+                details = f"type={agent_type} count={len(ids)} ids={','.join(ids[:5])}"
+                pipe = self.redis.pipeline(transaction=False)
+                add_audit(
+                    pipe,
+                    self.keys,
+                    audit_fields(
+                        self.operator, AdminAction.DEAD_REQUEUE, agent_type, reason, details
+                    ),
+                )
+                await pipe.execute()
         return ids
 
     async def purge(self, agent_type: str, entry_ids: list[str] | None, reason: str | None) -> int:

@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from worker_runtime.dead_letters import parse_dead_letter
 from worker_runtime.envelope import parse_envelope
+from worker_runtime.excerpts import EXCERPT_BYTES, LUA_CUT, excerpt_data
 from worker_runtime.keys import Keys
 from worker_runtime.messages import entry_time_ms
 from worker_runtime.models import Execution, ExecutionState, empty_dict, empty_list
@@ -355,7 +356,12 @@ def timeline_document(timeline: SessionTimeline) -> dict[str, Any]:
 
 # -- server-side scripts -------------------------------------------------------------------
 
-_LUA_STREAM = """
+# Hits are returned as excerpts (worker_runtime/excerpts.py): the search reads whole
+# values inside Redis, but a 50 MB task found moves only its first kilobytes.
+_LUA_STREAM = (
+    LUA_CUT
+    + f"local EXCERPT_LIMIT = {EXCERPT_BYTES}\n"
+    + """
 local function sid(id)
   local ms, seq = string.match(id, '^(%d+)%-(%d+)$')
   return tonumber(ms), tonumber(seq)
@@ -407,11 +413,13 @@ local function scan_stream(key, needle, limit, search)
       if #p > 0 then held = {p[1][2], p[1][3], p[1][4]} end
       table.insert(seen, {name, delivered, held})
     end
-    table.insert(out, {e[1], e[2], seen})
+    local f, c = cut(e[2], EXCERPT_LIMIT)
+    table.insert(out, {e[1], f, seen, c})
   end
   return {scanned, out}
 end
 """
+)
 
 _STREAM_SCRIPT = (
     _LUA_STREAM
@@ -420,7 +428,8 @@ return scan_stream(KEYS[1], ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1')
 """
 )
 """KEYS: a stream. ARGV: id, scan limit, search (1/0).
-Returns ``{scanned, {{entry_id, fields, {{group, delivered, {consumer, idle, n}}}}}}``."""
+Returns ``{scanned, {{entry_id, fields, {{group, delivered, {consumer, idle, n}}}, cuts}}}``
+(``fields`` cut to ``EXCERPT_BYTES`` each, ``cuts``: ``{name, stored length, ...}``)."""
 
 _WORKER_SCRIPT = (
     _LUA_STREAM
@@ -554,8 +563,12 @@ def _stream_entries(reply: Any) -> tuple[int, list[tuple[str, dict[str, str], li
     scanned = _int(reply[0]) or 0
     found: list[tuple[str, dict[str, str], list[Delivery]]] = []
     for entry in reply[1] if isinstance(reply[1], list) else []:
-        if isinstance(entry, list) and len(entry) == 3:
-            found.append((_str(entry[0]), _flat_fields(entry[1]), _deliveries(entry[2])))
+        if isinstance(entry, list) and len(entry) in (3, 4):
+            fields = _flat_fields(entry[1])
+            if len(entry) == 4 and "data" in _flat_fields(entry[3]):
+                # Cut: read what its prefix holds, as a whole entry is read.
+                fields = {**fields, "data": excerpt_data(fields.get("data", ""))}
+            found.append((_str(entry[0]), fields, _deliveries(entry[2])))
     return scanned, found
 
 

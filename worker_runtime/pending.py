@@ -11,9 +11,10 @@ id can be pending in both). Each entry shows its owner consumer, idle time, deli
 count and the task it holds, read in both formats a type stream carries: ours
 (``{kind, data}``) and by-framework's ``ASK_AGENT`` envelope.
 
-A read costs three round trips whatever the page size: ``XINFO GROUPS``, one pipeline
-of ``XPENDING`` (extended form, one per group, bounded by the page size) and one
-pipeline of ``XRANGE id id`` per entry plus ``EXISTS`` of each owner's lease. A large
+A read costs four round trips whatever the page size: ``XINFO GROUPS``, one pipeline
+of ``XPENDING`` (extended form, one per group, bounded by the page size), one pipeline
+of the excerpt script per entry (every field cut to 4 KB inside Redis:
+:mod:`worker_runtime.excerpts`) and one of ``EXISTS`` of each owner's lease. A large
 PEL is read page by page with :attr:`PendingPage.next_cursor`.
 
 Dead-lettering never deletes a task: the entry is copied to the type's dead-letter
@@ -42,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from worker_runtime.audit import add_audit, audit_fields, redis_user
 from worker_runtime.dead_letters import BURIAL_FIELDS, entry_task
 from worker_runtime.envelope import parse_envelope
+from worker_runtime.excerpts import excerpt_data, read_entry_excerpts
 from worker_runtime.keys import Keys
 from worker_runtime.messages import is_control_entry
 from worker_runtime.models import AdminAction, now_ms
@@ -56,7 +58,7 @@ DEFAULT_LIMIT = 100
 """Entries per page unless asked otherwise."""
 
 MAX_LIMIT = 1_000
-"""Most entries one page reads (each costs an ``XRANGE`` in the content pipeline)."""
+"""Most entries one page reads (each costs an excerpt script call in the content pipeline)."""
 
 PAYLOAD_CHARS = 16_000
 """Longest payload text kept per entry (the rest is cut; the dead letter keeps all)."""
@@ -108,7 +110,15 @@ class PendingEntry(BaseModel):
     owner_online: bool | None = None
     """Whether ``consumer`` holds a lease (``None``: not read)."""
     fields: dict[str, str] = Field(default_factory=dict)
-    """The entry as stored (empty when its content was deleted)."""
+    """The entry as stored (empty when its content was deleted), each value cut to
+    :data:`worker_runtime.excerpts.EXCERPT_BYTES`: a page reads excerpts."""
+    cut: dict[str, int] = Field(default_factory=dict)
+    """The fields longer than read, by name, with their stored length in bytes."""
+
+    @property
+    def payload_cut(self) -> bool:
+        """Whether :attr:`payload` is only the start of the stored payload."""
+        return "data" in self.cut
 
     def one_line_payload(self) -> str:
         """The payload with its whitespace runs folded to single spaces (not yet safe)."""
@@ -151,14 +161,24 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def describe(agent_type: str, fields: Any) -> dict[str, Any]:
-    """The task fields of a :class:`PendingEntry` read from an entry's content; never raises."""
+def describe(agent_type: str, fields: Any, cut: dict[str, int] | None = None) -> dict[str, Any]:
+    """The task fields of a :class:`PendingEntry` read from an entry's content; never raises.
+
+    ``cut``: the fields an excerpt cut (:class:`worker_runtime.excerpts.Excerpt`).
+    """
     if not isinstance(fields, dict) or not fields:
         return {"kind": KIND_DELETED, "fields": {}}
     stored = {str(k): str(v) for k, v in fields.items()}
-    out: dict[str, Any] = {"fields": stored, "attempt": _int(stored.get("attempt"))}
+    out: dict[str, Any] = {
+        "fields": stored,
+        "attempt": _int(stored.get("attempt")),
+        "cut": dict(cut or {}),
+    }
     if is_control_entry(stored):
         return {**out, "kind": KIND_COMMAND, "payload": stored.get("data", "")}
+    if cut and "data" in cut:
+        # An excerpt: read what its prefix holds, as the whole entry would be read.
+        stored = {**stored, "data": excerpt_data(stored.get("data", ""))}
     task_id, payload, task = entry_task(stored)
     envelope = parse_envelope(stored)
     if envelope is not None:
@@ -344,21 +364,23 @@ class PendingEntries:
     async def _entries(
         self, agent_type: str, stream: str, rows: list[tuple[str, dict[str, Any]]]
     ) -> list[PendingEntry]:
-        """The entries' content and their owners' leases, in one round trip."""
+        """The entries' excerpts, then their owners' leases (two round trips).
+
+        Excerpts, never whole entries: a page of 100 entries of 50 MB each would
+        otherwise move 5 GB for 60 characters each (:mod:`worker_runtime.excerpts`).
+        """
         if not rows:
             return []
+        ids = [str(r["message_id"]) for _, r in rows]
+        contents = await read_entry_excerpts(self.redis, stream, ids)
         batch = Batch(self.redis.pipeline(transaction=False))
-        contents = [
-            batch.slot(batch.pipe.xrange(stream, str(r["message_id"]), str(r["message_id"])))
-            for _, r in rows
-        ]
         owners = sorted({str(r.get("consumer")) for _, r in rows})
         leases = {c: batch.slot(batch.pipe.exists(self.keys.worker_online(c))) for c in owners}
         await batch.execute(raise_on_error=False)
         entries: list[PendingEntry] = []
-        for (group, row), content in zip(rows, contents, strict=True):
-            found = content.reply if isinstance(content.reply, list) else []
-            fields = found[0][1] if found and isinstance(found[0], list | tuple) else None
+        for (group, row), entry_id in zip(rows, ids, strict=True):
+            content = contents.get(entry_id)
+            fields = content.fields if content is not None else None
             consumer = str(row.get("consumer"))
             lease = leases[consumer].reply
             entries.append(
@@ -370,7 +392,7 @@ class PendingEntries:
                     idle_ms=_int(row.get("time_since_delivered")) or 0,
                     deliveries=_int(row.get("times_delivered")) or 0,
                     owner_online=bool(lease) if isinstance(lease, int) else None,
-                    **describe(agent_type, fields),
+                    **describe(agent_type, fields, content.cut if content else None),
                 )
             )
         return entries

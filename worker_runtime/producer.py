@@ -21,6 +21,24 @@ class NoOnlineWorkerError(LookupError):
     """``require_online_worker`` was set and nobody can take the task."""
 
 
+class NotReplicatedError(Exception):
+    """``wait_replicas`` was set and fewer replicas acknowledged the submit in time.
+
+    The task is on the primary (it will run unless the primary fails before it
+    replicates); submitting it again with the same ``task_id`` may run it twice.
+    """
+
+    def __init__(self, task_ids: list[str], acked: int, wanted: int, timeout_ms: int) -> None:
+        self.task_ids = task_ids
+        self.acked = acked
+        self.wanted = wanted
+        shown = task_ids[0] if len(task_ids) == 1 else f"{len(task_ids)} tasks"
+        super().__init__(
+            f"{shown} written to the primary, but only {acked} of {wanted} replica(s) "
+            f"acknowledged within {timeout_ms} ms (WAIT): lost if the primary fails now"
+        )
+
+
 class Producer:
     """Appends tasks to the streams workers consume.
 
@@ -28,12 +46,48 @@ class Producer:
         redis: the client.
         keys: the key factory of the deployment (default: v2 for a cluster client,
             else v1).
+        wait_replicas: after each submit, wait until this many replicas hold it
+            (Redis ``WAIT``, sent on the connection of the write, in the same round
+            trip); 0 (default) does not wait. A single primary (standalone or Redis
+            Sentinel) only: a cluster pipeline cannot pin WAIT to the write's node.
+        wait_timeout_ms: how long ``WAIT`` may take; fewer acknowledgements by then
+            raise :class:`NotReplicatedError`.
+
+    Raises:
+        ValueError: ``wait_replicas`` on a cluster client, or a negative value.
     """
 
-    def __init__(self, redis: Redis | RedisCluster, keys: Keys | None = None) -> None:
+    def __init__(
+        self,
+        redis: Redis | RedisCluster,
+        keys: Keys | None = None,
+        *,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 1000,
+    ) -> None:
+        if wait_replicas < 0 or wait_timeout_ms < 0:
+            raise ValueError("wait_replicas and wait_timeout_ms must be 0 or more")
+        if wait_replicas and isinstance(redis, RedisCluster):
+            raise ValueError("wait_replicas needs a single primary (standalone or Sentinel)")
         self.redis = redis
         self.keys = keys or default_keys(redis)
+        self.wait_replicas = wait_replicas
+        self.wait_timeout_ms = wait_timeout_ms
         self._indexed: set[str] = set()
+
+    def _wait(self, pipe: Any) -> Any:
+        """Queue ``WAIT`` behind the writes of ``pipe`` (a slot of the reply), if asked."""
+        if not self.wait_replicas:
+            return None
+        return pipe.execute_command("WAIT", self.wait_replicas, self.wait_timeout_ms)
+
+    def _check_replicated(self, replies: list[Any], task_ids: list[str]) -> None:
+        if not self.wait_replicas:
+            return
+        acked = replies[-1]
+        count = acked if isinstance(acked, int) else 0
+        if count < self.wait_replicas:
+            raise NotReplicatedError(task_ids, count, self.wait_replicas, self.wait_timeout_ms)
 
     async def submit(
         self,
@@ -66,14 +120,19 @@ class Producer:
         stream = (
             self.keys.worker_stream(worker_id) if worker_id else self.keys.type_stream(agent_type)
         )
-        if worker_id or agent_type in self._indexed:
+        index = not worker_id and agent_type not in self._indexed
+        if not index and not self.wait_replicas:
             await self.redis.xadd(stream, encode_task(task))  # type: ignore[arg-type]
             return task.task_id
         pipe = self.redis.pipeline(transaction=False)
         pipe.xadd(stream, encode_task(task))  # type: ignore[arg-type]
-        self._index(pipe, agent_type)
-        await pipe.execute()
-        self._indexed.add(agent_type)
+        if index:
+            self._index(pipe, agent_type)
+        self._wait(pipe)
+        replies = await pipe.execute()
+        if index:
+            self._indexed.add(agent_type)
+        self._check_replicated(replies, [task.task_id])
         return task.task_id
 
     def _index(self, pipe: Any, agent_type: str) -> None:
@@ -116,9 +175,13 @@ class Producer:
         index = bool(payloads) and not worker_id and agent_type not in self._indexed
         if index:
             self._index(pipe, agent_type)
-        await pipe.execute()
+        if payloads:
+            self._wait(pipe)
+        replies = await pipe.execute()
         if index:
             self._indexed.add(agent_type)
+        if payloads:
+            self._check_replicated(replies, ids)
         return ids
 
     async def online_workers(self, agent_type: str) -> list[str]:

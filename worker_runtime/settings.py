@@ -7,9 +7,10 @@ Errors become one readable line (:class:`ConfigError`), never a traceback.
 from __future__ import annotations
 
 import os
+import re
 import socket
 from typing import Any, TypeVar
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from pydantic import (
     AliasChoices,
@@ -138,6 +139,23 @@ class RedisSettings(EnvSettings):
         url = f"redis://{auth}{host or 'localhost'}:{port or 6379}/{database or 0}"
         return {**data, "url": url}
 
+    # Redis Sentinel (README "Redis Sentinel: one primary, found by its sentinels").
+    sentinels: str | None = Field(default=None, validation_alias="BYAI_REDIS_SENTINELS")
+    """``host:port,host:port`` of the sentinels (port 26379 when left out)."""
+    sentinel_master: str | None = Field(default=None, validation_alias="BYAI_REDIS_SENTINEL_MASTER")
+    """The name the sentinels monitor the primary under (``sentinel monitor NAME ...``)."""
+    sentinel_username: str | None = Field(
+        default=None, validation_alias="BYAI_REDIS_SENTINEL_USERNAME"
+    )
+    sentinel_password: str | None = Field(
+        default=None, validation_alias="BYAI_REDIS_SENTINEL_PASSWORD"
+    )
+    """The sentinels' own credentials, apart from the data nodes' (in the URL): a
+    sentinel with ``requirepass`` / ACL users of its own."""
+    sentinel_password_file: str | None = Field(
+        default=None, validation_alias="BYAI_REDIS_SENTINEL_PASSWORD_FILE"
+    )
+
     url_file: str | None = Field(default=None, validation_alias="BYAI_REDIS_URL_FILE")
     """A file holding the URL (first line): keeps a password out of ``ps`` and shell history."""
     password_file: str | None = Field(default=None, validation_alias="BYAI_REDIS_PASSWORD_FILE")
@@ -146,9 +164,12 @@ class RedisSettings(EnvSettings):
     @field_validator("url")
     @classmethod
     def _check_url(cls, value: str) -> str:
+        if value.startswith(SENTINEL_SCHEMES):
+            parse_sentinel_url(value)
+            return value
         parts = urlsplit(value)
         if parts.scheme not in ("redis", "rediss", "unix"):
-            raise ValueError("must start with redis://, rediss:// or unix://")
+            raise ValueError("must start with redis://, rediss://, unix:// or redis+sentinel://")
         if parts.scheme != "unix" and not parts.hostname:
             raise ValueError("has no host")
         if parts.scheme == "unix" and not parts.path:
@@ -177,6 +198,66 @@ class RedisSettings(EnvSettings):
         # The model is frozen for everyone else; this is its own construction.
         object.__setattr__(self, "url", url)
         return self
+
+    @field_validator("sentinels")
+    @classmethod
+    def _check_sentinels(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        _sentinel_nodes(value)
+        return value
+
+    @field_validator("sentinel_master")
+    @classmethod
+    def _check_master(cls, value: str | None) -> str | None:
+        return check_master_name(value) if value else None
+
+    @model_validator(mode="after")
+    def _resolve_sentinel(self) -> RedisSettings:
+        """A ``redis+sentinel://`` URL becomes the sentinels, the master name and a
+        plain data URL (credentials, database, TLS); the sentinel password file is read.
+
+        After the secret files: a URL file may hold a sentinel URL.
+        """
+        url = self.url
+        sentinels, master = self.sentinels, self.sentinel_master
+        if url.startswith(SENTINEL_SCHEMES):
+            parsed = parse_sentinel_url(url)
+            sentinels = sentinels or parsed.nodes_text
+            master = master or parsed.master
+            url = parsed.data_url
+        if self.sentinel_password_file:
+            password = _first_line(self.sentinel_password_file, "BYAI_REDIS_SENTINEL_PASSWORD_FILE")
+            object.__setattr__(self, "sentinel_password", password)
+        if not sentinels:
+            if master:
+                raise ValueError("BYAI_REDIS_SENTINEL_MASTER needs BYAI_REDIS_SENTINELS")
+            return self
+        if not master:
+            raise ValueError(
+                "BYAI_REDIS_SENTINELS needs the master name: BYAI_REDIS_SENTINEL_MASTER, "
+                "or redis+sentinel://host:port,host:port/NAME/0"
+            )
+        check_master_name(master)
+        _sentinel_nodes(sentinels)  # raises on a bad entry
+        if self.cluster_host or self.mode == "cluster" or self.cluster_nodes_env:
+            raise ValueError("Redis Sentinel and Redis Cluster settings exclude each other")
+        if urlsplit(url).scheme == "unix":
+            raise ValueError("Redis Sentinel needs a redis:// or rediss:// URL, not unix://")
+        object.__setattr__(self, "url", url)
+        object.__setattr__(self, "sentinels", sentinels)
+        object.__setattr__(self, "sentinel_master", master)
+        return self
+
+    @property
+    def sentinel(self) -> bool:
+        """Whether the primary is found through Redis Sentinel."""
+        return bool(self.sentinels and self.sentinel_master)
+
+    @property
+    def sentinel_nodes(self) -> list[tuple[str, int]]:
+        """The sentinels as ``(host, port)``."""
+        return _sentinel_nodes(self.sentinels or "")
 
     @field_validator("tls_ca_certs", "tls_certfile", "tls_keyfile")
     @classmethod
@@ -259,11 +340,94 @@ class RedisSettings(EnvSettings):
     @property
     def endpoint(self) -> str:
         """The endpoint as it may be shown or logged: never the password."""
+        if self.sentinel:
+            scheme = "rediss" if urlsplit(self.url).scheme == "rediss" else "redis"
+            nodes = ",".join(f"{h}:{p}" for h, p in self.sentinel_nodes)
+            db = urlsplit(self.url).path.strip("/") or "0"
+            return f"sentinel {scheme}://{nodes}/{self.sentinel_master}/{db}"
         if self.cluster:
             scheme = "rediss" if urlsplit(self.url).scheme == "rediss" else "redis"
             nodes = ",".join(f"{h}:{p}" for h, p in self.cluster_nodes)
             return f"cluster {scheme}://{nodes}"
         return mask_url(self.url)
+
+
+SENTINEL_SCHEMES = ("redis+sentinel://", "rediss+sentinel://")
+"""URL schemes naming sentinels: ``redis+sentinel://[user:pw@]h1:p1,h2:p2/MASTER[/DB]``."""
+
+DEFAULT_SENTINEL_PORT = 26379
+
+_MASTER_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+
+
+def check_master_name(name: str) -> str:
+    """A Sentinel master name usable here: letters, digits, ``.``, ``_`` and ``-``."""
+    if not _MASTER_NAME.match(name):
+        raise ValueError(
+            f"master name {name[:40]!r} must be 1-200 letters, digits, '.', '_' or '-'"
+        )
+    return name
+
+
+def _sentinel_nodes(text: str) -> list[tuple[str, int]]:
+    nodes: list[tuple[str, int]] = []
+    for entry in (e.strip() for e in text.split(",")):
+        if not entry:
+            continue
+        host, sep, port = entry.rpartition(":")
+        if not sep:
+            host, port = entry, str(DEFAULT_SENTINEL_PORT)
+        host = host.strip("[]")
+        if not host or not (port.isdigit() and 1 <= int(port) <= 65535):
+            raise ValueError(f"sentinel {entry[:60]!r} must be host or host:port (port 1-65535)")
+        nodes.append((host, int(port)))
+    if not nodes:
+        raise ValueError("names no sentinel (host:port,host:port)")
+    return nodes
+
+
+class SentinelURL(BaseModel):
+    """A ``redis+sentinel://`` URL taken apart."""
+
+    model_config = ConfigDict(frozen=True)
+
+    nodes_text: str
+    master: str
+    data_url: str
+    """``redis[s]://[user:pw@]MASTER/DB``: the data nodes' credentials, database and TLS
+    (the host is the master's name; the address comes from the sentinels)."""
+
+
+def parse_sentinel_url(url: str) -> SentinelURL:
+    """Take a ``redis+sentinel://`` / ``rediss+sentinel://`` URL apart.
+
+    redis-py has no URL form for Sentinel; this one is the common one (as in Celery and
+    Kombu): the sentinels as the host list, the master name as the first path segment,
+    then the database. User and password are the data nodes'; the sentinels' own come
+    from ``BYAI_REDIS_SENTINEL_USERNAME`` / ``BYAI_REDIS_SENTINEL_PASSWORD(_FILE)``.
+
+    Raises:
+        ValueError: one line, never holding the password.
+    """
+    scheme, _, rest = url.partition("://")
+    data_scheme = "rediss" if scheme.startswith("rediss") else "redis"
+    netloc, _, path = rest.partition("/")
+    path, _, query = path.partition("?")
+    auth, at, hosts = netloc.rpartition("@")
+    if not at:
+        auth, hosts = "", netloc
+    _sentinel_nodes(hosts)
+    segments = [s for s in path.split("/") if s]
+    if not segments:
+        raise ValueError("names no master: redis+sentinel://host:port,host:port/MASTER/0")
+    master = check_master_name(unquote(segments[0]))
+    db = segments[1] if len(segments) > 1 else "0"
+    if not db.isdigit() or len(segments) > 2:
+        raise ValueError("must end in /MASTER or /MASTER/DB (a database number)")
+    data_url = f"{data_scheme}://{auth + '@' if auth else ''}{master}/{db}"
+    if query:
+        data_url += f"?{query}"
+    return SentinelURL(nodes_text=hosts, master=master, data_url=data_url)
 
 
 def _first_line(path: str, setting: str) -> str:

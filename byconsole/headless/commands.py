@@ -18,7 +18,7 @@ from rich.text import Text
 
 from byconsole.config import Context
 from byconsole.headless import checks as chk
-from byconsole.headless.render_dead import dead_detail, dead_table
+from byconsole.headless.render_dead import dead_detail, dead_table, write_payload
 from byconsole.headless.render_find import find_view, session_view
 from byconsole.headless.render_pending import pending_table
 from byconsole.headless.render_table import (
@@ -589,6 +589,9 @@ def _dead_doc(dead: DeadLetter) -> dict[str, Any]:
         "worker_id": dead.worker_id,
         "buried_at": dead.buried_at,
         "payload": dead.payload,
+        # A listing reads excerpts (README "Dead letters"): says when the payload is cut.
+        "payload_cut": dead.payload_cut,
+        "stored_bytes": dead.stored_bytes,
     }
 
 
@@ -661,10 +664,19 @@ async def dead_show(session: Session, args: argparse.Namespace) -> int:
     dead = await _dead(session).get(args.agent_type, args.entry_id)
     if dead is None:
         raise NotFoundError(f"no dead letter {args.entry_id} in {args.agent_type}")
+    cut: int | None = getattr(args, "cut", None)
     if args.json:
-        print_json({**_dead_doc(dead), "fields": dead.fields})
+        doc = {**_dead_doc(dead), "fields": dead.fields}
+        if cut is not None and len(dead.payload) > cut:
+            doc.update(
+                payload=dead.payload[:cut], payload_cut=True, payload_chars=len(dead.payload)
+            )
+        print_json(doc)
         return 0
     emit(session.out, dead_detail(dead))
+    # The payload whole unless --cut: written in pieces, escaped piece by piece, so a
+    # 50 MB payload is never one renderable (README "Dead letters").
+    write_payload(session.out.file, dead.payload, cut)
     return 0
 
 
@@ -679,7 +691,7 @@ async def dead_write(session: Session, args: argparse.Namespace) -> int:
     dl = _dead(session)
     ids: list[str] | None = None if args.all else list(args.entry_ids)
     if ids is not None:
-        missing = [i for i in ids if await dl.get(agent_type, i) is None]
+        missing = await dl.missing(agent_type, ids)
         if missing:
             raise NotFoundError(f"no dead letter {', '.join(missing[:5])} in {agent_type}")
     if args.action == "requeue":
@@ -718,6 +730,7 @@ def _pending_doc(entry: PendingEntry) -> dict[str, Any]:
         "action_type": entry.action_type,
         "attempt": entry.attempt,
         "payload": entry.payload,
+        "payload_cut": entry.payload_cut,
     }
 
 

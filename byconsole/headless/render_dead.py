@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import IO
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -37,7 +38,7 @@ def dead_table(items: Iterable[DeadLetter], now: int) -> Table:
 
 
 def dead_detail(dead: DeadLetter) -> RenderableType:
-    """Every field of one dead letter; the payload whole, control characters escaped."""
+    """Every field of one dead letter but the payload (:func:`write_payload` writes it)."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
@@ -52,5 +53,34 @@ def dead_detail(dead: DeadLetter) -> RenderableType:
     )
     for key, value in rows:
         grid.add_row(key, safe(value, limit=2000))
-    payload = Text(safe_text(dead.payload, limit=16_000) or "-")
-    return Group(grid, Text("payload", style="bold"), payload)
+    size = len(dead.payload)
+    return Group(grid, Text(f"payload ({size:,} characters)", style="bold"))
+
+
+PAYLOAD_PIECE = 65_536
+"""Characters escaped and written at a time by :func:`write_payload`."""
+
+
+def write_payload(out: IO[str], payload: str, cut: int | None = None) -> None:
+    """The payload on one line, control characters escaped, whole unless ``cut``.
+
+    Escaping is per character, so escaping piece by piece gives the same text as
+    escaping it whole, in memory the size of one piece.
+
+    Args:
+        out: where to write (the console's file).
+        payload: the payload as stored.
+        cut: the most characters to write; more are replaced by a marker saying how
+            many were left out.
+    """
+    shown = payload if cut is None else payload[:cut]
+    if not shown:
+        out.write("-\n")
+    for start in range(0, len(shown), PAYLOAD_PIECE):
+        out.write(safe_text(shown[start : start + PAYLOAD_PIECE], limit=0))
+    if shown:
+        out.write("\n")
+    if cut is not None and len(payload) > cut:
+        left = len(payload) - cut
+        out.write(f"[cut: {cut:,} of {len(payload):,} characters shown, {left:,} left out]\n")
+    out.flush()

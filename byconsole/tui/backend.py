@@ -30,7 +30,12 @@ from worker_runtime.admin import (
     UnsupportedCommandError,
     WorkerManager,
 )
-from worker_runtime.connection import LOOP_ERRORS, create_redis, not_redis_server
+from worker_runtime.connection import (
+    LOOP_ERRORS,
+    create_redis,
+    not_redis_server,
+    sentinel_detail,
+)
 from worker_runtime.dead_letters import DeadLetter, DeadLetters
 from worker_runtime.fleet import FleetReader
 from worker_runtime.health import HealthPolicy
@@ -109,7 +114,8 @@ class Backend(Protocol):
 def _describe(exc: BaseException, url: str | None) -> str:
     if not_redis_server(exc):
         return "that URL is not a Redis server (it does not answer in the Redis protocol)"
-    text = str(exc) or type(exc).__name__
+    # A Sentinel lookup's message is the repr of every sentinel client: its gist instead.
+    text = sentinel_detail(exc) or str(exc) or type(exc).__name__
     if isinstance(exc, TimeoutError) and not str(exc):
         text = "timed out"
     return safe_text(f"{type(exc).__name__}: {redact(text, url)}", limit=160)
@@ -169,7 +175,7 @@ class RedisBackend:
         return sorted(found, key=lambda d: d.buried_at or 0, reverse=True)
 
     async def read_pending(self, agent_type: str, limit: int) -> PendingPage:
-        """The first ``limit`` pending entries of a type (three round trips)."""
+        """The first ``limit`` pending entries of a type (four round trips: excerpts)."""
         pending = PendingEntries(self.redis, self.settings.keys, self.manager.operator)
         async with asyncio.timeout(self.read_timeout):
             return await pending.page(agent_type, limit)

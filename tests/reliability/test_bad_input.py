@@ -35,6 +35,7 @@ FREE_TEXT = {"BYAI_APP_VERSION", "REDIS_CLUSTER_HOST", "BYAI_REDIS_TLS_CA"}
 """Settings any text is valid for (a version label, a host name). TLS file paths are
 checked where they are used, in tests/reliability/test_tls.py."""
 FREE_TEXT |= {"BYAI_REDIS_TLS_CERT", "BYAI_REDIS_TLS_KEY"}
+FREE_TEXT |= {"BYAI_REDIS_SENTINEL_USERNAME", "BYAI_REDIS_SENTINEL_PASSWORD"}
 
 
 def _env_names(info: FieldInfo) -> list[str]:
@@ -78,7 +79,11 @@ def _bad_values(name: str, info: FieldInfo) -> list[str]:
         values += ["tab\there", "a" * 201, " padded "]
     if name == "metrics_tiers":
         values += ["10s", "1m:30s", "x:1h", "1m:1h,10s:2h", "0s:1h"]
-    if name in ("url_file", "password_file"):
+    if name == "sentinels":
+        values += ["h1:notaport", "h1:99999", "h1:26379,:7000", ","]
+    if name == "sentinel_master":
+        values += ["main", "bad name"]  # no sentinels; not a name
+    if name in ("url_file", "password_file", "sentinel_password_file"):
         values += ["/nonexistent/secret", "/"]  # missing, a directory
     return values
 
@@ -187,6 +192,10 @@ RUNTIME_FLAGS: list[tuple[list[str], str]] = [
     (["submit", "t", "[]"], "JSON must be an object"),
     (["submit", "t", "{"], "JSON is not valid"),
     ([*SUBMIT, "--redis-url", "unix:"], "BYAI_REDIS_URL"),
+    ([*SUBMIT, "--wait-replicas", "0"], "--wait-replicas must be between 1 and 100, not 0"),
+    ([*SUBMIT, "--wait-replicas", "one"], "--wait-replicas must be a whole number"),
+    ([*SUBMIT, "--wait-replicas-timeout", "-5"], "--wait-replicas-timeout must be between"),
+    ([*SUBMIT, "--redis-url", "redis+sentinel://h:1/"], "names no master"),
     (["frob"], "invalid choice"),
     ([], "required"),
 ]
@@ -259,6 +268,8 @@ CONSOLE_FLAGS: list[tuple[list[str], str]] = [
     (["exporter", "--token-file", "/nonexistent/tokens"], "cannot read the token file"),
     (["serve", "--users", "/nonexistent/users"], "no users in /nonexistent/users"),
     (["users", "add", "ann", "--role", "root"], "invalid choice: 'root'"),
+    (["dead", "show", "chat", "1-0", "--cut", "-1"], "'-1' must be 0 or more"),
+    (["dead", "show", "chat", "1-0", "--cut", "x"], "'x' is not a whole number"),
 ]
 
 

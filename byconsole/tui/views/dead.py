@@ -82,6 +82,13 @@ def detail_text(dead: DeadLetter | None, total: int, now_ms: int | None = None) 
     text.append(safe_text(dead.error or DASH, 400) + "\n", "red")
     text.append("payload ", "bold")
     text.append(safe_text(" ".join(dead.payload.split()), 600) or DASH)
+    if dead.payload_cut and dead.stored_bytes is not None:
+        # The view reads excerpts (README "Dead letters"): say that the rest exists.
+        text.append(
+            f"\n(cut: the task is {dead.stored_bytes:,} bytes; "
+            "byconsole dead show prints the payload whole)",
+            "dim",
+        )
     return text
 
 
