@@ -31,7 +31,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from worker_runtime.audit import add_audit, audit_fields, default_operator, redis_user
 from worker_runtime.connection import default_keys
-from worker_runtime.derive import is_applied
+from worker_runtime.derive import is_applied, superseded_by, superseded_line
 from worker_runtime.keys import Keys
 from worker_runtime.messages import (
     CONTROL_STREAM_MAXLEN,
@@ -153,6 +153,39 @@ class ActionResult:
 
     written_at: float = field(default_factory=time.monotonic, compare=False)
     """This process's monotonic time of the write (latency without comparing clocks)."""
+
+
+_LIFECYCLE_ACTIONS = frozenset(
+    {
+        AdminAction.SUSPEND,
+        AdminAction.RESUME,
+        AdminAction.CLEAR,
+        AdminAction.DRAIN,
+        AdminAction.EVICT,
+        AdminAction.FORCE_EVICT,
+    }
+)
+"""Verbs that write the admin hash's lifecycle (a later write can overtake them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WaitOutcome:
+    """How a wait for a worker's confirmation ended (:meth:`WorkerManager.wait_outcome`).
+
+    Attributes:
+        latency: seconds from the write to the confirmation; ``None`` when it was not
+            confirmed (timeout, unconfirmable, or superseded).
+        superseded: the admin hash that replaced the command (another operator's or
+            another admin's later write): the command will never be applied.
+    """
+
+    latency: float | None
+    superseded: AdminState | None = None
+
+    @property
+    def superseded_line(self) -> str | None:
+        """``superseded by <verb> at <time> by <user>``, when it was."""
+        return None if self.superseded is None else superseded_line(self.superseded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -680,27 +713,54 @@ class WorkerManager:
     async def wait_applied(
         self, result: ActionResult, timeout: float = 10.0, poll: float = 0.05
     ) -> float | None:
+        """Seconds until the worker confirmed ``result`` (:meth:`wait_outcome`), or None.
+
+        ``None`` on timeout, when the worker cannot confirm, and when another write
+        overtook the command (:attr:`WaitOutcome.superseded` says which).
+        """
+        return (await self.wait_outcome(result, timeout, poll)).latency
+
+    async def wait_outcome(
+        self, result: ActionResult, timeout: float = 10.0, poll: float = 0.05
+    ) -> WaitOutcome:
         """Wait until the worker confirms ``result``: the one wait for every action kind.
 
-        The verdict on each lease read is :func:`worker_runtime.derive.is_applied`
-        (lifecycle by ``admin_applied_at``, eviction and drain-exit by the lease going,
-        deny / allow by the lease's ``denied_types``).
+        The verdict on each read is :func:`worker_runtime.derive.is_applied` (lifecycle
+        by the lifecycle and stamp the lease reports, eviction and drain-exit by the
+        lease going, deny / allow by the lease's ``denied_types``). A lifecycle command
+        is read with the admin hash: once a newer write replaced it, it will never be
+        applied, and the wait ends at once with that write
+        (:func:`~worker_runtime.derive.superseded_by`).
 
         Returns:
-            Seconds from the write to the confirmation, or ``None`` on timeout, and at
-            once when the worker cannot confirm (``result.confirmable`` is False, or
-            its lease says it never will).
+            The latency from the write to the confirmation (``None`` on timeout, and at
+            once when the worker cannot confirm: ``result.confirmable`` is False, or
+            its lease says it never will), or the write that superseded it.
         """
         if not result.confirmable:
-            return None
+            return WaitOutcome(None)
+        lifecycle = result.action in _LIFECYCLE_ACTIONS
         deadline = time.monotonic() + timeout
         while True:
-            lease = await self.get_lease(result.worker_id)
-            applied = is_applied(result.action, result.updated_at, lease, result.agent_type)
+            admin: AdminState | None = None
+            if lifecycle:
+                pipe = self.redis.pipeline(transaction=False)
+                pipe.get(self.keys.worker_online(result.worker_id))
+                pipe.hgetall(self.keys.worker_admin(result.worker_id))
+                raw_lease, raw_admin = await pipe.execute()
+                lease = None if raw_lease is None else Lease.parse(raw_lease)
+                admin = AdminState.parse(raw_admin)
+            else:
+                lease = await self.get_lease(result.worker_id)
+            applied = is_applied(result.action, result.updated_at, lease, result.agent_type, admin)
             if applied:
-                return max(0.0, time.monotonic() - result.written_at)
+                return WaitOutcome(max(0.0, time.monotonic() - result.written_at))
+            if admin is not None:
+                overtaken = superseded_by(result.action, result.updated_at, admin)
+                if overtaken is not None:
+                    return WaitOutcome(None, overtaken)
             if applied is None or time.monotonic() >= deadline:
-                return None
+                return WaitOutcome(None)
             await asyncio.sleep(poll)
 
     # -- registry housekeeping -------------------------------------------------------

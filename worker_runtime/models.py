@@ -42,6 +42,8 @@ class Status(StrEnum):
     ONLINE = "online"
     STALE = "stale"
     OFFLINE = "offline"
+    STARTING = "starting"
+    """by-framework claimed the id (``last_seen: 0``) and has not beaten yet."""
 
 
 class Role(StrEnum):

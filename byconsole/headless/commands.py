@@ -128,12 +128,18 @@ async def _report(
     ``--wait`` waits through :meth:`WorkerManager.wait_applied`, the console's wait too.
     """
     latency: float | None = None
+    superseded: str | None = None
     asked = bool(getattr(args, "wait", False))
     unconfirmable = result.confirmation is Confirmation.NONE
     waited = asked and result.online and not unconfirmable
     if waited:
-        latency = await session.manager().wait_applied(result, timeout=args.timeout)
-    if not result.online:
+        outcome = await session.manager().wait_outcome(result, timeout=args.timeout)
+        latency, superseded = outcome.latency, outcome.superseded_line
+    if superseded is not None:
+        # A later write replaced it: it will never be applied (README, "Operator commands").
+        state = "superseded"
+        note = safe_text(superseded, 200)
+    elif not result.online:
         state = "offline"
         note = "the worker is offline: it applies this state when it starts"
     elif unconfirmable:
@@ -163,14 +169,15 @@ async def _report(
                 "latency_s": latency,
                 "runtime": result.runtime,
                 "confirmation": result.confirmation.value,
+                **({"superseded": superseded} if superseded is not None else {}),
             }
         )
     else:
         line = Text(f"{description}: written · ")
-        role = {"applied": "success", "timeout": "alert"}.get(state)
+        role = {"applied": "success", "timeout": "alert", "superseded": "alert"}.get(state)
         line.append(note, style=ansi_style(role) if role else "")
         emit(session.out, line)
-    if state == "timeout":
+    if state in ("timeout", "superseded"):
         fail(session, f"check failed: {note}")
         return 1
     if state == "unconfirmable" and asked:

@@ -364,6 +364,8 @@ class ConsoleApp(App[int]):
         applied = [o for o in outcomes if o.latency is not None]
         offline = [o for o in outcomes if not o.online and o.error is None]
         live = [o for o in outcomes if o.online and o.latency is None]
+        overtaken = [o for o in live if o.superseded]
+        live = [o for o in live if not o.superseded]
         waiting = [o for o in live if o.confirmable]
         unconfirmable = [o for o in live if not o.confirmable and o.error is None]
         if applied:
@@ -389,6 +391,23 @@ class ConsoleApp(App[int]):
                 "heartbeat and never confirm)",
                 markup=False,
                 timeout=8,
+            )
+        for o in overtaken:
+            self.notify(
+                f"{label} {safe_text(o.target, 40)} not applied: {o.superseded}",
+                severity="warning",
+                markup=False,
+                timeout=8,
+            )
+        listed = [o for o in unconfirmable if o.command in ("deny", "allow")]
+        unconfirmable = [o for o in unconfirmable if o.command not in ("deny", "allow")]
+        if listed:
+            # by-framework reads its denylist at each heartbeat; nothing is pushed to it.
+            self.notify(
+                f"{label} written for {_names(listed)}: by-framework workers apply it at "
+                "their next heartbeat and never confirm (unconfirmable)",
+                markup=False,
+                timeout=6,
             )
         if unconfirmable:
             self.notify(
