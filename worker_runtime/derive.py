@@ -136,13 +136,14 @@ def derive_status(
         if unrenewed_ms is not None and unrenewed_ms > 2 * interval * 1000:
             return Status.STALE
     if ttl_ms is not None and ttl_ms >= 0:
+        beat = interval or DEFAULT_HEARTBEAT_INTERVAL
         if full is None:
             # The plain heartbeat shape (seed 002: instanceId, queues, activeJobCount …,
             # no TTL field): TTL three beats of 30 s unless it states its beat.
-            interval = interval or SEED_LEASE_INTERVAL
-            full = 3 * interval
+            beat = interval or SEED_LEASE_INTERVAL
+            full = 3 * beat
         age = full * 1000 - ttl_ms
-        return Status.ONLINE if age <= 2 * interval * 1000 else Status.STALE
+        return Status.ONLINE if age <= 2 * beat * 1000 else Status.STALE
     interval = interval or DEFAULT_HEARTBEAT_INTERVAL
     if lease.last_seen is None:
         return Status.ONLINE  # no beat time of ours to judge by; the key exists
@@ -328,6 +329,8 @@ def build_worker_view(
     denied: Iterable[str],
     now: int,
     ttl_ms: int | None = None,
+    seen_ttl_ms: int | None = None,
+    unrenewed_ms: int | None = None,
 ) -> WorkerView:
     """The operator's view of one worker from its raw parts.
 
@@ -340,6 +343,8 @@ def build_worker_view(
         denied: the types whose denylist names this worker.
         now: the reference time (ms) for ages.
         ttl_ms: the lease key's remaining TTL (``PTTL``), when read.
+        seen_ttl_ms: the most TTL the reader ever saw left on this (foreign) lease.
+        unrenewed_ms: how long the reader has seen the same foreign beat.
     """
     lease: Lease | None
     valid = True
@@ -349,7 +354,9 @@ def build_worker_view(
         valid = isinstance(lease_obj, dict)
         lease = Lease.parse(lease_obj if valid else {})
     # A malformed lease says nothing trustworthy: stale, whatever its TTL.
-    status = derive_status(lease, now, ttl_ms) if valid else Status.STALE
+    status = (
+        derive_status(lease, now, ttl_ms, seen_ttl_ms, unrenewed_ms) if valid else Status.STALE
+    )
     # Every value below is already validated (lease, admin) or derived here, so the
     # view is built without a second validation pass: this runs 10,000 times a refresh.
     # A copy of the validated fields (a dict copy, ~10x cheaper than getattr per field).
@@ -458,8 +465,12 @@ def build_workers(
     denied_by_worker: Mapping[str, set[str]],
     now: int,
     ttls: Sequence[int | None],
+    hints: Mapping[str, tuple[int | None, int | None]] | None = None,
 ) -> list[WorkerView]:
-    """Every worker's view, in ``worker_ids`` order (``ttls``: the leases' PTTLs)."""
+    """Every worker's view, in ``worker_ids`` order (``ttls``: the leases' PTTLs;
+    ``hints``: per foreign lease what the reader saw of it over its reads, see
+    :func:`build_worker_view`)."""
+    seen = hints or {}
     return [
         build_worker_view(
             wid,
@@ -469,6 +480,7 @@ def build_workers(
             denied_by_worker.get(wid, ()),
             now,
             ttls[i],
+            *seen.get(wid, (None, None)),
         )
         for i, wid in enumerate(worker_ids)
     ]

@@ -401,6 +401,10 @@ class FleetReader:
         # index was last read: an index is read again only when they moved.
         self._counters: dict[str, tuple[int | None, int | None]] = {}
         self._counted: dict[str, tuple[int | None, int | None] | None] = {}
+        self._beats: dict[str, tuple[int | None, float, int]] = {}
+        """Per by-framework lease: its ``last_seen``, when this reader first saw that
+        beat (monotonic), and the most TTL ever seen left on it (see
+        :meth:`_foreign_beats`)."""
         self._read_again: set[str] = set()
         self.index_reads = index_reads
         # When each worker's execution index was last read (a read counter), so a read
@@ -854,6 +858,13 @@ class FleetReader:
             for wid, raw in zip(counted, r3["counts"], strict=True):
                 leases[wid] = _with_status_counters(leases[wid], raw)
             task_reads.take_snapshots(self.executions, exec_read, r3["snaps"], now)
+        for wid in counted:
+            if leases[wid].active_jobs is None:
+                # No status hash either (the TypeScript and Java SDKs write none): its
+                # running tasks are the entries pending under its name, as every SDK
+                # reads with the worker id as its consumer name.
+                leases[wid] = _with_pending_jobs(leases[wid], wid, declared[wid], type_data)
+        hints = self._foreign_beats(worker_ids, leases, ttls)
 
         # -- derive ---------------------------------------------------------------------
         # Every reply is parsed: the build's thread drops them (~1.3 KB a worker) before
@@ -871,6 +882,7 @@ class FleetReader:
             denied_by_worker(type_data),
             now,
             ttls,
+            hints,
         )
         # The parsed leases are ~10^5 objects at 10,000 workers: freeing them when this
         # method returns held the loop ~15 ms. The thread below drops the last
@@ -944,6 +956,46 @@ class FleetReader:
             executions=executions,
             slo=slo,
         )
+
+    def _foreign_beats(
+        self, worker_ids: Sequence[str], leases: Mapping[str, Any], ttls: Sequence[int | None]
+    ) -> dict[str, tuple[int | None, int | None]]:
+        """What this reader saw of each by-framework lease over its reads, clock-free.
+
+        A by-framework lease does not state its TTL (:func:`derive.foreign_lease_ttl`
+        infers it from what is left) and its ``last_seen`` is its host's clock, so the
+        reader keeps, by its own monotonic clock, since when it has seen the same beat,
+        and the most TTL it ever saw left (a Python lease renewed to 30 s is told from a
+        TypeScript or Java one renewed to 15 s even after it stopped beating).
+
+        Returns:
+            worker id -> (most TTL seen left in ms, ms since this beat was first seen
+            when seen before), for by-framework leases past their first beat.
+        """
+        mono = time.monotonic()
+        beats = self._beats
+        out: dict[str, tuple[int | None, int | None]] = {}
+        for i, wid in enumerate(worker_ids):
+            lease = leases[wid]
+            foreign = isinstance(lease, Lease) and lease.presence_version is not None
+            if not foreign or lease.lease_ttl or not lease.last_seen:
+                beats.pop(wid, None)  # ours, gone, or a new claim (a new worker)
+                continue
+            raw_ttl = ttls[i]
+            ttl = raw_ttl if raw_ttl is not None and raw_ttl > 0 else 0
+            seen = beats.get(wid)
+            if seen is None or seen[0] != lease.last_seen:
+                most = max(ttl, seen[2] if seen else 0)
+                beats[wid] = (lease.last_seen, mono, most)
+                out[wid] = (most or None, None)
+            else:
+                most = max(ttl, seen[2])
+                beats[wid] = (seen[0], seen[1], most)
+                out[wid] = (most or None, int((mono - seen[1]) * 1000))
+        if len(beats) > len(out):
+            for gone in [w for w in beats if w not in out]:
+                del beats[gone]
+        return out
 
     def _execution_read(self, worker_ids: Sequence[str], bulk: bool) -> task_reads.ExecutionRead:
         """Whose execution index this read asks for.
@@ -1210,6 +1262,23 @@ class FleetReader:
         r2 = await self._run(task_reads.recent_snapshot_queue(k, obs))
         task_reads.take_recent_snapshots(obs, r2)
         return obs
+
+
+def _with_pending_jobs(
+    lease: Lease, worker_id: str, declared: Iterable[str], type_data: Mapping[str, TypeReplies]
+) -> Lease:
+    """A lease without active jobs and without a status hash: its pending entries.
+
+    The queue-health read counts each type stream's pending entries per consumer name
+    (over every group); by-framework's workers consume with their worker id.
+    """
+    types = set(lease.agent_types) | set(declared)
+    running = 0
+    for t in types:
+        td = type_data.get(t)
+        if td is not None:
+            running += td.queue.consumers.get(worker_id, 0)
+    return lease.model_copy(update={"active_jobs": running})
 
 
 def _with_status_counters(lease: Lease, raw: Any) -> Lease:

@@ -28,17 +28,17 @@ _BF_TRACE = "by_framework:trace"
 
 
 def _tagged(head: str, entity_id: str, tail: str) -> str:
-    """``head:{entity_id}tail``: a v2 key whose slot depends on the entity id only.
+    """``head:{entity_id}tail``: a v2 key whose slot depends on the entity id.
 
-    Redis hashes the text between the first ``{`` and the next ``}``. An id that is
-    empty or starts with ``}`` would leave an empty tag, so each key of the entity would
-    hash on its own and land in a different slot. Such ids get the fixed tag ``~``
-    instead; the ``~`` in front of the brace (every other key has ``:`` there) keeps
-    them from ever colliding with a regular key.
+    Spelled exactly as by-framework's three SDKs spell it (Python ``RedisKeys``,
+    TypeScript ``QueueNames`` / ``RegistryKeys``, Java ``Constants``), whatever the id:
+    these keys are shared with their workers, admins and clients, so any other spelling
+    is another key. Redis hashes the text between the first ``{`` and the next ``}``,
+    so for an id starting with ``}`` the tag is empty and each key hashes on its whole
+    name, in every SDK alike; this runtime's own instance ids contain no braces
+    (``BYAI_WORKER_INSTANCE``), so its workers never have such an id.
     """
-    if entity_id and not entity_id.startswith("}"):
-        return f"{head}:{{{entity_id}}}{tail}"
-    return f"{head}:~{{~{entity_id}}}{tail}"
+    return f"{head}:{{{entity_id}}}{tail}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -429,6 +429,9 @@ def counts_line(workers: Iterable[WorkerView]) -> list[Fragment]:
     for status in ("online", "stale", "offline"):
         n = statuses.get(status, 0)
         line += [(" · ", ""), (f"{status} {n}", status_style(status) if n else "")]
+    if statuses.get("starting"):
+        # by-framework ids claimed before their first beat (README, "Liveness").
+        line += [(" · ", ""), (f"starting {statuses['starting']}", status_style("starting"))]
     for lifecycle in ("suspended", "draining", "evicted"):
         n = lifecycles.get(lifecycle, 0)
         if n:
