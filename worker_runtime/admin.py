@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -145,6 +145,9 @@ class ActionResult:
     runtime: str = "worker_runtime"
     pushed: bool = True
     agent_type: str | None = None
+    requested: AdminAction | None = None
+    """The verb asked for when another was written in its place (a drain toward a
+    by-framework worker is written as an eviction without force)."""
 
     @property
     def confirmable(self) -> bool:
@@ -308,6 +311,14 @@ class WorkerManager:
         force: bool = False,
     ) -> ActionResult:
         target = await self._require_known(worker_id)
+        requested: AdminAction | None = None
+        lease = target.lease
+        if lifecycle is Lifecycle.DRAINING and lease is not None and lease.is_by_framework:
+            # by-framework has no drain; its graceful equivalent is an eviction without
+            # force (every SDK's runner finishes in-flight tasks, then exits), so a
+            # script draining a mixed fleet works (README, "by-framework compatibility").
+            requested = AdminAction.DRAIN
+            lifecycle, action, force = Lifecycle.EVICTED, AdminAction.EVICT, False
         if lifecycle is Lifecycle.DRAINING:
             target.require(Capability.DRAIN, worker_id, _DRAIN_REFUSED)
         # Round trip 1: the admin hash, stamped by Redis (the push needs the stamp). A
@@ -352,9 +363,12 @@ class WorkerManager:
         # re-creates it). A graceful eviction keeps it until the running tasks finish,
         # so nobody takes them for dead; a forced one hands them back as it cancels.
         details = "force" if force else ""
+        if requested is not None:
+            details = f"{requested.value} requested; by-framework has no drain"
         add_audit(pipe, self.keys, await self._audit_fields(action, worker_id, reason, details))
         await batch.execute()
-        return target.result(worker_id, action, ts, bool(online.value), pushed=True)
+        result = target.result(worker_id, action, ts, bool(online.value), pushed=True)
+        return replace(result, requested=requested) if requested is not None else result
 
     # -- per-type denylists ----------------------------------------------------------
 
@@ -702,13 +716,19 @@ class WorkerManager:
         return None if raw is None else Lease.parse(raw)
 
     async def worker_exists(self, worker_id: str) -> bool:
-        """Whether the worker is in the registry, holds a lease or has admin state."""
+        """Whether the worker is in the registry, holds a lease or has admin state.
+
+        Admin state is its admin hash, indexed or not: by-framework's TypeScript and
+        Java admins do not maintain the admin-state index, and a worker they evicted
+        leaves the registry, yet it must stay resumable.
+        """
         pipe = self.redis.pipeline(transaction=False)
         pipe.sismember(self.keys.workers, worker_id)
         pipe.exists(self.keys.worker_online(worker_id))
         pipe.sismember(self.keys.admin_workers, worker_id)
-        known, online, administered = await pipe.execute()
-        return bool(known) or bool(online) or bool(administered)
+        pipe.exists(self.keys.worker_admin(worker_id))
+        known, online, administered, admin_hash = await pipe.execute()
+        return bool(known) or bool(online) or bool(administered) or bool(admin_hash)
 
     async def wait_applied(
         self, result: ActionResult, timeout: float = 10.0, poll: float = 0.05

@@ -16,8 +16,8 @@ in unit tests without Redis.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -354,9 +354,7 @@ def build_worker_view(
         valid = isinstance(lease_obj, dict)
         lease = Lease.parse(lease_obj if valid else {})
     # A malformed lease says nothing trustworthy: stale, whatever its TTL.
-    status = (
-        derive_status(lease, now, ttl_ms, seen_ttl_ms, unrenewed_ms) if valid else Status.STALE
-    )
+    status = derive_status(lease, now, ttl_ms, seen_ttl_ms, unrenewed_ms) if valid else Status.STALE
     # Every value below is already validated (lease, admin) or derived here, so the
     # view is built without a second validation pass: this runs 10,000 times a refresh.
     # A copy of the validated fields (a dict copy, ~10x cheaper than getattr per field).
@@ -609,6 +607,7 @@ def type_view(
         name=name,
         workers=sorted(td.routable),
         denied=sorted(td.denied),
+        denied_routable=sorted(td.routable & td.denied),
         depth=queue_depth(undelivered, td.group.pending),
         undelivered=undelivered,
         pending=td.group.pending,

@@ -73,7 +73,7 @@ from worker_runtime.health import (
     slo_view,
 )
 from worker_runtime.history import DEFAULT_RANGE, Tier, configured_tiers, range_ms, tier_for
-from worker_runtime.keys import CONSUMER_GROUP, Keys, stream_agent_type
+from worker_runtime.keys import CONSUMER_GROUP, Keys, admin_worker_id, stream_agent_type
 from worker_runtime.models import (
     SOURCE_OURS,
     AdminState,
@@ -401,6 +401,8 @@ class FleetReader:
         # index was last read: an index is read again only when they moved.
         self._counters: dict[str, tuple[int | None, int | None]] = {}
         self._counted: dict[str, tuple[int | None, int | None] | None] = {}
+        self._admin_ids: set[str] = set()
+        """Workers with an admin hash the last discovery found (indexed or not)."""
         self._beats: dict[str, tuple[int | None, float, int]] = {}
         """Per by-framework lease: its ``last_seen``, when this reader first saw that
         beat (monotonic), and the most TTL ever seen left on it (see
@@ -624,28 +626,37 @@ class FleetReader:
                 by an ACL, finds nothing instead).
         """
         found: set[str] = set()
+        administered: set[str] = set()
         trips = 0
         try:
-            for pattern in (self.keys.type_stream_pattern, self.keys.dead_letter_stream_pattern):
+            for pattern, kind, into in (
+                (self.keys.type_stream_pattern, "stream", found),
+                (self.keys.dead_letter_stream_pattern, "stream", found),
+                # Admin hashes by-framework's TypeScript and Java admins wrote: they keep
+                # no admin-state index, and their evicted workers leave the registry.
+                (self.keys.worker_admin_pattern, "hash", administered),
+            ):
                 if isinstance(self.redis, RedisCluster):
                     scan = self.redis.scan_iter(
-                        match=pattern, count=DISCOVERY_SCAN_COUNT, _type="stream"
+                        match=pattern, count=DISCOVERY_SCAN_COUNT, _type=kind
                     )
                     trips += 1
                     async for key in scan:
-                        found.add(str(key))
+                        into.add(str(key))
                     continue
                 cursor: int = 0
                 while True:
                     cursor, keys = await self.redis.scan(
-                        cursor, match=pattern, count=DISCOVERY_SCAN_COUNT, _type="stream"
+                        cursor, match=pattern, count=DISCOVERY_SCAN_COUNT, _type=kind
                     )
                     trips += 1
-                    found.update(str(key) for key in keys)
-                    if not cursor or len(found) > 4 * MAX_DISCOVERED:
+                    into.update(str(key) for key in keys)
+                    if not cursor or len(into) > 4 * MAX_DISCOVERED:
                         break
         except ResponseError as exc:
             log.debug("type discovery refused: %s", exc)
+        ids = {w for key in administered if (w := admin_worker_id(self.keys, key)) is not None}
+        self._admin_ids = set(sorted(w for w in ids if len(w) <= MAX_WORKER_ID)[:MAX_DISCOVERED])
         types = {t for key in found if (t := stream_agent_type(self.keys, key)) is not None}
         kept = set(sorted(t for t in types if len(t) <= MAX_NAME)[:MAX_DISCOVERED])
         self._stream_types = kept
@@ -759,6 +770,7 @@ class FleetReader:
             # Worker ids get a larger bound than other names: a worker in the registry
             # is listed, whatever its id (1 KiB used to hide a 10 kB id from every view).
             ids = strs(r1["workers"], MAX_WORKER_ID) | strs(r1["administered"], MAX_WORKER_ID)
+            ids |= self._admin_ids  # admin hashes no index lists (see discover)
             history = r1["history"] or []
             points = [MetricsPoint.parse(m) for m in history if isinstance(m, str)]
             return sorted(ids), points, parse_audit(r1["events"])
@@ -1133,7 +1145,12 @@ class FleetReader:
         recent = executions(execution_order(r1["recent"], history_snaps), history_snaps, limit)
         return WorkerDetail(
             worker_id=worker_id,
-            known=bool(r1["registered"]) or raw_lease is not None or bool(r1["administered"]),
+            # An admin hash alone makes it known: by-framework's TypeScript and Java admins
+            # index none, and their evicted workers leave the registry.
+            known=bool(r1["registered"])
+            or raw_lease is not None
+            or bool(r1["administered"])
+            or bool(admin.lifecycle or admin.updated_at),
             worker=view,
             lease=lease_obj if isinstance(lease_obj, dict) else None,
             lease_raw=raw_lease

@@ -183,6 +183,17 @@ class Keys:
         """``SCAN MATCH`` pattern of every dead-letter stream (:meth:`dead_letter_stream`)."""
         return self._scan_prefix(self.dead_letter_stream("")) + "*"
 
+    @property
+    def worker_admin_pattern(self) -> str:
+        """``SCAN MATCH`` pattern of every worker's admin hash (:meth:`worker_admin`).
+
+        by-framework's TypeScript and Java admins keep no admin-state index: their
+        hashes are found by this pattern alone.
+        """
+        if self.schema == "v2":
+            return self._scan_prefix(f"{self._root}:registry:worker:{{") + "*}:admin"
+        return self._scan_prefix(self.worker_admin("")) + "*"
+
     @staticmethod
     def _scan_prefix(prefix: str) -> str:
         # Glob metacharacters in a fixed prefix match themselves only when escaped.
@@ -419,4 +430,12 @@ def stream_agent_type(keys: Keys, key: str) -> str | None:
     for prefix in (keys.type_stream(""), keys.dead_letter_stream("")):
         if key.startswith(prefix) and len(key) > len(prefix):
             return key[len(prefix) :]
+    return None
+
+
+def admin_worker_id(keys: Keys, key: str) -> str | None:
+    """The worker id of an admin hash key found with :attr:`Keys.worker_admin_pattern`."""
+    head, _, tail = keys.worker_admin("\x00").partition("\x00")
+    if key.startswith(head) and key.endswith(tail) and len(key) > len(head) + len(tail):
+        return key[len(head) : len(key) - len(tail)]
     return None

@@ -387,9 +387,13 @@ class Replica:
             current = False
         if current and command.lifecycle is not None:
             ts = admin.updated_at or 0
-            if command.lifecycle is self.lifecycle and ts == self.admin_applied_at:
-                if not (command.force and command.lifecycle is Lifecycle.EVICTED):
-                    return False
+            escalates = command.force and command.lifecycle is Lifecycle.EVICTED
+            if (
+                command.lifecycle is self.lifecycle
+                and ts == self.admin_applied_at
+                and not escalates
+            ):
+                return False
             changed = self._transition(command.lifecycle, ts, command.reason, command.force)
         else:
             changed = self.apply_admin(admin)

@@ -38,7 +38,7 @@ from byconsole.headless.snapshot import (  # noqa: F401  (re-exported for the su
     print_json,
     run_snapshot,
 )
-from byconsole.outcomes import plan_scale, serves, unconverged, wait_converged
+from byconsole.outcomes import DRAIN_AS_EVICT, plan_scale, serves, unconverged, wait_converged
 from byconsole.styles import ansi_style
 from byconsole.text import safe_text
 from worker_runtime.admin import (
@@ -170,6 +170,7 @@ async def _report(
                 "runtime": result.runtime,
                 "confirmation": result.confirmation.value,
                 **({"superseded": superseded} if superseded is not None else {}),
+                **({"requested": result.requested.value} if result.requested else {}),
             }
         )
     else:
@@ -219,7 +220,10 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
             result = await manager.drain_worker(wid, reason)
         except UnsupportedCommandError as exc:
             raise RefusedError(str(exc)) from None
-    return await _report(session, args, result, f"{result.action} {shown}")
+    description = f"{result.action} {shown}"
+    if result.requested is not None:
+        description = f"{result.requested} {shown} ({DRAIN_AS_EVICT})"
+    return await _report(session, args, result, description)
 
 
 # -- type ...---------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
 from byconsole.config import Context, health_policy, load_contexts, resolve_settings
+from byconsole.outcomes import DRAIN_AS_EVICT
 from byconsole.text import safe_text
 from byconsole.tui.actions import (
     ENTRY_ACTIONS,
@@ -361,6 +362,9 @@ class ConsoleApp(App[int]):
                     timeout=10,
                 )
         outcomes = [o for o in outcomes if o.command != "scale"]
+        mapped = [o for o in outcomes if o.result is not None and o.result.requested]
+        if mapped:
+            self.notify(f"{label} {_names(mapped)}: {DRAIN_AS_EVICT}", markup=False, timeout=8)
         applied = [o for o in outcomes if o.latency is not None]
         offline = [o for o in outcomes if not o.online and o.error is None]
         live = [o for o in outcomes if o.online and o.latency is None]

@@ -271,9 +271,7 @@ def test_v1_keys_of_one_worker_do_not_share_a_slot() -> None:
 def test_ids_without_a_usable_hash_tag_use_the_sdks_key(entity_id: str) -> None:
     # Redis takes the text between the first "{" and the next "}"; these ids leave it
     # empty, in by-framework's SDKs too: the key must be theirs to be found at all.
-    assert (
-        V2.worker_online(entity_id) == f"byai_gateway:v2:registry:worker:{{{entity_id}}}:online"
-    )
+    assert V2.worker_online(entity_id) == f"byai_gateway:v2:registry:worker:{{{entity_id}}}:online"
 
 
 def test_fixed_tag_never_collides_with_a_regular_id() -> None:
