@@ -75,7 +75,7 @@ _SET_ADMIN = (
     _STAMP
     + """
 redis.call('HSET', KEYS[1], 'lifecycle', ARGV[1], 'reason', ARGV[2],
-           'updated_at', now, 'updated_by', ARGV[3])
+           'updated_at', now, 'updated_by', ARGV[3], 'updated_by_at', now)
 return now
 """
 )
@@ -836,8 +836,9 @@ class WorkerManager:
     async def _require_known(self, worker_id: str) -> _Target:
         """The worker's declared types and lease; raises when the worker is unknown.
 
-        Known: in the registry, holding a lease, or in the admin-state index (an
-        evicted by-framework worker has left the registry but stays resumable).
+        Known: in the registry, holding a lease, or with admin state, indexed or not (an
+        evicted by-framework worker has left the registry but stays resumable; its
+        TypeScript and Java admins keep no index).
         """
         check_worker_id(worker_id)
         pipe = self.redis.pipeline(transaction=False)
@@ -845,8 +846,9 @@ class WorkerManager:
         pipe.get(self.keys.worker_online(worker_id))
         pipe.smembers(self.keys.worker_agent_types(worker_id))
         pipe.sismember(self.keys.admin_workers, worker_id)
-        known, raw_lease, types, administered = await pipe.execute()
-        if not known and raw_lease is None and not administered:
+        pipe.exists(self.keys.worker_admin(worker_id))
+        known, raw_lease, types, administered, admin_hash = await pipe.execute()
+        if not known and raw_lease is None and not administered and not admin_hash:
             raise UnknownWorkerError(f"unknown worker: {worker_id}")
         lease = None if raw_lease is None else Lease.parse(raw_lease)
         return _Target({str(t) for t in types}, lease)

@@ -275,7 +275,7 @@ def superseded_line(admin: AdminState) -> str:
     if admin.updated_at:
         stamp = datetime.fromtimestamp(admin.updated_at / 1000, tz=UTC)
         when = stamp.strftime("%Y-%m-%d %H:%M:%S.") + f"{admin.updated_at % 1000:03d} UTC"
-    who = (admin.updated_by or "")[:80] or "an admin that records no user"
+    who = (admin.writer or "")[:80] or "an admin that records no user"
     return f"superseded by {verb} at {when} by {who}"
 
 
@@ -376,7 +376,7 @@ def build_worker_view(
         lifecycle_reason=admin.reason or "",
         runtime_status=runtime_status,
         admin_updated_at=admin.updated_at,
-        admin_updated_by=admin.updated_by,
+        admin_updated_by=admin.writer,
         command_state=derive_command_state(admin, lease, status, now),
         runtime=runtime_of(lease),
         lease_age_ms=(now - lease.last_seen) if lease and lease.last_seen is not None else None,

@@ -241,6 +241,16 @@ class AdminState(BaseModel):
     reason: str | None = None
     updated_at: int | None = None
     updated_by: str | None = None
+    updated_by_at: int | None = None
+    """The ``updated_at`` of the write ``updated_by`` belongs to: by-framework's admins
+    write the other three fields only, leaving an earlier ``updated_by`` behind."""
+
+    @property
+    def writer(self) -> str | None:
+        """Who made the write the hash holds, when it says (see :attr:`updated_by_at`)."""
+        if self.updated_by_at is not None and self.updated_by_at != self.updated_at:
+            return None
+        return self.updated_by
 
     @classmethod
     def parse(cls, raw: Any) -> AdminState:
