@@ -77,9 +77,9 @@ def runner_group(agent_types: list[str]) -> str:
     return f"{AGENT_ENGINES}:{digest}"
 
 
-def admin_envelope(action_type: str, body: dict[str, Any]) -> dict[str, str]:
+def admin_envelope(action_type: str, body: dict[str, Any]) -> dict[Any, Any]:
     """``BaseCommand.toRedisPayload`` of an admin command (TS ``adminHeader``)."""
-    header = {
+    header: dict[str, Any] = {
         "message_id": uuid.uuid4().hex,
         "session_id": "admin",
         "trace_id": uuid.uuid4().hex,
@@ -135,7 +135,9 @@ class ForeignWorker:
         beat: float = BEAT_S,
         claim_ttl: int = CLAIM_TTL_S,
     ) -> None:
-        self.redis = redis
+        # Typed loosely: replies are str (decode_responses), which redis-py's stubs
+        # cannot express.
+        self.redis: Any = redis
         self.keys = keys
         self.worker_id = worker_id
         self.agent_types = list(agent_types)
@@ -314,7 +316,7 @@ class ForeignAdmin:
     """A TS or Java ``WorkerManager`` whose host clock is ``clock_offset_ms`` off."""
 
     def __init__(self, redis: Redis, keys: Keys, clock_offset_ms: int = 0) -> None:
-        self.redis = redis
+        self.redis: Any = redis
         self.keys = keys
         self.clock_offset_ms = clock_offset_ms
 

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 from redis.asyncio import Redis
 
@@ -355,7 +356,7 @@ async def test_drain_of_a_by_framework_worker_is_an_eviction_that_finishes_its_t
     assert pending["pending"] == 0
     admin = await redis.hgetall(K.worker_admin("ts-dr"))
     assert admin["lifecycle"] == Lifecycle.EVICTED.value
-    commands = await redis.xrange(K.worker_stream("ts-dr"))
+    commands: Any = await redis.xrange(K.worker_stream("ts-dr"))
     envelope = json.loads(commands[-1][1]["data"])
     assert (envelope["action_type"], envelope["body"]["force"]) == ("EVICT_WORKER", False)
     other = ForeignWorker(redis, K, "ts-dr2", ["chat"], "ts")
