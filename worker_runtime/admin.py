@@ -312,8 +312,8 @@ class WorkerManager:
     ) -> ActionResult:
         target = await self._require_known(worker_id)
         requested: AdminAction | None = None
-        lease = target.lease
-        if lifecycle is Lifecycle.DRAINING and lease is not None and lease.is_by_framework:
+        foreign = target.lease is not None and target.lease.is_by_framework
+        if lifecycle is Lifecycle.DRAINING and foreign:
             # by-framework has no drain; its graceful equivalent is an eviction without
             # force (every SDK's runner finishes in-flight tasks, then exits), so a
             # script draining a mixed fleet works (README, "by-framework compatibility").
