@@ -142,6 +142,13 @@ async def _report(
     elif not result.online:
         state = "offline"
         note = "the worker is offline: it applies this state when it starts"
+    elif unconfirmable and result.action in (AdminAction.DENY, AdminAction.ALLOW):
+        # Nothing is pushed to it: by-framework reads its denylist at each heartbeat.
+        state = "unconfirmable"
+        note = (
+            f"written; a {result.runtime} worker applies it at its next heartbeat and "
+            "cannot confirm it"
+        )
     elif unconfirmable:
         # by-framework applies the push at once but never reports what it applied.
         state = "unconfirmable"

@@ -317,9 +317,13 @@ async def test_java_ignores_the_denylist_in_routing_and_the_console_says_so(
     await java.start()
     await ts.start()
     manager = WorkerManager(redis, K, operator="ops@console")
-    for wid in ("java-d", "ts-d"):
-        result = await manager.deny_worker_for_type("chat", wid, "bad model")
-        assert result.action is AdminAction.DENY
+    result = await manager.deny_worker_for_type("chat", "java-d", "bad model")
+    assert result.action is AdminAction.DENY
+    env = cli_env(redis_url, tmp_path)
+    denied = await asyncio.to_thread(run, ["type", "deny", "chat", "ts-d"], env)
+    assert denied.code == 0, denied.err
+    # Nothing is pushed to a by-framework worker: it reads the set at its next beat.
+    assert "applies it at its next heartbeat" in denied.out, denied.out
     await java.beat_once()
     await ts.beat_once()
     routable = await redis.smembers(K.type_workers("chat"))
@@ -329,7 +333,7 @@ async def test_java_ignores_the_denylist_in_routing_and_the_console_says_so(
     assert chat.denied == ["java-d", "ts-d"]
     assert chat.denied_routable == ["java-d"]
     assert chat.workers == ["java-d"]  # counted as routable: it is
-    listed = await asyncio.to_thread(run, ["type", "list"], cli_env(redis_url, tmp_path))
+    listed = await asyncio.to_thread(run, ["type", "list"], env)
     assert listed.code == 0, listed.err
     assert "java-d (denied, still routable: this runtime ignores denylist routing)" in listed.out
 
