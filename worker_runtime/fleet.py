@@ -851,6 +851,17 @@ class FleetReader:
             len(worker_ids), parse, r2
         )
         leases, admins, declared, discovered = parsed
+        # A worker listed only because discovery found its admin hash, whose hash is
+        # gone since (cleared, forgotten) and which holds no lease: nothing to show.
+        vanished: set[str] = set()
+        if self._admin_ids:
+            indexed = strs(r1["workers"], MAX_WORKER_ID) | strs(r1["administered"], MAX_WORKER_ID)
+            for wid in self._admin_ids - indexed:
+                admin = admins.get(wid)
+                empty = admin is not None and not admin.lifecycle and not admin.updated_at
+                if empty and leases.get(wid) is None:
+                    vanished.add(wid)
+            self._admin_ids -= vanished
 
         # -- round trip 3: types only a worker knew about, and the active jobs of
         # workers whose lease does not report them (by-framework keeps them in its
@@ -899,6 +910,8 @@ class FleetReader:
         # The parsed leases are ~10^5 objects at 10,000 workers: freeing them when this
         # method returns held the loop ~15 ms. The thread below drops the last
         # references instead.
+        if vanished:
+            workers = [w for w in workers if w.worker_id not in vanished]
         scrap: list[Any] = [parsed, leases, admins, declared, ttls]
         del parsed, leases, admins, declared, ttls
         registered = indexed_types | set(targets) | discovered
