@@ -1148,8 +1148,11 @@ class FleetReader:
         if isinstance(lease_obj, dict) and Lease.parse(lease_obj).active_jobs is None:
             # A by-framework worker: its active jobs are the status hash's counter.
             counter = parse_count_any(status_hash.get("active_count"))
-            if counter is not None:
-                view_lease = {**lease_obj, "active_jobs": counter}
+            if counter is None:
+                # No status hash either (TypeScript, Java): its entries pending under
+                # its name, as the fleet read counts them.
+                counter = await self._pending_of(worker_id, types)
+            view_lease = {**lease_obj, "active_jobs": counter}
         ttl = r1["ttl"] if isinstance(r1["ttl"], int) else None
         view = build_worker_view(worker_id, view_lease, admin, declared, denied, now, ttl)
         active_snaps = mapping(r1["active_snapshots"])
@@ -1176,6 +1179,30 @@ class FleetReader:
             active_executions=active,
             recent_executions=recent,
         )
+
+    async def _pending_of(self, worker_id: str, types: Sequence[str]) -> int:
+        """Entries pending under consumer ``worker_id`` on its types' streams, any group."""
+        if not types:
+            return 0
+        replies = await self._run([_c("xinfo_groups", self.keys.type_stream(t)) for t in types])
+        pairs = [
+            (t, str(g["name"]))
+            for t, groups in zip(types, replies, strict=True)
+            if isinstance(groups, list)
+            for g in groups[:GROUPS_EXAMINED]
+            if isinstance(g, dict) and g.get("name") is not None and g.get("pending")
+        ]
+        if not pairs:
+            return 0
+        summaries = await self._run(
+            [_c("xpending", self.keys.type_stream(t), group) for t, group in pairs]
+        )
+        running = 0
+        for summary in summaries:
+            for consumer in (summary.get("consumers") or ()) if isinstance(summary, dict) else ():
+                if isinstance(consumer, dict) and consumer.get("name") == worker_id:
+                    running += parse_count_any(consumer.get("pending")) or 0
+        return running
 
     async def read_metrics_history(
         self, limit: int | None = None, *, history_range: str | None = None

@@ -123,6 +123,7 @@ async def test_active_jobs_of_a_worker_without_a_status_hash_are_its_pending_ent
     assert not await redis.exists(K.worker_status("ts-busy"))
     reader = FleetReader(redis, K, discover_every=None)
     assert _worker(await _read(reader), "ts-busy").active_jobs == 3
+    assert (await reader.read_worker_detail("ts-busy")).worker.active_jobs == 3  # worker info
     await ts.finish()
     assert _worker(await _read(reader), "ts-busy").active_jobs == 0
 
