@@ -16,6 +16,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from tests.backends import Backend
 from tests.integration.cli_helpers import cli_env, run
 from tests.integration.runtime_helpers import eventually, spawn_worker, stop_process
 from tests.interop.foreign_sdk import ForeignAdmin, ForeignWorker, history_point, presence
@@ -44,12 +45,17 @@ def _worker(snap: FleetSnapshot, worker_id: str) -> WorkerView:
     return next(w for w in snap.workers if w.worker_id == worker_id)
 
 
-async def test_foreign_liveness_follows_each_sdks_known_lease_ttl(redis: Redis) -> None:
+async def test_foreign_liveness_follows_each_sdks_known_lease_ttl(backend: Backend) -> None:
     """TS ``src/registry.ts`` ``claimWorkerId`` / ``heartbeatWorker`` and Java
     ``core/WorkerRegistry.java`` ``claimWorkerId`` / ``heartbeatWorker`` (claim 60 s with
     ``last_seen: 0``, lease 15 s, beat 5 s); Python ``core/registry.py`` (lease 30 s);
     a lease in seed 002's shape (TTL 90 s, beat 30 s). Stale once two beats were missed,
-    judged by the TTL left, never by the writer's clock."""
+    judged by the TTL left, never by the writer's clock. On a cluster (v2 keys) too, with
+    an id starting with ``}`` spelled as the SDKs spell it (``prefix{id}suffix``)."""
+    redis: Any = backend.redis
+    K = backend.keys
+    odd = ForeignWorker(redis, K, "}odd", ["chat"], "ts")
+    await odd.start()
     reader = FleetReader(redis, K, discover_every=None)
     ts = ForeignWorker(redis, K, "ts-1", ["chat"], "ts")
     java = ForeignWorker(redis, K, "java-1", ["chat"], "java")
@@ -64,6 +70,9 @@ async def test_foreign_liveness_follows_each_sdks_known_lease_ttl(redis: Redis) 
     snap = await _read(reader)
     assert _worker(snap, "ts-1").status is Status.ONLINE
     assert _worker(snap, "java-1").status is Status.ONLINE
+    assert _worker(snap, "}odd").status is Status.ONLINE
+    if K.schema == "v2":
+        assert await redis.exists("byai_gateway:v2:registry:worker:{}odd}:online")
     # 11 s since the last renewal of a 15 s lease (killed): two beats missed.
     await redis.pexpire(K.worker_online("ts-1"), 4_000)
     await redis.pexpire(K.worker_online("java-1"), 9_000)  # 6 s: one beat late, fine
