@@ -71,7 +71,7 @@ async def _apply_lifecycle(replica: Replica, command: Command) -> bool:
     """Apply a pushed lifecycle command against the admin hash, the state it wakes us for.
 
     The hash decides (a push never wins over a newer write); by-framework's push carries
-    no stamp, so the hash gives it its time too (README, "Operator commands").
+    no stamp, so the hash gives it its time too (README, "How the runtime behaves").
     """
     ctx = replica.ctx
     try:

@@ -70,7 +70,8 @@ TS_JAVA_LEASE_TTL = 15.0
 
 SEED_LEASE_INTERVAL = 30.0
 """Beat of a lease in the plain heartbeat shape (``instanceId``, ``queues``,
-``activeJobCount`` …, no TTL field): every 30 s, TTL three beats (README, "Liveness")."""
+``activeJobCount`` …, no TTL field): every 30 s, TTL three beats (README, "How the
+runtime behaves")."""
 
 
 def foreign_lease_ttl(lease: Lease, ttl_ms: int | None, seen_ttl_ms: int | None = None) -> float:

@@ -434,7 +434,7 @@ class Replica:
         if self.scaled_down and new is not Lifecycle.EVICTED:
             return False  # leaving by scale-down; only an eviction may cut it short
         # The stamp of the write now applied, not the largest seen: a stamp from a clock
-        # ahead must not make later writes look applied (README, "Operator commands").
+        # ahead must not make later writes look applied (README, "How the runtime behaves").
         self.admin_applied_at = ts
         self.reason = reason or None
         old = self.lifecycle

@@ -136,7 +136,7 @@ async def _report(
         outcome = await session.manager().wait_outcome(result, timeout=args.timeout)
         latency, superseded = outcome.latency, outcome.superseded_line
     if superseded is not None:
-        # A later write replaced it: it will never be applied (README, "Operator commands").
+        # A later write replaced it: it will never be applied (README, "How the runtime behaves").
         state = "superseded"
         note = safe_text(superseded, 200)
     elif not result.online:

@@ -431,7 +431,7 @@ def counts_line(workers: Iterable[WorkerView]) -> list[Fragment]:
         n = statuses.get(status, 0)
         line += [(" · ", ""), (f"{status} {n}", status_style(status) if n else "")]
     if statuses.get("starting"):
-        # by-framework ids claimed before their first beat (README, "Liveness").
+        # by-framework ids claimed before their first beat (README, "How the runtime behaves").
         line += [(" · ", ""), (f"starting {statuses['starting']}", status_style("starting"))]
     for lifecycle in ("suspended", "draining", "evicted"):
         n = lifecycles.get(lifecycle, 0)
