@@ -367,9 +367,14 @@ def _worker_commands(worker: _Parser, parents: list[_Parser]) -> None:
         (AdminAction.RESUME, "return to active"),
         (
             AdminAction.EVICT,
-            "leave routing, then the worker exits (--force: cancel running tasks too)",
+            "leave routing, then the worker exits (--force: drop running tasks too, "
+            "where its runtime supports it)",
         ),
-        (AdminAction.DRAIN, "leave routing, finish in-flight tasks, then exit"),
+        (
+            AdminAction.DRAIN,
+            "leave routing, finish in-flight tasks, then exit (a by-framework worker: "
+            "sent as evict without --force, which does the same)",
+        ),
         (AdminAction.FORGET, "remove every key of an offline worker"),
     ):
         example = f'byconsole worker {name} worker-01 --reason "maintenance window"'
@@ -379,7 +384,9 @@ def _worker_commands(worker: _Parser, parents: list[_Parser]) -> None:
         _write_flags(p, wait=name != "forget")
         if name in ("evict", "forget"):
             force_help = (
-                "also cancel running tasks (they are reclaimed by other workers)"
+                "also drop running tasks: worker_runtime cancels them (reclaimed by other "
+                "workers), by-framework's Python and Java SDKs too; its TypeScript SDK "
+                "ignores --force"
                 if name == "evict"
                 else "forget even while the worker holds a lease"
             )

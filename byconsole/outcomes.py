@@ -127,3 +127,64 @@ async def wait_converged(
         if time.monotonic() >= deadline:
             return None, snapshot
         await asyncio.sleep(poll)
+
+
+# -- warnings by the workers' runtimes ---------------------------------------------------
+
+FORCE_WARNINGS: dict[str, str] = {
+    "worker_runtime": "cancels its running tasks: their entries stay un-acked and another "
+    "worker reclaims them",
+    "by-framework": "asks it to drop its running tasks: by-framework's Python and Java SDKs "
+    "do (Java interrupts them), its TypeScript SDK ignores force and lets them finish (its "
+    "lease does not say which SDK it runs)",
+}
+"""What ``--force`` on an eviction does, by the runtime that holds the lease (README,
+"by-framework compatibility"; by-framework's runners: Python ``WorkerRunner`` skips
+its wait for in-flight tasks, Java ``WorkerRunner.handlePostEvictionShutdownIfNeeded``
+interrupts them, TypeScript ``WorkerRunner`` stores ``evictForce`` and never reads it)."""
+
+DRAIN_AS_EVICT = (
+    "by-framework has no drain: sent as an eviction without force, which finishes its "
+    "in-flight tasks, then it exits"
+)
+"""A drain toward a by-framework worker (see :meth:`WorkerManager.drain_worker`)."""
+
+LIST_AT_NEXT_BEAT = (
+    "by-framework workers read their denylist at their next heartbeat (nothing is pushed "
+    "to them); its Java SDK re-adds itself to routing every beat, ignoring the denylist"
+)
+"""A deny / allow toward by-framework workers (their heartbeat loops read it)."""
+
+
+def action_warning(action: str, runtimes: list[str | None]) -> str:
+    """The confirmation warning of ``action`` on workers run by ``runtimes``.
+
+    From what each target's lease says it runs, never one static sentence: the same
+    ``--force`` cancels tasks on one runtime and is ignored on another. ``None`` (no
+    lease): the worker is offline and applies the state when it starts.
+    """
+    kinds = sorted({r or "offline" for r in runtimes})
+    parts: list[str] = []
+    if action == "force-evict":
+        for kind in kinds:
+            if kind in FORCE_WARNINGS:
+                parts.append(f"{kind}: {FORCE_WARNINGS[kind]}")
+            elif kind == "offline":
+                parts.append("offline: it exits when it next starts")
+        parts.append("Leaves routing and drops its lease; it takes no new tasks.")
+    elif action == "drain" and "by-framework" in kinds:
+        parts.append(DRAIN_AS_EVICT)
+    elif action in ("deny", "allow") and "by-framework" in kinds:
+        parts.append(LIST_AT_NEXT_BEAT)
+    return " ".join(part if part.endswith(".") else f"{part}." for part in parts)
+
+
+STILL_ROUTABLE = "denied, still routable: this runtime ignores denylist routing"
+"""A worker both denied and in the type's routing set (by-framework's Java SDK re-adds
+itself each beat), shown beside the denylist."""
+
+
+def denied_text(denied: list[str], still_routable: list[str], sep: str = ", ") -> str:
+    """A type's denylist, each worker still routable marked (:data:`STILL_ROUTABLE`)."""
+    routable = set(still_routable)
+    return sep.join(f"{w} ({STILL_ROUTABLE})" if w in routable else w for w in denied)

@@ -24,7 +24,12 @@ LIFECYCLE_ROLES: Mapping[str, str] = {
 }
 """Lifecycle -> role. Draining is neither green, yellow nor red on purpose."""
 
-STATUS_ROLES: Mapping[str, str] = {"online": "success", "stale": "warning", "offline": "offline"}
+STATUS_ROLES: Mapping[str, str] = {
+    "online": "success",
+    "stale": "warning",
+    "offline": "offline",
+    "starting": "warning",
+}
 """Status (liveness) -> role."""
 
 SEVERITY_ROLES: Mapping[str, str] = {"critical": "error", "warning": "warning"}
@@ -86,7 +91,7 @@ UNKNOWN_STYLE = ANSI_STYLES["unknown"]
 LIFECYCLE_ORDER: Mapping[str, int] = {"evicted": 0, "draining": 1, "suspended": 2, "active": 3}
 """Sort rank: the states that need attention first."""
 
-STATUS_ORDER: Mapping[str, int] = {"offline": 0, "stale": 1, "online": 2}
+STATUS_ORDER: Mapping[str, int] = {"offline": 0, "stale": 1, "starting": 1, "online": 2}
 """Sort rank: the unhealthy first."""
 
 SEVERITY_ORDER: Mapping[str, int] = {"critical": 0, "warning": 1}

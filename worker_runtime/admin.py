@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -32,7 +32,7 @@ from redis.exceptions import NoPermissionError
 
 from worker_runtime.audit import add_audit, audit_fields, default_operator, redis_user
 from worker_runtime.connection import default_keys
-from worker_runtime.derive import is_applied
+from worker_runtime.derive import is_applied, superseded_by, superseded_line
 from worker_runtime.keys import Keys
 from worker_runtime.messages import (
     CONTROL_STREAM_MAXLEN,
@@ -77,7 +77,7 @@ _SET_ADMIN = (
     _STAMP
     + """
 redis.call('HSET', KEYS[1], 'lifecycle', ARGV[1], 'reason', ARGV[2],
-           'updated_at', now, 'updated_by', ARGV[3])
+           'updated_at', now, 'updated_by', ARGV[3], 'updated_by_at', now)
 return now
 """
 )
@@ -147,6 +147,9 @@ class ActionResult:
     runtime: str = "worker_runtime"
     pushed: bool = True
     agent_type: str | None = None
+    requested: AdminAction | None = None
+    """The verb asked for when another was written in its place (a drain toward a
+    by-framework worker is written as an eviction without force)."""
 
     @property
     def confirmable(self) -> bool:
@@ -155,6 +158,39 @@ class ActionResult:
 
     written_at: float = field(default_factory=time.monotonic, compare=False)
     """This process's monotonic time of the write (latency without comparing clocks)."""
+
+
+_LIFECYCLE_ACTIONS = frozenset(
+    {
+        AdminAction.SUSPEND,
+        AdminAction.RESUME,
+        AdminAction.CLEAR,
+        AdminAction.DRAIN,
+        AdminAction.EVICT,
+        AdminAction.FORCE_EVICT,
+    }
+)
+"""Verbs that write the admin hash's lifecycle (a later write can overtake them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WaitOutcome:
+    """How a wait for a worker's confirmation ended (:meth:`WorkerManager.wait_outcome`).
+
+    Attributes:
+        latency: seconds from the write to the confirmation; ``None`` when it was not
+            confirmed (timeout, unconfirmable, or superseded).
+        superseded: the admin hash that replaced the command (another operator's or
+            another admin's later write): the command will never be applied.
+    """
+
+    latency: float | None
+    superseded: AdminState | None = None
+
+    @property
+    def superseded_line(self) -> str | None:
+        """``superseded by <verb> at <time> by <user>``, when it was."""
+        return None if self.superseded is None else superseded_line(self.superseded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +336,14 @@ class WorkerManager:
         force: bool = False,
     ) -> ActionResult:
         target = await self._require_known(worker_id)
+        requested: AdminAction | None = None
+        foreign = target.lease is not None and target.lease.is_by_framework
+        if lifecycle is Lifecycle.DRAINING and foreign:
+            # by-framework has no drain; its graceful equivalent is an eviction without
+            # force (every SDK's runner finishes in-flight tasks, then exits), so a
+            # script draining a mixed fleet works (README, "by-framework compatibility").
+            requested = AdminAction.DRAIN
+            lifecycle, action, force = Lifecycle.EVICTED, AdminAction.EVICT, False
         if lifecycle is Lifecycle.DRAINING:
             target.require(Capability.DRAIN, worker_id, _DRAIN_REFUSED)
         # Round trip 1: the admin hash, stamped by Redis (the push needs the stamp). A
@@ -350,9 +394,12 @@ class WorkerManager:
         # re-creates it). A graceful eviction keeps it until the running tasks finish,
         # so nobody takes them for dead; a forced one hands them back as it cancels.
         details = "force" if force else ""
+        if requested is not None:
+            details = f"{requested.value} requested; by-framework has no drain"
         add_audit(pipe, self.keys, await self._audit_fields(action, worker_id, reason, details))
         await batch.execute()
-        return target.result(worker_id, action, ts, bool(online.value), pushed=True)
+        result = target.result(worker_id, action, ts, bool(online.value), pushed=True)
+        return replace(result, requested=requested) if requested is not None else result
 
     # -- per-type denylists ----------------------------------------------------------
 
@@ -728,38 +775,71 @@ class WorkerManager:
         return None if raw is None else Lease.parse(raw)
 
     async def worker_exists(self, worker_id: str) -> bool:
-        """Whether the worker is in the registry, holds a lease or has admin state."""
+        """Whether the worker is in the registry, holds a lease or has admin state.
+
+        Admin state is its admin hash, indexed or not: by-framework's TypeScript and
+        Java admins do not maintain the admin-state index, and a worker they evicted
+        leaves the registry, yet it must stay resumable.
+        """
         pipe = self.redis.pipeline(transaction=False)
         pipe.sismember(self.keys.workers, worker_id)
         pipe.exists(self.keys.worker_online(worker_id))
         pipe.sismember(self.keys.admin_workers, worker_id)
-        known, online, administered = await pipe.execute()
-        return bool(known) or bool(online) or bool(administered)
+        pipe.exists(self.keys.worker_admin(worker_id))
+        known, online, administered, admin_hash = await pipe.execute()
+        return bool(known) or bool(online) or bool(administered) or bool(admin_hash)
 
     async def wait_applied(
         self, result: ActionResult, timeout: float = 10.0, poll: float = 0.05
     ) -> float | None:
+        """Seconds until the worker confirmed ``result`` (:meth:`wait_outcome`), or None.
+
+        ``None`` on timeout, when the worker cannot confirm, and when another write
+        overtook the command (:attr:`WaitOutcome.superseded` says which).
+        """
+        return (await self.wait_outcome(result, timeout, poll)).latency
+
+    async def wait_outcome(
+        self, result: ActionResult, timeout: float = 10.0, poll: float = 0.05
+    ) -> WaitOutcome:
         """Wait until the worker confirms ``result``: the one wait for every action kind.
 
-        The verdict on each lease read is :func:`worker_runtime.derive.is_applied`
-        (lifecycle by ``admin_applied_at``, eviction and drain-exit by the lease going,
-        deny / allow by the lease's ``denied_types``).
+        The verdict on each read is :func:`worker_runtime.derive.is_applied` (lifecycle
+        by the lifecycle and stamp the lease reports, eviction and drain-exit by the
+        lease going, deny / allow by the lease's ``denied_types``). A lifecycle command
+        is read with the admin hash: once a newer write replaced it, it will never be
+        applied, and the wait ends at once with that write
+        (:func:`~worker_runtime.derive.superseded_by`).
 
         Returns:
-            Seconds from the write to the confirmation, or ``None`` on timeout, and at
-            once when the worker cannot confirm (``result.confirmable`` is False, or
-            its lease says it never will).
+            The latency from the write to the confirmation (``None`` on timeout, and at
+            once when the worker cannot confirm: ``result.confirmable`` is False, or
+            its lease says it never will), or the write that superseded it.
         """
         if not result.confirmable:
-            return None
+            return WaitOutcome(None)
+        lifecycle = result.action in _LIFECYCLE_ACTIONS
         deadline = time.monotonic() + timeout
         while True:
-            lease = await self.get_lease(result.worker_id)
-            applied = is_applied(result.action, result.updated_at, lease, result.agent_type)
+            admin: AdminState | None = None
+            if lifecycle:
+                pipe = self.redis.pipeline(transaction=False)
+                pipe.get(self.keys.worker_online(result.worker_id))
+                pipe.hgetall(self.keys.worker_admin(result.worker_id))
+                raw_lease, raw_admin = await pipe.execute()
+                lease = None if raw_lease is None else Lease.parse(raw_lease)
+                admin = AdminState.parse(raw_admin)
+            else:
+                lease = await self.get_lease(result.worker_id)
+            applied = is_applied(result.action, result.updated_at, lease, result.agent_type, admin)
             if applied:
-                return max(0.0, time.monotonic() - result.written_at)
+                return WaitOutcome(max(0.0, time.monotonic() - result.written_at))
+            if admin is not None:
+                overtaken = superseded_by(result.action, result.updated_at, admin)
+                if overtaken is not None:
+                    return WaitOutcome(None, overtaken)
             if applied is None or time.monotonic() >= deadline:
-                return None
+                return WaitOutcome(None)
             await asyncio.sleep(poll)
 
     # -- registry housekeeping -------------------------------------------------------
@@ -817,8 +897,9 @@ class WorkerManager:
     async def _require_known(self, worker_id: str) -> _Target:
         """The worker's declared types and lease; raises when the worker is unknown.
 
-        Known: in the registry, holding a lease, or in the admin-state index (an
-        evicted by-framework worker has left the registry but stays resumable).
+        Known: in the registry, holding a lease, or with admin state, indexed or not (an
+        evicted by-framework worker has left the registry but stays resumable; its
+        TypeScript and Java admins keep no index).
         """
         check_worker_id(worker_id)
         pipe = self.redis.pipeline(transaction=False)
@@ -826,8 +907,9 @@ class WorkerManager:
         pipe.get(self.keys.worker_online(worker_id))
         pipe.smembers(self.keys.worker_agent_types(worker_id))
         pipe.sismember(self.keys.admin_workers, worker_id)
-        known, raw_lease, types, administered = await pipe.execute()
-        if not known and raw_lease is None and not administered:
+        pipe.exists(self.keys.worker_admin(worker_id))
+        known, raw_lease, types, administered, admin_hash = await pipe.execute()
+        if not known and raw_lease is None and not administered and not admin_hash:
             raise UnknownWorkerError(f"unknown worker: {worker_id}")
         lease = None if raw_lease is None else Lease.parse(raw_lease)
         return _Target({str(t) for t in types}, lease)

@@ -6,9 +6,11 @@ consumer group (the consumer loop); this loop uses plain XREAD with its own curs
 which starts at the stream's last entry as of registration (earlier commands are
 already reflected in the admin state read at start-up).
 
-by-framework's admin pushes its envelope without our stamp; the loop then reads the
-admin hash it wrote just before the push, so the command is applied (and confirmed,
-with the hash's ``updated_at``) as fast as one of ours.
+A lifecycle push wakes the worker for the admin hash written just before it: the loop
+reads the hash and applies what it holds (the push's ``force`` when the hash still holds
+that command), so an overtaken push is never applied over a newer write, and
+by-framework's pushes, which carry no stamp of ours, are confirmed with the hash's
+``updated_at`` as fast as ours.
 
 Every role that submits direct tasks may append to a worker's stream, so a push is
 applied only when it can be attributed (:func:`worker_runtime.signing.push_refusal`):
@@ -73,8 +75,8 @@ async def control_loop(replica: Replica, publish: Callable[[Replica], Awaitable[
                         continue
                 if command is None:
                     _note_unsupported(replica, fields)
-                elif command.action is CommandAction.LIFECYCLE and not command.updated_at:
-                    changed = await _apply_unstamped(replica, command) or changed
+                elif command.action is CommandAction.LIFECYCLE:
+                    changed = await _apply_lifecycle(replica, command) or changed
                 else:
                     changed = replica.apply_command(command) or changed
         if refused:
@@ -86,8 +88,12 @@ async def control_loop(replica: Replica, publish: Callable[[Replica], Awaitable[
                 log.warning("%s: could not confirm command (%s)", replica.worker_id, exc)
 
 
-async def _apply_unstamped(replica: Replica, command: Command) -> bool:
-    """Apply a by-framework push: the admin hash holds its state and time."""
+async def _apply_lifecycle(replica: Replica, command: Command) -> bool:
+    """Apply a pushed lifecycle command against the admin hash, the state it wakes us for.
+
+    The hash decides (a push never wins over a newer write); by-framework's push carries
+    no stamp, so the hash gives it its time too (README, "How the runtime behaves").
+    """
     ctx = replica.ctx
     try:
         raw = await ctx.redis.hgetall(ctx.keys.worker_admin(replica.worker_id))
@@ -95,7 +101,7 @@ async def _apply_unstamped(replica: Replica, command: Command) -> bool:
         # The heartbeat's pull applies it instead, one interval later.
         log.warning("%s: could not read the admin state (%s)", replica.worker_id, exc)
         return False
-    return replica.apply_foreign(command, AdminState.parse(raw))
+    return replica.apply_pushed(command, AdminState.parse(raw))
 
 
 def _attributed(

@@ -73,7 +73,7 @@ from worker_runtime.health import (
     slo_view,
 )
 from worker_runtime.history import DEFAULT_RANGE, Tier, configured_tiers, range_ms, tier_for
-from worker_runtime.keys import CONSUMER_GROUP, Keys, stream_agent_type
+from worker_runtime.keys import CONSUMER_GROUP, Keys, admin_worker_id, stream_agent_type
 from worker_runtime.models import (
     SOURCE_OURS,
     AdminState,
@@ -412,6 +412,12 @@ class FleetReader:
         # index was last read: an index is read again only when they moved.
         self._counters: dict[str, tuple[int | None, int | None]] = {}
         self._counted: dict[str, tuple[int | None, int | None] | None] = {}
+        self._admin_ids: set[str] = set()
+        """Workers with an admin hash the last discovery found (indexed or not)."""
+        self._beats: dict[str, tuple[int | None, float, int]] = {}
+        """Per by-framework lease: its ``last_seen``, when this reader first saw that
+        beat (monotonic), and the most TTL ever seen left on it (see
+        :meth:`_foreign_beats`)."""
         self._read_again: set[str] = set()
         self.index_reads = index_reads
         # When each worker's execution index was last read (a read counter), so a read
@@ -634,28 +640,37 @@ class FleetReader:
                 by an ACL, finds nothing instead).
         """
         found: set[str] = set()
+        administered: set[str] = set()
         trips = 0
         try:
-            for pattern in (self.keys.type_stream_pattern, self.keys.dead_letter_stream_pattern):
+            for pattern, kind, into in (
+                (self.keys.type_stream_pattern, "stream", found),
+                (self.keys.dead_letter_stream_pattern, "stream", found),
+                # Admin hashes by-framework's TypeScript and Java admins wrote: they keep
+                # no admin-state index, and their evicted workers leave the registry.
+                (self.keys.worker_admin_pattern, "hash", administered),
+            ):
                 if isinstance(self.redis, RedisCluster):
                     scan = self.redis.scan_iter(
-                        match=pattern, count=DISCOVERY_SCAN_COUNT, _type="stream"
+                        match=pattern, count=DISCOVERY_SCAN_COUNT, _type=kind
                     )
                     trips += 1
                     async for key in scan:
-                        found.add(str(key))
+                        into.add(str(key))
                     continue
                 cursor: int = 0
                 while True:
                     cursor, keys = await self.redis.scan(
-                        cursor, match=pattern, count=DISCOVERY_SCAN_COUNT, _type="stream"
+                        cursor, match=pattern, count=DISCOVERY_SCAN_COUNT, _type=kind
                     )
                     trips += 1
-                    found.update(str(key) for key in keys)
-                    if not cursor or len(found) > 4 * MAX_DISCOVERED:
+                    into.update(str(key) for key in keys)
+                    if not cursor or len(into) > 4 * MAX_DISCOVERED:
                         break
         except ResponseError as exc:
             log.debug("type discovery refused: %s", exc)
+        ids = {w for key in administered if (w := admin_worker_id(self.keys, key)) is not None}
+        self._admin_ids = set(sorted(w for w in ids if len(w) <= MAX_WORKER_ID)[:MAX_DISCOVERED])
         types = {t for key in found if (t := stream_agent_type(self.keys, key)) is not None}
         kept = set(sorted(t for t in types if len(t) <= MAX_NAME)[:MAX_DISCOVERED])
         self._stream_types = kept
@@ -769,6 +784,7 @@ class FleetReader:
             # Worker ids get a larger bound than other names: a worker in the registry
             # is listed, whatever its id (1 KiB used to hide a 10 kB id from every view).
             ids = strs(r1["workers"], MAX_WORKER_ID) | strs(r1["administered"], MAX_WORKER_ID)
+            ids |= self._admin_ids  # admin hashes no index lists (see discover)
             history = r1["history"] or []
             points = [MetricsPoint.parse(m) for m in history if isinstance(m, str)]
             return sorted(ids), points, parse_audit(r1["events"])
@@ -849,6 +865,17 @@ class FleetReader:
             len(worker_ids), parse, r2
         )
         leases, admins, declared, discovered = parsed
+        # A worker listed only because discovery found its admin hash, whose hash is
+        # gone since (cleared, forgotten) and which holds no lease: nothing to show.
+        vanished: set[str] = set()
+        if self._admin_ids:
+            indexed = strs(r1["workers"], MAX_WORKER_ID) | strs(r1["administered"], MAX_WORKER_ID)
+            for wid in self._admin_ids - indexed:
+                admin = admins.get(wid)
+                empty = admin is not None and not admin.lifecycle and not admin.updated_at
+                if empty and leases.get(wid) is None:
+                    vanished.add(wid)
+            self._admin_ids -= vanished
 
         # -- round trip 3: types only a worker knew about, and the active jobs of
         # workers whose lease does not report them (by-framework keeps them in its
@@ -868,6 +895,13 @@ class FleetReader:
             for wid, raw in zip(counted, r3["counts"], strict=True):
                 leases[wid] = _with_status_counters(leases[wid], raw)
             task_reads.take_snapshots(self.executions, exec_read, r3["snaps"], now)
+        for wid in counted:
+            if leases[wid].active_jobs is None:
+                # No status hash either (the TypeScript and Java SDKs write none): its
+                # running tasks are the entries pending under its name, as every SDK
+                # reads with the worker id as its consumer name.
+                leases[wid] = _with_pending_jobs(leases[wid], wid, declared[wid], type_data)
+        hints = self._foreign_beats(worker_ids, leases, ttls)
 
         # -- derive ---------------------------------------------------------------------
         # Every reply is parsed: the build's thread drops them (~1.3 KB a worker) before
@@ -885,10 +919,13 @@ class FleetReader:
             denied_by_worker(type_data),
             now,
             ttls,
+            hints,
         )
         # The parsed leases are ~10^5 objects at 10,000 workers: freeing them when this
         # method returns held the loop ~15 ms. The thread below drops the last
         # references instead.
+        if vanished:
+            workers = [w for w in workers if w.worker_id not in vanished]
         scrap: list[Any] = [parsed, leases, admins, declared, ttls]
         del parsed, leases, admins, declared, ttls
         registered = indexed_types | set(targets) | discovered
@@ -958,6 +995,46 @@ class FleetReader:
             executions=executions,
             slo=slo,
         )
+
+    def _foreign_beats(
+        self, worker_ids: Sequence[str], leases: Mapping[str, Any], ttls: Sequence[int | None]
+    ) -> dict[str, tuple[int | None, int | None]]:
+        """What this reader saw of each by-framework lease over its reads, clock-free.
+
+        A by-framework lease does not state its TTL (:func:`derive.foreign_lease_ttl`
+        infers it from what is left) and its ``last_seen`` is its host's clock, so the
+        reader keeps, by its own monotonic clock, since when it has seen the same beat,
+        and the most TTL it ever saw left (a Python lease renewed to 30 s is told from a
+        TypeScript or Java one renewed to 15 s even after it stopped beating).
+
+        Returns:
+            worker id -> (most TTL seen left in ms, ms since this beat was first seen
+            when seen before), for by-framework leases past their first beat.
+        """
+        mono = time.monotonic()
+        beats = self._beats
+        out: dict[str, tuple[int | None, int | None]] = {}
+        for i, wid in enumerate(worker_ids):
+            lease = leases[wid]
+            foreign = isinstance(lease, Lease) and lease.presence_version is not None
+            if not foreign or lease.lease_ttl or not lease.last_seen:
+                beats.pop(wid, None)  # ours, gone, or a new claim (a new worker)
+                continue
+            raw_ttl = ttls[i]
+            ttl = raw_ttl if raw_ttl is not None and raw_ttl > 0 else 0
+            seen = beats.get(wid)
+            if seen is None or seen[0] != lease.last_seen:
+                most = max(ttl, seen[2] if seen else 0)
+                beats[wid] = (lease.last_seen, mono, most)
+                out[wid] = (most or None, None)
+            else:
+                most = max(ttl, seen[2])
+                beats[wid] = (seen[0], seen[1], most)
+                out[wid] = (most or None, int((mono - seen[1]) * 1000))
+        if len(beats) > len(out):
+            for gone in [w for w in beats if w not in out]:
+                del beats[gone]
+        return out
 
     def _execution_read(self, worker_ids: Sequence[str], bulk: bool) -> task_reads.ExecutionRead:
         """Whose execution index this read asks for.
@@ -1085,8 +1162,11 @@ class FleetReader:
         if isinstance(lease_obj, dict) and Lease.parse(lease_obj).active_jobs is None:
             # A by-framework worker: its active jobs are the status hash's counter.
             counter = parse_count_any(status_hash.get("active_count"))
-            if counter is not None:
-                view_lease = {**lease_obj, "active_jobs": counter}
+            if counter is None:
+                # No status hash either (TypeScript, Java): its entries pending under
+                # its name, as the fleet read counts them.
+                counter = await self._pending_of(worker_id, types)
+            view_lease = {**lease_obj, "active_jobs": counter}
         ttl = r1["ttl"] if isinstance(r1["ttl"], int) else None
         view = build_worker_view(worker_id, view_lease, admin, declared, denied, now, ttl)
         active_snaps = mapping(r1["active_snapshots"])
@@ -1095,7 +1175,12 @@ class FleetReader:
         recent = executions(execution_order(r1["recent"], history_snaps), history_snaps, limit)
         return WorkerDetail(
             worker_id=worker_id,
-            known=bool(r1["registered"]) or raw_lease is not None or bool(r1["administered"]),
+            # An admin hash alone makes it known: by-framework's TypeScript and Java admins
+            # index none, and their evicted workers leave the registry.
+            known=bool(r1["registered"])
+            or raw_lease is not None
+            or bool(r1["administered"])
+            or bool(admin.lifecycle or admin.updated_at),
             worker=view,
             lease=lease_obj if isinstance(lease_obj, dict) else None,
             lease_raw=raw_lease
@@ -1108,6 +1193,30 @@ class FleetReader:
             active_executions=active,
             recent_executions=recent,
         )
+
+    async def _pending_of(self, worker_id: str, types: Sequence[str]) -> int:
+        """Entries pending under consumer ``worker_id`` on its types' streams, any group."""
+        if not types:
+            return 0
+        replies = await self._run([_c("xinfo_groups", self.keys.type_stream(t)) for t in types])
+        pairs = [
+            (t, str(g["name"]))
+            for t, groups in zip(types, replies, strict=True)
+            if isinstance(groups, list)
+            for g in groups[:GROUPS_EXAMINED]
+            if isinstance(g, dict) and g.get("name") is not None and g.get("pending")
+        ]
+        if not pairs:
+            return 0
+        summaries = await self._run(
+            [_c("xpending", self.keys.type_stream(t), group) for t, group in pairs]
+        )
+        running = 0
+        for summary in summaries:
+            for consumer in (summary.get("consumers") or ()) if isinstance(summary, dict) else ():
+                if isinstance(consumer, dict) and consumer.get("name") == worker_id:
+                    running += parse_count_any(consumer.get("pending")) or 0
+        return running
 
     async def read_metrics_history(
         self, limit: int | None = None, *, history_range: str | None = None
@@ -1224,6 +1333,23 @@ class FleetReader:
         r2 = await self._run(task_reads.recent_snapshot_queue(k, obs))
         task_reads.take_recent_snapshots(obs, r2)
         return obs
+
+
+def _with_pending_jobs(
+    lease: Lease, worker_id: str, declared: Iterable[str], type_data: Mapping[str, TypeReplies]
+) -> Lease:
+    """A lease without active jobs and without a status hash: its pending entries.
+
+    The queue-health read counts each type stream's pending entries per consumer name
+    (over every group); by-framework's workers consume with their worker id.
+    """
+    types = set(lease.agent_types) | set(declared)
+    running = 0
+    for t in types:
+        td = type_data.get(t)
+        if td is not None:
+            running += td.queue.consumers.get(worker_id, 0)
+    return lease.model_copy(update={"active_jobs": running})
 
 
 def _with_status_counters(lease: Lease, raw: Any) -> Lease:

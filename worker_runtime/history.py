@@ -29,7 +29,13 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from worker_runtime.models import SOURCE_OURS, MetricsPoint, TierPoint, TierTypeFigures
+from worker_runtime.models import (
+    SOURCE_BF_TS_JAVA,
+    SOURCE_OURS,
+    MetricsPoint,
+    TierPoint,
+    TierTypeFigures,
+)
 
 MAX_TIER_TYPES = 64
 """Types kept per tier point (the deepest, then the busiest): a point stays a few KB
@@ -83,6 +89,7 @@ _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
 DEPTH_DEFINITIONS: dict[str, str] = {
     SOURCE_OURS: "undelivered + pending",
     "by-framework": "XLEN, the stream length",
+    SOURCE_BF_TS_JAVA: "XLEN of the type streams; active executions always 0",
 }
 """What ``queue_depth`` means in a point, by its writer (``MetricsPoint.source``)."""
 

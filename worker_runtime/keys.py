@@ -28,17 +28,17 @@ _BF_TRACE = "by_framework:trace"
 
 
 def _tagged(head: str, entity_id: str, tail: str) -> str:
-    """``head:{entity_id}tail``: a v2 key whose slot depends on the entity id only.
+    """``head:{entity_id}tail``: a v2 key whose slot depends on the entity id.
 
-    Redis hashes the text between the first ``{`` and the next ``}``. An id that is
-    empty or starts with ``}`` would leave an empty tag, so each key of the entity would
-    hash on its own and land in a different slot. Such ids get the fixed tag ``~``
-    instead; the ``~`` in front of the brace (every other key has ``:`` there) keeps
-    them from ever colliding with a regular key.
+    Spelled exactly as by-framework's three SDKs spell it (Python ``RedisKeys``,
+    TypeScript ``QueueNames`` / ``RegistryKeys``, Java ``Constants``), whatever the id:
+    these keys are shared with their workers, admins and clients, so any other spelling
+    is another key. Redis hashes the text between the first ``{`` and the next ``}``,
+    so for an id starting with ``}`` the tag is empty and each key hashes on its whole
+    name, in every SDK alike; this runtime's own instance ids contain no braces
+    (``BYAI_WORKER_INSTANCE``), so its workers never have such an id.
     """
-    if entity_id and not entity_id.startswith("}"):
-        return f"{head}:{{{entity_id}}}{tail}"
-    return f"{head}:~{{~{entity_id}}}{tail}"
+    return f"{head}:{{{entity_id}}}{tail}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +182,17 @@ class Keys:
     def dead_letter_stream_pattern(self) -> str:
         """``SCAN MATCH`` pattern of every dead-letter stream (:meth:`dead_letter_stream`)."""
         return self._scan_prefix(self.dead_letter_stream("")) + "*"
+
+    @property
+    def worker_admin_pattern(self) -> str:
+        """``SCAN MATCH`` pattern of every worker's admin hash (:meth:`worker_admin`).
+
+        by-framework's TypeScript and Java admins keep no admin-state index: their
+        hashes are found by this pattern alone.
+        """
+        if self.schema == "v2":
+            return self._scan_prefix(f"{self._root}:registry:worker:{{") + "*}:admin"
+        return self._scan_prefix(self.worker_admin("")) + "*"
 
     @staticmethod
     def _scan_prefix(prefix: str) -> str:
@@ -522,4 +533,12 @@ def stream_agent_type(keys: Keys, key: str) -> str | None:
     for prefix in (keys.type_stream(""), keys.dead_letter_stream("")):
         if key.startswith(prefix) and len(key) > len(prefix):
             return key[len(prefix) :]
+    return None
+
+
+def admin_worker_id(keys: Keys, key: str) -> str | None:
+    """The worker id of an admin hash key found with :attr:`Keys.worker_admin_pattern`."""
+    head, _, tail = keys.worker_admin("\x00").partition("\x00")
+    if key.startswith(head) and key.endswith(tail) and len(key) > len(head) + len(tail):
+        return key[len(head) : len(key) - len(tail)]
     return None

@@ -42,6 +42,8 @@ class Status(StrEnum):
     ONLINE = "online"
     STALE = "stale"
     OFFLINE = "offline"
+    STARTING = "starting"
+    """by-framework claimed the id (``last_seen: 0``) and has not beaten yet."""
 
 
 class Role(StrEnum):
@@ -239,6 +241,16 @@ class AdminState(BaseModel):
     reason: str | None = None
     updated_at: int | None = None
     updated_by: str | None = None
+    updated_by_at: int | None = None
+    """The ``updated_at`` of the write ``updated_by`` belongs to: by-framework's admins
+    write the other three fields only, leaving an earlier ``updated_by`` behind."""
+
+    @property
+    def writer(self) -> str | None:
+        """Who made the write the hash holds, when it says (see :attr:`updated_by_at`)."""
+        if self.updated_by_at is not None and self.updated_by_at != self.updated_at:
+            return None
+        return self.updated_by
 
     @classmethod
     def parse(cls, raw: Any) -> AdminState:
@@ -625,6 +637,8 @@ class TypeMetrics(BaseModel):
 
 SOURCE_OURS = "worker_runtime"
 """The ``source`` of points this runtime's collector writes (depth = undelivered + pending)."""
+SOURCE_BF_TS_JAVA = "by-framework-ts-java"
+"""Points of by-framework's TypeScript or Java metrics collector (six fields)."""
 
 
 def point_source(data: dict[str, Any]) -> str:
@@ -640,8 +654,29 @@ def point_source(data: dict[str, Any]) -> str:
     if "ts" in data:
         return SOURCE_OURS
     if "generated_at" in data:
+        # The TypeScript and Java collectors write six fields (``buildHistoryPoint``:
+        # generated_at, workers_online, active_executions, always 0, queued / failed
+        # executions, queue_depth_total = XLEN of the type streams); the Python one
+        # twenty, with another depth (control-plane streams too). Two definitions,
+        # two series.
+        if "queued_executions" in data and data.keys() <= _TS_JAVA_POINT_FIELDS:
+            return SOURCE_BF_TS_JAVA
         return "by-framework"
     return "unknown"
+
+
+_TS_JAVA_POINT_FIELDS = frozenset(
+    {
+        "generated_at",
+        "workers_online",
+        "active_executions",
+        "queued_executions",
+        "failed_executions",
+        "queue_depth_total",
+        "source",
+    }
+)
+"""The whole point of by-framework's TypeScript and Java collectors (``buildHistoryPoint``)."""
 
 
 def _label_source(data: dict[str, Any]) -> dict[str, Any]:

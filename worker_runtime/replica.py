@@ -311,32 +311,36 @@ class Replica:
     # -- applying operator state -------------------------------------------------------
 
     def apply_admin(self, state: AdminState) -> bool:
-        """Apply the admin hash (pull channel). Returns True when anything changed."""
+        """Converge to the admin hash (pull channel). Returns True when anything changed.
+
+        The hash is state, not an event: whatever it holds now is what the operator
+        wants now, whoever wrote it and whatever clock stamped it (by-framework's admins
+        stamp ``updated_at`` with their host's clock, ours with Redis's). So its stamp
+        never orders it against what was applied before; it is only reported back
+        (``admin_applied_at``), so the console can tell which write the lease shows.
+        """
         if not state.lifecycle:
             # Cleared admin state means the default, active.
-            if self.lifecycle is Lifecycle.ACTIVE or self.lifecycle is Lifecycle.EVICTED:
+            if self.lifecycle is Lifecycle.EVICTED:
                 return False
-            return self._transition(Lifecycle.ACTIVE, self.admin_applied_at, None, False)
+            if self.lifecycle is Lifecycle.ACTIVE and not self.admin_applied_at:
+                return False
+            return self._transition(Lifecycle.ACTIVE, 0, None, False)
         wanted = state.known_lifecycle
         if wanted is None:
             log.warning("%s: ignoring unknown lifecycle %r", self.worker_id, state.lifecycle)
             return False
         ts = state.updated_at or 0
-        if ts and ts < self.admin_applied_at:
-            return False  # older than what we applied
-        if ts and ts == self.admin_applied_at and wanted is self.lifecycle:
+        if wanted is self.lifecycle and ts == self.admin_applied_at:
             return False  # already applied
-        # Same stamp, other lifecycle: two commands shared a millisecond and their
-        # pushes arrived in another order than their hash writes. The hash holds the
-        # last write, so it decides; otherwise worker and console would disagree forever.
         return self._transition(wanted, ts, state.reason, False)
 
     def apply_pull(self, admin: AdminState, denied: set[str], read_at: float) -> bool:
         """Apply what a heartbeat read (admin hash and denylists).
 
-        An empty admin hash and the denylist carry no timestamp, so a read sent before
-        the last pushed command was applied may be older than it; it is skipped rather
-        than allowed to undo the newer command.
+        A read sent before the last pushed command was applied may be older than the
+        hash that push was checked against (:meth:`apply_pushed`): it is skipped, and
+        the next beat converges again.
 
         Args:
             admin: the admin hash.
@@ -344,26 +348,22 @@ class Replica:
             read_at: monotonic time the read was sent.
         """
         if read_at < self.last_push_at:
-            if admin.lifecycle and (admin.updated_at or 0) > self.admin_applied_at:
-                return self.apply_admin(admin)
             return False
         changed = self.apply_admin(admin)
         return self.set_denied(denied) or changed
 
     def apply_command(self, command: Command) -> bool:
-        """Apply a pushed command. Returns True when the lease should be rewritten."""
+        """Apply a pushed deny / allow. Returns True when the lease should be rewritten.
+
+        A pushed lifecycle command goes through :meth:`apply_pushed`, with the admin
+        hash read after it.
+        """
         changed = self._apply_command(command)
         if changed:
             self.last_push_at = time.monotonic()
         return changed
 
     def _apply_command(self, command: Command) -> bool:
-        if command.action is CommandAction.LIFECYCLE and command.lifecycle is not None:
-            if command.updated_at <= self.admin_applied_at:
-                return False
-            return self._transition(
-                command.lifecycle, command.updated_at, command.reason, command.force
-            )
         if command.action in (CommandAction.DENY, CommandAction.ALLOW) and command.agent_type:
             if command.agent_type not in self.agent_types:
                 return False
@@ -374,16 +374,31 @@ class Replica:
             )
         return False
 
-    def apply_foreign(self, command: Command, admin: AdminState) -> bool:
-        """Apply a pushed command that carries no stamp (by-framework's admin).
+    def apply_pushed(self, command: Command, admin: AdminState) -> bool:
+        """Apply a pushed lifecycle command against the admin hash read after it.
 
-        by-framework writes the admin hash, then pushes: the hash gives the command its
-        time. When the hash already holds another state (a newer command), the hash
-        wins, as on the pull channel; ``force`` only travels in the push.
+        Both admins write the hash, then push. When the hash still holds this command
+        (same lifecycle; ours: same stamp too) it is applied with what only the push
+        carries (``force``). Otherwise a newer write overtook it: a push never wins over
+        a newer hash, so the worker converges to the hash instead.
         """
-        if admin.known_lifecycle is command.lifecycle and admin.updated_at:
-            return self.apply_command(command.model_copy(update={"updated_at": admin.updated_at}))
-        changed = self.apply_admin(admin)
+        current = admin.known_lifecycle is command.lifecycle and admin.updated_at
+        if current and command.updated_at and admin.updated_at != command.updated_at:
+            current = False
+        if current and command.lifecycle is not None:
+            ts = admin.updated_at or 0
+            escalates = command.force and command.lifecycle is Lifecycle.EVICTED
+            if (
+                command.lifecycle is self.lifecycle
+                and ts == self.admin_applied_at
+                and not escalates
+            ):
+                return False
+            # The hash's reason: the push may be unsigned (README, "Security").
+            reason = admin.reason if admin.reason is not None else command.reason
+            changed = self._transition(command.lifecycle, ts, reason, command.force)
+        else:
+            changed = self.apply_admin(admin)
         if changed:
             self.last_push_at = time.monotonic()
         return changed
@@ -410,7 +425,7 @@ class Replica:
             if new is Lifecycle.EVICTED and force and not self.force_evicted:
                 # A graceful eviction still finishing, escalated to --force: cancel now
                 # (the entries stay pending and are reclaimed once the lease is gone).
-                self.admin_applied_at = max(self.admin_applied_at, ts)
+                self.admin_applied_at = ts
                 self.force_evicted = True
                 log.info("%s: eviction forced; cancelling running tasks", self.worker_id)
                 for task in list(self.inflight.values()):
@@ -420,7 +435,9 @@ class Replica:
             return False  # an evicted replica is gone; a restart picks up later state
         if self.scaled_down and new is not Lifecycle.EVICTED:
             return False  # leaving by scale-down; only an eviction may cut it short
-        self.admin_applied_at = max(self.admin_applied_at, ts)
+        # The stamp of the write now applied, not the largest seen: a stamp from a clock
+        # ahead must not make later writes look applied (README, "How the runtime behaves").
+        self.admin_applied_at = ts
         self.reason = reason or None
         old = self.lifecycle
         self.lifecycle = new

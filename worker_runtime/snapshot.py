@@ -145,8 +145,12 @@ class TypeView(BaseModel):
 
     name: str
     workers: list[str] = Field(default_factory=empty_list)
-    """Routable workers (online, active, not denied)."""
+    """Routable workers: the type's routing set as it is (a by-framework Java worker
+    re-adds itself every beat even when denied, see :attr:`denied_routable`)."""
     denied: list[str] = Field(default_factory=empty_list)
+    denied_routable: list[str] = Field(default_factory=empty_list)
+    """Denied workers still in the routing set: counted in both (by-framework's Java
+    ``GatewayWorker`` heartbeat re-registers its membership ignoring the denylist)."""
     depth: int = 0
     """The queue depth: ``undelivered + pending`` (see :func:`queue_depth`), summed over
     every consumer group of the stream. Dead letters are not part of it (``dead``)."""

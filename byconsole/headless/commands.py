@@ -38,7 +38,7 @@ from byconsole.headless.snapshot import (  # noqa: F401  (re-exported for the su
     print_json,
     run_snapshot,
 )
-from byconsole.outcomes import plan_scale, serves, unconverged, wait_converged
+from byconsole.outcomes import DRAIN_AS_EVICT, plan_scale, serves, unconverged, wait_converged
 from byconsole.styles import ansi_style
 from byconsole.text import safe_text
 from worker_runtime.admin import (
@@ -128,14 +128,27 @@ async def _report(
     ``--wait`` waits through :meth:`WorkerManager.wait_applied`, the console's wait too.
     """
     latency: float | None = None
+    superseded: str | None = None
     asked = bool(getattr(args, "wait", False))
     unconfirmable = result.confirmation is Confirmation.NONE
     waited = asked and result.online and not unconfirmable
     if waited:
-        latency = await session.manager().wait_applied(result, timeout=args.timeout)
-    if not result.online:
+        outcome = await session.manager().wait_outcome(result, timeout=args.timeout)
+        latency, superseded = outcome.latency, outcome.superseded_line
+    if superseded is not None:
+        # A later write replaced it: it will never be applied (README, "How the runtime behaves").
+        state = "superseded"
+        note = safe_text(superseded, 200)
+    elif not result.online:
         state = "offline"
         note = "the worker is offline: it applies this state when it starts"
+    elif unconfirmable and result.action in (AdminAction.DENY, AdminAction.ALLOW):
+        # Nothing is pushed to it: by-framework reads its denylist at each heartbeat.
+        state = "unconfirmable"
+        note = (
+            f"written; a {result.runtime} worker applies it at its next heartbeat and "
+            "cannot confirm it"
+        )
     elif unconfirmable:
         # by-framework applies the push at once but never reports what it applied.
         state = "unconfirmable"
@@ -163,14 +176,16 @@ async def _report(
                 "latency_s": latency,
                 "runtime": result.runtime,
                 "confirmation": result.confirmation.value,
+                **({"superseded": superseded} if superseded is not None else {}),
+                **({"requested": result.requested.value} if result.requested else {}),
             }
         )
     else:
         line = Text(f"{description}: written · ")
-        role = {"applied": "success", "timeout": "alert"}.get(state)
+        role = {"applied": "success", "timeout": "alert", "superseded": "alert"}.get(state)
         line.append(note, style=ansi_style(role) if role else "")
         emit(session.out, line)
-    if state == "timeout":
+    if state in ("timeout", "superseded"):
         fail(session, f"check failed: {note}")
         return 1
     if state == "unconfirmable" and asked:
@@ -212,7 +227,10 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
             result = await manager.drain_worker(wid, reason)
         except UnsupportedCommandError as exc:
             raise RefusedError(str(exc)) from None
-    return await _report(session, args, result, f"{result.action} {shown}")
+    description = f"{result.action} {shown}"
+    if result.requested is not None:
+        description = f"{result.requested} {shown} ({DRAIN_AS_EVICT})"
+    return await _report(session, args, result, description)
 
 
 # -- type ...---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import IO, Literal
 
 from byconsole.formatting import ZONE, age, timestamp
+from byconsole.outcomes import denied_text
 from byconsole.styles import PENDING_STYLE, ansi_style, lifecycle_style, status_style
 from byconsole.text import safe_text
 from worker_runtime.snapshot import (
@@ -359,7 +360,7 @@ def types_table(types: Iterable[TypeView], title: str | None = "Agent types") ->
             (
                 type_name_cell(t),
                 str(len(t.workers)),
-                _safe(", ".join(t.denied) or "-", 120),
+                _safe(denied_text(t.denied, t.denied_routable) or "-", 200),
                 (str(t.depth), ansi_style("backlog") if t.depth else ""),
                 elapsed(t.oldest_undelivered_ms),
                 elapsed(t.oldest_pending_ms),
@@ -429,6 +430,9 @@ def counts_line(workers: Iterable[WorkerView]) -> list[Fragment]:
     for status in ("online", "stale", "offline"):
         n = statuses.get(status, 0)
         line += [(" · ", ""), (f"{status} {n}", status_style(status) if n else "")]
+    if statuses.get("starting"):
+        # by-framework ids claimed before their first beat (README, "How the runtime behaves").
+        line += [(" · ", ""), (f"starting {statuses['starting']}", status_style("starting"))]
     for lifecycle in ("suspended", "draining", "evicted"):
         n = lifecycles.get(lifecycle, 0)
         if n:

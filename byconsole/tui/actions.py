@@ -205,6 +205,8 @@ class ActionOutcome:
         agent_type: the type of a deny / allow / scale.
         instance_id: the instance of a per-instance scale.
         note: what the confirmation found (a scale: running/quota per instance).
+        superseded: ``superseded by <verb> at <time> by <user>`` when a later write
+            overtook the command before the worker applied it (it never will).
     """
 
     target: str
@@ -215,6 +217,7 @@ class ActionOutcome:
     agent_type: str | None = None
     instance_id: str | None = None
     note: str = ""
+    superseded: str | None = None
 
     @property
     def online(self) -> bool:

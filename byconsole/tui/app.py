@@ -27,6 +27,7 @@ from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
 from byconsole.config import Context, health_policy, load_contexts, resolve_settings
+from byconsole.outcomes import DRAIN_AS_EVICT
 from byconsole.text import safe_text
 from byconsole.tui.actions import (
     ENTRY_ACTIONS,
@@ -365,9 +366,14 @@ class ConsoleApp(App[int]):
                     timeout=10,
                 )
         outcomes = [o for o in outcomes if o.command != "scale"]
+        mapped = [o for o in outcomes if o.result is not None and o.result.requested]
+        if mapped:
+            self.notify(f"{label} {_names(mapped)}: {DRAIN_AS_EVICT}", markup=False, timeout=8)
         applied = [o for o in outcomes if o.latency is not None]
         offline = [o for o in outcomes if not o.online and o.error is None]
         live = [o for o in outcomes if o.online and o.latency is None]
+        overtaken = [o for o in live if o.superseded]
+        live = [o for o in live if not o.superseded]
         waiting = [o for o in live if o.confirmable]
         unconfirmable = [o for o in live if not o.confirmable and o.error is None]
         if applied:
@@ -393,6 +399,23 @@ class ConsoleApp(App[int]):
                 "heartbeat and never confirm)",
                 markup=False,
                 timeout=8,
+            )
+        for o in overtaken:
+            self.notify(
+                f"{label} {safe_text(o.target, 40)} not applied: {o.superseded}",
+                severity="warning",
+                markup=False,
+                timeout=8,
+            )
+        listed = [o for o in unconfirmable if o.command in ("deny", "allow")]
+        unconfirmable = [o for o in unconfirmable if o.command not in ("deny", "allow")]
+        if listed:
+            # by-framework reads its denylist at each heartbeat; nothing is pushed to it.
+            self.notify(
+                f"{label} written for {_names(listed)}: by-framework workers apply it at "
+                "their next heartbeat and never confirm (unconfirmable)",
+                markup=False,
+                timeout=6,
             )
         if unconfirmable:
             self.notify(

@@ -355,10 +355,13 @@ class RedisBackend:
                     else ""
                 )
                 return replace(outcome, latency=latency, note=note)
-            latency = await self.manager.wait_applied(result, timeout=timeout)
+            waited = await self.manager.wait_outcome(result, timeout=timeout)
         except _WAIT_ERRORS as exc:
             return replace(outcome, error=self.describe(exc))
-        return replace(outcome, latency=latency)
+        if waited.superseded_line is not None:
+            # Overtaken by a later write: never applied, so never reported as such.
+            return replace(outcome, superseded=waited.superseded_line)
+        return replace(outcome, latency=waited.latency)
 
     def describe(self, exc: BaseException) -> str:
         """One display-safe line for an error (password replaced)."""

@@ -28,7 +28,7 @@ from worker_runtime.models import (
     now_ms,
 )
 
-OPERATOR_FIELDS = {"lifecycle", "reason", "updated_at", "updated_by"}
+OPERATOR_FIELDS = {"lifecycle", "reason", "updated_at", "updated_by", "updated_by_at"}
 
 
 @pytest.fixture

@@ -140,7 +140,8 @@ async def test_foreign_v1_workers_snake_camel_offline_malformed(redis: Redis) ->
         "somethingElse": {"nested": True},
     }
     await redis.set(V1["online"].format("w-snake"), json.dumps(snake), px=15_000)
-    await redis.set(V1["online"].format("w-camel"), json.dumps(camel), px=15_000)
+    # A lease stating no TTL is judged as seed 002's (TTL 90 s, beat 30 s): just renewed.
+    await redis.set(V1["online"].format("w-camel"), json.dumps(camel), px=90_000)
     await redis.set(V1["online"].format("w-bad"), "{not json", px=15_000)
     await redis.sadd(V1["agent_types"].format("w-snake"), "chat", "embed")
     await redis.sadd(V1["agent_types"].format("w-gone"), "chat")

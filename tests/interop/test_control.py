@@ -16,7 +16,6 @@ from tests.integration.runtime_helpers import eventually
 from tests.interop.control import (
     PUSH_BOUND_S,
     byf_applied,
-    last_entry,
     our_applied,
     record_latency,
     time_until,
@@ -61,7 +60,9 @@ async def _byconsole_push_to_byf(
 
 async def test_byconsole_drives_a_by_framework_worker_by_push(fleet: Fleet) -> None:
     worker = fleet.start_byf_worker("byf-1", ["echo"], **SLOW_BYF_BEAT)
+    second = fleet.start_byf_worker("byf-2", ["echo"], **SLOW_BYF_BEAT)
     await asyncio.to_thread(wait_for, lambda: "Heartbeat started" in worker.log(), 30)
+    await asyncio.to_thread(wait_for, lambda: "Heartbeat started" in second.log(), 30)
     assert await _lease_of(fleet, "byf-1")
     # by-framework wrote its routing set under the name our key factory spells (v2 on
     # the cluster: registry:agent_type:{echo}:workers).
@@ -99,13 +100,16 @@ async def test_byconsole_drives_a_by_framework_worker_by_push(fleet: Fleet) -> N
     assert fleet.byconsole("type", "allow", "echo", "byf-1").returncode == 0
     assert fleet.byf_admin("denylist", "--type", "echo")["denied"] == []
 
-    # drain does not exist in by-framework: refused, nothing written or sent.
-    stream = fleet.keys.worker_stream("byf-1")
-    before = await last_entry(fleet.redis, stream)
-    refused = fleet.byconsole("worker", "drain", "byf-1")
-    assert refused.returncode == 1
-    assert refused.stderr.count("\n") == 1 and "does not support drain" in refused.stderr
-    assert await last_entry(fleet.redis, stream) == before
+    # drain does not exist in by-framework: written as its graceful equivalent, an
+    # eviction without force (its runner waits for in-flight tasks), and said so.
+    drained = fleet.byconsole("worker", "drain", "byf-2", "--json")
+    assert drained.returncode == 0, drained.stderr
+    doc = json.loads(drained.stdout)
+    assert (doc["action"], doc["requested"]) == ("evict", "drain")
+    await asyncio.to_thread(
+        wait_for, lambda: "eviction requested by admin (force=False)" in second.log()
+    )
+    assert second.wait_exit(20) is not None
     admin = AdminState.parse(await fleet.redis.hgetall(fleet.keys.worker_admin("byf-1")))
     assert admin.lifecycle == "active"
 

@@ -105,12 +105,15 @@ async def test_offline_worker_says_on_start_and_applied_fades(
         KEYS.worker_admin("w-2"),
         mapping={"lifecycle": "suspended", "updated_at": now - 120_000},
     )
-    await write_worker(redis, "w-2", ["chat", "embed"], admin_applied_at=now - 120_000)
+    await write_worker(
+        redis, "w-2", ["chat", "embed"], admin_applied_at=now - 120_000, lifecycle="suspended"
+    )
     # w-3 applied one just now: "applied".
     await redis.hset(
         KEYS.worker_admin("w-3"), mapping={"lifecycle": "suspended", "updated_at": now}
     )
-    await write_worker(redis, "w-3", ["embed"], admin_applied_at=now)
+    # Applied: the lease reports the hash's lifecycle and stamp.
+    await write_worker(redis, "w-3", ["embed"], admin_applied_at=now, lifecycle="suspended")
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
         table = app.main_screen.workers_view.table

@@ -50,8 +50,10 @@ def test_status_from_the_remaining_ttl_ignores_the_workers_clock() -> None:
     ahead = Lease(last_seen=now + 3_600_000, heartbeat_interval=5, lease_ttl=15)
     assert derive_status(ahead, now, ttl_ms=1_000) is Status.STALE  # clock 1 h ahead
     assert derive_status(lease, now, ttl_ms=0) is Status.OFFLINE
-    # Another runtime's lease (no TTL of ours): the live key is what counts.
-    assert derive_status(Lease(), now, ttl_ms=500) is Status.ONLINE
+    # A lease stating no TTL in the plain heartbeat shape (seed 002: TTL 90 s, beat
+    # 30 s): online while at most two beats old, i.e. 30 s or more left (issue 28.3).
+    assert derive_status(Lease(), now, ttl_ms=30_000) is Status.ONLINE
+    assert derive_status(Lease(), now, ttl_ms=20_000) is Status.STALE
     # No expiry at all (-1): the last beat decides.
     assert derive_status(lease, now, ttl_ms=-1) is Status.STALE
 
@@ -61,7 +63,10 @@ def test_command_state() -> None:
     online = Status.ONLINE
     assert derive_command_state(AdminState(), Lease(), online) is None
     assert derive_command_state(admin, Lease(admin_applied_at=499), online) is CommandState.PENDING
-    assert derive_command_state(admin, Lease(admin_applied_at=500), online) is CommandState.APPLIED
+    applied = Lease(admin_applied_at=500, lifecycle="suspended")
+    assert derive_command_state(admin, applied, online) is CommandState.APPLIED
+    # The stamp but not the lifecycle (another write applied at the same ms): pending.
+    assert derive_command_state(admin, Lease(admin_applied_at=500), online) is CommandState.PENDING
     assert derive_command_state(admin, Lease(), online) is CommandState.PENDING
     # Offline: nothing was applied; the worker applies it when it starts.
     assert derive_command_state(admin, None, Status.OFFLINE) is CommandState.ON_START
@@ -69,7 +74,7 @@ def test_command_state() -> None:
     assert derive_command_state(admin, frozen, Status.OFFLINE) is CommandState.ON_START
     # "applied" fades once the command is old; "pending" never does.
     fade = APPLIED_FADE_MS
-    applied = Lease(admin_applied_at=500)
+    applied = Lease(admin_applied_at=500, lifecycle="suspended")
     assert derive_command_state(admin, applied, online, 500 + fade) is CommandState.APPLIED
     assert derive_command_state(admin, applied, online, 501 + fade) is None
     stuck = Lease(admin_applied_at=1)

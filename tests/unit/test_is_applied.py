@@ -4,26 +4,75 @@ from __future__ import annotations
 
 import pytest
 
-from worker_runtime.derive import is_applied, lifecycle_action
-from worker_runtime.models import AdminAction, Capability, Lease, Lifecycle
+from worker_runtime.derive import is_applied, lifecycle_action, superseded_by, superseded_line
+from worker_runtime.models import AdminAction, AdminState, Capability, Lease, Lifecycle
 
 OURS = Lease(capabilities=[c.value for c in Capability])
 BYF = Lease.parse({"version": 1, "token": "t", "last_seen": 1})
 
 
-def ours(applied_at: int | None = None, denied: list[str] | None = None) -> Lease:
+def ours(
+    applied_at: int | None = None, denied: list[str] | None = None, lifecycle: str = "active"
+) -> Lease:
     """A lease of ours that reports what it applied."""
-    return OURS.model_copy(update={"admin_applied_at": applied_at, "denied_types": denied or []})
+    return OURS.model_copy(
+        update={
+            "admin_applied_at": applied_at,
+            "denied_types": denied or [],
+            "lifecycle": lifecycle,
+        }
+    )
 
 
-@pytest.mark.parametrize(
-    "action", [AdminAction.SUSPEND, AdminAction.RESUME, AdminAction.CLEAR, AdminAction.DRAIN]
-)
-def test_lifecycle_is_applied_once_the_lease_reports_the_stamp(action: AdminAction) -> None:
-    assert is_applied(action, 500, ours(499)) is False
-    assert is_applied(action, 500, ours(None)) is False
-    assert is_applied(action, 500, ours(500)) is True
-    assert is_applied(action, 500, ours(501)) is True
+_WRITES = {
+    AdminAction.SUSPEND: "suspended",
+    AdminAction.RESUME: "active",
+    AdminAction.DRAIN: "draining",
+}
+
+
+@pytest.mark.parametrize("action", list(_WRITES))
+def test_lifecycle_is_applied_once_the_lease_reports_that_lifecycle_and_stamp(
+    action: AdminAction,
+) -> None:
+    lifecycle = _WRITES[action]
+    assert is_applied(action, 500, ours(499, lifecycle=lifecycle)) is False
+    assert is_applied(action, 500, ours(None, lifecycle=lifecycle)) is False
+    assert is_applied(action, 500, ours(500, lifecycle=lifecycle)) is True
+    # A stamp is an identity, not an order: a later (or future-stamped) write applied
+    # is not this one.
+    assert is_applied(action, 500, ours(501, lifecycle=lifecycle)) is False
+    other = "suspended" if lifecycle != "suspended" else "active"
+    assert is_applied(action, 500, ours(500, lifecycle=other)) is False
+
+
+def test_a_clear_is_applied_when_the_lease_is_active_with_no_admin_stamp() -> None:
+    assert is_applied(AdminAction.CLEAR, 500, ours(None)) is True
+    assert is_applied(AdminAction.CLEAR, 500, ours(400)) is False
+    assert is_applied(AdminAction.CLEAR, 500, ours(None, lifecycle="suspended")) is False
+
+
+def test_an_overtaken_command_is_never_applied_and_names_what_overtook_it() -> None:
+    """Issue 25 defect 1: the admin hash holds a later write; the worker applied that."""
+    later = AdminState(lifecycle="active", updated_at=600, updated_by="bob@console-b")
+    lease = ours(600, lifecycle="active")
+    assert is_applied(AdminAction.SUSPEND, 500, lease, admin=later) is None
+    assert superseded_by(AdminAction.SUSPEND, 500, later) == later
+    assert superseded_line(later) == (
+        "superseded by resume at 1970-01-01 00:00:00.600 UTC by bob@console-b"
+    )
+    # A TS admin 30 s behind: its later write carries an older stamp, still a later write.
+    behind = AdminState(lifecycle="active", updated_at=470)
+    assert superseded_by(AdminAction.SUSPEND, 500, behind) == behind
+    assert superseded_line(behind).endswith("by an admin that records no user")
+    current = AdminState(lifecycle="suspended", updated_at=500)
+    assert superseded_by(AdminAction.SUSPEND, 500, current) is None
+    assert is_applied(AdminAction.SUSPEND, 500, ours(500, lifecycle="suspended"), admin=current)
+    assert superseded_by(AdminAction.CLEAR, 500, AdminState()) is None
+    assert superseded_by(AdminAction.CLEAR, 500, current) == current
+    # An eviction overtaken by a resume before the worker exited: never confirmed.
+    assert is_applied(AdminAction.EVICT, 500, ours(600), admin=later) is None
+    assert is_applied(AdminAction.EVICT, 500, None, admin=later) is True
 
 
 def test_without_a_lease_only_an_exit_confirms() -> None:

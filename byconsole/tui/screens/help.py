@@ -36,6 +36,7 @@ STATUS_HELP: dict[str, str] = {
     "online": "lease renewed within two heartbeats",
     "stale": "lease still there but old (frozen or slow)",
     "offline": "no lease",
+    "starting": "by-framework claimed the id and has not beaten yet",
 }
 SEVERITY_HELP: dict[str, str] = {
     "critical": "tasks are not being done (or an SLO burns fast): act now",

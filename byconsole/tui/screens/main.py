@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
-from byconsole.outcomes import plan_scale
+from byconsole.outcomes import action_warning, plan_scale
 from byconsole.text import safe_text
 from byconsole.tui.actions import (
     ACTIONS,
@@ -75,8 +75,6 @@ _ACTION_KEYS: dict[str, str] = {spec.key: spec.label.lower() for spec in ACTIONS
 
 WARNINGS: dict[Action, str] = {
     Action.EVICT: "Leaves routing and drops its lease; it takes no new tasks.",
-    Action.FORCE_EVICT: "Also cancels running tasks: their entries stay un-acked and "
-    "another worker reclaims them.",
     Action.DRAIN: "Leaves routing, finishes in-flight tasks, then exits (not restarted).",
 }
 
@@ -644,11 +642,14 @@ class OperatorScreen(MonitorScreen):
         reason: str | None = None
         if spec.destructive or len(ids) > 1:
             verb = spec.label if agent_type is None else f"{spec.label} {agent_type} for"
+            # By what each target runs (a forced eviction is ignored by one runtime).
+            runtimes = [w.runtime for w in self.workers_view.workers_by_id(ids)]
+            warning = action_warning(action.value, runtimes) or WARNINGS.get(action, "")
             reason = await self.app.push_screen_wait(
                 ConfirmScreen(
                     safe_text(verb, 60),
                     ids,
-                    warning=WARNINGS.get(action, ""),
+                    warning=warning,
                     destructive=spec.destructive,
                 )
             )

@@ -22,6 +22,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from byconsole.formatting import age
+from byconsole.outcomes import STILL_ROUTABLE
 from byconsole.styles import CellStyles
 from byconsole.text import safe_text
 from byconsole.tui.views.cells import DASH, cell, number
@@ -88,7 +89,12 @@ def type_cells(view: TypeView, styles: CellStyles) -> list[Text]:
         number(view.dead, styles.marker("denied") if view.dead else ""),
         number(view.undelivered),
         number(view.pending),
-        cell(_ids(view.denied), styles.marker("denied") if view.denied else "", limit=80),
+        cell(
+            _ids(view.denied)
+            + (f" · {len(view.denied_routable)} {STILL_ROUTABLE}" if view.denied_routable else ""),
+            styles.marker("denied") if view.denied else "",
+            limit=140,
+        ),
         number(view.target) if view.target is not None else Text(DASH, justify="right"),
         cell(overrides or DASH, limit=120),
     ]
