@@ -199,6 +199,8 @@ class Batcher:
         """stream -> consumer group, for streams not read in :data:`CONSUMER_GROUP`."""
         self._records: dict[str, dict[str, Any]] = {}
         """execution id -> the by-framework client's record, until its end is written."""
+        self._retrying: set[str] = set()
+        """Failed executions whose task runs again: no registry entry until written."""
         self._pending = _Pending()
         self._written_starts: set[str] = set()
         """Running executions whose start was sent (or is being sent) to Redis."""
@@ -285,15 +287,21 @@ class Batcher:
         execution: Execution,
         ack: bool,
         record: dict[str, Any] | None = None,
+        retrying: bool = False,
     ) -> None:
         """A handler ended; queue its ack (unless ``ack`` is False) and history.
 
         ``ack`` is False when the entry was cancelled or is moved (see :meth:`move`);
-        ``record`` is a by-framework client's execution record (see :meth:`started`).
+        ``record`` is a by-framework client's execution record (see :meth:`started`);
+        ``retrying``: the task runs again, so this failed attempt's record is not
+        written to the session registry (the next attempt would take it for a
+        finished replay).
         """
         eid = execution.execution_id
         if record is not None:
             self._records[eid] = record
+        if retrying and record is not None:
+            self._retrying.add(eid)
         # A start sent in a flush still in flight counts as written: its ZADD lands
         # before this finish's ZREM (flushes run one after the other).
         written = eid in self._written_starts
@@ -421,7 +429,9 @@ class Batcher:
         checks += ((slot, note) for slot in writes.slots_since(start))
         # The session registry is what a client maps its messages to executions with:
         # a refused write is kept and retried, like the results themselves.
-        for session_id, fields in _registry_fields(batch, dump, self._records).items():
+        for session_id, fields in _registry_fields(
+            batch, dump, self._records, self._retrying
+        ).items():
             registered = writes.slot(
                 pipe.eval(
                     _WRITE_REGISTRY,
@@ -459,6 +469,7 @@ class Batcher:
         self.refusals.accepted()
         for execution, _ in batch.finishes:
             self._records.pop(execution.execution_id, None)
+            self._retrying.discard(execution.execution_id)
 
     def _queue_move(
         self,
@@ -697,7 +708,10 @@ class _Dumps:
 
 
 def _registry_fields(
-    batch: _Pending, dump: _Dumps, records: Mapping[str, dict[str, Any]]
+    batch: _Pending,
+    dump: _Dumps,
+    records: Mapping[str, dict[str, Any]],
+    retrying: set[str] | frozenset[str] = frozenset(),
 ) -> dict[str, list[str]]:
     """Per session the registry fields to write, ``[field, value, ...]``.
 
@@ -724,9 +738,10 @@ def _registry_fields(
         base = records.get(eid)
         if base is None:
             text = dump(execution)
-        elif execution.state == ExecutionState.CANCELLED:
-            # Cut short and left for another worker to reclaim: the client's record
-            # must not say it finished (a replay would be skipped).
+        elif execution.state == ExecutionState.CANCELLED or eid in retrying:
+            # Cut short and left for another worker to reclaim, or failed and queued
+            # again: the client's record must not say it finished (a replay would be
+            # skipped).
             continue
         else:
             record = execution_record(base, execution, dump.now)

@@ -22,7 +22,6 @@ import inspect
 import json
 import logging
 import sys
-import time
 import uuid
 from typing import Any, NoReturn
 
@@ -200,46 +199,32 @@ async def _submit(args: argparse.Namespace, redis_settings: RedisSettings) -> in
         else:
             print(f"submitted {len(ids)} task(s) to {args.worker or args.agent_type}", flush=True)
         if args.wait:
-            return await _wait_results(redis, redis_settings, args.session, ids, args.timeout)
+            return await _wait_results(producer, args.session, ids, args.timeout)
     finally:
         await redis.aclose()
     return 0
 
 
-async def _wait_results(
-    redis: Any, redis_settings: RedisSettings, session: str, ids: list[str], timeout: float
-) -> int:
-    """Print each task's result (or error) from the session stream as it arrives.
+async def _wait_results(producer: Producer, session: str, ids: list[str], timeout: float) -> int:
+    """Print each task's result (or error) as it arrives on the session.
 
-    A failed attempt that will be retried is printed and waited past; the exit code is 0
-    when every task succeeded in time, else 1.
+    Read the way by-framework's clients read it (:meth:`Producer.results`), so a task
+    run by a by-framework worker is read too. A failed attempt that is retried sends
+    nothing: only the last attempt's outcome is printed. The exit code is 0 when
+    every task succeeded in time, else 1.
     """
-    stream = redis_settings.keys.session_data_stream(session)
     waiting, failed = set(ids), False
-    last_error: dict[str, str] = {}
-    cursor = "0"
-    deadline = time.monotonic() + timeout
-    while waiting and time.monotonic() < deadline:
-        # A BLOCK well below the client's socket timeout (see SPEC section 4).
-        block = int(min(1.0, max(0.05, deadline - time.monotonic())) * 1000)
-        reply = await redis.xread({stream: cursor}, block=block, count=100)
-        for _stream, entries in reply or []:
-            for entry_id, fields in entries:
-                cursor = entry_id
-                task_id = fields.get("task_id")
-                if task_id not in waiting:
-                    continue
-                if fields.get("error") is not None:
-                    last_error[task_id] = fields["error"]
-                    print(f"{task_id} error: {fields['error']}", flush=True)
-                else:
-                    waiting.discard(task_id)
-                    last_error.pop(task_id, None)
-                    print(f"{task_id} result: {fields.get('result', 'null')}", flush=True)
+    async for result in producer.results(session, ids, timeout):
+        waiting.discard(result.task_id)
+        if result.succeeded:
+            text = "null" if result.result is None else result.result
+            print(f"{result.task_id} result: {text}", flush=True)
+        else:
+            failed = True
+            print(f"{result.task_id} error: {result.error}", flush=True)
     for task_id in sorted(waiting):
         failed = True
-        why = f"failed: {last_error[task_id]}" if task_id in last_error else "no result"
-        print(f"{task_id} {why} within {timeout:g} s (session {session})", file=sys.stderr)
+        print(f"{task_id} no result within {timeout:g} s (session {session})", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -30,6 +30,7 @@ from redis.exceptions import ResponseError
 from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.envelope import (
     ASK_AGENT,
+    ATTEMPT_FIELD,
     HOPS_FIELD,
     RESUME,
     Envelope,
@@ -570,8 +571,16 @@ class Reader:
         task = to_task(envelope, agent_type or "")
         if self._not_run_here(stream, entry_id, fields, task, agent_type, deliveries, needs_slot):
             return
-        task.attempt = deliveries
-        replica.start_task(stream, entry_id, task, dict(fields), envelope)
+        try:
+            # A retried task of ours carries its attempt beside the envelope.
+            base = max(1, int(fields.get(ATTEMPT_FIELD) or 1))
+        except ValueError:
+            base = 1
+        task.attempt = base + deliveries - 1
+        # Our own envelope on its first delivery has no record to read (a replay of a
+        # finished one is a redelivery): its start costs no read.
+        first_run = envelope.ours and deliveries == 1
+        replica.start_task(stream, entry_id, task, dict(fields), envelope, first_run)
 
     def _hand_back_foreign(
         self,

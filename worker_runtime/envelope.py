@@ -18,6 +18,12 @@ Only root
 dispatches (``ASK_AGENT`` from a client) are served here; a ``RESUME`` or a sub-agent
 call (whose reply must go back through by-framework's wait index) is handed back to
 the stream for a by-framework worker of the same group.
+
+Every task this runtime submits is such an envelope too (:func:`encode_ask_agent`), so
+a worker of any by-framework SDK runs it: ``body.content`` is the JSON text of the
+task's payload, and ``header.metadata.worker_runtime`` says so (our worker decodes the
+payload back; by-framework carries metadata without reading it). See README, "How the
+runtime behaves".
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from worker_runtime.byframework import snapshot, status_of
+from worker_runtime.jsontext import compact_json
 from worker_runtime.keys import Keys
 from worker_runtime.models import Execution, Task
 
@@ -39,6 +46,14 @@ CLIENT_SOURCE = "client"
 
 FINAL_ANSWER = "finalAnswer"
 STREAM_END = "appStreamResponse"
+OURS_META = "worker_runtime"
+"""Header metadata key of an envelope this runtime submitted: ``{"submitted_at": ms}``;
+its ``body.content`` is the JSON text of the task payload."""
+ATTEMPT_FIELD = "attempt"
+"""Extra entry field of a retried task (by-framework reads only ``data``)."""
+MESSAGE_ID_PREFIX = "msg-"
+EXECUTION_ID_PREFIX = "exec-"
+"""by-framework's id prefixes (``MESSAGE_ID_PREFIX``/``EXECUTION_ID_PREFIX``)."""
 HOPS_FIELD = "wr_handed_back"
 """Extra entry field counting hand-backs of envelopes this runtime does not serve
 (by-framework reads only ``data``, so the field is invisible to it)."""
@@ -64,13 +79,22 @@ class Envelope:
         return value if isinstance(value, str) else ""
 
     @property
+    def ours(self) -> bool:
+        """Whether this runtime's producer wrote it (the content is a JSON payload)."""
+        metadata = self.header.get("metadata")
+        return isinstance(metadata, dict) and isinstance(metadata.get(OURS_META), dict)
+
+    @property
     def served_here(self) -> bool:
-        """Whether this runtime runs it: a client's ``ASK_AGENT`` with ids to reply to."""
+        """Whether this runtime runs it: a client's ``ASK_AGENT`` with ids to reply to.
+
+        A task of ours without a session wants no result: it needs no session id.
+        """
         source = self.text("source_agent_type")
         return (
             self.action_type == ASK_AGENT
             and bool(self.text("message_id"))
-            and bool(self.text("session_id"))
+            and (bool(self.text("session_id")) or self.ours)
             and source in ("", CLIENT_SOURCE)
         )
 
@@ -120,9 +144,15 @@ def parse_envelope(fields: Any) -> Envelope | None:
 def to_task(envelope: Envelope, agent_type: str) -> Task:
     """The task a handler sees for a served envelope.
 
-    ``task_id`` is the message id; ``payload`` holds ``content`` and, when present,
-    ``extra_payload``, ``user_code``, ``user_name``, ``trace_id`` and ``metadata``.
+    ``task_id`` is the message id. For a task this runtime submitted, ``payload`` is
+    the submitted payload again; for another client's, it holds ``content`` and, when
+    present, ``extra_payload``, ``user_code``, ``user_name``, ``trace_id`` and
+    ``metadata``.
     """
+    if envelope.ours:
+        task = _our_task(envelope, agent_type)
+        if task is not None:
+            return task
     payload: dict[str, Any] = {"content": envelope.body.get("content", "")}
     extra = envelope.body.get("extra_payload")
     if isinstance(extra, dict) and extra:
@@ -141,29 +171,134 @@ def to_task(envelope: Envelope, agent_type: str) -> Task:
     )
 
 
-# Reads the client's execution record in one call (one key: cluster-safe).
-LOAD_RECORD = """
-local eid = redis.call('HGET', KEYS[1], 'msg_map:' .. ARGV[1])
-if not eid then return false end
-return {eid, redis.call('HGET', KEYS[1], 'exec:' .. eid) or ''}
+def _our_task(envelope: Envelope, agent_type: str) -> Task | None:
+    """The task our producer encoded (:func:`encode_ask_agent`); ``None`` if it is not one."""
+    content = envelope.body.get("content")
+    if not isinstance(content, str):
+        return None
+    try:
+        payload = json.loads(content)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(payload, dict):
+        return None
+    submitted = envelope.header["metadata"][OURS_META].get("submitted_at")
+    extra: dict[str, Any] = {}
+    if isinstance(submitted, int) and not isinstance(submitted, bool):
+        extra["submitted_at"] = submitted
+    return Task(
+        task_id=envelope.text("message_id"),
+        agent_type=envelope.text("target_agent_type") or agent_type,
+        payload=payload,
+        session_id=envelope.text("session_id") or None,
+        **extra,
+    )
+
+
+def new_message_id() -> str:
+    """A message (task) id in by-framework's form, ``msg-`` + hex.
+
+    by-framework's clients take 8 hex digits; 32 here, because our ids also key
+    replay checks and dead letters across millions of tasks.
+    """
+    return MESSAGE_ID_PREFIX + uuid.uuid4().hex
+
+
+def new_execution_id() -> str:
+    """An execution id in by-framework's form, ``exec-`` + hex."""
+    return EXECUTION_ID_PREFIX + uuid.uuid4().hex[:16]
+
+
+def encode_ask_agent(task: Task) -> dict[str, str]:
+    """Stream fields for one of our tasks in by-framework's ``ASK_AGENT`` envelope.
+
+    The header has every field by-framework's clients write (Python
+    ``MessageHeader.to_dict``; TS and Java write the same names): message id = task
+    id, a fresh trace id, the session (empty for a task that wants no result). The
+    body is an ``AskAgentCommand``'s: ``content`` (the payload as JSON text, never
+    empty) and ``wait_for_reply``. One field ``data``, as ``to_redis_payload``.
+    """
+    header = {
+        "message_id": task.task_id,
+        "session_id": task.session_id or "",
+        "trace_id": uuid.uuid4().hex,
+        "source_agent_type": "",
+        "target_agent_type": task.agent_type,
+        "parent_message_id": "",
+        "task_group_id": "",
+        "user_code": "",
+        "user_name": "",
+        "metadata": {OURS_META: {"submitted_at": task.submitted_at}},
+        "trace_parent_span_id": "",
+        "langfuse_parent_observation_id": "",
+    }
+    body = {"content": compact_json(task.payload), "wait_for_reply": False}
+    return {"data": compact_json({"action_type": ASK_AGENT, "header": header, "body": body})}
+
+
+def client_record(envelope: Envelope, created_at: int) -> dict[str, Any]:
+    """The record a by-framework client would have written before sending ``envelope``.
+
+    Our producer writes none (a write per task less): the worker starts from this one,
+    so the record it writes has the fields by-framework's readers expect.
+    """
+    return {
+        "message_id": envelope.text("message_id"),
+        "session_id": envelope.text("session_id"),
+        "trace_id": envelope.text("trace_id"),
+        "parent_message_id": envelope.text("parent_message_id"),
+        "source_agent_type": CLIENT_SOURCE,
+        "target_agent_type": envelope.text("target_agent_type"),
+        "status": "QUEUED",
+        "created_at": created_at,
+        "timeline": [{"status": "QUEUED", "timestamp": created_at}],
+    }
+
+
+# Reads the clients' execution records of one session in one call (one key:
+# cluster-safe). ARGV: message ids; returns execution id and record per id ('' none).
+LOAD_RECORDS = """
+local out = {}
+for i = 1, #ARGV do
+  local eid = redis.call('HGET', KEYS[1], 'msg_map:' .. ARGV[i])
+  if eid then
+    table.insert(out, eid)
+    table.insert(out, redis.call('HGET', KEYS[1], 'exec:' .. eid) or '')
+  else
+    table.insert(out, '')
+    table.insert(out, '')
+  end
+end
+return out
 """
+
+
+def parse_records(reply: Any, count: int) -> list[dict[str, Any]]:
+    """:data:`LOAD_RECORDS`' reply as ``count`` records ({} where there is none)."""
+    records: list[dict[str, Any]] = []
+    items = reply if isinstance(reply, list) else []
+    for i in range(count):
+        eid = items[2 * i] if 2 * i + 1 < len(items) else ""
+        raw = items[2 * i + 1] if 2 * i + 1 < len(items) else ""
+        if not eid:
+            records.append({})
+            continue
+        decoded: Any = None
+        if isinstance(raw, str) and raw:
+            try:
+                decoded = json.loads(raw)
+            except ValueError:
+                decoded = None
+        record: dict[str, Any] = dict(decoded) if isinstance(decoded, dict) else {}
+        record["execution_id"] = str(eid)
+        records.append(record)
+    return records
 
 
 async def load_record(redis: Any, keys: Keys, session_id: str, message_id: str) -> dict[str, Any]:
     """The execution record a by-framework client wrote for ``message_id`` ({} if none)."""
-    reply = await redis.eval(LOAD_RECORD, 1, keys.session_registry(session_id), message_id)
-    if not isinstance(reply, list) or len(reply) != 2:
-        return {}
-    eid, raw = str(reply[0]), reply[1]
-    decoded: Any = None
-    if isinstance(raw, str) and raw:
-        try:
-            decoded = json.loads(raw)
-        except ValueError:
-            decoded = None
-    record: dict[str, Any] = dict(decoded) if isinstance(decoded, dict) else {}
-    record["execution_id"] = eid
-    return record
+    reply = await redis.eval(LOAD_RECORDS, 1, keys.session_registry(session_id), message_id)
+    return parse_records(reply, 1)[0]
 
 
 def is_terminal(record: dict[str, Any]) -> bool:
@@ -287,3 +422,49 @@ def result_messages(envelope: Envelope, execution: Execution, output: Any) -> li
     entries = [] if text is None else [_data_message(envelope, FINAL_ANSWER, text)]
     entries.append(_data_message(envelope, STREAM_END, ""))
     return entries
+
+
+@dataclass(frozen=True, slots=True)
+class DataEvent:
+    """One session data stream entry as by-framework's client decodes it.
+
+    Attributes:
+        event_type: ``finalAnswer``, ``appStreamResponse`` …
+        message_id: the message (task) it belongs to.
+        content: the answer text of a ``finalAnswer`` ("" otherwise).
+    """
+
+    event_type: str
+    message_id: str
+    content: str
+
+
+def read_data_event(fields: Any) -> DataEvent | None:
+    """A session data stream entry (one field ``data`` = a ``DataMessage``), or ``None``.
+
+    As by-framework's ``read_data_messages``: the answer is
+    ``data.choices[0].delta.content``. Anything else (an entry of another writer,
+    hostile JSON) reads as ``None``.
+    """
+    raw = fields.get("data") if isinstance(fields, dict) else None
+    if not isinstance(raw, str):
+        return None
+    try:
+        message = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict):
+        return None
+    event_type, message_id = message.get("event_type"), message.get("message_id")
+    if not isinstance(event_type, str) or not isinstance(message_id, str):
+        return None
+    content: Any = ""
+    if event_type == FINAL_ANSWER:
+        data = message.get("data")
+        choices = data.get("choices") if isinstance(data, dict) else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        delta = first.get("delta") if isinstance(first, dict) else None
+        content = delta.get("content") if isinstance(delta, dict) else ""
+    if not isinstance(content, str):
+        content = json.dumps(content, ensure_ascii=False, default=str)
+    return DataEvent(event_type, message_id, content)
