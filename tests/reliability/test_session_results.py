@@ -29,8 +29,8 @@ from tests.backends import Backend
 from tests.integration.runtime_helpers import eventually, make_instance
 from tests.streams import hash_fields, stream_entries
 from worker_runtime.batcher import Batcher
-from worker_runtime.instance import WorkerInstance
 from worker_runtime.envelope import read_data_event
+from worker_runtime.instance import WorkerInstance
 from worker_runtime.keys import Keys
 from worker_runtime.messages import encode_task
 from worker_runtime.models import Task
