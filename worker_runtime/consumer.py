@@ -34,11 +34,13 @@ from worker_runtime.envelope import (
     HOPS_FIELD,
     RESUME,
     Envelope,
+    envelope_of,
     parse_envelope,
+    read_envelope,
     to_task,
 )
 from worker_runtime.keys import CONSUMER_GROUP
-from worker_runtime.messages import decode_task, is_control_entry, task_of_entry
+from worker_runtime.messages import decode_task, is_control_entry, is_control_read, task_of_entry
 from worker_runtime.models import Task
 from worker_runtime.replica import Replica
 from worker_runtime.replies import iter_reply, pairs_to_dict
@@ -486,7 +488,8 @@ class Reader:
             batcher.ack(stream, entry_id)  # the entry was deleted (XDEL / trimmed)
             return
         agent_type = self._type_of_stream.get(stream)
-        if is_control_entry(fields):
+        data = read_envelope(fields)  # read once: for the check below and the task
+        if is_control_read(fields, data):
             # Ours or by-framework's envelope: applied by the control loop, never a task.
             if agent_type is None:
                 batcher.ack(stream, entry_id)
@@ -496,8 +499,8 @@ class Reader:
                     agent_type, dict(fields), "command entry on a task stream", stream, entry_id
                 )
             return
-        envelope = parse_envelope(fields)
-        if envelope is not None:
+        if data is not None:
+            envelope = envelope_of(data)
             self._dispatch_envelope(stream, entry_id, fields, envelope, deliveries, needs_slot)
             return
         task = task_of_entry(fields)

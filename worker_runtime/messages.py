@@ -144,15 +144,18 @@ def is_control_entry(fields: Any) -> bool:
     """Whether an entry is a control command (ours or by-framework's), never a task."""
     if not isinstance(fields, dict):
         return False
-    if fields.get("kind") == KIND_COMMAND:
-        return True
-    data = read_envelope(fields)
+    return is_control_read(fields, read_envelope(fields))
+
+
+def is_control_read(fields: dict[str, Any], data: dict[str, Any] | None) -> bool:
+    """:func:`is_control_entry` for an entry whose envelope was read already (``data``).
+
+    The consumer reads each entry's envelope once, for this check and for the task.
+    """
+    if data is None:
+        return fields.get("kind") == KIND_COMMAND
     # The action type first: a task envelope (ASK_AGENT) needs no further check.
-    return (
-        data is not None
-        and data["action_type"] in BF_CONTROL_ACTIONS
-        and _typed_envelope(data) is not None
-    )
+    return data["action_type"] in BF_CONTROL_ACTIONS and _typed_envelope(data) is not None
 
 
 def _envelope_command(envelope: Envelope) -> Command | None:
