@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import time
 import uuid
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from pydantic_core import from_json
 from worker_runtime.byframework import status_of
 from worker_runtime.jsontext import compact_json
 from worker_runtime.keys import Keys
-from worker_runtime.models import Execution, Task
+from worker_runtime.models import Execution, Task, now_ms
 
 ASK_AGENT = "ASK_AGENT"
 RESUME = "RESUME"
@@ -88,17 +89,13 @@ class Envelope:
     action_type: str
     header: dict[str, Any]
     body: dict[str, Any]
+    ours: bool = False
+    """This runtime's producer wrote it (the content is a JSON payload)."""
 
     def text(self, name: str) -> str:
         """A header field as text ("" when missing or not a string)."""
         value = self.header.get(name)
         return value if value.__class__ is str else ""
-
-    @property
-    def ours(self) -> bool:
-        """Whether this runtime's producer wrote it (the content is a JSON payload)."""
-        metadata = self.header.get("metadata")
-        return isinstance(metadata, dict) and isinstance(metadata.get(OURS_META), dict)
 
     @property
     def served_here(self) -> bool:
@@ -157,7 +154,10 @@ def parse_envelope(fields: Any) -> Envelope | None:
 def envelope_of(data: dict[str, Any]) -> Envelope:
     """The :class:`Envelope` of what :func:`read_envelope` returned."""
     body = data.get("body", {})
-    return Envelope(data["action_type"], data["header"], body if isinstance(body, dict) else {})
+    header = data["header"]
+    metadata = header.get("metadata")
+    ours = isinstance(metadata, dict) and isinstance(metadata.get(OURS_META), dict)
+    return Envelope(data["action_type"], header, body if isinstance(body, dict) else {}, ours)
 
 
 def to_task(envelope: Envelope, agent_type: str) -> Task:
@@ -202,15 +202,17 @@ def _our_task(envelope: Envelope, agent_type: str) -> Task | None:
     if not isinstance(payload, dict):
         return None
     submitted = envelope.header["metadata"][OURS_META].get("submitted_at")
-    extra: dict[str, Any] = {}
-    if isinstance(submitted, int) and not isinstance(submitted, bool):
-        extra["submitted_at"] = submitted
-    return Task(
+    if not isinstance(submitted, int) or isinstance(submitted, bool):
+        submitted = now_ms()
+    # Every field's type is checked here: built without a second validation, as the
+    # legacy path's one model_validate_json costs.
+    return Task.model_construct(
         task_id=envelope.text("message_id"),
         agent_type=envelope.text("target_agent_type") or agent_type,
         payload=payload,
         session_id=envelope.text("session_id") or None,
-        **extra,
+        attempt=1,
+        submitted_at=submitted,
     )
 
 
@@ -374,6 +376,9 @@ _DATA_MESSAGE = (
 """A ``DataMessage`` of by-framework's emitter (``to_redis_payload``) with a text answer:
 its JSON, fields in its order, the variable parts filled in as JSON values."""
 
+_random = random.Random()
+"""Ids of data messages (by-framework's are uuid4 hex, upper case): unique, no syscall."""
+
 _quote = json.encoder.encode_basestring_ascii
 """A text as a JSON string, non-ASCII escaped (``json.dumps``' default, as by-framework
 writes it): always valid UTF-8, whatever the text holds."""
@@ -405,7 +410,7 @@ def _data_messages(envelope: Envelope, events: list[tuple[str, str]]) -> list[di
                 message_id,
                 parent,
                 stamp,
-                os.urandom(16).hex().upper(),
+                f"{_random.getrandbits(128):032X}",
                 created,
                 agent_id,
                 message_id,
