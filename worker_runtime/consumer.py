@@ -579,7 +579,9 @@ class Reader:
             base = max(1, int(fields.get(ATTEMPT_FIELD) or 1))
         except ValueError:
             base = 1
-        task.attempt = base + deliveries - 1
+        attempt = base + deliveries - 1
+        if task.attempt != attempt:  # a model's assignment is not free, and seldom needed
+            task.attempt = attempt
         # Our own envelope on its first delivery has no record to read (a replay of a
         # finished one is a redelivery): its start costs no read.
         first_run = envelope.ours and deliveries == 1

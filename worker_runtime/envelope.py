@@ -80,17 +80,26 @@ def _loads(raw: str) -> Any:
 class Envelope:
     """A by-framework command read from a stream entry.
 
+    The header's ids are read once, as text, when the entry is read
+    (:func:`envelope_of`): the task path looks them up a dozen times per task.
+
     Attributes:
         action_type: ``ASK_AGENT``, ``RESUME`` …
         header: the message header (routing and ids).
         body: the command body (``content`` for ``ASK_AGENT``).
+        ours: this runtime's producer wrote it (the content is a JSON payload).
     """
 
     action_type: str
     header: dict[str, Any]
     body: dict[str, Any]
     ours: bool = False
-    """This runtime's producer wrote it (the content is a JSON payload)."""
+    message_id: str = ""
+    session_id: str = ""
+    trace_id: str = ""
+    source_agent_type: str = ""
+    target_agent_type: str = ""
+    parent_message_id: str = ""
 
     def text(self, name: str) -> str:
         """A header field as text ("" when missing or not a string)."""
@@ -103,12 +112,11 @@ class Envelope:
 
         A task of ours without a session wants no result: it needs no session id.
         """
-        source = self.text("source_agent_type")
         return (
             self.action_type == ASK_AGENT
-            and bool(self.text("message_id"))
-            and (bool(self.text("session_id")) or self.ours)
-            and source in ("", CLIENT_SOURCE)
+            and bool(self.message_id)
+            and (bool(self.session_id) or self.ours)
+            and self.source_agent_type in ("", CLIENT_SOURCE)
         )
 
 
@@ -154,10 +162,26 @@ def parse_envelope(fields: Any) -> Envelope | None:
 def envelope_of(data: dict[str, Any]) -> Envelope:
     """The :class:`Envelope` of what :func:`read_envelope` returned."""
     body = data.get("body", {})
-    header = data["header"]
+    header: dict[str, Any] = data["header"]
     metadata = header.get("metadata")
     ours = isinstance(metadata, dict) and isinstance(metadata.get(OURS_META), dict)
-    return Envelope(data["action_type"], header, body if isinstance(body, dict) else {}, ours)
+
+    def text(name: str) -> str:
+        value = header.get(name)
+        return value if value.__class__ is str else ""
+
+    return Envelope(
+        data["action_type"],
+        header,
+        body if isinstance(body, dict) else {},
+        ours,
+        text("message_id"),
+        text("session_id"),
+        text("trace_id"),
+        text("source_agent_type"),
+        text("target_agent_type"),
+        text("parent_message_id"),
+    )
 
 
 def to_task(envelope: Envelope, agent_type: str) -> Task:
@@ -183,10 +207,10 @@ def to_task(envelope: Envelope, agent_type: str) -> Task:
     if isinstance(metadata, dict) and metadata:
         payload["metadata"] = metadata
     return Task(
-        task_id=envelope.text("message_id"),
-        agent_type=envelope.text("target_agent_type") or agent_type,
+        task_id=envelope.message_id,
+        agent_type=envelope.target_agent_type or agent_type,
         payload=payload,
-        session_id=envelope.text("session_id"),
+        session_id=envelope.session_id,
     )
 
 
@@ -204,14 +228,11 @@ def _our_task(envelope: Envelope, agent_type: str) -> Task | None:
     submitted = envelope.header["metadata"][OURS_META].get("submitted_at")
     if not isinstance(submitted, int) or isinstance(submitted, bool):
         submitted = now_ms()
-    # Every field's type is checked here: built without a second validation, as the
-    # legacy path's one model_validate_json costs.
-    return Task.model_construct(
-        task_id=envelope.text("message_id"),
-        agent_type=envelope.text("target_agent_type") or agent_type,
+    return Task(
+        task_id=envelope.message_id,
+        agent_type=envelope.target_agent_type or agent_type,
         payload=payload,
-        session_id=envelope.text("session_id") or None,
-        attempt=1,
+        session_id=envelope.session_id or None,
         submitted_at=submitted,
     )
 
@@ -264,12 +285,12 @@ def client_record(envelope: Envelope, created_at: int) -> dict[str, Any]:
     so the record it writes has the fields by-framework's readers expect.
     """
     return {
-        "message_id": envelope.text("message_id"),
-        "session_id": envelope.text("session_id"),
-        "trace_id": envelope.text("trace_id"),
-        "parent_message_id": envelope.text("parent_message_id"),
+        "message_id": envelope.message_id,
+        "session_id": envelope.session_id,
+        "trace_id": envelope.trace_id,
+        "parent_message_id": envelope.parent_message_id,
         "source_agent_type": CLIENT_SOURCE,
-        "target_agent_type": envelope.text("target_agent_type"),
+        "target_agent_type": envelope.target_agent_type,
         "status": "QUEUED",
         "created_at": created_at,
         "timeline": [{"status": "QUEUED", "timestamp": created_at}],
@@ -391,11 +412,10 @@ def _data_messages(envelope: Envelope, events: list[tuple[str, str]]) -> list[di
     these dicts the envelope path's largest cost: the JSON is filled into
     :data:`_DATA_MESSAGE`, every shared value quoted once.
     """
-    text = envelope.text
-    agent = _quote(text("target_agent_type"))
-    message_id = _quote(text("message_id"))
-    parent = _quote(text("parent_message_id"))
-    trace_id, session_id = _quote(text("trace_id")), _quote(text("session_id"))
+    agent = _quote(envelope.target_agent_type)
+    message_id = _quote(envelope.message_id)
+    parent = _quote(envelope.parent_message_id)
+    trace_id, session_id = _quote(envelope.trace_id), _quote(envelope.session_id)
     agent_id = agent if agent != '""' else "null"
     now = time.time()
     created, stamp = int(now), int(now * 1000)
