@@ -5,11 +5,12 @@
 
 Every task we submit is by-framework's ``ASK_AGENT`` envelope now
 (``bench.peers.worker_runtime_app``: ``Producer.submit_many``); the native path is the
-legacy ``{kind, data}`` entry older producers wrote (``bench.peers.worker_runtime_legacy_app``).
-Both sides run the same worker (``worker-runtime run bench.handlers:counted``, whose
-tasks answer ``"ok"``) with every task's result delivered the way its client reads it: each task carries a
-session id (20 in a row per session, round-robin over ``--sessions``), so its result
-goes to the session's data stream and its execution record to the session registry
+legacy ``{kind, data}`` entry older producers wrote
+(``bench.peers.worker_runtime_legacy_app``). Both sides run the same worker
+(``worker-runtime run bench.handlers:counted``, whose tasks answer ``"ok"``) with every
+task's result delivered the way its client reads it: each task carries a session id
+(20 in a row per session, round-robin over ``--sessions``), so its result goes to the
+session's data stream and its execution record to the session registry
 (envelope: ``finalAnswer`` + ``appStreamResponse`` and by-framework's record; native:
 one result entry and our record). After each run the results are counted in Redis:
 a run that delivered fewer than every task's is reported as failed.

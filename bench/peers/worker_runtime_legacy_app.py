@@ -18,7 +18,6 @@ from worker_runtime.keys import Keys
 from worker_runtime.messages import encode_task
 from worker_runtime.models import Task
 
-
 KEYS = Keys()
 """The worker's keys on the benchmark's single Redis (v1)."""
 
