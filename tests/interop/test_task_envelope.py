@@ -120,7 +120,9 @@ async def test_submitted_tasks_run_on_a_by_framework_worker(fleet: Fleet) -> Non
     assert fleet.error_lines() == {}
 
 
+@pytest.mark.parametrize("fleet", ["single"], indirect=True)
 async def test_a_shared_type_runs_each_submitted_task_once(fleet: Fleet) -> None:
+    """On the cluster our submits reach a by-framework worker in the test above."""
     agent_type = f"env-mix-{fleet.kind}"
     worker = f"byf-mix-{fleet.kind}"
     fleet.start_byf_worker(worker, [agent_type], BYF_SLEEP="0.05")
