@@ -82,6 +82,18 @@ def worker_cmd(system: str, concurrency: int) -> list[str]:
             "--concurrency",
             c,
         ],
+        # The same worker, fed legacy {kind, data} entries (bench.envelope_throughput).
+        "worker_runtime_legacy": [
+            str(BIN / "worker-runtime"),
+            "run",
+            "bench.handlers:counted",
+            "--type",
+            "bench",
+            "--instance",
+            "tp",
+            "--concurrency",
+            c,
+        ],
         "arq": [str(BIN / "arq"), "bench.peers.arq_app.WorkerSettings"],
         "taskiq": [
             str(BIN / "taskiq"),
@@ -119,6 +131,8 @@ def worker_cmd(system: str, concurrency: int) -> list[str]:
 
 CONFIG = {
     "worker_runtime": "worker-runtime run --concurrency C (fetch_count 200, defaults otherwise)",
+    "worker_runtime_legacy": "worker-runtime run --concurrency C, tasks queued as legacy "
+    "{kind, data} entries",
     "arq": "arq WorkerSettings max_jobs=C (defaults otherwise: results kept 1 h)",
     "taskiq": "taskiq worker --workers 1 --max-async-tasks C, RedisStreamBroker (defaults)",
     "dramatiq": "dramatiq --processes 1 --threads C, RedisBroker (defaults)",
@@ -127,6 +141,8 @@ CONFIG = {
 CONFIG_RESULTS = {
     "worker_runtime": "worker-runtime run --concurrency C, every task with a session id "
     "(result to the session data stream + registry)",
+    "worker_runtime_legacy": "worker-runtime run --concurrency C, legacy {kind, data} "
+    "entries, every task with a session id (result to the session data stream + registry)",
     "arq": CONFIG["arq"],
     "taskiq": "taskiq worker --workers 1 --max-async-tasks C, RedisStreamBroker "
     "+ RedisAsyncResultBackend (defaults)",

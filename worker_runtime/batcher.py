@@ -95,6 +95,21 @@ end
 return 1
 """
 
+# The same for entries of one field, ``data`` (by-framework's data messages, two per
+# envelope task, ~650 bytes each): their values travel as plain arguments, neither
+# escaped into JSON here nor decoded by cjson there, which cost more than the appends
+# themselves. Same refusal and TTL rules. ARGV: maxlen, ttl, the data values.
+_APPEND_DATA = """
+for i = 3, #ARGV do
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'data', ARGV[i])
+end
+local ttl = redis.pcall('EXPIRE', KEYS[1], ARGV[2])
+if type(ttl) == 'table' and ttl.err then
+  return 'EXPIRE refused: ' .. ttl.err
+end
+return 1
+"""
+
 # A session registry's fields of one flush (a JSON [field, value, ...] list, for the
 # reason above), written in slices that stay within Lua's limit on unpacked values.
 _WRITE_REGISTRY = """
@@ -199,6 +214,8 @@ class Batcher:
         """stream -> consumer group, for streams not read in :data:`CONSUMER_GROUP`."""
         self._records: dict[str, dict[str, Any]] = {}
         """execution id -> the by-framework client's record, until its end is written."""
+        self._retrying: set[str] = set()
+        """Failed executions whose task runs again: no registry entry until written."""
         self._pending = _Pending()
         self._written_starts: set[str] = set()
         """Running executions whose start was sent (or is being sent) to Redis."""
@@ -285,15 +302,21 @@ class Batcher:
         execution: Execution,
         ack: bool,
         record: dict[str, Any] | None = None,
+        retrying: bool = False,
     ) -> None:
         """A handler ended; queue its ack (unless ``ack`` is False) and history.
 
         ``ack`` is False when the entry was cancelled or is moved (see :meth:`move`);
-        ``record`` is a by-framework client's execution record (see :meth:`started`).
+        ``record`` is a by-framework client's execution record (see :meth:`started`);
+        ``retrying``: the task runs again, so this failed attempt's record is not
+        written to the session registry (the next attempt would take it for a
+        finished replay).
         """
         eid = execution.execution_id
         if record is not None:
             self._records[eid] = record
+        if retrying and record is not None:
+            self._retrying.add(eid)
         # A start sent in a flush still in flight counts as written: its ZADD lands
         # before this finish's ZREM (flushes run one after the other).
         written = eid in self._written_starts
@@ -398,16 +421,22 @@ class Batcher:
             acked = writes.slot(pipe.xack(stream, self.group_of(stream), *ids))
             checks.append((acked, self._on_acks(stream, ids, retry, refused)))
         for session_id, outputs in _by_session(batch.outputs).items():
-            appended = writes.slot(
-                pipe.eval(
+            stream = self.keys.session_data_stream(session_id)
+            data = _data_values(outputs)
+            if data is not None:
+                command = pipe.eval(
+                    _APPEND_DATA, 1, stream, SESSION_STREAM_MAXLEN, SESSION_TTL_S, *data
+                )
+            else:
+                command = pipe.eval(
                     _APPEND_OUTPUTS,
                     1,
-                    self.keys.session_data_stream(session_id),
+                    stream,
                     SESSION_STREAM_MAXLEN,
                     SESSION_TTL_S,
                     _entries_json(outputs),
                 )
-            )
+            appended = writes.slot(command)
             checks.append((appended, self._on_outputs(session_id, outputs, retry, refused)))
         for name, count in batch.counters.items():
             counted = writes.slot(pipe.hincrby(self.keys.type_stats, name, count))
@@ -421,7 +450,9 @@ class Batcher:
         checks += ((slot, note) for slot in writes.slots_since(start))
         # The session registry is what a client maps its messages to executions with:
         # a refused write is kept and retried, like the results themselves.
-        for session_id, fields in _registry_fields(batch, dump, self._records).items():
+        for session_id, fields in _registry_fields(
+            batch, dump, self._records, self._retrying
+        ).items():
             registered = writes.slot(
                 pipe.eval(
                     _WRITE_REGISTRY,
@@ -459,6 +490,7 @@ class Batcher:
         self.refusals.accepted()
         for execution, _ in batch.finishes:
             self._records.pop(execution.execution_id, None)
+            self._retrying.discard(execution.execution_id)
 
     def _queue_move(
         self,
@@ -697,7 +729,10 @@ class _Dumps:
 
 
 def _registry_fields(
-    batch: _Pending, dump: _Dumps, records: Mapping[str, dict[str, Any]]
+    batch: _Pending,
+    dump: _Dumps,
+    records: Mapping[str, dict[str, Any]],
+    retrying: set[str] | frozenset[str] = frozenset(),
 ) -> dict[str, list[str]]:
     """Per session the registry fields to write, ``[field, value, ...]``.
 
@@ -724,9 +759,10 @@ def _registry_fields(
         base = records.get(eid)
         if base is None:
             text = dump(execution)
-        elif execution.state == ExecutionState.CANCELLED:
-            # Cut short and left for another worker to reclaim: the client's record
-            # must not say it finished (a replay would be skipped).
+        elif execution.state == ExecutionState.CANCELLED or eid in retrying:
+            # Cut short and left for another worker to reclaim, or failed and queued
+            # again: the client's record must not say it finished (a replay would be
+            # skipped).
             continue
         else:
             record = execution_record(base, execution, dump.now)
@@ -753,6 +789,16 @@ def _by_session(outputs: list[tuple[str, dict[str, str]]]) -> dict[str, list[dic
     for session_id, fields in outputs:
         grouped[session_id].append(fields)
     return grouped
+
+
+def _data_values(outputs: list[dict[str, str]]) -> list[str] | None:
+    """The ``data`` values when every entry is one field ``data`` (else ``None``)."""
+    values: list[str] = []
+    for fields in outputs:
+        if len(fields) != 1 or "data" not in fields:
+            return None
+        values.append(fields["data"])
+    return values
 
 
 def _entries_json(outputs: list[dict[str, str]]) -> str:

@@ -31,7 +31,7 @@ from worker_runtime.connection import REDIS_ERRORS, create_redis, redis_error_li
 from worker_runtime.context import Handler
 from worker_runtime.instance import WorkerInstance
 from worker_runtime.names import InvalidNameError
-from worker_runtime.outage import RETRYABLE, ride_out, submit_once, task_queued
+from worker_runtime.outage import RETRYABLE, submit_once, task_queued
 from worker_runtime.proctitle import hide_secret_arguments
 from worker_runtime.producer import NoOnlineWorkerError, NotReplicatedError, Producer
 from worker_runtime.registry import WorkerIdInUseError
@@ -196,9 +196,7 @@ async def _submit(args: argparse.Namespace, redis_settings: RedisSettings) -> in
             ids = await _submit_riding_out(producer, redis_settings, args, payload, deadline)
             to = args.worker or args.agent_type
             print(ids[0] if args.count == 1 else f"submitted {len(ids)} task(s) to {to}")
-            return await _wait_results(
-                redis, redis_settings, args.session, ids, args.timeout, deadline
-            )
+            return await _wait_results(producer, args.session, ids, args.timeout, deadline)
         if args.count == 1 or args.require_online:
             ids = [
                 await producer.submit(
@@ -274,53 +272,31 @@ async def _submit_riding_out(
 
 
 async def _wait_results(
-    redis: Any,
-    redis_settings: RedisSettings,
-    session: str,
-    ids: list[str],
-    timeout: float,
-    deadline: float | None = None,
+    producer: Producer, session: str, ids: list[str], timeout: float, deadline: float | None = None
 ) -> int:
-    """Print each task's result (or error) from the session stream as it arrives.
+    """Print each task's result (or error) as it arrives on the session.
 
-    A failed attempt that will be retried is printed and waited past; the exit code is 0
-    when every task succeeded in time, else 1. A Redis outage within the wait is ridden
-    out (reads are sent again until the deadline; see ``worker_runtime.outage``).
+    Read the way by-framework's clients read it (:meth:`Producer.results`), so a task
+    run by a by-framework worker is read too. A failed attempt that is retried sends
+    nothing: only the last attempt's outcome is printed. A Redis outage within the wait
+    is ridden out (reads are sent again until the deadline; see ``worker_runtime.outage``).
+    The exit code is 0 when every task succeeded in time, else 1.
     """
-    stream = redis_settings.keys.session_data_stream(session)
     waiting, failed = set(ids), False
-    last_error: dict[str, str] = {}
-    cursor = "0"
-    if deadline is None:
-        deadline = time.monotonic() + timeout
-    while waiting and time.monotonic() < deadline:
-        # A BLOCK well below the client's socket timeout (see SPEC section 4).
-        block = int(min(1.0, max(0.05, deadline - time.monotonic())) * 1000)
-
-        async def read(cursor: str = cursor, block: int = block) -> Any:
-            return await redis.xread({stream: cursor}, block=block, count=100)
-
-        try:
-            reply = await ride_out(read, deadline, f"waiting for results on {stream}")
-        except RETRYABLE:
-            break  # Redis never came back within the wait: reported below
-        for _stream, entries in reply or []:
-            for entry_id, fields in entries:
-                cursor = entry_id
-                task_id = fields.get("task_id")
-                if task_id not in waiting:
-                    continue
-                if fields.get("error") is not None:
-                    last_error[task_id] = fields["error"]
-                    print(f"{task_id} error: {fields['error']}", flush=True)
-                else:
-                    waiting.discard(task_id)
-                    last_error.pop(task_id, None)
-                    print(f"{task_id} result: {fields.get('result', 'null')}", flush=True)
+    try:
+        async for result in producer.results(session, ids, timeout, deadline=deadline):
+            waiting.discard(result.task_id)
+            if result.succeeded:
+                text = "null" if result.result is None else result.result
+                print(f"{result.task_id} result: {text}", flush=True)
+            else:
+                failed = True
+                print(f"{result.task_id} error: {result.error}", flush=True)
+    except RETRYABLE:
+        pass  # Redis never came back within the wait: reported below
     for task_id in sorted(waiting):
         failed = True
-        why = f"failed: {last_error[task_id]}" if task_id in last_error else "no result"
-        print(f"{task_id} {why} within {timeout:g} s (session {session})", file=sys.stderr)
+        print(f"{task_id} no result within {timeout:g} s (session {session})", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -30,14 +30,17 @@ from redis.exceptions import ResponseError
 from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.envelope import (
     ASK_AGENT,
+    ATTEMPT_FIELD,
     HOPS_FIELD,
     RESUME,
     Envelope,
+    envelope_of,
     parse_envelope,
+    read_envelope,
     to_task,
 )
 from worker_runtime.keys import CONSUMER_GROUP
-from worker_runtime.messages import decode_task, is_control_entry, task_of_entry
+from worker_runtime.messages import decode_task, is_control_entry, is_control_read, task_of_entry
 from worker_runtime.models import Task
 from worker_runtime.replica import Replica
 from worker_runtime.replies import iter_reply, pairs_to_dict
@@ -593,7 +596,8 @@ class Reader:
             batcher.ack(stream, entry_id)  # the entry was deleted (XDEL / trimmed)
             return
         agent_type = self._type_of_stream.get(stream)
-        if is_control_entry(fields):
+        data = read_envelope(fields)  # read once: for the check below and the task
+        if is_control_read(fields, data):
             # Ours or by-framework's envelope: applied by the control loop, never a task.
             if agent_type is None:
                 batcher.ack(stream, entry_id)
@@ -603,8 +607,8 @@ class Reader:
                     agent_type, dict(fields), "command entry on a task stream", stream, entry_id
                 )
             return
-        envelope = parse_envelope(fields)
-        if envelope is not None:
+        if data is not None:
+            envelope = envelope_of(data)
             self._dispatch_envelope(stream, entry_id, fields, envelope, deliveries, needs_slot)
             return
         task = task_of_entry(fields)
@@ -678,8 +682,18 @@ class Reader:
         task = to_task(envelope, agent_type or "")
         if self._not_run_here(stream, entry_id, fields, task, agent_type, deliveries, needs_slot):
             return
-        task.attempt = deliveries
-        replica.start_task(stream, entry_id, task, dict(fields), envelope)
+        try:
+            # A retried task of ours carries its attempt beside the envelope.
+            base = max(1, int(fields.get(ATTEMPT_FIELD) or 1))
+        except ValueError:
+            base = 1
+        attempt = base + deliveries - 1
+        if task.attempt != attempt:  # a model's assignment is not free, and seldom needed
+            task.attempt = attempt
+        # Our own envelope on its first delivery has no record to read (a replay of a
+        # finished one is a redelivery): its start costs no read.
+        first_run = envelope.ours and deliveries == 1
+        replica.start_task(stream, entry_id, task, dict(fields), envelope, first_run)
 
     def _hand_back_foreign(
         self,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from worker_runtime.audit import add_audit, audit_fields
-from worker_runtime.envelope import HOPS_FIELD, parse_envelope, read_envelope
+from worker_runtime.envelope import HOPS_FIELD, parse_envelope, read_envelope, to_task
 from worker_runtime.excerpts import (
     Excerpt,
     RangeRead,
@@ -205,6 +205,10 @@ def entry_task(fields: dict[str, str]) -> tuple[str, str, dict[str, Any]]:
     entry that is neither gives ``("", "", {})``. Never raises.
     """
     envelope = parse_envelope(fields)
+    if envelope is not None and envelope.ours and isinstance(envelope.body.get("content"), str):
+        # A task we submitted: its content is the payload, its header the task.
+        task_of = to_task(envelope, "")
+        return task_of.task_id, envelope.body["content"], task_of.model_dump(mode="json")
     if envelope is not None:
         content = envelope.body.get("content")
         extra = {k: v for k, v in envelope.body.items() if k != "content"}

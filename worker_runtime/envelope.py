@@ -18,19 +18,30 @@ Only root
 dispatches (``ASK_AGENT`` from a client) are served here; a ``RESUME`` or a sub-agent
 call (whose reply must go back through by-framework's wait index) is handed back to
 the stream for a by-framework worker of the same group.
+
+Every task this runtime submits is such an envelope too (:func:`encode_ask_agent`), so
+a worker of any by-framework SDK runs it: ``body.content`` is the JSON text of the
+task's payload, and ``header.metadata.worker_runtime`` says so (our worker decodes the
+payload back; by-framework carries metadata without reading it). See README, "How the
+runtime behaves".
 """
 
 from __future__ import annotations
 
 import json
+import os
+import random
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from worker_runtime.byframework import snapshot, status_of
+from pydantic_core import from_json
+
+from worker_runtime.byframework import status_of
+from worker_runtime.jsontext import compact_json
 from worker_runtime.keys import Keys
-from worker_runtime.models import Execution, Task
+from worker_runtime.models import Execution, Task, now_ms
 
 ASK_AGENT = "ASK_AGENT"
 RESUME = "RESUME"
@@ -39,39 +50,73 @@ CLIENT_SOURCE = "client"
 
 FINAL_ANSWER = "finalAnswer"
 STREAM_END = "appStreamResponse"
+OURS_META = "worker_runtime"
+"""Header metadata key of an envelope this runtime submitted: ``{"submitted_at": ms}``;
+its ``body.content`` is the JSON text of the task payload."""
+ATTEMPT_FIELD = "attempt"
+"""Extra entry field of a retried task (by-framework reads only ``data``)."""
+MESSAGE_ID_PREFIX = "msg-"
+EXECUTION_ID_PREFIX = "exec-"
+"""by-framework's id prefixes (``MESSAGE_ID_PREFIX``/``EXECUTION_ID_PREFIX``)."""
 HOPS_FIELD = "wr_handed_back"
 """Extra entry field counting hand-backs of envelopes this runtime does not serve
 (by-framework reads only ``data``, so the field is invisible to it)."""
+
+
+def _loads(raw: str) -> Any:
+    """JSON text decoded as :func:`json.loads` does it, at less than half its cost.
+
+    pydantic-core's parser reads every envelope and payload of the task path; text it
+    refuses (a lone surrogate escape, which :mod:`json` accepts) takes :mod:`json`,
+    so both read the same documents.
+    """
+    try:
+        return from_json(raw)
+    except ValueError:
+        return json.loads(raw)
 
 
 @dataclass(frozen=True, slots=True)
 class Envelope:
     """A by-framework command read from a stream entry.
 
+    The header's ids are read once, as text, when the entry is read
+    (:func:`envelope_of`): the task path looks them up a dozen times per task.
+
     Attributes:
         action_type: ``ASK_AGENT``, ``RESUME`` …
         header: the message header (routing and ids).
         body: the command body (``content`` for ``ASK_AGENT``).
+        ours: this runtime's producer wrote it (the content is a JSON payload).
     """
 
     action_type: str
     header: dict[str, Any]
     body: dict[str, Any]
+    ours: bool = False
+    message_id: str = ""
+    session_id: str = ""
+    trace_id: str = ""
+    source_agent_type: str = ""
+    target_agent_type: str = ""
+    parent_message_id: str = ""
 
     def text(self, name: str) -> str:
         """A header field as text ("" when missing or not a string)."""
         value = self.header.get(name)
-        return value if isinstance(value, str) else ""
+        return value if value.__class__ is str else ""
 
     @property
     def served_here(self) -> bool:
-        """Whether this runtime runs it: a client's ``ASK_AGENT`` with ids to reply to."""
-        source = self.text("source_agent_type")
+        """Whether this runtime runs it: a client's ``ASK_AGENT`` with ids to reply to.
+
+        A task of ours without a session wants no result: it needs no session id.
+        """
         return (
             self.action_type == ASK_AGENT
-            and bool(self.text("message_id"))
-            and bool(self.text("session_id"))
-            and source in ("", CLIENT_SOURCE)
+            and bool(self.message_id)
+            and (bool(self.session_id) or self.ours)
+            and self.source_agent_type in ("", CLIENT_SOURCE)
         )
 
 
@@ -94,7 +139,7 @@ def read_envelope(fields: Any) -> dict[str, Any] | None:
         # an envelope. A kind-less task entry is then decoded once, by decode_task.
         return None
     try:
-        data = json.loads(raw)
+        data = _loads(raw)
     except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
@@ -111,18 +156,46 @@ def parse_envelope(fields: Any) -> Envelope | None:
     reads its fields), and a body that is not an object reads as empty.
     """
     data = read_envelope(fields)
-    if data is None:
-        return None
+    return None if data is None else envelope_of(data)
+
+
+def envelope_of(data: dict[str, Any]) -> Envelope:
+    """The :class:`Envelope` of what :func:`read_envelope` returned."""
     body = data.get("body", {})
-    return Envelope(data["action_type"], data["header"], body if isinstance(body, dict) else {})
+    header: dict[str, Any] = data["header"]
+    metadata = header.get("metadata")
+    ours = isinstance(metadata, dict) and isinstance(metadata.get(OURS_META), dict)
+
+    def text(name: str) -> str:
+        value = header.get(name)
+        return value if value.__class__ is str else ""
+
+    return Envelope(
+        data["action_type"],
+        header,
+        body if isinstance(body, dict) else {},
+        ours,
+        text("message_id"),
+        text("session_id"),
+        text("trace_id"),
+        text("source_agent_type"),
+        text("target_agent_type"),
+        text("parent_message_id"),
+    )
 
 
 def to_task(envelope: Envelope, agent_type: str) -> Task:
     """The task a handler sees for a served envelope.
 
-    ``task_id`` is the message id; ``payload`` holds ``content`` and, when present,
-    ``extra_payload``, ``user_code``, ``user_name``, ``trace_id`` and ``metadata``.
+    ``task_id`` is the message id. For a task this runtime submitted, ``payload`` is
+    the submitted payload again; for another client's, it holds ``content`` and, when
+    present, ``extra_payload``, ``user_code``, ``user_name``, ``trace_id`` and
+    ``metadata``.
     """
+    if envelope.ours:
+        task = _our_task(envelope, agent_type)
+        if task is not None:
+            return task
     payload: dict[str, Any] = {"content": envelope.body.get("content", "")}
     extra = envelope.body.get("extra_payload")
     if isinstance(extra, dict) and extra:
@@ -134,36 +207,140 @@ def to_task(envelope: Envelope, agent_type: str) -> Task:
     if isinstance(metadata, dict) and metadata:
         payload["metadata"] = metadata
     return Task(
-        task_id=envelope.text("message_id"),
-        agent_type=envelope.text("target_agent_type") or agent_type,
+        task_id=envelope.message_id,
+        agent_type=envelope.target_agent_type or agent_type,
         payload=payload,
-        session_id=envelope.text("session_id"),
+        session_id=envelope.session_id,
     )
 
 
-# Reads the client's execution record in one call (one key: cluster-safe).
-LOAD_RECORD = """
-local eid = redis.call('HGET', KEYS[1], 'msg_map:' .. ARGV[1])
-if not eid then return false end
-return {eid, redis.call('HGET', KEYS[1], 'exec:' .. eid) or ''}
+def _our_task(envelope: Envelope, agent_type: str) -> Task | None:
+    """The task our producer encoded (:func:`encode_ask_agent`); ``None`` if it is not one."""
+    content = envelope.body.get("content")
+    if not isinstance(content, str):
+        return None
+    try:
+        payload = _loads(content)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(payload, dict):
+        return None
+    submitted = envelope.header["metadata"][OURS_META].get("submitted_at")
+    if not isinstance(submitted, int) or isinstance(submitted, bool):
+        submitted = now_ms()
+    return Task(
+        task_id=envelope.message_id,
+        agent_type=envelope.target_agent_type or agent_type,
+        payload=payload,
+        session_id=envelope.session_id or None,
+        submitted_at=submitted,
+    )
+
+
+def new_message_id() -> str:
+    """A message (task) id in by-framework's form, ``msg-`` + hex.
+
+    by-framework's clients take 8 hex digits; 32 here, because our ids also key
+    replay checks and dead letters across millions of tasks.
+    """
+    return MESSAGE_ID_PREFIX + uuid.uuid4().hex
+
+
+def new_execution_id() -> str:
+    """An execution id in by-framework's form, ``exec-`` + hex."""
+    return EXECUTION_ID_PREFIX + os.urandom(8).hex()
+
+
+def encode_ask_agent(task: Task) -> dict[str, str]:
+    """Stream fields for one of our tasks in by-framework's ``ASK_AGENT`` envelope.
+
+    The header has every field by-framework's clients write (Python
+    ``MessageHeader.to_dict``; TS and Java write the same names): message id = task
+    id, a fresh trace id, the session (empty for a task that wants no result). The
+    body is an ``AskAgentCommand``'s: ``content`` (the payload as JSON text, never
+    empty) and ``wait_for_reply``. One field ``data``, as ``to_redis_payload``.
+    """
+    header = {
+        "message_id": task.task_id,
+        "session_id": task.session_id or "",
+        "trace_id": uuid.uuid4().hex,
+        "source_agent_type": "",
+        "target_agent_type": task.agent_type,
+        "parent_message_id": "",
+        "task_group_id": "",
+        "user_code": "",
+        "user_name": "",
+        "metadata": {OURS_META: {"submitted_at": task.submitted_at}},
+        "trace_parent_span_id": "",
+        "langfuse_parent_observation_id": "",
+    }
+    body = {"content": compact_json(task.payload), "wait_for_reply": False}
+    return {"data": compact_json({"action_type": ASK_AGENT, "header": header, "body": body})}
+
+
+def client_record(envelope: Envelope, created_at: int) -> dict[str, Any]:
+    """The record a by-framework client would have written before sending ``envelope``.
+
+    Our producer writes none (a write per task less): the worker starts from this one,
+    so the record it writes has the fields by-framework's readers expect.
+    """
+    return {
+        "message_id": envelope.message_id,
+        "session_id": envelope.session_id,
+        "trace_id": envelope.trace_id,
+        "parent_message_id": envelope.parent_message_id,
+        "source_agent_type": CLIENT_SOURCE,
+        "target_agent_type": envelope.target_agent_type,
+        "status": "QUEUED",
+        "created_at": created_at,
+        "timeline": [{"status": "QUEUED", "timestamp": created_at}],
+    }
+
+
+# Reads the clients' execution records of one session in one call (one key:
+# cluster-safe). ARGV: message ids; returns execution id and record per id ('' none).
+LOAD_RECORDS = """
+local out = {}
+for i = 1, #ARGV do
+  local eid = redis.call('HGET', KEYS[1], 'msg_map:' .. ARGV[i])
+  if eid then
+    table.insert(out, eid)
+    table.insert(out, redis.call('HGET', KEYS[1], 'exec:' .. eid) or '')
+  else
+    table.insert(out, '')
+    table.insert(out, '')
+  end
+end
+return out
 """
+
+
+def parse_records(reply: Any, count: int) -> list[dict[str, Any]]:
+    """:data:`LOAD_RECORDS`' reply as ``count`` records ({} where there is none)."""
+    records: list[dict[str, Any]] = []
+    items = reply if isinstance(reply, list) else []
+    for i in range(count):
+        eid = items[2 * i] if 2 * i + 1 < len(items) else ""
+        raw = items[2 * i + 1] if 2 * i + 1 < len(items) else ""
+        if not eid:
+            records.append({})
+            continue
+        decoded: Any = None
+        if isinstance(raw, str) and raw:
+            try:
+                decoded = json.loads(raw)
+            except ValueError:
+                decoded = None
+        record: dict[str, Any] = dict(decoded) if isinstance(decoded, dict) else {}
+        record["execution_id"] = str(eid)
+        records.append(record)
+    return records
 
 
 async def load_record(redis: Any, keys: Keys, session_id: str, message_id: str) -> dict[str, Any]:
     """The execution record a by-framework client wrote for ``message_id`` ({} if none)."""
-    reply = await redis.eval(LOAD_RECORD, 1, keys.session_registry(session_id), message_id)
-    if not isinstance(reply, list) or len(reply) != 2:
-        return {}
-    eid, raw = str(reply[0]), reply[1]
-    decoded: Any = None
-    if isinstance(raw, str) and raw:
-        try:
-            decoded = json.loads(raw)
-        except ValueError:
-            decoded = None
-    record: dict[str, Any] = dict(decoded) if isinstance(decoded, dict) else {}
-    record["execution_id"] = eid
-    return record
+    reply = await redis.eval(LOAD_RECORDS, 1, keys.session_registry(session_id), message_id)
+    return parse_records(reply, 1)[0]
 
 
 def is_terminal(record: dict[str, Any]) -> bool:
@@ -180,25 +357,19 @@ def execution_record(base: dict[str, Any], execution: Execution, now: int) -> di
     """
     record = dict(base)
     status = status_of(execution.state)
-    record.update(
-        {
-            k: v
-            for k, v in snapshot(execution, now).items()
-            if k
-            in (
-                "execution_id",
-                "message_id",
-                "session_id",
-                "worker_id",
-                "target_agent_type",
-                "status",
-                "started_at",
-                "finished_at",
-                "updated_at",
-                "error_message",
-            )
-        }
-    )
+    # The fields of snapshot() that by-framework's record has, set directly: this
+    # runs for every envelope task, and a snapshot is built for its history anyway.
+    record["execution_id"] = execution.execution_id
+    record["message_id"] = execution.task_id
+    if execution.session_id is not None:
+        record["session_id"] = execution.session_id
+    record["worker_id"] = execution.worker_id
+    record["target_agent_type"] = execution.agent_type
+    record["status"] = status
+    record["started_at"] = execution.started_at or 0
+    record["finished_at"] = execution.finished_at or 0
+    record["updated_at"] = now
+    record["error_message"] = execution.error or ""
     record.setdefault("created_at", execution.created_at or execution.started_at or now)
     timeline = record.get("timeline")
     timeline = list(timeline) if isinstance(timeline, list) else []
@@ -214,51 +385,61 @@ def execution_record(base: dict[str, Any], execution: Execution, now: int) -> di
     return record
 
 
-def _data_message(envelope: Envelope, event_type: str, content: str) -> dict[str, str]:
-    """One session data stream entry as by-framework's emitter writes it."""
-    agent = envelope.text("target_agent_type")
-    message_id = envelope.text("message_id")
-    parent = envelope.text("parent_message_id")
-    data = {
-        "id": uuid.uuid4().hex.upper(),
-        "created": int(time.time()),
-        "model": "",
-        "object": "",
-        "contentType": "text",
-        "agentId": agent or None,
-        "orderId": message_id,
-        "parentOrderId": parent,
-        "objectType": None,
-        "status": None,
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "",
-                "delta": {
-                    "role": "assistant",
-                    "content": content,
-                    "function_call": None,
-                    "function_response": None,
-                    "tool_calls": None,
-                    "tool_responses": None,
-                },
-            }
-        ],
-    }
-    message = {
-        "trace_id": envelope.text("trace_id"),
-        "session_id": envelope.text("session_id"),
-        "event_type": event_type,
-        "source_agent_type": agent,
-        "message_id": message_id,
-        "parent_message_id": parent,
-        "timestamp": int(time.time() * 1000),
-        "data": data,
-        "state_msg": "",
-        "artifact_url": "",
-        "metadata": {},
-    }
-    return {"data": json.dumps(message, ensure_ascii=False, default=str)}
+_DATA_MESSAGE = (
+    '{"trace_id":%s,"session_id":%s,"event_type":%s,"source_agent_type":%s,'
+    '"message_id":%s,"parent_message_id":%s,"timestamp":%d,"data":{"id":"%s",'
+    '"created":%d,"model":"","object":"","contentType":"text","agentId":%s,'
+    '"orderId":%s,"parentOrderId":%s,"objectType":null,"status":null,"choices":[{'
+    '"index":0,"finish_reason":"","delta":{"role":"assistant","content":%s,'
+    '"function_call":null,"function_response":null,"tool_calls":null,'
+    '"tool_responses":null}}]},"state_msg":"","artifact_url":"","metadata":{}}'
+)
+"""A ``DataMessage`` of by-framework's emitter (``to_redis_payload``) with a text answer:
+its JSON, fields in its order, the variable parts filled in as JSON values."""
+
+_random = random.Random()
+"""Ids of data messages (by-framework's are uuid4 hex, upper case): unique, no syscall."""
+
+_quote = json.encoder.encode_basestring_ascii
+"""A text as a JSON string, non-ASCII escaped (``json.dumps``' default, as by-framework
+writes it): always valid UTF-8, whatever the text holds."""
+
+
+def _data_messages(envelope: Envelope, events: list[tuple[str, str]]) -> list[dict[str, str]]:
+    """Session data stream entries as by-framework's emitter writes them, one per event.
+
+    ``events``: (event type, content). Two entries per task made building and encoding
+    these dicts the envelope path's largest cost: the JSON is filled into
+    :data:`_DATA_MESSAGE`, every shared value quoted once.
+    """
+    agent = _quote(envelope.target_agent_type)
+    message_id = _quote(envelope.message_id)
+    parent = _quote(envelope.parent_message_id)
+    trace_id, session_id = _quote(envelope.trace_id), _quote(envelope.session_id)
+    agent_id = agent if agent != '""' else "null"
+    now = time.time()
+    created, stamp = int(now), int(now * 1000)
+    return [
+        {
+            "data": _DATA_MESSAGE
+            % (
+                trace_id,
+                session_id,
+                _quote(event_type),
+                agent,
+                message_id,
+                parent,
+                stamp,
+                f"{_random.getrandbits(128):032X}",
+                created,
+                agent_id,
+                message_id,
+                parent,
+                _quote(content),
+            )
+        }
+        for event_type, content in events
+    ]
 
 
 def answer_text(output: Any) -> str | None:
@@ -284,6 +465,52 @@ def result_messages(envelope: Envelope, execution: Execution, output: Any) -> li
     """
     # As by-framework's worker: a failed execution sends no answer, only the end.
     text = None if execution.error else answer_text(output)
-    entries = [] if text is None else [_data_message(envelope, FINAL_ANSWER, text)]
-    entries.append(_data_message(envelope, STREAM_END, ""))
-    return entries
+    events = [] if text is None else [(FINAL_ANSWER, text)]
+    events.append((STREAM_END, ""))
+    return _data_messages(envelope, events)
+
+
+@dataclass(frozen=True, slots=True)
+class DataEvent:
+    """One session data stream entry as by-framework's client decodes it.
+
+    Attributes:
+        event_type: ``finalAnswer``, ``appStreamResponse`` …
+        message_id: the message (task) it belongs to.
+        content: the answer text of a ``finalAnswer`` ("" otherwise).
+    """
+
+    event_type: str
+    message_id: str
+    content: str
+
+
+def read_data_event(fields: Any) -> DataEvent | None:
+    """A session data stream entry (one field ``data`` = a ``DataMessage``), or ``None``.
+
+    As by-framework's ``read_data_messages``: the answer is
+    ``data.choices[0].delta.content``. Anything else (an entry of another writer,
+    hostile JSON) reads as ``None``.
+    """
+    raw = fields.get("data") if isinstance(fields, dict) else None
+    if not isinstance(raw, str):
+        return None
+    try:
+        message = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict):
+        return None
+    event_type, message_id = message.get("event_type"), message.get("message_id")
+    if not isinstance(event_type, str) or not isinstance(message_id, str):
+        return None
+    content: Any = ""
+    if event_type == FINAL_ANSWER:
+        data = message.get("data")
+        choices = data.get("choices") if isinstance(data, dict) else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        delta = first.get("delta") if isinstance(first, dict) else None
+        content = delta.get("content") if isinstance(delta, dict) else ""
+    if not isinstance(content, str):
+        content = json.dumps(content, ensure_ascii=False, default=str)
+    return DataEvent(event_type, message_id, content)

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from worker_runtime.envelope import read_envelope
+from worker_runtime.envelope import ASK_AGENT, parse_envelope, read_envelope, to_task
 from worker_runtime.models import (
     BF_CONTROL_ACTIONS,
     BF_EVICT,
@@ -144,15 +144,18 @@ def is_control_entry(fields: Any) -> bool:
     """Whether an entry is a control command (ours or by-framework's), never a task."""
     if not isinstance(fields, dict):
         return False
-    if fields.get("kind") == KIND_COMMAND:
-        return True
-    data = read_envelope(fields)
+    return is_control_read(fields, read_envelope(fields))
+
+
+def is_control_read(fields: dict[str, Any], data: dict[str, Any] | None) -> bool:
+    """:func:`is_control_entry` for an entry whose envelope was read already (``data``).
+
+    The consumer reads each entry's envelope once, for this check and for the task.
+    """
+    if data is None:
+        return fields.get("kind") == KIND_COMMAND
     # The action type first: a task envelope (ASK_AGENT) needs no further check.
-    return (
-        data is not None
-        and data["action_type"] in BF_CONTROL_ACTIONS
-        and _typed_envelope(data) is not None
-    )
+    return data["action_type"] in BF_CONTROL_ACTIONS and _typed_envelope(data) is not None
 
 
 def _envelope_command(envelope: Envelope) -> Command | None:
@@ -177,9 +180,16 @@ def _envelope_command(envelope: Envelope) -> Command | None:
 def decode_task(fields: Any) -> Task | None:
     """The task in an entry, or ``None`` when the entry is not a valid task.
 
-    An entry without ``kind`` is read as a task (the kind is optional for producers).
+    Either format: by-framework's ``ASK_AGENT`` envelope (what every task is
+    submitted in) or a legacy ``{kind, data}`` entry. An entry without ``kind`` is read
+    as a task (the kind is optional for producers).
     """
-    return None if is_control_entry(fields) else task_of_entry(fields)
+    if is_control_entry(fields):
+        return None
+    envelope = parse_envelope(fields)
+    if envelope is not None:
+        return to_task(envelope, "") if envelope.action_type == ASK_AGENT else None
+    return task_of_entry(fields)
 
 
 def task_of_entry(fields: Any) -> Task | None:

@@ -809,3 +809,20 @@ class TierPoint(BaseModel):
                 "source": SOURCE_OURS,
             }
         )
+
+
+class TaskResult(BaseModel):
+    """A submitted task's outcome, as read from its session (``Producer.results``).
+
+    Read the way by-framework's clients read it, whoever ran the task: the answer of
+    its ``finalAnswer`` event, ended by ``appStreamResponse``; a failure sends no
+    answer, and its error is the execution record's ``error_message``.
+    """
+
+    task_id: str
+    succeeded: bool
+    result: str | None = None
+    """The answer text (a handler's non-text result arrives as JSON text)."""
+    error: str | None = None
+    worker_id: str | None = None
+    """Who ran it, when its execution record says."""

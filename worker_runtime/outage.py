@@ -22,6 +22,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from worker_runtime.connection import describe_redis_error
+from worker_runtime.envelope import read_data_event
 from worker_runtime.messages import decode_task
 
 log = logging.getLogger(__name__)
@@ -113,5 +114,8 @@ async def task_queued(redis: Any, streams: list[str], task_id: str) -> bool:
         for _, fields in await redis.xrevrange(stream, "+", "-", count=LOOKBACK) or []:
             task = decode_task(fields)
             if (task is not None and task.task_id == task_id) or fields.get("task_id") == task_id:
+                return True
+            event = read_data_event(fields)  # a result, as by-framework's clients read it
+            if event is not None and event.message_id == task_id:
                 return True
     return False

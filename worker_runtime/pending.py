@@ -181,7 +181,14 @@ def describe(agent_type: str, fields: Any, cut: dict[str, int] | None = None) ->
         stored = {**stored, "data": excerpt_data(stored.get("data", ""))}
     task_id, payload, task = entry_task(stored)
     envelope = parse_envelope(stored)
-    if envelope is not None:
+    if envelope is not None and envelope.ours and task:
+        # Submitted by this runtime (in by-framework's envelope): our task.
+        out.update(
+            kind=KIND_TASK,
+            action_type=envelope.action_type,
+            session_id=str(task.get("session_id") or ""),
+        )
+    elif envelope is not None:
         out.update(
             kind=KIND_BY_FRAMEWORK,
             action_type=envelope.action_type,

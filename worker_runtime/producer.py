@@ -1,8 +1,16 @@
-"""Submitting tasks to an agent type (competing consumers) or to one worker."""
+"""Submitting tasks to an agent type (competing consumers) or to one worker.
+
+Every task is written in by-framework's ``ASK_AGENT`` envelope
+(:func:`worker_runtime.envelope.encode_ask_agent`), so a worker of any by-framework
+SDK runs it as well as ours, and its result is read back the way by-framework's
+clients read it (:meth:`Producer.results`). See README, "How the runtime behaves".
+"""
 
 from __future__ import annotations
 
-import uuid
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import Any
 
 from redis.asyncio import Redis
@@ -10,11 +18,21 @@ from redis.asyncio.cluster import RedisCluster
 
 from worker_runtime.connection import default_keys
 from worker_runtime.derive import derive_status
+from worker_runtime.envelope import (
+    FINAL_ANSWER,
+    LOAD_RECORDS,
+    STREAM_END,
+    encode_ask_agent,
+    new_message_id,
+    parse_records,
+    read_data_event,
+)
 from worker_runtime.keys import Keys
-from worker_runtime.messages import encode_task
-from worker_runtime.models import Lease, Lifecycle, Status, Task, now_ms
+from worker_runtime.models import Lease, Lifecycle, Status, Task, TaskResult, now_ms
 from worker_runtime.names import check_agent_type, check_worker_id
+from worker_runtime.outage import ride_out
 from worker_runtime.pipeline import Batch
+from worker_runtime.replies import iter_reply
 
 
 class NoOnlineWorkerError(LookupError):
@@ -110,7 +128,7 @@ class Producer:
         if worker_id is not None:
             check_worker_id(worker_id)
         task = Task(
-            task_id=task_id or uuid.uuid4().hex,
+            task_id=task_id or new_message_id(),
             agent_type=agent_type,
             payload=payload or {},
             session_id=session_id,
@@ -122,10 +140,10 @@ class Producer:
         )
         index = not worker_id and agent_type not in self._indexed
         if not index and not self.wait_replicas:
-            await self.redis.xadd(stream, encode_task(task))  # type: ignore[arg-type]
+            await self.redis.xadd(stream, encode_ask_agent(task))  # type: ignore[arg-type]
             return task.task_id
         pipe = self.redis.pipeline(transaction=False)
-        pipe.xadd(stream, encode_task(task))  # type: ignore[arg-type]
+        pipe.xadd(stream, encode_ask_agent(task))  # type: ignore[arg-type]
         if index:
             self._index(pipe, agent_type)
         self._wait(pipe)
@@ -165,13 +183,13 @@ class Producer:
         ids: list[str] = []
         for payload in payloads:
             task = Task(
-                task_id=uuid.uuid4().hex,
+                task_id=new_message_id(),
                 agent_type=agent_type,
                 payload=payload,
                 session_id=session_id,
             )
             ids.append(task.task_id)
-            pipe.xadd(stream, encode_task(task))  # type: ignore[arg-type]
+            pipe.xadd(stream, encode_ask_agent(task))  # type: ignore[arg-type]
         index = bool(payloads) and not worker_id and agent_type not in self._indexed
         if index:
             self._index(pipe, agent_type)
@@ -183,6 +201,101 @@ class Producer:
         if payloads:
             self._check_replicated(replies, ids)
         return ids
+
+    async def results(
+        self,
+        session_id: str,
+        task_ids: Iterable[str],
+        timeout: float,
+        *,
+        deadline: float | None = None,
+    ) -> AsyncIterator[TaskResult]:
+        """Each task's outcome as it arrives on the session, for up to ``timeout`` s.
+
+        Read as by-framework's clients read it, so a task run by any SDK's worker is
+        read too: the session's data stream (``finalAnswer`` then
+        ``appStreamResponse``); a stream that ends without an answer is a failure (or
+        an empty answer), told by the execution record (status, ``error_message``).
+        Tasks with no outcome by then are simply not yielded. A Redis outage within the
+        wait is ridden out: reads are sent again until the deadline
+        (:func:`worker_runtime.outage.ride_out`), whose last error is raised then.
+
+        Args:
+            deadline: monotonic time the wait ends (default: ``timeout`` from now).
+        """
+        stream = self.keys.session_data_stream(session_id)
+        waiting = set(task_ids)
+        answers: dict[str, str] = {}
+        cursor = "0"
+        if deadline is None:
+            deadline = time.monotonic() + timeout
+        while waiting and time.monotonic() < deadline:
+            # A BLOCK well below the client's socket timeout.
+            block = int(min(1.0, max(0.05, deadline - time.monotonic())) * 1000)
+
+            def read(cursor: str = cursor, block: int = block) -> Awaitable[Any]:
+                return self.redis.xread({stream: cursor}, block=block, count=100)
+
+            reply = await ride_out(read, deadline, f"waiting for results on {stream}")
+            ended: list[str] = []
+            for _stream, entries in iter_reply(reply):
+                for entry_id, fields in entries:
+                    cursor = str(entry_id)
+                    event = read_data_event(fields)
+                    if event is None or event.message_id not in waiting:
+                        continue
+                    if event.event_type == FINAL_ANSWER:
+                        answers[event.message_id] = event.content
+                    elif event.event_type == STREAM_END:
+                        waiting.discard(event.message_id)
+                        ended.append(event.message_id)
+            if ended:
+                for result in await self._outcomes(session_id, ended, answers, deadline):
+                    yield result
+
+    async def _outcomes(
+        self, session_id: str, ended: list[str], answers: dict[str, str], deadline: float
+    ) -> list[TaskResult]:
+        """The outcomes of tasks whose stream ended, from their answers and records.
+
+        by-framework's worker may end the stream a moment before it marks the record
+        finished: a record not yet final is read again until ``deadline``.
+        """
+        out: dict[str, TaskResult] = {}
+        todo = list(ended)
+        registry = self.keys.session_registry(session_id)
+        while todo:
+
+            def load(todo: list[str] = todo) -> Awaitable[Any]:
+                return self.redis.eval(LOAD_RECORDS, 1, registry, *todo)
+
+            reply = await ride_out(load, deadline, f"reading the records of {session_id}")
+            later: list[str] = []
+            for task_id, record in zip(todo, parse_records(reply, len(todo)), strict=True):
+                status = record.get("status")
+                worker = record.get("worker_id")
+                worker_id = worker if isinstance(worker, str) and worker else None
+                if task_id in answers or status == "COMPLETED":
+                    out[task_id] = TaskResult(
+                        task_id=task_id,
+                        succeeded=True,
+                        result=answers.get(task_id),
+                        worker_id=worker_id,
+                    )
+                elif status in ("FAILED", "CANCELLED") or time.monotonic() >= deadline:
+                    error = record.get("error_message")
+                    out[task_id] = TaskResult(
+                        task_id=task_id,
+                        succeeded=False,
+                        error=str(error) if error else f"ended without an answer ({status})",
+                        worker_id=worker_id,
+                    )
+                else:
+                    later.append(task_id)
+            todo = later
+            if todo:
+                await asyncio.sleep(0.05)
+        return [out[task_id] for task_id in ended]
 
     async def online_workers(self, agent_type: str) -> list[str]:
         """Routable workers of a type that hold a fresh, active lease."""

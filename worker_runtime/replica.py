@@ -19,7 +19,14 @@ from typing import Any
 
 from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.context import RUNTIME_VERSION, RuntimeContext
-from worker_runtime.envelope import Envelope, is_terminal, load_record, result_messages
+from worker_runtime.envelope import (
+    ATTEMPT_FIELD,
+    Envelope,
+    client_record,
+    is_terminal,
+    new_execution_id,
+    result_messages,
+)
 from worker_runtime.health import enqueued_at
 from worker_runtime.jsontext import safe_text
 from worker_runtime.messages import entry_time_ms
@@ -36,6 +43,7 @@ from worker_runtime.models import (
     Task,
     now_ms,
 )
+from worker_runtime.records import RecordReader
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +93,8 @@ class Replica:
         self.last_push_at = 0.0
         """Monotonic time a pushed command last changed state (orders pull reads)."""
         self._changed = asyncio.Event()
+        self._records = RecordReader(ctx.redis, ctx.keys)
+        """Reads the execution records of envelope tasks, batched per loop turn."""
         self._slot_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         """Readers waiting for a slot, longest first (see :meth:`wait_capacity`)."""
 
@@ -466,6 +476,7 @@ class Replica:
         task: Task,
         fields: dict[str, str] | None = None,
         envelope: Envelope | None = None,
+        first_run: bool = False,
     ) -> None:
         """Run the handler for one delivered entry.
 
@@ -474,7 +485,9 @@ class Replica:
             entry_id: its entry id.
             task: the task the handler sees.
             fields: the entry as delivered (handed back as it was when cut short).
-            envelope: by-framework's envelope, when a by-framework client sent it.
+            envelope: the entry's by-framework envelope (every task submitted now).
+            first_run: the envelope is ours and delivered for the first time, so no
+                record of it can exist: its record is not read (a replay is).
         """
         key = f"{stream} {entry_id}"
         if key in self.inflight:
@@ -487,7 +500,9 @@ class Replica:
             "%s: running %s (task %s, attempt %d)", self.worker_id, key, task.task_id, task.attempt
         )
         self.inflight[key] = asyncio.create_task(
-            self._execute(key, stream, entry_id, task, fields, envelope, time.monotonic())
+            self._execute(
+                key, stream, entry_id, task, fields, envelope, first_run, time.monotonic()
+            )
         )
 
     async def _execute(
@@ -498,6 +513,7 @@ class Replica:
         task: Task,
         fields: dict[str, str] | None,
         envelope: Envelope | None,
+        first_run: bool,
         scheduled: float,
     ) -> None:
         ctx = self.ctx
@@ -513,10 +529,14 @@ class Replica:
             return
         began = time.monotonic()
         record: dict[str, Any] | None = None
-        if envelope is not None:
+        if envelope is not None and (first_run or not task.session_id):
+            # Nothing to read: our first delivery has no record yet, and a task
+            # without a session keeps none. The record starts as a client's would.
+            record = client_record(envelope, entry_time_ms(entry_id) or now_ms())
+        elif envelope is not None:
             try:
                 # The client's record: its execution id, and whether this is a replay.
-                record = await load_record(ctx.redis, ctx.keys, task.session_id or "", task.task_id)
+                record = await self._records.load(task.session_id or "", task.task_id)
             except LOOP_ERRORS as exc:
                 log.warning(
                     "%s: could not read %s's record (%s)", self.worker_id, task.task_id, exc
@@ -536,7 +556,7 @@ class Replica:
             created = entry_time_ms(entry_id)
         else:
             # A by-framework client's record names the execution and when it was made.
-            execution_id = str(record.get("execution_id") or os.urandom(8).hex())
+            execution_id = str(record.get("execution_id") or new_execution_id())
             stamp = record.get("created_at")
             if isinstance(stamp, int) and stamp > 0:
                 created = stamp
@@ -555,6 +575,7 @@ class Replica:
         ctx.batcher.started(execution, record)
         ack = True
         dropped = False
+        retrying = False
         output: Any = None
         try:
             output = await ctx.handler(task)
@@ -573,13 +594,16 @@ class Replica:
             # The text may hold lone surrogates (os.fsdecode of a file name).
             execution.error = safe_text(f"{type(exc).__name__}: {exc}")[:500]
             self.failed += 1
-            if envelope is None:
+            ours = envelope is None or envelope.ours
+            if ours:
                 ack = False  # the retry (or dead letter) below acknowledges it
             dropped = await self._lost_in_stall(stream, entry_id, began)
-            if envelope is None and not dropped:
-                self._retry_or_bury(stream, entry_id, task, execution.error)
-            # by-framework's tasks are not retried (its client expects FAILED and the
-            # end of the stream, as its own workers do).
+            if ours and not dropped:
+                retrying = self._retry_or_bury(
+                    stream, entry_id, task, execution.error, fields if envelope else None
+                )
+            # Other clients' tasks are not retried (a by-framework client expects
+            # FAILED and the end of the stream, as by-framework's own workers do).
         finally:
             execution.finished_at = now_ms()
             if dropped:
@@ -589,8 +613,15 @@ class Replica:
                 execution.state = ExecutionState.CANCELLED
                 execution.error = _RECLAIMED_IN_STALL
                 log.warning("%s: %s %s", self.worker_id, key, _RECLAIMED_IN_STALL)
-            ctx.batcher.finished(stream, entry_id, execution, ack, record)
-            if task.session_id and execution.state is not ExecutionState.CANCELLED:
+            # A failed attempt that runs again must not look finished: its record
+            # would make the next attempt a skipped replay, its end of stream would
+            # end the client's wait.
+            ctx.batcher.finished(stream, entry_id, execution, ack, record, retrying=retrying)
+            if (
+                task.session_id
+                and execution.state is not ExecutionState.CANCELLED
+                and not (retrying and envelope is not None)
+            ):
                 if envelope is None:
                     ctx.batcher.output(task.session_id, _output_fields(execution, output))
                 else:
@@ -628,16 +659,30 @@ class Replica:
             return False
         return entry_id not in kept
 
-    def _retry_or_bury(self, stream: str, entry_id: str, task: Task, error: str) -> None:
+    def _retry_or_bury(
+        self,
+        stream: str,
+        entry_id: str,
+        task: Task,
+        error: str,
+        entry: dict[str, str] | None = None,
+    ) -> bool:
+        """Queue the next attempt, or the dead letter after the last; True if retried.
+
+        ``entry`` (the delivered fields) is kept as it is, with the attempt beside it
+        (an envelope stays what by-framework's workers read); a legacy entry is
+        written again from the task.
+        """
         from worker_runtime.messages import encode_task
 
-        fields = encode_task(task)
+        fields = dict(entry) if entry and "kind" not in entry else encode_task(task)
         if task.attempt < self.ctx.settings.max_deliveries:
-            fields["attempt"] = str(task.attempt + 1)
+            fields[ATTEMPT_FIELD] = str(task.attempt + 1)
             self.ctx.batcher.move(stream, entry_id, self.worker_id, stream, fields)
-        else:
-            fields["attempt"] = str(task.attempt)  # the dead letter says how often it ran
-            self.bury(task.agent_type, fields, error, stream, entry_id)
+            return True
+        fields[ATTEMPT_FIELD] = str(task.attempt)  # the dead letter says how often it ran
+        self.bury(task.agent_type, fields, error, stream, entry_id)
+        return False
 
     def hand_back(
         self, stream: str, entry_id: str, agent_type: str, fields: dict[str, str]

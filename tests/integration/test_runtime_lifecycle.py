@@ -12,6 +12,7 @@ from tests.backends import Backend
 from tests.integration.runtime_helpers import eventually, make_instance
 from tests.streams import stream_entries
 from worker_runtime.admin import WorkerManager
+from worker_runtime.envelope import read_data_event
 from worker_runtime.instance import WorkerInstance
 from worker_runtime.messages import CONTROL_STREAM_MAXLEN, encode_command
 from worker_runtime.models import Command, CommandAction, Lease, Lifecycle, Task, now_ms
@@ -338,7 +339,8 @@ async def test_executions_tracked_and_active_jobs_real(
     registry = await redis.hgetall(keys.session_registry("s1"))
     assert registry.get(f"msg_map:{slow}")
     outputs = await stream_entries(redis, keys.session_data_stream("s1"))
-    assert outputs and outputs[0][1]["task_id"] == slow
+    event = read_data_event(outputs[0][1]) if outputs else None
+    assert event is not None and event.message_id == slow
 
 
 async def test_require_online_worker(backend: Backend, instances: list[WorkerInstance]) -> None:

@@ -19,6 +19,7 @@ from tests.streams import stream_entries
 from worker_runtime.admin import WorkerManager
 from worker_runtime.fencing import add_history_point
 from worker_runtime.instance import WorkerInstance
+from worker_runtime.messages import decode_task
 from worker_runtime.models import Lifecycle, Role, Task, now_ms
 from worker_runtime.producer import Producer
 
@@ -295,7 +296,9 @@ async def test_one_scheduler_and_one_collector_for_the_whole_fleet(
         await asyncio.sleep(5 * every + 0.2)
         window = time.monotonic() - t0
         entries = await stream_entries(redis, keys.type_stream("report"))
-        periods = [json.loads(fields["data"])["payload"]["period"] for _, fields in entries]
+        tasks = [decode_task(fields) for _, fields in entries]
+        periods = [t.payload["period"] for t in tasks if t is not None]
+        assert len(periods) == len(entries)
         # One submission per period, consecutive, never twice.
         assert len(periods) == len(set(periods))
         assert periods == list(range(periods[0], periods[0] + len(periods)))

@@ -39,6 +39,7 @@ from tests.backends import Backend
 from tests.integration.runtime_helpers import make_instance
 from tests.redis_server import env_with
 from worker_runtime.admin import WorkerManager
+from worker_runtime.envelope import FINAL_ANSWER, STREAM_END, read_data_event
 from worker_runtime.instance import STOP_BOUND_S
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.messages import encode_command
@@ -226,10 +227,12 @@ async def test_submit_count_keeps_the_session(
     )
     assert out.returncode == 0, out.stderr
     data = KEYS.session_data_stream("sess-1")
-    await until(lambda: _count_is(redis.xlen(data), 5), 20, "5 results in the session")
-    results = await entries(redis, data)
-    assert len({f["task_id"] for _, f in results}) == 5
-    assert all(f["state"] == "succeeded" for _, f in results)
+    # Each task's answer and end of stream, as by-framework's client reads them.
+    await until(lambda: _count_is(redis.xlen(data), 10), 20, "5 results in the session")
+    events = [read_data_event(f) for _, f in await entries(redis, data)]
+    ends = [e.message_id for e in events if e is not None and e.event_type == STREAM_END]
+    answers = [e.message_id for e in events if e is not None and e.event_type == FINAL_ANSWER]
+    assert len(set(ends)) == 5 and sorted(answers) == sorted(ends)
 
 
 async def test_command_entry_on_a_task_stream_is_dead_lettered(

@@ -6,6 +6,12 @@ a client relies on: every execution of a session task leaves exactly one entry i
 session's stream, in order, with the fields a single XADD wrote before, and the
 registry maps every task to its execution, also when Redis refuses the writes for a
 while (``maxmemory`` with ``noeviction``) in the middle of the run.
+
+Both task formats are held to it: the ``ASK_AGENT`` envelope every task is submitted
+in now (results as by-framework's data messages: ``finalAnswer`` then
+``appStreamResponse``, nothing for a failed attempt that is retried) and the legacy
+``{kind, data}`` entries still queued by older producers (one result entry per
+execution, failed attempts included).
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ from tests.backends import Backend
 from tests.integration.runtime_helpers import eventually, make_instance
 from tests.streams import hash_fields, stream_entries
 from worker_runtime.batcher import Batcher
+from worker_runtime.envelope import read_data_event
 from worker_runtime.instance import WorkerInstance
 from worker_runtime.keys import Keys
+from worker_runtime.messages import encode_task
 from worker_runtime.models import Task
 from worker_runtime.producer import Producer
 
@@ -73,6 +81,36 @@ async def _total_entries(backend: Backend, sessions: list[str]) -> int:
     return total
 
 
+async def _check_envelope_sessions(
+    backend: Backend, expected: dict[str, list[tuple[str, dict[str, object]]]]
+) -> None:
+    """Each task left its answer and its end once, in order; its record is completed."""
+    keys = backend.keys
+    for session, tasks in expected.items():
+        entries = [
+            f for _, f in await stream_entries(backend.redis, keys.session_data_stream(session))
+        ]
+        registry = await hash_fields(backend.redis, keys.session_registry(session))
+        seen: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for fields in entries:
+            event = read_data_event(fields)
+            assert event is not None, fields
+            seen[event.message_id].append((event.event_type, event.content))
+        assert set(seen) == {task_id for task_id, _ in tasks}, session
+        for task_id, payload in tasks:
+            # A failed first attempt that ran again sent nothing (no end of stream).
+            (answer_event, answer), (end_event, _) = seen[task_id]
+            assert (answer_event, end_event) == ("finalAnswer", "appStreamResponse")
+            assert json.loads(answer) == {"n": payload["n"]}
+            record = json.loads(registry[f"exec:{registry[f'msg_map:{task_id}']}"])
+            assert record["status"] == "COMPLETED", record
+            assert record["message_id"] == task_id
+            assert record["worker_id"] == "res-r0"
+        ttl = await backend.redis.ttl(keys.session_data_stream(session))
+        assert 0 < ttl <= 86_400, (session, ttl)
+        assert 0 < await backend.redis.ttl(keys.session_registry(session)) <= 86_400
+
+
 async def _check_sessions(
     backend: Backend, expected: dict[str, list[tuple[str, dict[str, object]]]]
 ) -> None:
@@ -113,6 +151,19 @@ async def _check_sessions(
 async def test_results_reach_every_session_once_through_a_refused_write(
     backend: Backend, instances: list[WorkerInstance]
 ) -> None:
+    await _results_through_a_refused_write(backend, instances, legacy=False)
+
+
+@pytest.mark.parametrize("backend", ["single"], indirect=True)
+async def test_legacy_results_reach_every_session_once_through_a_refused_write(
+    backend: Backend, instances: list[WorkerInstance]
+) -> None:
+    await _results_through_a_refused_write(backend, instances, legacy=True)
+
+
+async def _results_through_a_refused_write(
+    backend: Backend, instances: list[WorkerInstance], legacy: bool
+) -> None:
     handler = Handler()
     inst = make_instance(
         backend.settings, handler, [AGENT_TYPE], "res", concurrency=SESSIONS * PER_SESSION
@@ -122,12 +173,12 @@ async def test_results_reach_every_session_once_through_a_refused_write(
     producer = Producer(backend.redis, backend.keys)
 
     # A first round that flows normally (retries of its failed first attempts included).
-    before = await _submit_all(producer, "a", gated=False)
-    expected_a = sum(len(t) + sum(1 for _, p in t if p["fail_first"]) for t in before.values())
+    before = await _submit_all(producer, "a", gated=False, legacy=legacy)
+    expected_a = _expected_entries(before, legacy)
     await eventually(lambda: _reached(backend, list(before), expected_a), timeout=20)
 
     # A second round whose tasks all finish while Redis refuses writes.
-    during = await _submit_all(producer, "b", gated=True)
+    during = await _submit_all(producer, "b", gated=True, legacy=legacy)
     ids_b = [task_id for tasks in during.values() for task_id, _ in tasks]
     await eventually(lambda: _all_started(handler, ids_b), timeout=20)
     await _maxmemory(backend, "1")
@@ -139,12 +190,13 @@ async def test_results_reach_every_session_once_through_a_refused_write(
         assert await _total_entries(backend, list(during)) == 0, "the OOM refused nothing"
     finally:
         await _maxmemory(backend, "0")
-    expected_b = sum(len(t) + sum(1 for _, p in t if p["fail_first"]) for t in during.values())
+    expected_b = _expected_entries(during, legacy)
     await eventually(lambda: _reached(backend, list(during), expected_b), timeout=30)
     # Past the longest refusal back-off: a duplicate from a retried batch would show.
     await asyncio.sleep(2.5)
-    await _check_sessions(backend, before)
-    await _check_sessions(backend, during)
+    check = _check_sessions if legacy else _check_envelope_sessions
+    await check(backend, before)
+    await check(backend, during)
     every = [t for tasks in (*before.values(), *during.values()) for t, _ in tasks]
     fails = {
         t for tasks in (*before.values(), *during.values()) for t, p in tasks if p["fail_first"]
@@ -154,11 +206,19 @@ async def test_results_reach_every_session_once_through_a_refused_write(
         assert handler.runs[task_id] == (2 if task_id in fails else 1), task_id
 
 
+def _expected_entries(tasks: dict[str, list[tuple[str, dict[str, object]]]], legacy: bool) -> int:
+    """Result entries the tasks leave: one per legacy execution, two per envelope task."""
+    if legacy:
+        return sum(len(t) + sum(1 for _, p in t if p["fail_first"]) for t in tasks.values())
+    return sum(2 * len(t) for t in tasks.values())
+
+
 async def _submit_all(
-    producer: Producer, batch: str, gated: bool
+    producer: Producer, batch: str, gated: bool, legacy: bool = False
 ) -> dict[str, list[tuple[str, dict[str, object]]]]:
     """``PER_SESSION`` tasks in each of ``SESSIONS`` sessions, interleaved across sessions.
 
+    ``legacy``: written as an older producer wrote them (``{kind, data}``).
     Returns per session the (task id, payload) in submission order.
     """
     by_session: dict[str, list[tuple[str, dict[str, object]]]] = defaultdict(list)
@@ -167,7 +227,18 @@ async def _submit_all(
             session = f"{batch}-{s}"
             n = i * 1000 + s
             payload: dict[str, object] = {"n": n, "gated": gated, "fail_first": n % 5 == 0}
-            task_id = await producer.submit(AGENT_TYPE, payload, session_id=session)
+            if legacy:
+                task = Task(
+                    task_id=f"{batch}-{n}",
+                    agent_type=AGENT_TYPE,
+                    payload=payload,
+                    session_id=session,
+                )
+                stream = producer.keys.type_stream(AGENT_TYPE)
+                await producer.redis.xadd(stream, encode_task(task))  # type: ignore[arg-type]
+                task_id = task.task_id
+            else:
+                task_id = await producer.submit(AGENT_TYPE, payload, session_id=session)
             by_session[session].append((task_id, payload))
     return by_session
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from worker_runtime.dead_letters import CONTROL_PLANE, parse_control_plane, parse_dead_letter
+from worker_runtime.envelope import encode_ask_agent
 from worker_runtime.keys import Keys
 from worker_runtime.messages import encode_command, encode_task
 from worker_runtime.models import Command, CommandAction, Lifecycle, Task
@@ -77,3 +78,10 @@ def test_control_plane_letters_read_their_decision_and_never_raise() -> None:
     for raw in ({"data": "nope"}, {"data": "[1]"}, {}, None, {"data": '{"status": 3}'}):
         bad = parse_control_plane("x", raw)
         assert bad.read_only and bad.buried_at is None
+
+
+def test_a_task_we_submitted_in_the_envelope_shows_as_ours() -> None:
+    task = Task(task_id="msg-1", agent_type="chat", payload={"a": 1}, session_id="s-1")
+    shown = describe("chat", encode_ask_agent(task))
+    assert (shown["kind"], shown["task_id"], shown["session_id"]) == (KIND_TASK, "msg-1", "s-1")
+    assert json.loads(shown["payload"]) == {"a": 1} and shown["action_type"] == "ASK_AGENT"

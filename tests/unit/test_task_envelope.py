@@ -1,0 +1,179 @@
+"""The task envelope we submit and the data messages we answer with, field by field.
+
+The envelope stands for what by-framework's clients write: Python
+``by_framework/core/protocol/message_header.py`` ``MessageHeader.to_dict`` and
+``commands.py`` ``AskAgentCommand.to_dict`` / ``to_redis_payload``; TypeScript
+``src/protocol/message_header.ts`` ``toDict`` and ``src/protocol/commands.ts``
+``toRedisPayload``; Java ``core/protocol/MessageHeader.java`` (its ``@JsonProperty``
+names). The real Python SDK parses and runs it in ``tests/interop/test_task_envelope.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from worker_runtime.envelope import (
+    FINAL_ANSWER,
+    STREAM_END,
+    encode_ask_agent,
+    new_execution_id,
+    new_message_id,
+    parse_envelope,
+    read_data_event,
+    result_messages,
+    to_task,
+)
+from worker_runtime.messages import decode_task, encode_task, is_control_entry
+from worker_runtime.models import Execution, ExecutionState, Task
+
+HEADER_FIELDS = [
+    "message_id",
+    "session_id",
+    "trace_id",
+    "source_agent_type",
+    "target_agent_type",
+    "parent_message_id",
+    "task_group_id",
+    "user_code",
+    "user_name",
+    "metadata",
+    "trace_parent_span_id",
+    "langfuse_parent_observation_id",
+]
+"""``MessageHeader.to_dict``'s keys, in its order (the three SDKs write the same)."""
+
+HOSTILE = 'échec ✓ 🚀 "quoted" back\\slash \x01 tab\t \ud800 lone'
+
+
+def _task(**extra: Any) -> Task:
+    return Task(
+        task_id=new_message_id(), agent_type="chat", payload={"text": HOSTILE, "n": 1}, **extra
+    )
+
+
+def test_the_envelope_is_by_frameworks_ask_agent() -> None:
+    task = _task(session_id="s-1")
+    fields = encode_ask_agent(task)
+    assert list(fields) == ["data"]  # one field, as to_redis_payload writes
+    data = json.loads(fields["data"])
+    assert list(data) == ["action_type", "header", "body"]
+    assert data["action_type"] == "ASK_AGENT"
+    header = data["header"]
+    assert list(header) == HEADER_FIELDS
+    assert header["message_id"] == task.task_id and task.task_id.startswith("msg-")
+    assert header["session_id"] == "s-1" and header["target_agent_type"] == "chat"
+    assert len(header["trace_id"]) == 32 and int(header["trace_id"], 16) >= 0
+    assert header["source_agent_type"] == ""  # a client's dispatch, as theirs
+    body = data["body"]
+    assert list(body) == ["content", "wait_for_reply"] and body["wait_for_reply"] is False
+    # AskAgentCommand refuses empty content: an empty payload is still "{}".
+    assert (
+        json.loads(encode_ask_agent(Task(task_id="m", agent_type="t"))["data"])["body"]["content"]
+        == "{}"
+    )
+    assert new_execution_id().startswith("exec-")
+
+
+def test_our_envelope_reads_back_as_the_task_submitted() -> None:
+    task = _task(session_id="s-1")
+    envelope = parse_envelope(encode_ask_agent(task))
+    assert envelope is not None and envelope.ours and envelope.served_here
+    back = to_task(envelope, "")
+    assert back.model_dump() == task.model_dump()  # payload, ids, submitted_at, attempt
+    assert decode_task(encode_ask_agent(task)) == back
+    assert not is_control_entry(encode_ask_agent(task))
+
+
+def test_a_task_without_a_session_is_served_only_when_ours() -> None:
+    task = _task()
+    envelope = parse_envelope(encode_ask_agent(task))
+    assert envelope is not None and envelope.served_here
+    assert to_task(envelope, "").session_id is None
+    # Another client's ASK_AGENT without a session has nowhere to send its answer.
+    foreign = json.loads(encode_ask_agent(task)["data"])
+    foreign["header"]["metadata"] = {}
+    other = parse_envelope({"data": json.dumps(foreign)})
+    assert other is not None and not other.served_here
+
+
+def test_a_foreign_envelope_keeps_its_content() -> None:
+    header = {"message_id": "msg-1", "session_id": "s", "trace_id": "t", "metadata": {}}
+    body = {"content": '{"looks": "like json"}', "extra_payload": {"k": 1}}
+    fields = {"data": json.dumps({"action_type": "ASK_AGENT", "header": header, "body": body})}
+    envelope = parse_envelope(fields)
+    assert envelope is not None and not envelope.ours
+    task = to_task(envelope, "chat")
+    assert task.payload == {"content": body["content"], "extra_payload": {"k": 1}, "trace_id": "t"}
+
+
+@pytest.mark.parametrize("content", ["ok", HOSTILE, "", json.dumps({"a": [1, None]})])
+def test_data_messages_are_by_frameworks_data_message(content: str) -> None:
+    task = _task(session_id="s-1")
+    envelope = parse_envelope(encode_ask_agent(task))
+    assert envelope is not None
+    execution = Execution(execution_id="e", task_id=task.task_id, agent_type="chat")
+    execution.state = ExecutionState.SUCCEEDED
+    entries = result_messages(envelope, execution, content or None)
+    kinds = [FINAL_ANSWER, STREAM_END] if content else [STREAM_END]
+    assert [json.loads(e["data"])["event_type"] for e in entries] == kinds
+    for entry in entries:
+        entry["data"].encode("utf-8")  # always writable, lone surrogates escaped
+        message = json.loads(entry["data"])
+        assert list(message) == [
+            "trace_id",
+            "session_id",
+            "event_type",
+            "source_agent_type",
+            "message_id",
+            "parent_message_id",
+            "timestamp",
+            "data",
+            "state_msg",
+            "artifact_url",
+            "metadata",
+        ]
+        assert message["message_id"] == task.task_id and message["session_id"] == "s-1"
+        assert message["source_agent_type"] == "chat"
+        data = message["data"]
+        assert data["agentId"] == "chat" and data["orderId"] == task.task_id
+        assert len(data["id"]) == 32 and data["id"] == data["id"].upper()
+        assert data["choices"][0]["delta"]["role"] == "assistant"
+        event = read_data_event(entry)
+        assert event is not None and event.message_id == task.task_id
+    if content:
+        answer = read_data_event(entries[0])
+        assert answer is not None and answer.content == content
+
+
+def test_a_failure_sends_only_the_end() -> None:
+    envelope = parse_envelope(encode_ask_agent(_task(session_id="s")))
+    assert envelope is not None
+    execution = Execution(execution_id="e", task_id="t", agent_type="chat", error="boom")
+    execution.state = ExecutionState.FAILED
+    (entry,) = result_messages(envelope, execution, "ignored")
+    assert json.loads(entry["data"])["event_type"] == STREAM_END
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"data": 3},
+        {"data": "not json"},
+        {"data": "[1, 2]"},
+        {"data": json.dumps({"event_type": 1, "message_id": "m"})},
+        {"data": json.dumps({"event_type": "finalAnswer", "message_id": "m", "data": []})},
+    ],
+)
+def test_a_foreign_data_entry_reads_as_nothing_or_no_answer(fields: dict[str, Any]) -> None:
+    event = read_data_event(fields)
+    assert event is None or event.content == ""
+
+
+def test_legacy_entries_still_decode() -> None:
+    task = Task(task_id="t-1", agent_type="chat", payload={"text": "hé"}, session_id="s")
+    assert decode_task(encode_task(task)) == task
+    assert parse_envelope(encode_task(task)) is None
