@@ -47,6 +47,7 @@ from bench.faults import (
 from bench.faults_delivery import entries
 from worker_runtime.context import Handler
 from worker_runtime.embedded import RedisServer
+from worker_runtime.envelope import STREAM_END, read_data_event
 from worker_runtime.fleet import FleetReader
 from worker_runtime.instance import WorkerInstance
 from worker_runtime.keys import CONSUMER_GROUP, Keys
@@ -291,10 +292,12 @@ async def stalled_worker(
         result.notes["pending_after"] = await _pending(redis)
         # A graceful stop flushes every write still queued: the results are all in.
         result.exit_codes = await asyncio.to_thread(fleet.stop)
+        # One end of stream per outcome delivered to the client (by-framework's reading).
+        events = [
+            read_data_event(f) for _, f in await entries(redis, keys.session_data_stream(session))
+        ]
         results = Counter(
-            str(f.get("task_id"))
-            for _, f in await entries(redis, keys.session_data_stream(session))
-            if f.get("state") == "succeeded"
+            e.message_id for e in events if e is not None and e.event_type == STREAM_END
         )
         result.notes["results"] = {t: results[t] for t in ids}
         result.notes["double_results"] = sum(1 for t in ids if results[t] > 1)
