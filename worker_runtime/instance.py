@@ -26,7 +26,15 @@ from redis.asyncio.cluster import RedisCluster
 
 from worker_runtime.batcher import Batcher
 from worker_runtime.connection import LOOP_ERRORS, create_redis, is_cluster
-from worker_runtime.consumer import Reader, ensure_group, resolve_group
+from worker_runtime.consumer import (
+    Reader,
+    adopt_group,
+    ensure_group,
+    fleet_group,
+    group_views,
+    resolve_group,
+    several_groups_warning,
+)
 from worker_runtime.context import Handler, RuntimeContext
 from worker_runtime.control import control_loop
 from worker_runtime.heartbeat import beat, trim_acknowledged, trim_executions
@@ -114,6 +122,8 @@ class WorkerInstance:
         self.instance_id = self.settings.resolved_instance_id
         self.replicas: dict[str, Replica] = {}
         self._loops: dict[str, list[asyncio.Task[None]]] = {}
+        self.group_warnings: dict[str, str] = {}
+        """type stream -> the WARNING logged while its tasks reach several groups."""
         self._readers: set[asyncio.Task[None]] = set()
         """The consumer loops of every replica (also in ``_loops``), ended first at a stop."""
         self._heartbeat: asyncio.Task[None] | None = None
@@ -166,7 +176,7 @@ class WorkerInstance:
         for agent_type in self.agent_types:
             stream = keys.type_stream(agent_type)
             # A by-framework fleet may already consume the type in its own group.
-            group = await resolve_group(redis, stream, self.settings.consumer_group)
+            group = await resolve_group(redis, stream, self.settings.consumer_group, keys)
             if group != CONSUMER_GROUP:
                 batcher.groups[stream] = group
         fleet_last = await redis.xrevrange(keys.fleet_stream, count=1)
@@ -392,6 +402,10 @@ class WorkerInstance:
             is_leader=bool(self.singletons and self.singletons.is_leader),
             epoch=self.singletons.epoch if self.singletons else None,
             modules=self.singletons.running if self.singletons else [],
+            consumer_groups={
+                t: ctx.batcher.group_of(ctx.keys.type_stream(t)) for t in self.agent_types
+            },
+            group_warnings=sorted(self.group_warnings.values()),
         )
 
     async def _announce(self) -> None:
@@ -535,6 +549,7 @@ class WorkerInstance:
                     if not replica.lock_lost:
                         await publish(replica)
                 await self.reconcile()
+                await self.follow_groups()
                 beats += 1
                 if beats % _TRIM_EVERY_BEATS == 1:
                     live = [r for r in self.replicas.values() if not r.ended.is_set()]
@@ -547,6 +562,87 @@ class WorkerInstance:
             except Exception:
                 log.exception("heartbeat error")
             await asyncio.sleep(self.settings.heartbeat_interval)
+
+    # -- consumer groups ---------------------------------------------------------------
+
+    async def follow_groups(self) -> None:
+        """Read each type stream in the fleet's consumer group; warn while it has several.
+
+        A by-framework worker that starts after this instance may create a group of its
+        own on a stream this instance reads (a TS or Java ``WorkerRunner`` names one per
+        type set): every task would then run once per group. Its group is fixed by its
+        code, this runtime's is not, so at the next beat the stream moves to that group
+        (:func:`~worker_runtime.consumer.adopt_group`: nothing delivered here is
+        delivered there again, and the old group is parked). Several groups that this
+        runtime cannot merge are logged at WARNING and shown in the instance lease.
+        ``BYAI_CONSUMER_GROUP`` pins the group: then only the warning.
+        See README, "How the runtime behaves", consumer groups.
+        """
+        ctx = self._require_ctx()
+        for agent_type in self.agent_types:
+            stream = ctx.keys.type_stream(agent_type)
+            views = await group_views(ctx.redis, ctx.keys, stream)
+            current = ctx.batcher.group_of(stream)
+            if self.settings.consumer_group:
+                chosen = current
+                others = sorted({v.name for v in views if not v.parked} - {chosen})
+            else:
+                chosen, others = fleet_group(views, current)
+            if chosen != current and any(v.name == chosen for v in views):
+                await self._move_group(stream, current, chosen, views)
+            note = several_groups_warning(stream, chosen, others) if others else None
+            if note is None:
+                self.group_warnings.pop(stream, None)
+            elif self.group_warnings.get(stream) != note:
+                log.warning(note)
+                self.group_warnings[stream] = note
+
+    async def _move_group(self, stream: str, old: str, new: str, views: Sequence[Any]) -> None:
+        """Read ``stream`` in ``new`` from now on (see :meth:`follow_groups`)."""
+        ctx = self._require_ctx()
+        old_last, new_before, new_after = await adopt_group(ctx.redis, stream, old, new)
+        # From here to the new readers nothing awaits: entries read in the old group so
+        # far (running, or their ack queued) are acknowledged in it.
+        batcher = ctx.batcher
+        for replica in self.replicas.values():
+            for key in replica.inflight:
+                name, _, entry_id = key.partition(" ")
+                if name == stream:
+                    batcher.read_in.setdefault((stream, entry_id), old)
+        batcher.pin_unconfirmed(stream, old)
+        if new == CONSUMER_GROUP:
+            batcher.groups.pop(stream, None)
+        else:
+            batcher.groups[stream] = new
+        for replica in list(self.replicas.values()):
+            if replica.ended.is_set():
+                continue
+
+            def select(replica: Replica = replica) -> list[str]:
+                return [s for s in replica.readable_streams() if s == stream]
+
+            reader = asyncio.create_task(Reader(replica, select, new).run())
+            self._readers.add(reader)
+            reader.add_done_callback(self._readers.discard)
+            self._watch(reader, f"{replica.worker_id}: the consumer loop", replica)
+            self._loops.setdefault(replica.worker_id, []).append(reader)
+        stranded = next((list(v.live) for v in views if v.name == old), [])
+        log.warning(
+            "%s: by-framework workers read it in consumer group %r: this instance moved "
+            "from %r to it so each task runs once (%r parked after %s; %r starts after %s, "
+            "was %s)%s",
+            stream,
+            new,
+            old,
+            old,
+            old_last or "-",
+            new,
+            new_after,
+            new_before,
+            f"; {old!r} delivers nothing now to its other readers {stranded}"
+            if [c for c in stranded if c not in self.replicas]
+            else "",
+        )
 
     # -- stop --------------------------------------------------------------------------
 
