@@ -135,32 +135,52 @@ class GroupView:
     """Its consumers that hold a worker lease right now (a runtime reading it)."""
 
 
-async def group_views(redis: Any, keys: Keys, stream: str) -> list[GroupView]:
-    """The stream's consumer groups, with their live consumers ([] when no stream)."""
+async def group_views(
+    redis: Any, keys: Keys, stream: str, agent_type: str | None = None, ours: Any = ()
+) -> list[GroupView]:
+    """The stream's consumer groups, with their live readers ([] when no stream).
+
+    A group's live readers are its consumers that hold a worker lease. Redis adds a
+    consumer to a group only when an entry is delivered to it, so a worker that
+    created its group at ``$`` (Java's ``WorkerRunner``) and waits for work is not a
+    consumer yet: a group without consumers counts as read by the live workers of
+    ``agent_type``'s routing set that are consumers of no group of the stream (and
+    are not in ``ours``, this process's own replicas).
+    """
     try:
         reply = await redis.xinfo_groups(stream)
     except ResponseError:
         return []  # no such key yet
     groups = [g for g in reply or [] if isinstance(g, dict)]
-    views: list[GroupView] = []
+    members: dict[str, list[str]] = {}
     for g in groups:
         name = str(g.get("name"))
-        parked = str(g.get("last-delivered-id")) == PARKED_ID
-        consumers: list[str] = []
-        if not parked and int(g.get("consumers") or 0):
+        members[name] = []
+        if int(g.get("consumers") or 0):
             try:
                 rows = await redis.xinfo_consumers(stream, name)
             except ResponseError:
                 rows = []
-            consumers = [str(r.get("name")) for r in rows or [] if isinstance(r, dict)]
-        live: list[str] = []
-        if consumers:
-            pipe = redis.pipeline(transaction=False)
-            for c in consumers:
-                pipe.exists(keys.worker_online(c))
-            found = await pipe.execute(raise_on_error=False)
-            live = [c for c, n in zip(consumers, found, strict=True) if n == 1]
-        views.append(GroupView(name, parked, live))
+            members[name] = [str(r.get("name")) for r in rows or [] if isinstance(r, dict)]
+    routed: list[str] = []
+    if agent_type is not None and any(not m for m in members.values()):
+        raw = await redis.smembers(keys.type_workers(agent_type))
+        attached = {c for m in members.values() for c in m} | set(ours)
+        routed = sorted({str(w) for w in raw or ()} - attached)
+    names = sorted({c for m in members.values() for c in m} | set(routed))
+    alive: set[str] = set()
+    if names:
+        pipe = redis.pipeline(transaction=False)
+        for c in names:
+            pipe.exists(keys.worker_online(c))
+        found = await pipe.execute(raise_on_error=False)
+        alive = {c for c, n in zip(names, found, strict=True) if n == 1}
+    views: list[GroupView] = []
+    for g in groups:
+        name = str(g.get("name"))
+        parked = str(g.get("last-delivered-id")) == PARKED_ID
+        readers = members[name] or routed
+        views.append(GroupView(name, parked, [] if parked else [c for c in readers if c in alive]))
     return views
 
 
@@ -203,7 +223,11 @@ def several_groups_warning(stream: str, chosen: str, others: list[str]) -> str:
 
 
 async def resolve_group(
-    redis: Any, stream: str, configured: str = "", keys: Keys | None = None
+    redis: Any,
+    stream: str,
+    configured: str = "",
+    keys: Keys | None = None,
+    agent_type: str | None = None,
 ) -> str:
     """The consumer group to consume an agent type stream in (created if missing).
 
@@ -211,7 +235,7 @@ async def resolve_group(
     choice. A stream that already has several groups is logged at WARNING: its tasks
     run once per group.
     """
-    views = await group_views(redis, keys or Keys(), stream)
+    views = await group_views(redis, keys or Keys(), stream, agent_type)
     if configured:
         chosen = configured
         others = sorted({v.name for v in views if not v.parked} - {chosen})

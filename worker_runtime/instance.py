@@ -176,7 +176,9 @@ class WorkerInstance:
         for agent_type in self.agent_types:
             stream = keys.type_stream(agent_type)
             # A by-framework fleet may already consume the type in its own group.
-            group = await resolve_group(redis, stream, self.settings.consumer_group, keys)
+            group = await resolve_group(
+                redis, stream, self.settings.consumer_group, keys, agent_type
+            )
             if group != CONSUMER_GROUP:
                 batcher.groups[stream] = group
         fleet_last = await redis.xrevrange(keys.fleet_stream, count=1)
@@ -581,7 +583,7 @@ class WorkerInstance:
         ctx = self._require_ctx()
         for agent_type in self.agent_types:
             stream = ctx.keys.type_stream(agent_type)
-            views = await group_views(ctx.redis, ctx.keys, stream)
+            views = await group_views(ctx.redis, ctx.keys, stream, agent_type, self.replicas)
             current = ctx.batcher.group_of(stream)
             if self.settings.consumer_group:
                 chosen = current
@@ -590,6 +592,7 @@ class WorkerInstance:
                 chosen, others = fleet_group(views, current)
             if chosen != current and any(v.name == chosen for v in views):
                 await self._move_group(stream, current, chosen, views)
+                others = [g for g in others if g != current]  # parked now
             note = several_groups_warning(stream, chosen, others) if others else None
             if note is None:
                 self.group_warnings.pop(stream, None)
