@@ -272,6 +272,8 @@ class Reader:
         self.group = group
         self.ctx = replica.ctx
         self._recover = True
+        self._gone: set[str] = set()
+        """Streams whose old group (before a move to the fleet's) no longer exists."""
         self._idle = False
         """The last read waited its whole block for nothing (see :meth:`_read_new`)."""
         self._turn = 0
@@ -313,7 +315,7 @@ class Reader:
         backoff = 0.1
         while not replica.ended.is_set() and not replica.stopping:
             replica.tick()
-            streams = self.select()
+            streams = [s for s in self.select() if s not in self._gone]
             if not streams:
                 self._unpark()
                 await replica.wait_change(block_s)
@@ -346,6 +348,11 @@ class Reader:
                 if "NOGROUP" in str(exc):
                     # Redis restarted or the stream was deleted: recreate and go on.
                     for stream in streams:
+                        if self.group != self.ctx.batcher.group_of(stream):
+                            # The group this stream moved away from was destroyed:
+                            # recreated at 0 it would deliver the whole stream again.
+                            self._gone.add(stream)
+                            continue
                         await ensure_group(self.ctx.redis, stream, self.group)
                     continue
                 log.error("%s: read failed: %s", replica.worker_id, exc)

@@ -186,6 +186,60 @@ async def test_ts_worker_runner_and_ours(fleet: Fleet) -> None:
 
 
 @pytest.mark.parametrize("fleet", ["single"], indirect=True)
+async def test_ts_run_worker_helper_and_ours(fleet: Fleet) -> None:
+    """TS SDK ``src/app.ts`` ``runWorker``: ``groupName: options.consumerGroup ||
+    'agent_engines'`` handed to ``WorkerRunner`` (``setupStreams`` at ``0``, ``poll``,
+    ``processAndAck``; simulated: ``tests/interop/foreign_consumer.py``)."""
+
+    def start(worker_id: str, types: list[str]) -> LoggedProcess:
+        return _start_sim(fleet, "ts-run-worker", worker_id, types)
+
+    await _mixed_fleet(fleet, "grp-tsh", lambda _t: "agent_engines", start)
+
+
+@pytest.mark.parametrize("fleet", ["cluster"], indirect=True)
+async def test_ts_worker_runner_and_ours_on_a_cluster(fleet: Fleet) -> None:
+    """As :func:`test_ts_worker_runner_and_ours` on the 3-node cluster (v2 keys): TS
+    ``WorkerRunner.poll`` reads each type stream alone (one slot per call)."""
+
+    def start(worker_id: str, types: list[str]) -> LoggedProcess:
+        return _start_sim(fleet, "ts-runner", worker_id, types)
+
+    await _mixed_fleet(fleet, "grp-tsc", lambda t: group_name("ts-runner", [t]), start)
+
+
+@pytest.mark.parametrize("fleet", ["single"], indirect=True)
+async def test_two_by_framework_groups_are_reported_loudly(fleet: Fleet) -> None:
+    """TS SDK ``WorkerRunner`` (``autoGroupName``) and ``runWorker`` (``agent_engines``)
+    on one type: two groups this runtime cannot merge. Ours starts (its WARNING names
+    both), reports them in its instance lease, and the console alerts."""
+    agent_type = "grp-two"
+    _start_sim(fleet, "ts-runner", "grp-two-f1", [agent_type])
+    _start_sim(fleet, "ts-run-worker", "grp-two-f2", [agent_type])
+    hashed = group_name("ts-runner", [agent_type])
+    for worker_id in ("grp-two-f1", "grp-two-f2"):
+        await _online(fleet, worker_id)
+    await _until(lambda: _has_group(fleet, agent_type, hashed), hashed)
+    await _until(lambda: _has_group(fleet, agent_type, "agent_engines"), "agent_engines")
+    ours = fleet.start_our_worker("grp-two", [agent_type], handler=HANDLER, env=OURS_ENV)
+
+    async def reported() -> InstanceLease | None:
+        lease = await _lease(fleet, "grp-two")
+        return lease if lease.group_warnings else None
+
+    lease = await _until(reported, "the groups in the instance lease")
+    assert lease.consumer_groups == {agent_type: "agent_engines"}  # the first, sorted
+    assert hashed in lease.group_warnings[0]
+    warnings = [line for line in ours.log().splitlines() if "WARNING" in line and hashed in line]
+    assert warnings and "runs once per group" in warnings[0]
+    assert sorted(await _groups(fleet, agent_type)) == sorted([hashed, "agent_engines"])
+    snap = await FleetReader(fleet.redis, fleet.keys).read()
+    row = next(t for t in snap.types if t.name == agent_type)
+    assert row.groups == sorted([hashed, "agent_engines"])
+    assert fleet.error_lines() == {}
+
+
+@pytest.mark.parametrize("fleet", ["single"], indirect=True)
 async def test_java_worker_runner_and_ours(fleet: Fleet) -> None:
     """Java SDK ``worker/WorkerRunner.java``: ``autoGroupName`` (sha1, 5 bytes),
     ``xgroupCreateIfNotExists`` at ``$`` MKSTREAM (``StandaloneRedisStreamOps``),
