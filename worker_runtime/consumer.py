@@ -37,7 +37,9 @@ from worker_runtime.envelope import (
     parse_envelope,
     to_task,
 )
-from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.keys import CONSUMER_GROUP, PARKED_ID, Keys
+
+__all__ = ["PARKED_ID", "GroupView", "Reader", "adopt_group", "ensure_group", "fleet_group"]
 from worker_runtime.messages import decode_task, is_control_entry, task_of_entry
 from worker_runtime.models import Task
 from worker_runtime.replica import Replica
@@ -80,11 +82,6 @@ async def ensure_group(redis: Any, stream: str, group: str = CONSUMER_GROUP) -> 
         if "BUSYGROUP" not in str(exc):
             raise
 
-
-PARKED_ID = "18446744073709551615-0"
-"""Last-delivered id of a group this runtime retired: past any entry, it delivers nothing.
-
-Not the largest id, so ``XRANGE (PARKED_ID +`` stays valid for readers of the stream."""
 
 # Move this runtime's reading of one stream from group ARGV[1] to group ARGV[2] in one
 # step: the entries ARGV[1] already delivered are never delivered again by ARGV[2]

@@ -17,7 +17,8 @@ from redis.asyncio import Redis
 
 from tests.integration.runtime_helpers import eventually, make_instance
 from worker_runtime.consumer import PARKED_ID, GroupView, adopt_group, fleet_group, group_views
-from worker_runtime.fleet import FleetReader
+from worker_runtime.fleet import _QUEUE_HEALTH, FleetReader
+from worker_runtime.heartbeat import _safe_minid
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.models import Task
 from worker_runtime.producer import Producer
@@ -160,3 +161,23 @@ async def _true(value: bool) -> bool:
 async def _no_pending(redis: Redis, stream: str, group: str) -> bool:
     summary: Any = await redis.xpending(stream, group)
     return int(summary["pending"]) == 0
+
+
+def test_the_console_script_knows_the_parked_id() -> None:
+    assert f"'{PARKED_ID}'" in _QUEUE_HEALTH
+
+
+async def test_a_stream_moved_away_from_stays_trimmed(redis: Redis) -> None:
+    stream = K.type_stream("trim")
+    ids = [str(await redis.xadd(stream, {"n": str(i)})) for i in range(3)]
+    await redis.xgroup_create(stream, CONSUMER_GROUP, id="0")
+    await _ids(redis, stream, CONSUMER_GROUP, "ours")
+    await redis.xgroup_create(stream, F, id="$")
+    await adopt_group(redis, stream, CONSUMER_GROUP, F)
+    groups: Any = await redis.xinfo_groups(stream)
+    # Ours still holds three entries: nothing may be trimmed.
+    assert _safe_minid(groups, await redis.xpending(stream, F), F) is None
+    await redis.xack(stream, CONSUMER_GROUP, *ids)
+    groups = await redis.xinfo_groups(stream)
+    minid = _safe_minid(groups, await redis.xpending(stream, F), F)
+    assert minid is not None and minid > ids[-1]
