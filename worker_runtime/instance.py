@@ -23,6 +23,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ResponseError
 
 from worker_runtime.batcher import Batcher
 from worker_runtime.connection import LOOP_ERRORS, create_redis, is_cluster
@@ -39,7 +40,7 @@ from worker_runtime.context import Handler, RuntimeContext
 from worker_runtime.control import control_loop
 from worker_runtime.heartbeat import beat, trim_acknowledged, trim_executions
 from worker_runtime.ipaddr import detect_ip
-from worker_runtime.keys import CONSUMER_GROUP
+from worker_runtime.keys import CONSUMER_GROUP, PARKED_ID
 from worker_runtime.messages import decode_command
 from worker_runtime.models import CommandAction, InstanceLease, Lifecycle, now_ms
 from worker_runtime.names import check_agent_type
@@ -581,17 +582,38 @@ class WorkerInstance:
         See README, "How the runtime behaves", consumer groups.
         """
         ctx = self._require_ctx()
-        for agent_type in self.agent_types:
-            stream = ctx.keys.type_stream(agent_type)
-            views = await group_views(ctx.redis, ctx.keys, stream, agent_type, self.replicas)
+        streams = {t: ctx.keys.type_stream(t) for t in self.agent_types}
+        # One round trip for every type: most streams have only the group read here.
+        pipe = ctx.redis.pipeline(transaction=False)
+        for stream in streams.values():
+            pipe.xinfo_groups(stream)
+        replies = await pipe.execute(raise_on_error=False)
+        for (agent_type, stream), reply in zip(streams.items(), replies, strict=True):
             current = ctx.batcher.group_of(stream)
+            names = [
+                str(g.get("name"))
+                for g in (reply if isinstance(reply, list) else [])
+                if isinstance(g, dict) and str(g.get("last-delivered-id")) != PARKED_ID
+            ]
+            if names == [current] or isinstance(reply, BaseException):
+                self.group_warnings.pop(stream, None)
+                continue  # the usual case (or no stream yet): nothing to weigh
+            try:
+                views = await group_views(ctx.redis, ctx.keys, stream, agent_type, self.replicas)
+            except ResponseError as exc:
+                log.warning("%s: consumer groups not examined: %s", stream, exc)
+                continue
             if self.settings.consumer_group:
                 chosen = current
                 others = sorted({v.name for v in views if not v.parked} - {chosen})
             else:
                 chosen, others = fleet_group(views, current)
             if chosen != current and any(v.name == chosen for v in views):
-                await self._move_group(stream, current, chosen, views)
+                try:
+                    await self._move_group(stream, current, chosen, views)
+                except ResponseError as exc:
+                    log.warning("%s: could not move to group %r: %s", stream, chosen, exc)
+                    continue
                 others = [g for g in others if g != current]  # parked now
             note = several_groups_warning(stream, chosen, others) if others else None
             if note is None:
