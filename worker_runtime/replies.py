@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from worker_runtime.keys import PARKED_ID
 from worker_runtime.quota import parse_count
 
 MAX_NAME = 1024
@@ -276,7 +277,8 @@ def queue_health_plain(
     health = QueueHealth(exists=isinstance(groups, list))
     for group in groups if isinstance(groups, list) else ():
         name = group.get("name") if isinstance(group, dict) else None
-        if isinstance(name, str) and len(name) <= MAX_NAME:
+        parked = isinstance(group, dict) and str(group.get("last-delivered-id")) == PARKED_ID
+        if isinstance(name, str) and len(name) <= MAX_NAME and not parked:
             health.groups.append(name)
     health.groups.sort()
     if isinstance(summary, dict):

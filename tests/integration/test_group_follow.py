@@ -22,6 +22,7 @@ from worker_runtime.heartbeat import _safe_minid
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.models import Task
 from worker_runtime.producer import Producer
+from worker_runtime.replies import queue_health_plain
 
 K = Keys()
 F = "byai_gateway:consumer_group:agent_engines:0123456789"
@@ -80,6 +81,8 @@ async def test_a_move_never_delivers_again_what_the_old_group_delivered(redis: R
     await redis.sadd(K.agent_types, "mv")
     row = next(t for t in (await FleetReader(redis, K).read()).types if t.name == "mv")
     assert row.groups == [F]
+    plain = queue_health_plain(await redis.xinfo_groups(stream), {}, [], [], None)
+    assert plain.groups == [F]  # the same where scripts are refused
 
 
 async def test_a_group_ahead_keeps_its_place(redis: Redis) -> None:
