@@ -225,12 +225,13 @@ async def resolve_group(
     configured: str = "",
     keys: Keys | None = None,
     agent_type: str | None = None,
+    notes: dict[str, str] | None = None,
 ) -> str:
     """The consumer group to consume an agent type stream in (created if missing).
 
     ``configured`` (``BYAI_CONSUMER_GROUP``) when set; else :func:`fleet_group`'s
-    choice. A stream that already has several groups is logged at WARNING: its tasks
-    run once per group.
+    choice. A stream that already has several groups is logged at WARNING (and the line
+    kept in ``notes``, by stream): its tasks run once per group.
     """
     views = await group_views(redis, keys or Keys(), stream, agent_type)
     if configured:
@@ -241,7 +242,10 @@ async def resolve_group(
         if any(v.name == chosen for v in views) and chosen != CONSUMER_GROUP:
             log.info("%s: joining its existing consumer group %r", stream, chosen)
     if others:
-        log.warning(several_groups_warning(stream, chosen, others))
+        note = several_groups_warning(stream, chosen, others)
+        log.warning(note)
+        if notes is not None:
+            notes[stream] = note  # shown in the instance lease from its first write
     await ensure_group(redis, stream, chosen)
     return chosen
 

@@ -178,7 +178,7 @@ class WorkerInstance:
             stream = keys.type_stream(agent_type)
             # A by-framework fleet may already consume the type in its own group.
             group = await resolve_group(
-                redis, stream, self.settings.consumer_group, keys, agent_type
+                redis, stream, self.settings.consumer_group, keys, agent_type, self.group_warnings
             )
             if group != CONSUMER_GROUP:
                 batcher.groups[stream] = group

@@ -223,15 +223,19 @@ async def test_two_by_framework_groups_are_reported_loudly(fleet: Fleet) -> None
     await _until(lambda: _has_group(fleet, agent_type, "agent_engines"), "agent_engines")
     ours = fleet.start_our_worker("grp-two", [agent_type], handler=HANDLER, env=OURS_ENV)
 
-    async def reported() -> InstanceLease | None:
+    async def written() -> InstanceLease | None:
         lease = await _lease(fleet, "grp-two")
-        return lease if lease.group_warnings else None
+        return lease if lease.instance_id else None
 
-    lease = await _until(reported, "the groups in the instance lease")
+    lease = await _until(written, "the instance lease")
+    # From its first lease on, before it read a task.
     assert lease.consumer_groups == {agent_type: "agent_engines"}  # the first, sorted
-    assert hashed in lease.group_warnings[0]
+    assert len(lease.group_warnings) == 1 and hashed in lease.group_warnings[0]
+    await _online(fleet, "grp-two-r0")
+    await asyncio.sleep(1.5)  # three beats: the warning is logged once, not at every beat
     warnings = [line for line in ours.log().splitlines() if "WARNING" in line and hashed in line]
-    assert warnings and "runs once per group" in warnings[0]
+    assert len(warnings) == 1 and "runs once per group" in warnings[0], warnings
+    assert (await _lease(fleet, "grp-two")).group_warnings == lease.group_warnings
     assert sorted(await _groups(fleet, agent_type)) == sorted([hashed, "agent_engines"])
     snap = await FleetReader(fleet.redis, fleet.keys).read()
     row = next(t for t in snap.types if t.name == agent_type)
