@@ -777,7 +777,7 @@ class WorkerInstance:
         streams = [ctx.keys.type_stream(t) for t in self.agent_types]
         streams += [ctx.keys.worker_stream(wid) for wid in self.replicas]
         for stream in streams:
-            if not await _stream_idle(ctx.redis, stream):
+            if not await _stream_idle(ctx.redis, stream, ctx.batcher.group_of(stream)):
                 return False
         # A task read while the streams were checked is in flight (or pending) now.
         return not any(r.inflight for r in self.replicas.values())
@@ -793,10 +793,14 @@ class WorkerInstance:
         return self.ctx
 
 
-async def _stream_idle(redis: Redis | RedisCluster, stream: str) -> bool:
+async def _stream_idle(
+    redis: Redis | RedisCluster, stream: str, ours: str = CONSUMER_GROUP
+) -> bool:
     """No entry of ``stream`` waits for the consumer group or for an acknowledgement."""
     groups: Any = await redis.xinfo_groups(stream) if await redis.exists(stream) else []
-    group = next((g for g in groups if str(g.get("name")) == CONSUMER_GROUP), None)
+    if any(str(g.get("last-delivered-id")) == PARKED_ID and g.get("pending") for g in groups):
+        return False  # entries read before a move to the fleet's group still run
+    group = next((g for g in groups if str(g.get("name")) == ours), None)
     if group is None:  # no group (yet): idle only when nothing was ever added
         return not await redis.exists(stream)
     if int(group.get("pending") or 0):

@@ -153,6 +153,7 @@ async def test_an_instance_moves_with_tasks_in_flight(redis: Redis, redis_url: s
         assert groups[CONSUMER_GROUP]["last-delivered-id"] == PARKED_ID
         assert sorted(ran) == sorted([*held, *later])  # each once
         assert instance.instance_lease().consumer_groups == {agent_type: F}
+        assert await instance.is_idle()  # judged by the group it reads now
     finally:
         await instance.stop()
 
