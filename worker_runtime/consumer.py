@@ -23,7 +23,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from redis.exceptions import ResponseError
@@ -41,7 +41,7 @@ from worker_runtime.keys import CONSUMER_GROUP, PARKED_ID, Keys
 
 __all__ = ["PARKED_ID", "GroupView", "Reader", "adopt_group", "ensure_group", "fleet_group"]
 from worker_runtime.messages import decode_task, is_control_entry, task_of_entry
-from worker_runtime.models import Task
+from worker_runtime.models import Lease, Task
 from worker_runtime.replica import Replica
 from worker_runtime.replies import iter_reply, pairs_to_dict
 
@@ -130,6 +130,9 @@ class GroupView:
     """Retired by this runtime (see :data:`PARKED_ID`): delivers nothing any more."""
     live: list[str]
     """Its consumers that hold a worker lease right now (a runtime reading it)."""
+    foreign: list[str] = field(default_factory=list)
+    """Those of ``live`` whose lease advertises no worker_runtime capabilities: other
+    runtimes' workers (by-framework's leases have no such field)."""
 
 
 async def group_views(
@@ -166,18 +169,23 @@ async def group_views(
         routed = sorted({str(w) for w in raw or ()} - attached)
     names = sorted({c for m in members.values() for c in m} | set(routed))
     alive: set[str] = set()
+    theirs: set[str] = set()
     if names:
         pipe = redis.pipeline(transaction=False)
         for c in names:
-            pipe.exists(keys.worker_online(c))
+            pipe.get(keys.worker_online(c))
         found = await pipe.execute(raise_on_error=False)
-        alive = {c for c, n in zip(names, found, strict=True) if n == 1}
+        for c, raw in zip(names, found, strict=True):
+            if isinstance(raw, (str, bytes)):
+                alive.add(c)
+                if Lease.parse(raw).capabilities is None:
+                    theirs.add(c)
     views: list[GroupView] = []
     for g in groups:
         name = str(g.get("name"))
         parked = str(g.get("last-delivered-id")) == PARKED_ID
-        readers = members[name] or routed
-        views.append(GroupView(name, parked, [] if parked else [c for c in readers if c in alive]))
+        readers = [] if parked else [c for c in members[name] or routed if c in alive]
+        views.append(GroupView(name, parked, readers, [c for c in readers if c in theirs]))
     return views
 
 
@@ -188,15 +196,17 @@ def fleet_group(views: list[GroupView], current: str | None) -> tuple[str, list[
     that has readers. by-framework's workers never change the group they read (its
     name is fixed by their code: ``agent_engines`` from ``run_worker``/``runWorker``,
     a name per type set from a TS or Java ``WorkerRunner``); this runtime can. So a
-    group that live consumers read and that is not :data:`CONSUMER_GROUP` (a name this
-    runtime never creates) is the fleet's: when exactly one exists, it is the one.
+    group that live by-framework workers read (``foreign``) and that is not
+    :data:`CONSUMER_GROUP` (the name this runtime creates, which it parks when it
+    moves, so a by-framework worker still reading it gets nothing more) is the
+    fleet's: when exactly one exists, it is the one.
     Otherwise the group already read (``current``), else :data:`CONSUMER_GROUP` when
     the stream has it or no group at all, else the stream's first group. Parked
     groups (see :data:`PARKED_ID`) deliver nothing and are never chosen.
     """
     open_ = [v for v in views if not v.parked]
     names = [v.name for v in open_]
-    fleet = sorted(v.name for v in open_ if v.live and v.name != CONSUMER_GROUP)
+    fleet = sorted(v.name for v in open_ if v.foreign and v.name != CONSUMER_GROUP)
     if len(fleet) == 1:
         chosen = fleet[0]
     elif current is not None and current in names:

@@ -28,8 +28,9 @@ K = Keys()
 F = "byai_gateway:consumer_group:agent_engines:0123456789"
 
 
-def _v(name: str, live: bool = False, parked: bool = False) -> GroupView:
-    return GroupView(name, parked, ["w"] if live else [])
+def _v(name: str, live: bool = False, parked: bool = False, ours: bool = False) -> GroupView:
+    readers = ["w"] if live else []
+    return GroupView(name, parked, readers, [] if ours else readers)
 
 
 def test_the_fleet_group_is_the_one_live_group_not_ours() -> None:
@@ -48,6 +49,12 @@ def test_the_fleet_group_is_the_one_live_group_not_ours() -> None:
     two = [_v("agent_engines", True), _v(F, True)]
     assert fleet_group(two, F) == (F, ["agent_engines"])
     assert fleet_group(two, None) == ("agent_engines", [F])
+    # A group only worker_runtime workers read (an earlier move) is no fleet group: a
+    # by-framework worker's group that appears later wins.
+    assert fleet_group([_v(F, True, ours=True), _v("agent_engines", True)], F) == (
+        "agent_engines",
+        [F],
+    )
     # A parked group is never chosen nor counted.
     assert fleet_group([_v(CONSUMER_GROUP, parked=True), _v(F, True)], F) == (F, [])
     assert fleet_group([_v(CONSUMER_GROUP, parked=True), _v(F)], None) == (F, [])
@@ -103,15 +110,16 @@ async def test_a_consumerless_group_is_read_by_the_types_unattached_workers(
     await redis.xgroup_create(stream, F, id="$")  # Java: created at $, nothing delivered
     await redis.sadd(K.type_workers("idle"), "java-1", "ours-r0")
     await redis.set(K.worker_online("java-1"), "{}", ex=30)
-    await redis.set(K.worker_online("ours-r0"), "{}", ex=30)
+    await redis.set(K.worker_online("ours-r0"), json.dumps({"capabilities": ["confirm"]}), ex=30)
     views = {v.name: v for v in await group_views(redis, K, stream, "idle", ours={"ours-r0"})}
-    assert views[F].live == ["java-1"]
+    assert views[F].live == views[F].foreign == ["java-1"]
     assert views[CONSUMER_GROUP].live == ["java-1"]  # no consumers either: both may be
     await redis.xreadgroup(CONSUMER_GROUP, "ours-r0", {stream: ">"}, count=1)
     await redis.xadd(stream, {"n": "1"})
     await redis.xreadgroup(CONSUMER_GROUP, "ours-r0", {stream: ">"}, count=1)
     views = {v.name: v for v in await group_views(redis, K, stream, "idle", ours={"ours-r0"})}
     assert views[CONSUMER_GROUP].live == ["ours-r0"] and views[F].live == ["java-1"]
+    assert views[CONSUMER_GROUP].foreign == []  # its lease is worker_runtime's
     assert fleet_group(list(views.values()), CONSUMER_GROUP)[0] == F
 
 
