@@ -3,7 +3,8 @@
 The TS and Java SDKs are not on the registries this project can reach; this process
 does on Redis what their task consumers do, read from their sources
 (beyonai/by-framework-ts ``src/runner.ts``, ``src/app.ts``, ``src/registry.ts``,
-``src/worker.ts``; beyonai/by-framework-java ``worker/WorkerRunner.java``,
+``src/worker.ts``; beyonai/by-framework-java, under
+``by-framework/src/main/java/com/iwhaleai/byai/framework/``: ``worker/WorkerRunner.java``,
 ``common/StandaloneRedisStreamOps.java``, ``common/ClusterRedisStreamOps.java``):
 
 ``FOREIGN_SDK`` picks the behaviour:
