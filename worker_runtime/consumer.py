@@ -38,8 +38,6 @@ from worker_runtime.envelope import (
     to_task,
 )
 from worker_runtime.keys import CONSUMER_GROUP, PARKED_ID, Keys
-
-__all__ = ["PARKED_ID", "GroupView", "Reader", "adopt_group", "ensure_group", "fleet_group"]
 from worker_runtime.messages import decode_task, is_control_entry, task_of_entry
 from worker_runtime.models import Lease, Task
 from worker_runtime.replica import Replica

@@ -16,10 +16,10 @@ from typing import Any
 from redis.asyncio import Redis
 
 from tests.integration.runtime_helpers import eventually, make_instance
-from worker_runtime.consumer import PARKED_ID, GroupView, adopt_group, fleet_group, group_views
+from worker_runtime.consumer import GroupView, adopt_group, fleet_group, group_views
 from worker_runtime.fleet import _QUEUE_HEALTH, FleetReader
 from worker_runtime.heartbeat import _safe_minid
-from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.keys import CONSUMER_GROUP, PARKED_ID, Keys
 from worker_runtime.models import Task
 from worker_runtime.producer import Producer
 from worker_runtime.replies import queue_health_plain

@@ -30,9 +30,8 @@ from redis.exceptions import ResponseError
 from tests.handlers import DONE_LIST
 from tests.interop.foreign_consumer import group_name
 from tests.interop.harness import HERE, Fleet, LoggedProcess
-from worker_runtime.consumer import PARKED_ID
 from worker_runtime.fleet import FleetReader
-from worker_runtime.keys import CONSUMER_GROUP
+from worker_runtime.keys import CONSUMER_GROUP, PARKED_ID
 from worker_runtime.models import InstanceLease
 
 HANDLER = "tests.interop.data_handlers:answer"
