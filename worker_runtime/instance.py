@@ -85,6 +85,11 @@ STOP_BOUND_S = sum(_STOP_STEP_S.values()) + 4 * _ABANDON_S
 """How much longer than the grace period a stop may take, at most (8.5 s)."""
 
 
+GROUP_CHECK_S = 1.0
+"""Seconds between two reads of the type streams' consumer groups (see
+:meth:`WorkerInstance.follow_groups`)."""
+
+
 class WorkerInstance:
     """Runs ``handler`` for ``agent_types`` in ``replicas`` replicas.
 
@@ -136,6 +141,7 @@ class WorkerInstance:
         self.periodic = [*declared(), *periodic]
         self.singletons: Singletons | None = None
         self._fleet: asyncio.Task[None] | None = None
+        self._groups: asyncio.Task[None] | None = None
         self._scale_lock = asyncio.Lock()
         self.scaled = False
         """Whether a scale target or override applies to this instance."""
@@ -196,6 +202,8 @@ class WorkerInstance:
             self._fleet_loop(str(fleet_last[0][0]) if fleet_last else "0-0"), name="fleet"
         )
         self._watch(self._fleet, "the fleet loop")
+        self._groups = asyncio.create_task(self._groups_loop(), name="consumer groups")
+        self._watch(self._groups, "the consumer group loop")
         self.singletons = Singletons(self.ctx, self.periodic)
         self.singletons.start()
         enabled = ["consumer", "heartbeat", "control", "scale"]
@@ -540,6 +548,27 @@ class WorkerInstance:
                 log.warning("fleet stream unavailable (%s)", exc)
                 await asyncio.sleep(1.0)
 
+    async def _groups_loop(self) -> None:
+        """:meth:`follow_groups` every :data:`GROUP_CHECK_S` (or beat, when shorter).
+
+        Tasks that arrive between a by-framework worker creating its own group and this
+        instance moving to it run once per group: the check is cheaper and more frequent
+        than a beat (one pipelined ``XINFO GROUPS`` while every stream has one group).
+        """
+        every = min(GROUP_CHECK_S, self.settings.heartbeat_interval)
+        failing: str | None = None
+        while not self._stopping:
+            await asyncio.sleep(every)
+            try:
+                await self.follow_groups()
+                failing = None
+            except LOOP_ERRORS as exc:
+                log.debug("consumer groups not read (%s); the heartbeat reports outages", exc)
+            except Exception as exc:  # the instance keeps serving the group it reads
+                if failing != repr(exc):
+                    log.warning("consumer groups not followed: %r", exc)
+                failing = repr(exc)
+
     async def _heartbeat_loop(self) -> None:
         ctx = self._require_ctx()
         beats = 0
@@ -552,7 +581,6 @@ class WorkerInstance:
                     if not replica.lock_lost:
                         await publish(replica)
                 await self.reconcile()
-                await self.follow_groups()
                 beats += 1
                 if beats % _TRIM_EVERY_BEATS == 1:
                     live = [r for r in self.replicas.values() if not r.ended.is_set()]
@@ -698,7 +726,7 @@ class WorkerInstance:
                 await cancel_and_wait(list(self._readers), timeout=_STOP_STEP_S["readers"])
             await cancel_and_wait(pending, timeout=_STOP_STEP_S["cancel"])
         loops = [t for ts in self._loops.values() for t in ts]
-        loops += [t for t in (self._heartbeat, self._fleet) if t is not None]
+        loops += [t for t in (self._heartbeat, self._fleet, self._groups) if t is not None]
         await cancel_and_wait(loops, timeout=_STOP_STEP_S["loops"])
         if self.ctx is not None:
             await _bounded(self.ctx.batcher.close(), _STOP_STEP_S["flush"], "final write flush")
