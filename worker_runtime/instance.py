@@ -602,8 +602,9 @@ class WorkerInstance:
         A by-framework worker that starts after this instance may create a group of its
         own on a stream this instance reads (a TS or Java ``WorkerRunner`` names one per
         type set): every task would then run once per group. Its group is fixed by its
-        code, this runtime's is not, so at the next beat the stream moves to that group
-        (:func:`~worker_runtime.consumer.adopt_group`: nothing delivered here is
+        code, this runtime's is not, so within a second (:meth:`_groups_loop`) the
+        stream moves to that group (:func:`~worker_runtime.consumer.adopt_group`:
+        nothing delivered here is
         delivered there again, and the old group is parked). Several groups that this
         runtime cannot merge are logged at WARNING and shown in the instance lease.
         ``BYAI_CONSUMER_GROUP`` pins the group: then only the warning.

@@ -162,6 +162,15 @@ async def test_an_instance_moves_with_tasks_in_flight(redis: Redis, redis_url: s
         assert sorted(ran) == sorted([*held, *later])  # each once
         assert instance.instance_lease().consumer_groups == {agent_type: F}
         assert await instance.is_idle()  # judged by the group it reads now
+        # An operator destroys the parked group: never recreated (at 0 it would deliver
+        # the whole stream again), and the tasks that follow still run once.
+        await redis.xgroup_destroy(stream, CONSUMER_GROUP)
+        await asyncio.sleep(1.0)  # several reads of every reader (block 0.2 s)
+        more = await producer.submit(agent_type, {"n": 9})
+        await eventually(lambda: _true(len(ran) == 6))
+        await asyncio.sleep(0.5)
+        assert [g["name"] for g in await redis.xinfo_groups(stream)] == [F]
+        assert sorted(ran) == sorted([*held, *later, more])
     finally:
         await instance.stop()
 
