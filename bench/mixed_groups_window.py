@@ -6,9 +6,9 @@ then the envelope, as ``GatewayClient.send_message`` writes them) goes to one ty
 ``tests/interop/foreign_consumer.py``) starts on the type and creates its own consumer
 group at ``0``. Two runs, interleaved ``--rounds`` times:
 
-* ``pinned``: ``BYAI_CONSUMER_GROUP=byai_gateway:consumer_group:agent_engines`` keeps
+* ``pinned``: ``BYAI_CONSUMER_GROUP`` set to the key factory's ``CONSUMER_GROUP`` keeps
   worker_runtime in its own group (what it did before it followed the fleet's group);
-* ``follow``: the default: worker_runtime moves to the TS group at its next beat.
+* ``follow``: the default: worker_runtime moves to the TS group within a second.
 
 Both workers record every run (``test:done``); the script prints, per run, the tasks
 sent, those that ran more than once and those that never ran, once every group has

@@ -60,12 +60,13 @@ from typing import Any
 from redis.exceptions import ResponseError
 
 from worker_runtime.connection import create_redis
-from worker_runtime.keys import Keys
+from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.replies import iter_reply
 from worker_runtime.settings import RedisSettings
 
-AGENT_ENGINES = "byai_gateway:consumer_group:agent_engines"
-"""``ConsumerGroups.AGENT_ENGINES`` (TS ``constants.ts``, Java ``Constants.java``)."""
+AGENT_ENGINES = CONSUMER_GROUP
+"""``ConsumerGroups.AGENT_ENGINES`` (TS ``constants.ts``, Java ``Constants.java``): the
+same string as the key factory's group constant."""
 RUN_WORKER_GROUP = "agent_engines"
 """The TS ``runWorker`` helper's default ``groupName``."""
 FETCH_COUNT = 10
