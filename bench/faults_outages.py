@@ -293,11 +293,11 @@ async def stalled_worker(
         # A graceful stop flushes every write still queued: the results are all in.
         result.exit_codes = await asyncio.to_thread(fleet.stop)
         # One end of stream per outcome delivered to the client (by-framework's reading).
-        events = [
+        outcomes = [
             read_data_event(f) for _, f in await entries(redis, keys.session_data_stream(session))
         ]
         results = Counter(
-            e.message_id for e in events if e is not None and e.event_type == STREAM_END
+            e.message_id for e in outcomes if e is not None and e.event_type == STREAM_END
         )
         result.notes["results"] = {t: results[t] for t in ids}
         result.notes["double_results"] = sum(1 for t in ids if results[t] > 1)

@@ -212,6 +212,10 @@ class Batcher:
         self._history: dict[str, deque[str]] = {}
         self.groups: dict[str, str] = {}
         """stream -> consumer group, for streams not read in :data:`CONSUMER_GROUP`."""
+        self.read_in: dict[tuple[str, str], str] = {}
+        """(stream, entry id) -> the group it was read in, when not :meth:`group_of`'s:
+        entries read before the stream moved to the fleet's group (see
+        ``worker_runtime.consumer.adopt_group``) are acknowledged where they are pending."""
         self._records: dict[str, dict[str, Any]] = {}
         """execution id -> the by-framework client's record, until its end is written."""
         self._retrying: set[str] = set()
@@ -282,6 +286,14 @@ class Batcher:
         """The consumer group this process reads ``stream`` in (acks go to it)."""
         return self.groups.get(stream, CONSUMER_GROUP)
 
+    def group_for(self, stream: str, entry_id: str) -> str:
+        """The consumer group entry ``entry_id`` of ``stream`` is pending in."""
+        if self.read_in:
+            group = self.read_in.get((stream, entry_id))
+            if group is not None:
+                return group
+        return self.group_of(stream)
+
     def started(self, execution: Execution, record: dict[str, Any] | None = None) -> None:
         """A handler started; its running state is written only if it outlives a flush.
 
@@ -335,6 +347,12 @@ class Batcher:
         self._pending.acks[stream].append(entry_id)
         self._unconfirmed.add((stream, entry_id))
         self._queued()
+
+    def pin_unconfirmed(self, stream: str, group: str) -> None:
+        """Acknowledge the entries of ``stream`` handled here so far in ``group``."""
+        for name, entry_id in self._unconfirmed:
+            if name == stream:
+                self.read_in.setdefault((name, entry_id), group)
 
     def awaiting_ack(self, stream: str, entry_id: str) -> bool:
         """Whether this entry was handled here and its ack has not reached Redis yet.
@@ -418,8 +436,12 @@ class Batcher:
         for move in batch.moves:
             checks += self._queue_move(writes, move, retry, refused, late_acks)
         for stream, ids in batch.acks.items():
-            acked = writes.slot(pipe.xack(stream, self.group_of(stream), *ids))
-            checks.append((acked, self._on_acks(stream, ids, retry, refused)))
+            by_group: dict[str, list[str]] = {}
+            for entry_id in ids:
+                by_group.setdefault(self.group_for(stream, entry_id), []).append(entry_id)
+            for group, group_ids in by_group.items():
+                acked = writes.slot(pipe.xack(stream, group, *group_ids))
+                checks.append((acked, self._on_acks(stream, group_ids, retry, refused)))
         for session_id, outputs in _by_session(batch.outputs).items():
             stream = self.keys.session_data_stream(session_id)
             data = _data_values(outputs)
@@ -510,7 +532,7 @@ class Batcher:
         )
         if scripted:
             args: list[str] = [
-                self.group_of(move.source),
+                self.group_for(move.source, move.entry_id),
                 move.consumer,
                 move.entry_id,
                 str(move.maxlen),
@@ -550,7 +572,7 @@ class Batcher:
     ) -> None:
         pipe = self.redis.pipeline(transaction=False)
         for move in moves:
-            pipe.xack(move.source, self.group_of(move.source), move.entry_id)
+            pipe.xack(move.source, self.group_for(move.source, move.entry_id), move.entry_id)
         try:
             replies = await pipe.execute(raise_on_error=False)
         except LOOP_ERRORS:
@@ -574,6 +596,9 @@ class Batcher:
             else:
                 # Acknowledged, or nothing left to acknowledge (the group is gone).
                 self._unconfirmed.difference_update((stream, entry_id) for entry_id in ids)
+                if self.read_in:
+                    for entry_id in ids:
+                        self.read_in.pop((stream, entry_id), None)
 
         return check
 

@@ -23,6 +23,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from redis.exceptions import ResponseError
@@ -39,9 +40,9 @@ from worker_runtime.envelope import (
     read_envelope,
     to_task,
 )
-from worker_runtime.keys import CONSUMER_GROUP
+from worker_runtime.keys import CONSUMER_GROUP, PARKED_ID, Keys
 from worker_runtime.messages import decode_task, is_control_entry, is_control_read, task_of_entry
-from worker_runtime.models import Task
+from worker_runtime.models import Lease, Task
 from worker_runtime.replica import Replica
 from worker_runtime.replies import iter_reply, pairs_to_dict
 
@@ -103,39 +104,188 @@ async def ensure_group(redis: Any, stream: str, group: str = CONSUMER_GROUP) -> 
             raise
 
 
-async def resolve_group(redis: Any, stream: str, configured: str = "") -> str:
-    """The consumer group to consume an agent type stream in (created if missing).
+# Move this runtime's reading of one stream from group ARGV[1] to group ARGV[2] in one
+# step: the entries ARGV[1] already delivered are never delivered again by ARGV[2]
+# (its cursor moves up to ARGV[1]'s when behind), and ARGV[1] is parked (see
+# PARKED_ID) so that no reader anywhere gets a new entry from it. Its pending entries
+# stay: they are finished, acknowledged and reclaimed in it as before. Returns
+# {ARGV[1]'s last id ('' when missing), ARGV[2]'s last id before, ARGV[2]'s after}.
+_ADOPT = """
+local function num(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return tonumber(ms or 0), tonumber(seq or 0)
+end
+local function before(a, b)
+  local am, as = num(a)
+  local bm, bs = num(b)
+  if am ~= bm then return am < bm end
+  return as < bs
+end
+local last = {}
+for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+  local f = {}
+  for i = 1, #g, 2 do f[g[i]] = g[i + 1] end
+  last[f['name']] = f['last-delivered-id']
+end
+local target = last[ARGV[2]]
+if not target then return redis.error_reply('NOGROUP no group ' .. ARGV[2]) end
+local old = last[ARGV[1]] or ''
+local after = target
+if old ~= '' and old ~= ARGV[3] then
+  if before(target, old) then
+    redis.call('XGROUP', 'SETID', KEYS[1], ARGV[2], old)
+    after = old
+  end
+  redis.call('XGROUP', 'SETID', KEYS[1], ARGV[1], ARGV[3])
+end
+return {old, target, after}
+"""
 
-    Every consumer group of a stream gets every entry, so workers of one type must
-    share one group or each task runs once per group. by-framework's workers use
-    ``agent_engines`` (its ``run_worker`` default), :data:`CONSUMER_GROUP` (its
-    runner's default) or a name suffixed per type set. So:
-    ``configured`` when set; else the stream's group when it already has one (ours
-    first when present); else :data:`CONSUMER_GROUP`. A stream with several groups is
-    logged: its tasks run once per group.
+
+@dataclass
+class GroupView:
+    """One consumer group of a type stream as the runtime weighs it."""
+
+    name: str
+    parked: bool
+    """Retired by this runtime (see :data:`PARKED_ID`): delivers nothing any more."""
+    live: list[str]
+    """Its consumers that hold a worker lease right now (a runtime reading it)."""
+    foreign: list[str] = field(default_factory=list)
+    """Those of ``live`` whose lease advertises no worker_runtime capabilities: other
+    runtimes' workers (by-framework's leases have no such field)."""
+
+
+async def group_views(
+    redis: Any, keys: Keys, stream: str, agent_type: str | None = None, ours: Any = ()
+) -> list[GroupView]:
+    """The stream's consumer groups, with their live readers ([] when no stream).
+
+    A group's live readers are its consumers that hold a worker lease. Redis adds a
+    consumer to a group only when an entry is delivered to it, so a worker that
+    created its group at ``$`` (Java's ``WorkerRunner``) and waits for work is not a
+    consumer yet: a group without consumers counts as read by the live workers of
+    ``agent_type``'s routing set that are consumers of no group of the stream (and
+    are not in ``ours``, this process's own replicas).
     """
     try:
         reply = await redis.xinfo_groups(stream)
     except ResponseError:
-        reply = []  # no such key yet
-    names = [str(g.get("name")) for g in reply or [] if isinstance(g, dict)]
-    if configured:
-        chosen = configured
+        return []  # no such key yet
+    groups = [g for g in reply or [] if isinstance(g, dict)]
+    members: dict[str, list[str]] = {}
+    for g in groups:
+        name = str(g.get("name"))
+        members[name] = []
+        if int(g.get("consumers") or 0):
+            try:
+                rows = await redis.xinfo_consumers(stream, name)
+            except ResponseError:
+                rows = []
+            members[name] = [str(r.get("name")) for r in rows or [] if isinstance(r, dict)]
+    routed: list[str] = []
+    if agent_type is not None and any(not m for m in members.values()):
+        raw = await redis.smembers(keys.type_workers(agent_type))
+        attached = {c for m in members.values() for c in m} | set(ours)
+        routed = sorted({str(w) for w in raw or ()} - attached)
+    names = sorted({c for m in members.values() for c in m} | set(routed))
+    alive: set[str] = set()
+    theirs: set[str] = set()
+    if names:
+        pipe = redis.pipeline(transaction=False)
+        for c in names:
+            pipe.get(keys.worker_online(c))
+        found = await pipe.execute(raise_on_error=False)
+        for c, raw in zip(names, found, strict=True):
+            if isinstance(raw, (str, bytes)):
+                alive.add(c)
+                if Lease.parse(raw).capabilities is None:
+                    theirs.add(c)
+    views: list[GroupView] = []
+    for g in groups:
+        name = str(g.get("name"))
+        parked = str(g.get("last-delivered-id")) == PARKED_ID
+        readers = [] if parked else [c for c in members[name] or routed if c in alive]
+        views.append(GroupView(name, parked, readers, [c for c in readers if c in theirs]))
+    return views
+
+
+def fleet_group(views: list[GroupView], current: str | None) -> tuple[str, list[str]]:
+    """The group to read a stream in, and the other groups that still deliver its tasks.
+
+    Every consumer group of a stream gets every entry, so a task runs once per group
+    that has readers. by-framework's workers never change the group they read (its
+    name is fixed by their code: ``agent_engines`` from ``run_worker``/``runWorker``,
+    a name per type set from a TS or Java ``WorkerRunner``); this runtime can. So a
+    group that live by-framework workers read (``foreign``) and that is not
+    :data:`CONSUMER_GROUP` (the name this runtime creates, which it parks when it
+    moves, so a by-framework worker still reading it gets nothing more) is the
+    fleet's: when exactly one exists, it is the one.
+    Otherwise the group already read (``current``), else :data:`CONSUMER_GROUP` when
+    the stream has it or no group at all, else the stream's first group. Parked
+    groups (see :data:`PARKED_ID`) deliver nothing and are never chosen.
+    """
+    open_ = [v for v in views if not v.parked]
+    names = [v.name for v in open_]
+    fleet = sorted(v.name for v in open_ if v.foreign and v.name != CONSUMER_GROUP)
+    if len(fleet) == 1:
+        chosen = fleet[0]
+    elif current is not None and current in names:
+        chosen = current
+    elif fleet:
+        chosen = fleet[0]
     elif CONSUMER_GROUP in names or not names:
         chosen = CONSUMER_GROUP
     else:
         chosen = names[0]
-        log.info("%s: joining its existing consumer group %r", stream, chosen)
-    others = sorted(set(names) - {chosen})
+    return chosen, sorted(set(names) - {chosen})
+
+
+def several_groups_warning(stream: str, chosen: str, others: list[str]) -> str:
+    """The WARNING logged while a stream's tasks are delivered to several groups."""
+    return (
+        f"{stream} has other consumer groups {others} besides {chosen!r}: each of its "
+        "tasks runs once per group that has readers (README: How the runtime behaves, "
+        "consumer groups)"
+    )
+
+
+async def resolve_group(
+    redis: Any,
+    stream: str,
+    configured: str = "",
+    keys: Keys | None = None,
+    agent_type: str | None = None,
+    notes: dict[str, str] | None = None,
+) -> str:
+    """The consumer group to consume an agent type stream in (created if missing).
+
+    ``configured`` (``BYAI_CONSUMER_GROUP``) when set; else :func:`fleet_group`'s
+    choice. A stream that already has several groups is logged at WARNING (and the line
+    kept in ``notes``, by stream): its tasks run once per group.
+    """
+    views = await group_views(redis, keys or Keys(), stream, agent_type)
+    if configured:
+        chosen = configured
+        others = sorted({v.name for v in views if not v.parked} - {chosen})
+    else:
+        chosen, others = fleet_group(views, None)
+        if any(v.name == chosen for v in views) and chosen != CONSUMER_GROUP:
+            log.info("%s: joining its existing consumer group %r", stream, chosen)
     if others:
-        log.warning(
-            "%s has other consumer groups %s besides %r: each of its tasks runs once per group",
-            stream,
-            others,
-            chosen,
-        )
+        note = several_groups_warning(stream, chosen, others)
+        log.warning(note)
+        if notes is not None:
+            notes[stream] = note  # shown in the instance lease from its first write
     await ensure_group(redis, stream, chosen)
     return chosen
+
+
+async def adopt_group(redis: Any, stream: str, old: str, new: str) -> tuple[str, str, str]:
+    """Run :data:`_ADOPT`: (old's last id, new's last id before, new's after)."""
+    reply = await redis.eval(_ADOPT, 1, stream, old, new, PARKED_ID)
+    old_id, before, after = (str(x) for x in reply)
+    return old_id, before, after
 
 
 class Reader:
@@ -167,6 +317,8 @@ class Reader:
         :meth:`hand_back_interrupted`)."""
         self.ctx = replica.ctx
         self._recover = True
+        self._gone: set[str] = set()
+        """Streams whose old group (before a move to the fleet's) no longer exists."""
         self._idle = False
         """The last read waited its whole block for nothing (see :meth:`_read_new`)."""
         self._turn = 0
@@ -211,7 +363,7 @@ class Reader:
         while not replica.ended.is_set() and not replica.stopping:
             self.busy_since = None
             replica.tick()
-            streams = self.select()
+            streams = [s for s in self.select() if s not in self._gone]
             if not streams:
                 self._unpark()
                 await self._waiting(replica.wait_change(block_s))
@@ -245,6 +397,11 @@ class Reader:
                 if "NOGROUP" in str(exc):
                     # Redis restarted or the stream was deleted: recreate and go on.
                     for stream in streams:
+                        if self.group != self.ctx.batcher.group_of(stream):
+                            # The group this stream moved away from was destroyed:
+                            # recreated at 0 it would deliver the whole stream again.
+                            self._gone.add(stream)
+                            continue
                         await ensure_group(self.ctx.redis, stream, self.group)
                     continue
                 log.error("%s: read failed: %s", replica.worker_id, exc)
@@ -592,6 +749,9 @@ class Reader:
         """
         replica = self.replica
         batcher = self.ctx.batcher
+        if self.group != batcher.group_of(stream):
+            # Read in the group the stream moved away from: acknowledged there.
+            batcher.read_in[(stream, entry_id)] = self.group
         if not fields:
             batcher.ack(stream, entry_id)  # the entry was deleted (XDEL / trimmed)
             return

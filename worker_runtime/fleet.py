@@ -225,7 +225,10 @@ for i, g in ipairs(groups) do
       if e[4] > deliveries then deliveries = e[4] end
     end
   end
-  out[#out + 1] = {name, pending, lag, next_id, idle, deliveries, consumers}
+  local parked = 0
+  -- keys.PARKED_ID: a group this runtime retired, which delivers nothing
+  if f['last-delivered-id'] == '18446744073709551615-0' then parked = 1 end
+  out[#out + 1] = {name, pending, lag, next_id, idle, deliveries, consumers, parked}
 end
 return out
 """

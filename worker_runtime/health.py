@@ -658,6 +658,8 @@ RUNBOOKS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         (
             "Every group gets every task: each task runs once per group.",
             "Find who created the extra group (a by-framework runner, BYAI_CONSUMER_GROUP).",
+            "worker_runtime moves to a by-framework worker's group within a second and "
+            "parks its own (not counted): this stays when two by-framework groups remain.",
             "Point every worker of the type at one group, then destroy the other.",
         ),
     ),

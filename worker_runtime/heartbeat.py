@@ -15,7 +15,7 @@ from typing import Any
 
 from worker_runtime.connection import is_out_of_memory
 from worker_runtime.context import RuntimeContext
-from worker_runtime.keys import CONSUMER_GROUP
+from worker_runtime.keys import CONSUMER_GROUP, PARKED_ID
 from worker_runtime.models import AdminState, InstanceLease, now_ms, parse_pauses
 from worker_runtime.pipeline import Batch, Slot
 from worker_runtime.refusals import RefusalLog
@@ -227,6 +227,10 @@ async def trim_acknowledged(ctx: RuntimeContext, streams: list[str]) -> None:
 
 
 def _safe_minid(groups: Any, pending: Any, ours: str = CONSUMER_GROUP) -> str | None:
+    if isinstance(groups, list):
+        # A group parked after a move to the fleet's group delivers nothing; once it
+        # holds nothing either, it keeps no entry (README: consumer groups).
+        groups = [g for g in groups if not _parked_and_empty(g)]
     if not isinstance(groups, list) or len(groups) != 1 or not isinstance(pending, dict):
         return None  # unknown groups (another consumer group?): trim nothing
     group = groups[0]
@@ -246,3 +250,11 @@ def _safe_minid(groups: Any, pending: Any, ours: str = CONSUMER_GROUP) -> str | 
             return None
     lo = min(candidates)
     return f"{lo[0]}-{lo[1]}"
+
+
+def _parked_and_empty(group: Any) -> bool:
+    return (
+        isinstance(group, dict)
+        and str(group.get("last-delivered-id")) == PARKED_ID
+        and not int(group.get("pending") or 0)
+    )

@@ -23,15 +23,24 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ResponseError
 
 from worker_runtime.batcher import Batcher
 from worker_runtime.connection import LOOP_ERRORS, create_redis, is_cluster
-from worker_runtime.consumer import Reader, ensure_group, resolve_group
+from worker_runtime.consumer import (
+    Reader,
+    adopt_group,
+    ensure_group,
+    fleet_group,
+    group_views,
+    resolve_group,
+    several_groups_warning,
+)
 from worker_runtime.context import Handler, RuntimeContext
 from worker_runtime.control import control_loop
 from worker_runtime.heartbeat import beat, trim_acknowledged, trim_executions
 from worker_runtime.ipaddr import detect_ip
-from worker_runtime.keys import CONSUMER_GROUP
+from worker_runtime.keys import CONSUMER_GROUP, PARKED_ID
 from worker_runtime.messages import decode_command
 from worker_runtime.models import CommandAction, InstanceLease, Lifecycle, now_ms
 from worker_runtime.names import check_agent_type
@@ -80,6 +89,11 @@ STOP_BOUND_S = sum(_STOP_STEP_S.values()) + 5 * _ABANDON_S
 """How much longer than the grace period a stop may take, at most (10.5 s)."""
 
 
+GROUP_CHECK_S = 1.0
+"""Seconds between two reads of the type streams' consumer groups (see
+:meth:`WorkerInstance.follow_groups`)."""
+
+
 class WorkerInstance:
     """Runs ``handler`` for ``agent_types`` in ``replicas`` replicas.
 
@@ -118,6 +132,8 @@ class WorkerInstance:
         self.instance_id = self.settings.resolved_instance_id
         self.replicas: dict[str, Replica] = {}
         self._loops: dict[str, list[asyncio.Task[None]]] = {}
+        self.group_warnings: dict[str, str] = {}
+        """type stream -> the WARNING logged while its tasks reach several groups."""
         self._readers: set[asyncio.Task[None]] = set()
         """The consumer loops of every replica (also in ``_loops``), ended first at a stop."""
         self._reader_objects: list[tuple[asyncio.Task[None], Reader]] = []
@@ -132,6 +148,7 @@ class WorkerInstance:
         self.periodic = [*declared(), *periodic]
         self.singletons: Singletons | None = None
         self._fleet: asyncio.Task[None] | None = None
+        self._groups: asyncio.Task[None] | None = None
         self._scale_lock = asyncio.Lock()
         self.scaled = False
         """Whether a scale target or override applies to this instance."""
@@ -180,7 +197,9 @@ class WorkerInstance:
         for agent_type in self.agent_types:
             stream = keys.type_stream(agent_type)
             # A by-framework fleet may already consume the type in its own group.
-            group = await resolve_group(redis, stream, self.settings.consumer_group)
+            group = await resolve_group(
+                redis, stream, self.settings.consumer_group, keys, agent_type, self.group_warnings
+            )
             if group != CONSUMER_GROUP:
                 batcher.groups[stream] = group
         fleet_last = await redis.xrevrange(keys.fleet_stream, count=1)
@@ -197,6 +216,8 @@ class WorkerInstance:
             self._fleet_loop(str(fleet_last[0][0]) if fleet_last else "0-0"), name="fleet"
         )
         self._watch(self._fleet, "the fleet loop")
+        self._groups = asyncio.create_task(self._groups_loop(), name="consumer groups")
+        self._watch(self._groups, "the consumer group loop")
         self.singletons = Singletons(self.ctx, self.periodic)
         self.singletons.start()
         enabled = ["consumer", "heartbeat", "control", "scale"]
@@ -410,6 +431,10 @@ class WorkerInstance:
             is_leader=bool(self.singletons and self.singletons.is_leader),
             epoch=self.singletons.epoch if self.singletons else None,
             modules=self.singletons.running if self.singletons else [],
+            consumer_groups={
+                t: ctx.batcher.group_of(ctx.keys.type_stream(t)) for t in self.agent_types
+            },
+            group_warnings=sorted(self.group_warnings.values()),
         )
 
     async def _announce(self) -> None:
@@ -541,6 +566,27 @@ class WorkerInstance:
                 log.warning("fleet stream unavailable (%s)", exc)
                 await asyncio.sleep(1.0)
 
+    async def _groups_loop(self) -> None:
+        """:meth:`follow_groups` every :data:`GROUP_CHECK_S` (or beat, when shorter).
+
+        Tasks that arrive between a by-framework worker creating its own group and this
+        instance moving to it run once per group: the check is cheaper and more frequent
+        than a beat (one pipelined ``XINFO GROUPS`` while every stream has one group).
+        """
+        every = min(GROUP_CHECK_S, self.settings.heartbeat_interval)
+        failing: str | None = None
+        while not self._stopping:
+            await asyncio.sleep(every)
+            try:
+                await self.follow_groups()
+                failing = None
+            except LOOP_ERRORS as exc:
+                log.debug("consumer groups not read (%s); the heartbeat reports outages", exc)
+            except Exception as exc:  # the instance keeps serving the group it reads
+                if failing != repr(exc):
+                    log.warning("consumer groups not followed: %r", exc)
+                failing = repr(exc)
+
     async def _heartbeat_loop(self) -> None:
         ctx = self._require_ctx()
         beats = 0
@@ -565,6 +611,110 @@ class WorkerInstance:
             except Exception:
                 log.exception("heartbeat error")
             await asyncio.sleep(self.settings.heartbeat_interval)
+
+    # -- consumer groups ---------------------------------------------------------------
+
+    async def follow_groups(self) -> None:
+        """Read each type stream in the fleet's consumer group; warn while it has several.
+
+        A by-framework worker that starts after this instance may create a group of its
+        own on a stream this instance reads (a TS or Java ``WorkerRunner`` names one per
+        type set): every task would then run once per group. Its group is fixed by its
+        code, this runtime's is not, so within a second (:meth:`_groups_loop`) the
+        stream moves to that group (:func:`~worker_runtime.consumer.adopt_group`:
+        nothing delivered here is
+        delivered there again, and the old group is parked). Several groups that this
+        runtime cannot merge are logged at WARNING and shown in the instance lease.
+        ``BYAI_CONSUMER_GROUP`` pins the group: then only the warning.
+        See README, "How the runtime behaves", consumer groups.
+        """
+        ctx = self._require_ctx()
+        streams = {t: ctx.keys.type_stream(t) for t in self.agent_types}
+        # One round trip for every type: most streams have only the group read here.
+        pipe = ctx.redis.pipeline(transaction=False)
+        for stream in streams.values():
+            pipe.xinfo_groups(stream)
+        replies = await pipe.execute(raise_on_error=False)
+        for (agent_type, stream), reply in zip(streams.items(), replies, strict=True):
+            current = ctx.batcher.group_of(stream)
+            names = [
+                str(g.get("name"))
+                for g in (reply if isinstance(reply, list) else [])
+                if isinstance(g, dict) and str(g.get("last-delivered-id")) != PARKED_ID
+            ]
+            if names == [current] or isinstance(reply, BaseException):
+                self.group_warnings.pop(stream, None)
+                continue  # the usual case (or no stream yet): nothing to weigh
+            try:
+                views = await group_views(ctx.redis, ctx.keys, stream, agent_type, self.replicas)
+            except ResponseError as exc:
+                log.warning("%s: consumer groups not examined: %s", stream, exc)
+                continue
+            if self.settings.consumer_group:
+                chosen = current
+                others = sorted({v.name for v in views if not v.parked} - {chosen})
+            else:
+                chosen, others = fleet_group(views, current)
+            if chosen != current and any(v.name == chosen for v in views):
+                try:
+                    await self._move_group(stream, current, chosen, views)
+                except ResponseError as exc:
+                    log.warning("%s: could not move to group %r: %s", stream, chosen, exc)
+                    continue
+                others = [g for g in others if g != current]  # parked now
+            note = several_groups_warning(stream, chosen, others) if others else None
+            if note is None:
+                self.group_warnings.pop(stream, None)
+            elif self.group_warnings.get(stream) != note:
+                log.warning(note)
+                self.group_warnings[stream] = note
+
+    async def _move_group(self, stream: str, old: str, new: str, views: Sequence[Any]) -> None:
+        """Read ``stream`` in ``new`` from now on (see :meth:`follow_groups`)."""
+        ctx = self._require_ctx()
+        old_last, new_before, new_after = await adopt_group(ctx.redis, stream, old, new)
+        # From here to the new readers nothing awaits: entries read in the old group so
+        # far (running, or their ack queued) are acknowledged in it.
+        batcher = ctx.batcher
+        for replica in self.replicas.values():
+            for key in replica.inflight:
+                name, _, entry_id = key.partition(" ")
+                if name == stream:
+                    batcher.read_in.setdefault((stream, entry_id), old)
+        batcher.pin_unconfirmed(stream, old)
+        if new == CONSUMER_GROUP:
+            batcher.groups.pop(stream, None)
+        else:
+            batcher.groups[stream] = new
+        for replica in list(self.replicas.values()):
+            if replica.ended.is_set():
+                continue
+
+            def select(replica: Replica = replica) -> list[str]:
+                return [s for s in replica.readable_streams() if s == stream]
+
+            reader = asyncio.create_task(Reader(replica, select, new).run())
+            self._readers.add(reader)
+            reader.add_done_callback(self._readers.discard)
+            self._watch(reader, f"{replica.worker_id}: the consumer loop", replica)
+            self._loops.setdefault(replica.worker_id, []).append(reader)
+        stranded = next((list(v.live) for v in views if v.name == old), [])
+        log.warning(
+            "%s: by-framework workers read it in consumer group %r: this instance moved "
+            "from %r to it so each task runs once (%r parked after %s; %r starts after %s, "
+            "was %s)%s",
+            stream,
+            new,
+            old,
+            old,
+            old_last or "-",
+            new,
+            new_after,
+            new_before,
+            f"; {old!r} delivers nothing now to its other readers {stranded}"
+            if [c for c in stranded if c not in self.replicas]
+            else "",
+        )
 
     # -- stop --------------------------------------------------------------------------
 
@@ -594,7 +744,11 @@ class WorkerInstance:
                 log.warning("handing back %d task(s) still running after the grace", len(pending))
             await cancel_and_wait(pending, timeout=_STOP_STEP_S["cancel"])
         loops = [t for ts in self._loops.values() for t in ts]
-        loops += [t for t in (self._heartbeat, self._fleet, self._stall_watch) if t is not None]
+        loops += [
+            t
+            for t in (self._heartbeat, self._fleet, self._stall_watch, self._groups)
+            if t is not None
+        ]
         await cancel_and_wait(loops, timeout=_STOP_STEP_S["loops"])
         if self.ctx is not None:
             await _bounded(
@@ -711,7 +865,7 @@ class WorkerInstance:
         streams = [ctx.keys.type_stream(t) for t in self.agent_types]
         streams += [ctx.keys.worker_stream(wid) for wid in self.replicas]
         for stream in streams:
-            if not await _stream_idle(ctx.redis, stream):
+            if not await _stream_idle(ctx.redis, stream, ctx.batcher.group_of(stream)):
                 return False
         # A task read while the streams were checked is in flight (or pending) now.
         return not any(r.inflight for r in self.replicas.values())
@@ -727,7 +881,9 @@ class WorkerInstance:
         return self.ctx
 
 
-async def _stream_idle(redis: Redis | RedisCluster, stream: str) -> bool:
+async def _stream_idle(
+    redis: Redis | RedisCluster, stream: str, ours: str = CONSUMER_GROUP
+) -> bool:
     """No entry of ``stream`` waits for the consumer group or for an acknowledgement.
 
     Undelivered means an entry after the group's last-delivered id, read as such: the
@@ -735,7 +891,9 @@ async def _stream_idle(redis: Redis | RedisCluster, stream: str) -> bool:
     on a group that has read everything, and burst mode would never end).
     """
     groups: Any = await redis.xinfo_groups(stream) if await redis.exists(stream) else []
-    group = next((g for g in groups if str(g.get("name")) == CONSUMER_GROUP), None)
+    if any(str(g.get("last-delivered-id")) == PARKED_ID and g.get("pending") for g in groups):
+        return False  # entries read before a move to the fleet's group still run
+    group = next((g for g in groups if str(g.get("name")) == ours), None)
     if group is None:  # no group (yet): idle only when nothing was ever added
         return not await redis.exists(stream)
     if int(group.get("pending") or 0):

@@ -20,6 +20,10 @@ from typing import Literal
 SchemaVersion = Literal["v1", "v2"]
 
 CONSUMER_GROUP = "byai_gateway:consumer_group:agent_engines"
+PARKED_ID = "18446744073709551615-0"
+"""Last-delivered id of a consumer group this runtime retired after moving a type stream to
+the fleet's group (README, "How the runtime behaves", consumer groups): past any entry, it
+delivers nothing. Not the largest id, so ``XRANGE (PARKED_ID +`` stays valid."""
 """The consumer group every worker joins on every task stream (a group name, not a key)."""
 
 _GATEWAY = "byai_gateway"

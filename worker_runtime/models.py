@@ -519,6 +519,10 @@ class InstanceLease(BaseModel):
     modules: list[str] = Field(default_factory=empty_list)
     scale_note: str | None = None
     """Why the instance runs fewer replicas than its quota (e.g. an evicted id skipped)."""
+    consumer_groups: dict[str, str] = Field(default_factory=empty_dict)
+    """agent type -> the consumer group this instance reads its stream in."""
+    group_warnings: list[str] = Field(default_factory=empty_list)
+    """Type streams whose tasks reach several consumer groups (the WARNING logged)."""
 
     @classmethod
     def parse(cls, raw: Any) -> InstanceLease:

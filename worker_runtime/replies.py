@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from worker_runtime.keys import PARKED_ID
 from worker_runtime.quota import parse_count
 
 MAX_NAME = 1024
@@ -229,7 +230,8 @@ def queue_health(reply: Any, now: int | None = None) -> tuple[GroupInfo, int, Qu
 
     The reply (see ``worker_runtime.fleet``'s ``_QUEUE_HEALTH``) is ``[1, now_ms,
     length, first_id, group, ...]`` with each group ``[name, pending, lag,
-    first_undelivered_id, max_idle_ms, max_deliveries, [[consumer, pending], ...]]``,
+    first_undelivered_id, max_idle_ms, max_deliveries, [[consumer, pending], ...],
+    parked]`` (``parked`` 1: retired by this runtime, see ``consumer.PARKED_ID``),
     or ``[0, now_ms]`` when the key is no stream. ``now_ms`` is the node's clock when
     the script read it (a cluster), else ``now``: Redis's ``TIME`` of the same read.
 
@@ -263,7 +265,10 @@ def queue_health(reply: Any, now: int | None = None) -> tuple[GroupInfo, int, Qu
         info = GroupInfo(
             depth=(info.depth or 0) + depth, pending=info.pending + pending, exists=True
         )
-        if len(group[0]) <= MAX_NAME:
+        # A group this runtime parked (consumer.PARKED_ID) delivers nothing: it is no
+        # second group a task runs in (its pending entries still count above).
+        parked = len(group) > 7 and group[7] == 1
+        if len(group[0]) <= MAX_NAME and not parked:
             health.groups.append(group[0])
         if first is not None:
             oldest = first if oldest is None else min(oldest, first)
@@ -297,7 +302,8 @@ def queue_health_plain(
     health = QueueHealth(exists=isinstance(groups, list))
     for group in groups if isinstance(groups, list) else ():
         name = group.get("name") if isinstance(group, dict) else None
-        if isinstance(name, str) and len(name) <= MAX_NAME:
+        parked = isinstance(group, dict) and str(group.get("last-delivered-id")) == PARKED_ID
+        if isinstance(name, str) and len(name) <= MAX_NAME and not parked:
             health.groups.append(name)
     health.groups.sort()
     if isinstance(summary, dict):
