@@ -88,5 +88,10 @@ bench-quick: $(STAMP) redis-server
 screenshots: $(STAMP) redis-server
 	$(BIN)/python tools/screenshots.py screenshots
 
+# The runbook sections of docs/operations.md, from worker_runtime/health.py (tests/unit/test_docs.py).
+.PHONY: docs
+docs: $(STAMP)
+	$(BIN)/python tools/docs_alerts.py
+
 clean:
 	rm -rf $(VENV) $(LOCK_VENV) .venv-byf .mypy_cache .ruff_cache .pytest_cache

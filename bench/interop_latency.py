@@ -1,4 +1,4 @@
-"""Push latency between the two runtimes (issue 15): command written -> command applied.
+"""Push latency between the two runtimes: command written -> command applied.
 
     .venv/bin/python -m bench.interop_latency [--commands 20]
 

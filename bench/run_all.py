@@ -49,7 +49,7 @@ against ``rq info`` too."""
 
 BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     # name: (module, full-size arguments, --quick arguments). Sizes and repeats are the
-    # ones issue 14's targets name; every comparison runs interleaved, 5 recorded rounds.
+    # ones bench/targets.py names; every comparison runs interleaved, 5 recorded rounds.
     "fleet_listing": (
         "bench.fleet_listing",
         [*("--sizes", "100,1000,10000", "--repeats", "5", "--delay-ms", "1"), *LISTING],
@@ -93,7 +93,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
             "20",
         ],
     ),
-    # 50,000 left to console_stall's 100,000 (the size issue 14 names): it took minutes.
+    # 50,000 left to console_stall's 100,000 (the size bench/targets.py names): it took minutes.
     "console": (
         "bench.console_scale",
         ["--sizes", "1000,10000", "--repeats", "3"],

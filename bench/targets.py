@@ -1,4 +1,4 @@
-"""The performance targets of issue 14, evaluated from the figures of one ``run_all``.
+"""The performance targets, evaluated from the figures of one ``run_all``.
 
 Pure functions over the benchmarks' JSON figures (``bench/results/*.json``): no I/O, no
 figure written down anywhere but in those files. A figure a run did not produce (a

@@ -100,7 +100,7 @@ def _positive_float(text: str) -> float:
 
 
 def _checked(check: Callable[[str], str]) -> Callable[[str], str]:
-    """An argparse ``type`` that validates a name where it enters (issue 11 item 13)."""
+    """An argparse ``type`` that validates a name where it enters (``worker_runtime.names``)."""
 
     def parse(text: str) -> str:
         try:
@@ -248,7 +248,7 @@ def _write_flags(parser: argparse.ArgumentParser, wait: bool = True) -> None:
 
 
 def build_parser(*, lazy: bool = False) -> _Parser:
-    """The whole command line (SPEC section 7 names).
+    """The whole command line (names as in the README, byconsole headless).
 
     Args:
         lazy: add a subcommand's own arguments only once it is chosen (``main`` does:

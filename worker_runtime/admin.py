@@ -1,4 +1,4 @@
-"""``WorkerManager``: the operator's API (seed 000), used by the console and the CLI.
+"""``WorkerManager``: the operator's API (docs/architecture.md), used by the console and the CLI.
 
 Every lifecycle change travels on two channels so it is never lost:
 
@@ -8,7 +8,7 @@ Every lifecycle change travels on two channels so it is never lost:
 
 Every call also appends an audit entry (operator, time, target, reason).
 
-by-framework workers share the fleet (SPEC section 10). Suspend, resume and evict are
+by-framework workers share the fleet (docs/protocol.md). Suspend, resume and evict are
 pushed in by-framework's envelope, which both runtimes apply at once; our extensions
 (drain, pushed deny/allow) go only to workers whose lease advertises them
 (:class:`~worker_runtime.models.Capability`). A by-framework worker never reports
@@ -390,7 +390,7 @@ class WorkerManager:
             for agent_type in await self._routable_again(worker_id, target.agent_types):
                 pipe.sadd(self.keys.type_workers(agent_type), worker_id)
         # The lease stays, forced or not: the worker drops it itself when it complies
-        # (SPEC section 10: deleting it would fake a confirmation, and a live worker
+        # (docs/protocol.md, Leases: deleting it would fake a confirmation, and a live worker
         # re-creates it). A graceful eviction keeps it until the running tasks finish,
         # so nobody takes them for dead; a forced one hands them back as it cancels.
         details = "force" if force else ""

@@ -1,6 +1,6 @@
 """Batched writes after tasks: XACK, execution bookkeeping, results, retries, counters.
 
-Per-task round trips cut throughput by an order of magnitude (SPEC section 9), so a
+Per-task round trips cut throughput by an order of magnitude (BENCHMARKS.md), so a
 finished task only queues its writes here; one flusher sends everything queued in one
 pipeline a couple of milliseconds later. A task whose start and finish fall into the
 same flush never has its "running" state written at all.

@@ -1,7 +1,7 @@
 """Pure verdicts on the fleet's Redis state: what it means, with no I/O.
 
 Everything that reads a lease (the fleet reader, the producer choosing a worker, the
-console) asks here, so "online" means one thing everywhere (SPEC section 2); and
+console) asks here, so "online" means one thing everywhere (docs/protocol.md, Leases); and
 everything that asks "has the worker applied the operator's command?" (the fleet
 reader's command state, :meth:`WorkerManager.wait_applied` behind the console and the
 CLI) asks :func:`is_applied`.
@@ -96,7 +96,7 @@ def derive_status(
     seen_ttl_ms: int | None = None,
     unrenewed_ms: int | None = None,
 ) -> Status:
-    """SPEC section 2 / seed 002: liveness from the lease's existence and remaining TTL.
+    """Liveness from the lease's existence and remaining TTL (docs/protocol.md, Leases).
 
     Redis expires the lease by its own clock, so the remaining TTL says how long ago
     the worker last renewed it without comparing the worker's clock with ours (a
@@ -139,7 +139,7 @@ def derive_status(
     if ttl_ms is not None and ttl_ms >= 0:
         beat = interval or DEFAULT_HEARTBEAT_INTERVAL
         if full is None:
-            # The plain heartbeat shape (seed 002: instanceId, queues, activeJobCount …,
+            # The plain heartbeat shape (docs/protocol.md: instanceId, queues, activeJobCount …,
             # no TTL field): TTL three beats of 30 s unless it states its beat.
             beat = interval or SEED_LEASE_INTERVAL
             full = 3 * beat
@@ -185,7 +185,7 @@ def is_applied(
 ) -> bool | None:
     """Whether the worker has applied an operator command, judged from its lease.
 
-    The one confirmation rule (SPEC sections 3 and 10):
+    The one confirmation rule (docs/protocol.md, The admin hash is state):
 
     * evict / force-evict: applied once the lease is gone (the worker drops it itself
       when it complies; by-framework does too);

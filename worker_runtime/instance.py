@@ -240,7 +240,7 @@ class WorkerInstance:
             if self.singletons.eligible
             else "",
         )
-        # Seed 004: the role, instance name and modules also in Chinese, for operators
+        # The role, instance name and modules also in Chinese (README, start-up log), for operators
         # who grep the deployment logs for them.
         log.info(
             "Worker 角色: %s, 实例名称: %s, 已启用模块: [%s], 已禁用模块: [%s]",
@@ -366,7 +366,7 @@ class WorkerInstance:
         draining = replica.lifecycle is Lifecycle.DRAINING
         if draining and not replica.scaled_down:
             # An operator's drain ends the replica for good: a scale target must not
-            # rebuild it under its id (seed 001); the next free id serves instead.
+            # rebuild it under its id (README, scale rules); the next free id serves instead.
             self.skipped[replica.worker_id] = "drained by an operator"
         replica.ended.set()
         replica.notify()

@@ -82,7 +82,7 @@ class Keys:
             return _tagged(f"{self._root}:session", session_id, f":{suffix}")
         return f"{self._root}:session:{session_id}:{suffix}"
 
-    # -- registry (SPEC section 3) -----------------------------------------------
+    # -- registry (docs/protocol.md, Redis keys) ---------------------------------
 
     @property
     def workers(self) -> str:

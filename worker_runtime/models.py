@@ -267,7 +267,7 @@ class AdminState(BaseModel):
 
 
 class Capability(StrEnum):
-    """What a worker_runtime worker advertises in its lease (SPEC section 10 extensions).
+    """What a worker_runtime worker advertises in its lease (docs/protocol.md, Leases).
 
     A lease without capabilities from by-framework (it has no such field) supports
     none of them: the admin then sends it only by-framework's own commands and shows

@@ -472,7 +472,7 @@ def argv_password_warning(url: str | None, flag: str = "--redis-url") -> str | N
 
 
 class WorkerSettings(EnvSettings):
-    """How a worker process behaves (SPEC section 7 environment names)."""
+    """How a worker process behaves (environment names: README, Settings)."""
 
     # Built on first use: the console and the admin CLI define it with the module only.
     model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True, defer_build=True)

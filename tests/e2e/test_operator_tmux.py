@@ -1,4 +1,4 @@
-"""Issue 13 in a real terminal (tmux): requeue a dead letter from the Dead view and watch
+"""An operator in a real terminal (tmux): requeue a dead letter from the Dead view and watch
 a live worker run it; drill down from a type to its workers and back; the demo honours
 ``--read-only`` and prints its Redis URL.
 """

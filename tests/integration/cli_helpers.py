@@ -92,7 +92,7 @@ async def add_worker(
         # Online while renewed at most 2 intervals (40 s) ago: a fresh worker stays
         # online through a slow test run on a loaded machine; age_ms >= 60 s is stale.
         "heartbeat_interval": 20,
-        # Status comes from the remaining TTL (seed 002): a lease renewed ``age_ms``
+        # Status comes from the remaining TTL (docs/protocol.md, Leases): a lease renewed ``age_ms``
         # ago has ``lease_ttl - age`` left, so its TTL is set to match.
         # Long enough that the lease never expires under a test (the status turns
         # stale 40 s after the last renewal, long before the key goes).

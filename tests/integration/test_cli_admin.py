@@ -131,7 +131,7 @@ async def test_lifecycle_commands_write_exactly_the_documented_keys(
     )
 
     # The admin-state index (by-framework's) lists every worker with admin state. The
-    # lease is never touched: the worker drops it itself when it complies (SPEC 10).
+    # lease is never touched: the worker drops it itself when it complies (docs/protocol.md).
     expected = {k.worker_admin("w1"), k.admin_workers, k.worker_stream("w1"), k.audit_stream}
     if lifecycle is not Lifecycle.ACTIVE:
         expected |= {k.type_workers("chat"), k.type_workers("embed")}  # leaves routing at once

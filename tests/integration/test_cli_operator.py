@@ -1,4 +1,4 @@
-"""Issue 13 from the command line: deny refuses unknown types and waits for real, scale says
+"""Operator verbs from the command line: deny refuses unknown types and waits for real, scale says
 what will happen and then that it converged, dead letters are listed, shown safely,
 requeued and purged with a reason (audited). A real ``byconsole`` subprocess each time.
 """

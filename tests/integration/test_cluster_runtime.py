@@ -224,7 +224,7 @@ async def test_a_real_worker_writes_every_v2_key_family_and_nothing_crosses_slot
     await client.sadd("byai_gateway:v2:registry:worker:{ghost}:agent_types", "chat")
     sampler = KeySampler(client)
     sampler.start()
-    # A hung worker is evicted (its lease stays: only the worker drops it, SPEC 10) and
+    # A hung worker is evicted (its lease stays: only the worker drops it, docs/protocol.md) and
     # forgotten by the operator with --force (before the janitor runs, which would
     # forget it by itself a second later).
     await client.sadd("byai_gateway:v2:registry:workers", "old")

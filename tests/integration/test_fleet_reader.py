@@ -23,7 +23,7 @@ from worker_runtime.snapshot import CommandState
 
 K = Keys()
 
-# Spelled by hand on purpose (SPEC section 3): this is what another runtime writes.
+# Spelled by hand on purpose (docs/protocol.md, Redis keys): this is what another runtime writes.
 V1 = {
     "workers": "byai_gateway:registry:workers",
     "online": "byai_gateway:registry:worker:online:{}",
@@ -140,7 +140,7 @@ async def test_foreign_v1_workers_snake_camel_offline_malformed(redis: Redis) ->
         "somethingElse": {"nested": True},
     }
     await redis.set(V1["online"].format("w-snake"), json.dumps(snake), px=15_000)
-    # A lease stating no TTL is judged as seed 002's (TTL 90 s, beat 30 s): just renewed.
+    # A lease stating no TTL is judged as the plain heartbeat shape's (TTL 90 s, beat 30 s).
     await redis.set(V1["online"].format("w-camel"), json.dumps(camel), px=90_000)
     await redis.set(V1["online"].format("w-bad"), "{not json", px=15_000)
     await redis.sadd(V1["agent_types"].format("w-snake"), "chat", "embed")
@@ -344,7 +344,7 @@ async def test_pending_until_the_worker_confirms(backend: Backend) -> None:
         CommandState.PENDING,
     )
     await manager.evict_worker("w1", force=True)
-    # Forced or not, the lease is the worker's to drop (SPEC section 10).
+    # Forced or not, the lease is the worker's to drop (docs/protocol.md, Leases).
     w = (await reader.read()).workers[0]
     assert (w.status, w.lifecycle, w.command_state) == (
         Status.ONLINE,

@@ -118,7 +118,7 @@ async def test_instance_override_holds_until_global_scale_clears_it(
     await mgr.scale_type("chat", 4)
     await converge(a, b, (2, 2), within=2)
     await mgr.scale_instance("chat", "ob", 3)
-    # ob pinned to 3; oa is left unchanged with its even share of 4 (seed 001).
+    # ob pinned to 3; oa is left unchanged with its even share of 4 (README, scale).
     await converge(a, b, (2, 3), within=2)
     await asyncio.sleep(1.2)  # several heartbeats: the override holds
     assert (serving(a), serving(b)) == (2, 3)
@@ -249,7 +249,7 @@ async def test_sigkill_leader_process_is_replaced_within_one_lease(
         assert takeover <= lease * 1.1 + 0.5, takeover
         log = (tmp_path / "C.log").read_text()
         assert "role=consumer" in log and "disabled=[leader_election, metrics_collector" in log
-        # Seed 004: the same in Chinese.
+        # The same in Chinese (README, by-framework compatibility).
         assert "Worker 角色: consumer, 实例名称: C, 已启用模块: [consumer" in log
         assert "已禁用模块: [leader_election, metrics_collector" in log
     finally:

@@ -1,4 +1,4 @@
-"""Scale rules of seed 001 and issue 11 item 11 / issue 15 item 8, on a real Redis.
+"""Scale rules (README, Instances, scale and the leader), on a real Redis.
 
 * a per-instance scale leaves every other instance unchanged;
 * an id an operator evicted or drained is never started again by a scale target:

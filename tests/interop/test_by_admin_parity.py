@@ -1,4 +1,4 @@
-"""Issue 15.9: scripts written against by-admin run unchanged against byconsole.
+"""Scripts written against by-admin run unchanged against byconsole.
 
 The same commands (names, arguments, short options) and the same ``--json`` shapes,
 checked by running both programs on one mixed fleet (a by-framework worker and one of

@@ -1,4 +1,4 @@
-"""Issue 15.6: by-framework's Redis configuration forms, read exactly as it reads them.
+"""by-framework's Redis configuration forms, read exactly as it reads them.
 
 Each environment is given to by-framework's own ``RedisConfig.from_env`` (in its venv)
 and to our :class:`RedisSettings`; mode, nodes, host, port, database, credentials and

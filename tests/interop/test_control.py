@@ -1,4 +1,4 @@
-"""Issue 15, control plane: lifecycle commands both ways between byconsole/worker_runtime
+"""The control plane: lifecycle commands both ways between byconsole/worker_runtime
 and by-framework, on a real redis-server and a real 3-node cluster.
 
 Every command travels by push and is applied at once (well under the 5 s heartbeat
@@ -143,7 +143,7 @@ async def test_by_framework_admin_drives_our_worker_by_push(fleet: Fleet) -> Non
     wid = "wr-r0"
     await eventually(lambda: _lease_of(fleet, wid), timeout=30)
     stream = fleet.keys.worker_stream(wid)
-    # Seed 004's start-up line, beside the English one (logged just after registering).
+    # The Chinese start-up line, beside the English one (logged just after registering).
 
     async def start_logged() -> str:
         text = ours.log()

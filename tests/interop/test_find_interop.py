@@ -1,4 +1,4 @@
-"""``byconsole find`` / ``session`` on what by-framework itself writes (issue 23 item 5).
+"""``byconsole find`` / ``session`` on what by-framework itself writes (README, find).
 
 A real by-framework client (``GatewayClient``) sends a task that our worker runs, and
 by-framework's own ``TraceWriteClient`` records the trace; the real ``byconsole`` then

@@ -1,4 +1,4 @@
-"""byconsole and worker_runtime beside by-framework's TypeScript and Java SDKs (issue 28).
+"""byconsole and worker_runtime beside by-framework's TypeScript and Java SDKs (docs/protocol.md).
 
 Neither SDK can be installed here: :mod:`tests.interop.foreign_sdk` behaves on the wire
 as their sources say, and each test names the SDK file and function it stands for. Real
@@ -49,7 +49,7 @@ async def test_foreign_liveness_follows_each_sdks_known_lease_ttl(backend: Backe
     """TS ``src/registry.ts`` ``claimWorkerId`` / ``heartbeatWorker`` and Java
     ``core/WorkerRegistry.java`` ``claimWorkerId`` / ``heartbeatWorker`` (claim 60 s with
     ``last_seen: 0``, lease 15 s, beat 5 s); Python ``core/registry.py`` (lease 30 s);
-    a lease in seed 002's shape (TTL 90 s, beat 30 s). Stale once two beats were missed,
+    a lease in the plain heartbeat shape (TTL 90 s, beat 30 s). Stale once two beats were missed,
     judged by the TTL left, never by the writer's clock. On a cluster (v2 keys) too, with
     an id starting with ``}`` spelled as the SDKs spell it (``prefix{id}suffix``)."""
     redis: Any = backend.redis
@@ -92,7 +92,7 @@ async def test_foreign_liveness_follows_each_sdks_known_lease_ttl(backend: Backe
     await redis.pexpire(K.worker_online("py-2"), 12_000)
     snap = await _read(reader)
     assert _worker(snap, "py-2").status is Status.STALE
-    # Seed 002's shape: TTL 90 s, beat 30 s; 20 s left is 70 s since the beat.
+    # The plain heartbeat shape: TTL 90 s, beat 30 s; 20 s left is 70 s since the beat.
     seed = {"instanceId": "seed-1", "queues": ["chat"], "activeJobCount": 0, "hostname": "h"}
     await redis.sadd(K.workers, "seed-1", "seed-2")
     await redis.set(K.worker_online("seed-1"), json.dumps(seed), px=20_000)
@@ -140,7 +140,7 @@ async def test_active_jobs_of_a_worker_without_a_status_hash_are_its_pending_ent
 async def test_overtaken_commands_report_superseded_and_the_worker_converges(
     redis_url: str, redis: Redis, tmp_path: Path
 ) -> None:
-    """Issue 25 defect 1 on a real worker process: two operators alternate suspend and
+    """On a real worker process: two operators alternate suspend and
     resume; a command overtaken by the other operator's is never reported applied."""
     # A lease long enough to outlive the CLI's start while the worker is stopped.
     proc = spawn_worker(

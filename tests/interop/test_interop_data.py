@@ -1,4 +1,4 @@
-"""The data plane against real by-framework processes (issue 15: items 2, 5 and 7).
+"""The data plane against real by-framework processes (docs/protocol.md).
 
 * A real by-framework client (``GatewayClient``) is served by our worker: answer and end
   of stream on the session's data stream, its execution record completed.

@@ -1,4 +1,4 @@
-"""Issue 23.4: ``byconsole metrics snapshot --json`` and ``by-admin metrics snapshot --json``
+"""``byconsole metrics snapshot --json`` and ``by-admin metrics snapshot --json``
 agree on one mixed fleet with failing tasks.
 
 A real by-framework worker and one of ours share a type; by-framework's own client sends

@@ -1,4 +1,4 @@
-"""Pausing a type served by a real by-framework worker and one of ours (issue 23, item 7).
+"""Pausing a type served by a real by-framework worker and one of ours (README, Pausing a type).
 
 by-framework has no pause: ``byconsole type pause`` puts its workers on the type's
 denylist (its runner leaves the stream out of XREADGROUP from its next heartbeat on)

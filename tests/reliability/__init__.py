@@ -1,1 +1,1 @@
-"""Reliability and security tests: faults, bad input, TLS, ACL and secrets (issue 7)."""
+"""Reliability and security tests: faults, bad input, TLS, ACL and secrets (README, Security)."""

@@ -1,4 +1,4 @@
-"""Skewed wall clocks in the process under test never decide correctness (issue 11 item 9).
+"""Skewed wall clocks in the process under test never decide correctness (docs/protocol.md).
 
 The skew is injected into a real subprocess through a ``sitecustomize`` module that
 shifts ``time.time``/``time.time_ns`` by ``$TEST_CLOCK_OFFSET_S`` (written to a temporary

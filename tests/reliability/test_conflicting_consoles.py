@@ -1,6 +1,6 @@
 """Two consoles issuing conflicting commands on one live worker.
 
-The rule (SPEC section 4): commands are state, ordered by ``updated_at``, which Redis
+The rule (docs/protocol.md, admin hash): commands are state, ordered by ``updated_at``, which Redis
 stamps (its own clock, strictly increasing per worker); the final state is the last
 command Redis recorded, on the worker, in the admin hash and in every console's
 snapshot, whatever the consoles' clocks say.
@@ -128,7 +128,7 @@ async def test_a_console_with_a_clock_an_hour_ahead_does_not_block_later_command
     consoles: tuple[WorkerManager, WorkerManager],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Commands are ordered by Redis's clock, never by a console's (issue 11 item 9)."""
+    """Commands are ordered by Redis's clock, never by a console's."""
     del worker
     alice, bob = consoles
     # Alice's machine is an hour ahead; it used to stamp her suspend an hour into the

@@ -1,5 +1,5 @@
 """The delivery path under faults: nothing lost, nothing run twice without a fault,
-nothing left pending, shutdown bounded (issue 11, items 1-4 and 8).
+nothing left pending, shutdown bounded (README, Reliability).
 
 Each test runs real ``worker-runtime`` processes against its own ``redis-server`` (see
 :mod:`bench.faults_delivery`, which the fault report runs at larger sizes).

@@ -1,4 +1,4 @@
-"""Delivery paths that used to lose, strand or leak (issue 11, items 2, 3, 10, 12, 13).
+"""Delivery paths that used to lose, strand or leak (README, How the runtime behaves).
 
 Real ``worker-runtime`` processes (or a :class:`WorkerInstance` in a subprocess, for
 fault injection into one loop) against the session's ``redis-server``.

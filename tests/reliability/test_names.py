@@ -1,4 +1,4 @@
-"""Agent type names and worker ids are validated where they enter (issue 11 item 13).
+"""Agent type names and worker ids are validated where they enter (``worker_runtime.names``).
 
 Real ``byconsole`` / ``worker-runtime`` processes against a real Redis: one line on
 stderr naming the reason, exit 2, and nothing written to Redis.

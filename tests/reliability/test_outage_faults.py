@@ -1,5 +1,5 @@
 """Outages and ownership: nothing lost, nothing run twice without a fault of the process
-that ran it, nothing pending, every outcome truthful (issue 25, defects 5-8 and 11).
+that ran it, nothing pending, every outcome truthful (README, Reliability).
 
 Each test runs a scenario of :mod:`bench.faults_outages` (which the fault report runs at
 larger sizes) against its own real ``redis-server``: worker processes for the OOM and

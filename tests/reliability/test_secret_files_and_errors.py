@@ -1,4 +1,4 @@
-"""Passwords stay off the command line; Redis refusals read as their reason (issue 11).
+"""Passwords stay off the command line; Redis refusals read as their reason (README, Security).
 
 * ``--redis-url-file`` / ``BYAI_REDIS_URL_FILE`` / ``BYAI_REDIS_PASSWORD_FILE`` connect
   without a password in ``argv``; a password given in ``--redis-url`` still works but

@@ -1,7 +1,7 @@
 """Task outputs reach their session's data stream exactly once, through refused writes.
 
 The batcher appends a flush's results per session in one script and writes each
-session registry in one script (issue 14). These tests hold that against the property
+session registry in one script (the batcher). These tests hold that against the property
 a client relies on: every execution of a session task leaves exactly one entry in its
 session's stream, in order, with the fields a single XADD wrote before, and the
 registry maps every task to its execution, also when Redis refuses the writes for a

@@ -100,7 +100,7 @@ async def test_evict_with_reason(
         await pilot.press("enter")
         await until_async(lambda: _admin_is(redis, "w-1", "evicted"))
         assert (await _admin(redis, "w-1"))["reason"] == "bad host"
-        # The lease stays until the worker drops it itself (SPEC section 10).
+        # The lease stays until the worker drops it itself (docs/protocol.md, Leases).
         assert await redis.exists(KEYS.worker_online("w-1"))
         assert not await redis.sismember(KEYS.type_workers("chat"), "w-1")
         event = (await _audit(redis))[-1]

@@ -1,4 +1,4 @@
-"""Issue 13: what an on-call operator hit in a first session, each asserted on the screen
+"""What an on-call operator hit in a first session, each asserted on the screen
 and in Redis — one queue depth, truthful command states, confirmed scale and deny
 outcomes, the confirm dialog keeping typed keys, drill-downs, dead letters, the legend.
 """

@@ -1,4 +1,4 @@
-"""by-framework's command envelope (issue 15.1): what we write and what we read."""
+"""by-framework's command envelope (docs/protocol.md): what we write and what we read."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ async def fake() -> AsyncIterator[fakeredis.FakeAsyncRedis]:
 def test_status_thresholds_use_the_lease_heartbeat_interval() -> None:
     now = 1_000_000
     assert derive_status(None, now) is Status.OFFLINE
-    # A lease without our last_seen (another runtime's) is not stale (issue 15 item 8).
+    # A lease without our last_seen (another runtime's) is not stale.
     assert derive_status(Lease(), now) is Status.ONLINE
     assert derive_status(Lease(last_seen=now - 10_000), now) is Status.ONLINE  # 2 x 5 s
     assert derive_status(Lease(last_seen=now - 10_001), now) is Status.STALE
@@ -50,8 +50,8 @@ def test_status_from_the_remaining_ttl_ignores_the_workers_clock() -> None:
     ahead = Lease(last_seen=now + 3_600_000, heartbeat_interval=5, lease_ttl=15)
     assert derive_status(ahead, now, ttl_ms=1_000) is Status.STALE  # clock 1 h ahead
     assert derive_status(lease, now, ttl_ms=0) is Status.OFFLINE
-    # A lease stating no TTL in the plain heartbeat shape (seed 002: TTL 90 s, beat
-    # 30 s): online while at most two beats old, i.e. 30 s or more left (issue 28.3).
+    # A lease stating no TTL in the plain heartbeat shape (docs/protocol.md: TTL 90 s, beat
+    # 30 s): online while at most two beats old, i.e. 30 s or more left.
     assert derive_status(Lease(), now, ttl_ms=30_000) is Status.ONLINE
     assert derive_status(Lease(), now, ttl_ms=20_000) is Status.STALE
     # No expiry at all (-1): the last beat decides.

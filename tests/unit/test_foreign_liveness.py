@@ -1,4 +1,4 @@
-"""Liveness of leases other runtimes write, and the warnings shown per runtime (issue 28)."""
+"""Liveness of leases other runtimes write and the warnings per runtime (docs/protocol.md)."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ def test_a_clear_is_applied_when_the_lease_is_active_with_no_admin_stamp() -> No
 
 
 def test_an_overtaken_command_is_never_applied_and_names_what_overtook_it() -> None:
-    """Issue 25 defect 1: the admin hash holds a later write; the worker applied that."""
+    """The admin hash holds a later write; the worker applied that."""
     later = AdminState(lifecycle="active", updated_at=600, updated_by="bob@console-b")
     lease = ours(600, lifecycle="active")
     assert is_applied(AdminAction.SUSPEND, 500, lease, admin=later) is None

@@ -1,4 +1,4 @@
-"""The key factory: v1 strings pinned to SPEC section 3, v2 shape and slot safety."""
+"""The key factory: v1 strings pinned to docs/protocol.md, v2 shape and slot safety."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_v1_ids_are_embedded_verbatim() -> None:
 
 
 def test_project_keys_stay_in_the_namespace() -> None:
-    # The keys this project adds follow the same namespace rules as SPEC section 3.
+    # The keys this project adds follow the same namespace rules (docs/protocol.md).
     added = [
         V1.agent_types,
         V1.instances,
@@ -194,7 +194,7 @@ HOSTILE_IDS = [
 
 UNTAGGABLE_IDS = ["}x", "}}{{", ""]
 """Ids whose hash tag is empty in every SDK's spelling (``{}x}``): their keys hash on
-their whole names, in by-framework's SDKs as here (issue 28 item 7)."""
+their whole names, in by-framework's SDKs as here (docs/protocol.md)."""
 
 
 @pytest.mark.parametrize("entity_id", UNTAGGABLE_IDS)

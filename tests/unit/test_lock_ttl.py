@@ -1,4 +1,4 @@
-"""The start-up lock outlives several heartbeats for every allowed interval (issue 11 item 5)."""
+"""The start-up lock outlives several heartbeats for every allowed interval."""
 
 from __future__ import annotations
 

@@ -89,7 +89,7 @@ def test_no_target_no_override_is_none() -> None:
 
 
 def test_override_is_exact_and_every_other_instance_is_left_unchanged() -> None:
-    # Seed 001 / SPEC section 5 (corrected): "scale chat 1 --instance a" must not move b.
+    # README, Instances, scale and the leader: "scale chat 1 --instance a" must not move b.
     assert compute_quotas(4, {}, ["a", "b"]) == {"a": 2, "b": 2}
     assert compute_quotas(4, {"a": 1}, ["a", "b"]) == {"a": 1, "b": 2}
     overrides = {"b": 5}

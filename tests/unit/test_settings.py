@@ -1,4 +1,4 @@
-"""Settings: SPEC section 7 environment names, precedence, and one-line errors."""
+"""Settings: environment names (README, Settings), precedence, and one-line errors."""
 
 from __future__ import annotations
 

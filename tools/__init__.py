@@ -1,0 +1,1 @@
+"""Repository tools (screenshots, generated documentation); not shipped in a package."""
