@@ -35,15 +35,17 @@ from typing import Any
 from bench.common import (
     BIN,
     ROOT,
+    SimInstance,
     machine,
+    populate,
     redis_client,
     run_timed,
     start_redis,
     versions,
     worker_env,
+    write_fleet,
     write_results,
 )
-from bench.fleet_sim import SimInstance, populate, write_fleet
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
 from worker_runtime.models import AdminState, Lifecycle, now_ms

@@ -43,15 +43,16 @@ from typing import Any
 
 from bench.common import (
     ROOT,
+    load_average,
     machine,
+    populate,
     redis_client,
     start_redis,
     versions,
     worker_env,
+    write_fleet,
     write_results,
 )
-from bench.fleet_sim import populate, write_fleet
-from bench.interleave import load_average
 from worker_runtime.keys import Keys
 from worker_runtime.models import AdminState, Lifecycle, now_ms
 
@@ -364,11 +365,11 @@ def _brief(figures: dict[str, Any]) -> dict[str, Any]:
 
 async def static_child(count: int) -> dict[str, Any]:
     """First paint, scroll, filter and sort latency at ``count`` workers."""
-    from bench.tui_refresh import fleet
+    from bench.common import snapshot_fleet
     from byconsole.tui.app import ConsoleApp
     from byconsole.tui.backend import StaticBackend
 
-    snapshot = fleet(count)
+    snapshot = snapshot_fleet(count)
     app = ConsoleApp(StaticBackend(snapshot), refresh=3600, clock=lambda: 0.0)
     out: dict[str, Any] = {}
     async with app.run_test(size=(120, 36)) as pilot:

@@ -40,7 +40,12 @@ from rq import Queue, Worker
 
 from bench.common import (
     BIN,
+    TYPES,
+    calls_delta,
+    command_calls,
+    interleave,
     machine,
+    populate,
     ratio,
     redis_client,
     run_timed,
@@ -49,8 +54,6 @@ from bench.common import (
     worker_env,
     write_results,
 )
-from bench.fleet_sim import TYPES, calls_delta, command_calls, populate
-from bench.interleave import interleave
 from bench.netdelay import DelayedPath
 from worker_runtime.embedded import RedisServer
 from worker_runtime.fleet import FleetReader

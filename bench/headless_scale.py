@@ -39,17 +39,21 @@ from redis.asyncio import Redis
 
 from bench.common import (
     BIN,
+    TYPES,
+    ainterleave,
+    interleave,
     machine,
+    populate,
+    ratio_line,
     redis_client,
     run_timed,
     start_redis,
+    stats,
     versions,
     worker_env,
     write_results,
 )
 from bench.fleet_listing import listed_rq, register_rq_workers
-from bench.fleet_sim import TYPES, populate
-from bench.interleave import ainterleave, interleave, ratio_line, stats
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
 from worker_runtime.producer import Producer

@@ -1,13 +1,14 @@
 """Huge entries: listings read excerpts, ``dead show`` prints the payload whole.
 
-Dead letters and a pending task of 2 MB each (50 MB ones in ``bench/huge_entries.py``)
+Dead letters and a pending task of 2 MB each (50 MB ones were measured once by
+``git show 213a5be:bench/huge_entries.py``)
 on a real ``redis-server``; the real ``byconsole`` lists them (``dead list``,
 ``type pending``, ``find``) and shows one (``dead show``). A listing must be right
 (ids, errors, the payload's start, a visible "cut") while Redis sends only kilobytes
 for it: Redis's own count of bytes written to clients (``INFO stats``
 ``total_net_output_bytes``) bounds what the console received, deterministically. The
-memory the console then needs is measured by ``bench/huge_entries.py`` (RSS of the
-real process), not asserted here.
+memory the console then needs was measured by that script (RSS of the real process),
+not asserted here.
 """
 
 from __future__ import annotations
