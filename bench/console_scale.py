@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.console_scale [--sizes 1000,10000,50000] [--repeats 3]
         [--no-tui] [--json PATH]
 
-For each fleet size N (written by the runtime's own heartbeat, ``bench.fleet_sim``):
+For each fleet size N (written by the runtime's own heartbeat, ``bench.common``):
 
 * in process: ``FleetReader.read()`` (median of ``--repeats``), split into the time in
   its pipelined round trips (redis-py encode, Redis, reply parse) and the rest (models,

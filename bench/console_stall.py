@@ -5,7 +5,7 @@
 
 Live (``--live N``, the real ``ConsoleApp`` with the Redis backend, headless at 120x36,
 in its own process; the fleet written and beaten by the runtime's own heartbeat,
-``bench.fleet_sim``, in the parent so it does not count in the console's RSS):
+``bench.common``, in the parent so it does not count in the console's RSS):
 
 * **longest event-loop stall** while a refresh reads, diffs and paints: a 5 ms ticker
   on the console's loop records the largest gap between ticks;

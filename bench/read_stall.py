@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.read_stall [--workers 10000] [--reads 7] [--top 8]
         [--trees A B] [--rounds 5] [--json PATH]
 
-One process, a fleet written by the runtime's own heartbeat (``bench.fleet_sim``), then
+One process, a fleet written by the runtime's own heartbeat (``bench.common``), then
 ``--reads`` reads (after one unrecorded), each with:
 
 * a 1 ms ticker on the loop: the **longest stall** is the largest gap between ticks;
