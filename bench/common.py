@@ -1,7 +1,18 @@
-"""Shared benchmark plumbing: a private redis-server, worker subprocesses, percentiles."""
+"""Shared benchmark set-up: servers, processes, simulated fleets, timing, interleaving, JSON.
+
+- a private ``redis-server`` and clients configured as the runtime's (:func:`start_redis`,
+  :func:`redis_client`); worker subprocesses (:func:`spawn_runtime`, :func:`worker_env`);
+- simulated fleets written by the runtime's own heartbeat code (:func:`populate`,
+  :func:`make_fleet`, :func:`write_fleet`) and synthetic snapshots with no Redis
+  (:func:`snapshot_fleet`);
+- timing of finished commands (:func:`run_timed`), server work (:func:`command_calls`),
+  interleaved side-by-side rounds (:func:`interleave`, :func:`ainterleave`);
+- figures as text (:func:`summary`, :func:`ratio_line`) and as JSON (:func:`write_results`).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import platform
@@ -13,16 +24,26 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
+from worker_runtime.batcher import Batcher
 from worker_runtime.connection import create_redis
+from worker_runtime.consumer import ensure_group
+from worker_runtime.context import RuntimeContext
+from worker_runtime.derive import build_worker_view
 from worker_runtime.embedded import RedisServer
-from worker_runtime.settings import RedisSettings
+from worker_runtime.heartbeat import beat
+from worker_runtime.keys import Keys
+from worker_runtime.models import AdminState, InstanceLease, Role, Task, now_ms
+from worker_runtime.replica import Replica
+from worker_runtime.settings import RedisSettings, WorkerSettings
+from worker_runtime.snapshot import FleetSnapshot, RedisInfo, WorkerView
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -197,3 +218,242 @@ def write_results(path: str | None, data: dict[str, Any]) -> None:
 def ratio(a: float, b: float) -> float:
     """``a / b``, or ``inf`` when ``b`` is 0."""
     return a / b if b else float("inf")
+
+
+# -- simulated fleets ---------------------------------------------------------------------
+# A simulated instance is a real RuntimeContext with real Replica objects whose loops never
+# run: each heartbeat.beat writes exactly what a running instance writes (leases, status
+# keys, routing sets, registry, instance lease) and reads exactly what it reads (admin
+# hashes, denylists), in one pipelined round trip per instance.
+
+TYPES = ("chat", "embed", "report")
+"""Agent types of simulated fleets; instance ``i`` serves ``TYPES[i % 3]``."""
+
+
+async def _never(task: Task) -> None:
+    """The handler of simulated replicas (their consumer loops never run)."""
+
+
+@dataclass
+class SimInstance:
+    """One simulated instance process and its replicas."""
+
+    ctx: RuntimeContext
+    replicas: list[Replica] = field(default_factory=list)
+    started_at: int = field(default_factory=now_ms)
+
+    def lease(self) -> InstanceLease:
+        """The instance lease, built as ``WorkerInstance.instance_lease`` builds it."""
+        types = sorted({t for r in self.replicas for t in r.agent_types})
+        return InstanceLease(
+            instance_id=self.ctx.instance_id,
+            hostname=self.ctx.hostname,
+            pid=self.ctx.pid,
+            role=self.ctx.role.value,
+            agent_types=types,
+            replicas={t: [r.worker_id for r in self.replicas if t in r.agent_types] for t in types},
+            started_at=self.started_at,
+            last_seen=now_ms(),
+        )
+
+    async def beat(self) -> None:
+        """One heartbeat round trip for every replica."""
+        for replica in self.replicas:
+            replica.tick()  # healthy: the lease is renewed
+        await beat(self.ctx, self.replicas, self.lease())
+
+
+def sim_settings(heartbeat_interval: float = 300.0) -> WorkerSettings:
+    """Settings for simulated instances.
+
+    The default interval (5 minutes, the most settings allow; lease 10 minutes) keeps
+    a fleet written once ``online`` for the whole of a listing benchmark.
+    """
+    return WorkerSettings(
+        heartbeat_interval=heartbeat_interval,
+        lease_ttl=max(15.0, heartbeat_interval * 2),
+        stall_timeout=3600.0,
+    )
+
+
+def make_fleet(
+    redis: Redis,
+    workers: int,
+    per_instance: int = 100,
+    *,
+    settings: WorkerSettings | None = None,
+    keys: Keys | None = None,
+    prefix: str = "sim",
+) -> list[SimInstance]:
+    """Instances of ``per_instance`` replicas (the last one smaller) totalling ``workers``."""
+    settings = settings or sim_settings()
+    keys = keys or Keys()
+    instances: list[SimInstance] = []
+    for i, start in enumerate(range(0, workers, per_instance)):
+        iid = f"{prefix}-host-{i:04d}:{4000 + i}"
+        ctx = RuntimeContext(
+            redis=redis,
+            keys=keys,
+            settings=settings,
+            handler=_never,
+            batcher=Batcher(redis, keys),
+            instance_id=iid,
+            cluster=False,
+            ip_address=f"10.{i // 250 % 250}.{i % 250}.1",
+            role=Role.ALL,
+            hostname=f"{prefix}-host-{i:04d}",
+            pid=4000 + i,
+        )
+        agent_types = (TYPES[i % len(TYPES)],)
+        inst = SimInstance(ctx)
+        for r in range(min(per_instance, workers - start)):
+            inst.replicas.append(Replica(ctx, f"{iid}-r{r}", agent_types))
+        instances.append(inst)
+    return instances
+
+
+async def write_fleet(redis: Redis, instances: list[SimInstance], parallel: int = 8) -> None:
+    """Create the type streams (with their consumer group) and beat every instance once."""
+    keys = instances[0].ctx.keys if instances else Keys()
+    for t in TYPES:
+        await ensure_group(redis, keys.type_stream(t))
+    for start in range(0, len(instances), parallel):
+        await asyncio.gather(*(inst.beat() for inst in instances[start : start + parallel]))
+
+
+async def populate(redis: Redis, workers: int, per_instance: int = 100) -> list[SimInstance]:
+    """Write a simulated fleet of ``workers`` workers; returns its instances."""
+    instances = make_fleet(redis, workers, per_instance)
+    await write_fleet(redis, instances)
+    return instances
+
+
+def command_calls(info: dict[str, Any]) -> dict[str, int]:
+    """``INFO commandstats`` as ``{command: calls}``."""
+    out: dict[str, int] = {}
+    for name, value in info.items():
+        if name.startswith("cmdstat_") and isinstance(value, dict):
+            out[name.removeprefix("cmdstat_")] = int(value.get("calls", 0))
+    return out
+
+
+def calls_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Commands run between two :func:`command_calls` readings (INFO itself excluded)."""
+    delta = {k: after[k] - before.get(k, 0) for k in after if k != "info"}
+    return {k: v for k, v in sorted(delta.items()) if v}
+
+
+# -- interleaved side-by-side measurement ---------------------------------------------------
+# A B A B …, so a busy machine hits both alike: back-to-back repeats (all of A, then all of
+# B) let a change in the machine's load between the two blocks flatter or sink a ratio.
+# Every comparison reports median and min per side and the load average before and after.
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, as ``/proc/loadavg`` shows them."""
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def stats(samples: list[float]) -> dict[str, Any]:
+    """Median, min, max and the samples themselves."""
+    return {
+        "median": statistics.median(samples),
+        "min": min(samples),
+        "max": max(samples),
+        "n": len(samples),
+        "samples": samples,
+    }
+
+
+def _finish(samples: dict[str, list[float]], before: str) -> dict[str, Any]:
+    out: dict[str, Any] = {name: stats(values) for name, values in samples.items()}
+    out["load_before"] = before
+    out["load_after"] = load_average()
+    return out
+
+
+def interleave(
+    sides: Mapping[str, Callable[[], float]], repeats: int = 5, warmup: int = 1
+) -> dict[str, Any]:
+    """Run every side once per round, ``repeats`` rounds (after ``warmup`` unrecorded).
+
+    Args:
+        sides: name -> a function that runs once and returns its figure (seconds, ms…).
+        repeats: recorded rounds (at least 5 for a reported ratio).
+        warmup: unrecorded rounds first (page cache, Redis, imports).
+
+    Returns:
+        Per side :func:`stats`, plus ``load_before`` and ``load_after``.
+    """
+    before = load_average()
+    samples: dict[str, list[float]] = {name: [] for name in sides}
+    for round_ in range(warmup + repeats):
+        # Alternate which side goes first, so neither always runs on a warmer machine.
+        order = list(sides) if round_ % 2 == 0 else list(reversed(list(sides)))
+        for name in order:
+            value = sides[name]()
+            if round_ >= warmup:
+                samples[name].append(value)
+    return _finish(samples, before)
+
+
+async def ainterleave(
+    sides: Mapping[str, Callable[[], Awaitable[float]]], repeats: int = 5, warmup: int = 1
+) -> dict[str, Any]:
+    """:func:`interleave` for coroutines (in-process figures on one event loop)."""
+    before = load_average()
+    samples: dict[str, list[float]] = {name: [] for name in sides}
+    for round_ in range(warmup + repeats):
+        order = list(sides) if round_ % 2 == 0 else list(reversed(list(sides)))
+        for name in order:
+            value = await sides[name]()
+            if round_ >= warmup:
+                samples[name].append(value)
+    return _finish(samples, before)
+
+
+def ratio_line(result: Mapping[str, Any], a: str, b: str, unit: str = "s") -> str:
+    """``a median … (min …) vs b median … (min …): ratio x (median), y (min)``."""
+    ra, rb = result[a], result[b]
+    med = ra["median"] / rb["median"] if rb["median"] else float("inf")
+    low = ra["min"] / rb["min"] if rb["min"] else float("inf")
+    return (
+        f"{a} {ra['median']:.3f} {unit} (min {ra['min']:.3f}) vs {b} {rb['median']:.3f} {unit} "
+        f"(min {rb['min']:.3f}): {med:.2f}x median, {low:.2f}x min "
+        f"[load {result['load_before']} -> {result['load_after']}]"
+    )
+
+
+# -- synthetic snapshots (no Redis) ---------------------------------------------------------
+
+
+SNAPSHOT_NOW = 1_767_000_000_000
+"""The clock of :func:`snapshot_fleet` snapshots (ms)."""
+
+
+def snapshot_fleet(n: int, suspended_every: int = 0) -> FleetSnapshot:
+    """``n`` online workers over 10 instances; every ``suspended_every``-th suspended."""
+    workers: list[WorkerView] = []
+    for i in range(n):
+        wid = f"worker-{i:05d}"
+        lease = {
+            "worker_id": wid,
+            "instance_id": f"host-{i % 10}:{1000 + i % 10}",
+            "ip_address": f"10.0.{i % 10}.{i % 250}",
+            "role": "all",
+            "agent_types": ["chat", "embed"] if i % 2 else ["report"],
+            "lifecycle": "active",
+            "concurrency": 8,
+            "active_jobs": i % 8,
+            "last_seen": SNAPSHOT_NOW - 1000,
+            "heartbeat_interval": 5.0,
+            "app_version": "1.4.2",
+        }
+        admin = AdminState()
+        if suspended_every and i % suspended_every == 0:
+            admin = AdminState(lifecycle="suspended", reason="bench", updated_at=SNAPSHOT_NOW)
+        workers.append(build_worker_view(wid, lease, admin, [], [], SNAPSHOT_NOW))
+    return FleetSnapshot(
+        generated_at=SNAPSHOT_NOW, redis=RedisInfo(connected=True), workers=workers
+    )

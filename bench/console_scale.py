@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.console_scale [--sizes 1000,10000,50000] [--repeats 3]
         [--no-tui] [--json PATH]
 
-For each fleet size N (written by the runtime's own heartbeat, ``bench.fleet_sim``):
+For each fleet size N (written by the runtime's own heartbeat, ``bench.common``):
 
 * in process: ``FleetReader.read()`` (median of ``--repeats``), split into the time in
   its pipelined round trips (redis-py encode, Redis, reply parse) and the rest (models,
@@ -35,15 +35,17 @@ from typing import Any
 from bench.common import (
     BIN,
     ROOT,
+    SimInstance,
     machine,
+    populate,
     redis_client,
     run_timed,
     start_redis,
     versions,
     worker_env,
+    write_fleet,
     write_results,
 )
-from bench.fleet_sim import SimInstance, populate, write_fleet
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
 from worker_runtime.models import AdminState, Lifecycle, now_ms

@@ -5,7 +5,7 @@
 
 Live (``--live N``, the real ``ConsoleApp`` with the Redis backend, headless at 120x36,
 in its own process; the fleet written and beaten by the runtime's own heartbeat,
-``bench.fleet_sim``, in the parent so it does not count in the console's RSS):
+``bench.common``, in the parent so it does not count in the console's RSS):
 
 * **longest event-loop stall** while a refresh reads, diffs and paints: a 5 ms ticker
   on the console's loop records the largest gap between ticks;
@@ -43,15 +43,16 @@ from typing import Any
 
 from bench.common import (
     ROOT,
+    load_average,
     machine,
+    populate,
     redis_client,
     start_redis,
     versions,
     worker_env,
+    write_fleet,
     write_results,
 )
-from bench.fleet_sim import populate, write_fleet
-from bench.interleave import load_average
 from worker_runtime.keys import Keys
 from worker_runtime.models import AdminState, Lifecycle, now_ms
 
@@ -364,11 +365,11 @@ def _brief(figures: dict[str, Any]) -> dict[str, Any]:
 
 async def static_child(count: int) -> dict[str, Any]:
     """First paint, scroll, filter and sort latency at ``count`` workers."""
-    from bench.tui_refresh import fleet
+    from bench.common import snapshot_fleet
     from byconsole.tui.app import ConsoleApp
     from byconsole.tui.backend import StaticBackend
 
-    snapshot = fleet(count)
+    snapshot = snapshot_fleet(count)
     app = ConsoleApp(StaticBackend(snapshot), refresh=3600, clock=lambda: 0.0)
     out: dict[str, Any] = {}
     async with app.run_test(size=(120, 36)) as pilot:

@@ -398,10 +398,22 @@ async def wait_completed(journal: Path, ids: Sequence[str], timeout: float) -> N
         await until(all_done, timeout, "every task completed", interval=0.2)
 
 
-async def pending_count(redis: Redis, keys: Keys) -> int:
-    """Entries of the task stream delivered and not acknowledged."""
-    info = await redis.xpending(keys.type_stream(AGENT_TYPE), CONSUMER_GROUP)
+async def pending_count(redis: Redis, keys: Keys, stream: str | None = None) -> int:
+    """Entries of ``stream`` (the task stream by default) delivered and not acknowledged."""
+    try:
+        info = await redis.xpending(stream or keys.type_stream(AGENT_TYPE), CONSUMER_GROUP)
+    except Exception:
+        return 0  # no stream or no group: nothing pending
     return int(info["pending"])
+
+
+def tallied(
+    result: ScenarioResult, journal: Path, ids: Sequence[str], started: float, dead: int
+) -> ScenarioResult:
+    """``result`` with its tally of ``journal`` and the seconds since ``started``."""
+    result.tally = tally(read_journal(journal), ids, dead_lettered=dead)
+    result.seconds = round(time.monotonic() - started, 1)
+    return result
 
 
 async def _finish(
@@ -473,7 +485,7 @@ async def worker_chaos(
 
     async def restart_after_kill(index: int) -> None:
         lease = keys.worker_online(fleet.worker_id(index))
-        await until(lambda: _gone(redis, lease), LEASE_TTL_S * 4, "killed lease expired", 0.1)
+        await until(lambda: gone(redis, lease), LEASE_TTL_S * 4, "killed lease expired", 0.1)
         await back_online(index)
 
     async def resume_later(index: int, pid: int, seconds: float) -> None:
@@ -547,7 +559,8 @@ async def worker_chaos(
         await redis.aclose()
 
 
-async def _gone(redis: Redis, key: str) -> bool:
+async def gone(redis: Redis, key: str) -> bool:
+    """Whether ``key`` no longer exists."""
     return not await redis.exists(key)
 
 

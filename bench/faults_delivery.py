@@ -34,14 +34,17 @@ from bench.faults import (
     ScenarioResult,
     WorkerFleet,
     completed_ids,
+    gone,
     mark_fault,
+    pending_count,
     read_journal,
     submit,
+    tallied,
     until,
     wait_completed,
 )
 from worker_runtime.embedded import RedisServer
-from worker_runtime.keys import CONSUMER_GROUP, Keys
+from worker_runtime.keys import Keys
 from worker_runtime.producer import Producer
 
 # -- a TCP proxy that can stop forwarding ----------------------------------------------
@@ -149,11 +152,7 @@ async def _started(journal: Path, ids: list[str]) -> bool:
 
 
 async def _pending(redis: Redis, stream: str) -> int:
-    try:
-        info = await redis.xpending(stream, CONSUMER_GROUP)
-    except Exception:
-        return 0  # no stream or no group: nothing pending
-    return int(info["pending"])
+    return await pending_count(redis, Keys(), stream)
 
 
 async def _settle(redis: Redis, streams: list[str]) -> int:
@@ -163,16 +162,6 @@ async def _settle(redis: Redis, streams: list[str]) -> int:
     with contextlib.suppress(TimeoutError):
         await until(none, 10.0, "no pending entries", 0.1)
     return sum([await _pending(redis, s) for s in streams])
-
-
-def _finish(
-    result: ScenarioResult, journal: Path, ids: list[str], started: float, dead: int
-) -> ScenarioResult:
-    from bench.faults import tally
-
-    result.tally = tally(read_journal(journal), ids, dead_lettered=dead)
-    result.seconds = round(time.monotonic() - started, 1)
-    return result
 
 
 # -- scenarios --------------------------------------------------------------------------
@@ -215,7 +204,7 @@ async def redis_oom(workdir: Path, *, tasks: int = 40, oom_s: float = 4.0) -> Sc
         dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
         result.exit_codes = await asyncio.to_thread(fleet.stop)
         result.logs = fleet.logs()
-        return _finish(result, journal, ids, started, dead)
+        return tallied(result, journal, ids, started, dead)
     finally:
         await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await redis.aclose()
@@ -265,7 +254,7 @@ async def partition(
         dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
         result.exit_codes = await asyncio.to_thread(rescue.stop)
         result.logs = cut.logs()
-        return _finish(result, journal, ids, started, dead)
+        return tallied(result, journal, ids, started, dead)
     finally:
         await asyncio.to_thread(cut.stop, signal.SIGKILL, 5.0)
         await asyncio.to_thread(rescue.stop, signal.SIGKILL, 5.0)
@@ -307,7 +296,7 @@ async def poison_stable_instance(
             if proc is not None and proc.poll() is not None:
                 mark_fault(journal, proc.pid, "crash")
                 result.faults["process crash"] += 1
-                await until(lambda: _gone(redis, lease), LEASE_TTL_S * 4, "lease expired", 0.1)
+                await until(lambda: gone(redis, lease), LEASE_TTL_S * 4, "lease expired", 0.1)
                 fleet.spawn(0)
             await asyncio.sleep(0.1)
         result.notes["poison_id"] = poison
@@ -319,7 +308,7 @@ async def poison_stable_instance(
         result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
         result.exit_codes = await asyncio.to_thread(fleet.stop)
         result.logs = fleet.logs()
-        return _finish(result, journal, ids, started, len(dead))
+        return tallied(result, journal, ids, started, len(dead))
     finally:
         await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await redis.aclose()
@@ -366,7 +355,7 @@ async def rolling_restarts(
         dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
         result.exit_codes = await asyncio.to_thread(fleet.stop)
         result.logs = fleet.logs()
-        return _finish(result, journal, ids, started, dead)
+        return tallied(result, journal, ids, started, dead)
     finally:
         await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await redis.aclose()
@@ -423,7 +412,7 @@ async def direct_tasks_sigterm(
                 proc.terminate()
         result.exit_codes = [await asyncio.to_thread(p.wait, 30) for p in procs]
         result.logs = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("*.log")))
-        return _finish(result, journal, ids, started, dead)
+        return tallied(result, journal, ids, started, dead)
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -437,10 +426,6 @@ async def entries(redis: Redis | RedisCluster, key: str) -> list[tuple[str, dict
     """Every entry of a stream (a client with ``decode_responses=True``)."""
     reply: Any = await redis.xrange(key)
     return [(str(entry_id), dict(fields)) for entry_id, fields in reply or []]
-
-
-async def _gone(redis: Redis, key: str) -> bool:
-    return not await redis.exists(key)
 
 
 def summary(result: ScenarioResult) -> dict[str, Any]:
@@ -532,7 +517,7 @@ async def rehome_kill(
         mark_fault(journal, first.pid, "kill")
         result.faults["kill"] += 1
         procs.append(spawn_leader(url, "rk1", journal, logs / "rk1.log", env))
-        await until(lambda: _gone(redis, stream), 60, "the gone worker's stream emptied", 0.05)
+        await until(lambda: gone(redis, stream), 60, "the gone worker's stream emptied", 0.05)
         from worker_runtime.messages import decode_task
 
         queued = await entries(redis, target)
@@ -550,7 +535,7 @@ async def rehome_kill(
                 proc.terminate()
         result.exit_codes = [await asyncio.to_thread(p.wait, 30) for p in procs]
         result.logs = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("*.log")))
-        finished = _finish(result, journal, ids, started, dead)
+        finished = tallied(result, journal, ids, started, dead)
         if not run_after:
             # Counted from the type's stream: every task queued once, none missing.
             finished.tally.submitted = len(ids)
@@ -641,7 +626,7 @@ async def direct_tasks_stable_stop(
         )
         result.exit_codes = await asyncio.to_thread(fleet.stop)
         result.logs = fleet.logs()
-        return _finish(result, journal, ids, started, dead)
+        return tallied(result, journal, ids, started, dead)
     finally:
         await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await redis.aclose()
@@ -706,7 +691,7 @@ async def leader_partition(
         ids = await seed_gone_worker(redis, keys, tasks)
         await until(lambda: _is(holder, "lp-b"), lease_s * 5, "lp-b elected", 0.01)
         elected = time.time()
-        await until(lambda: _gone(redis, keys.worker_stream(GHOST)), 30, "re-homed", 0.05)
+        await until(lambda: gone(redis, keys.worker_stream(GHOST)), 30, "re-homed", 0.05)
         await wait_completed(journal, ids, 120)
         deposed = _log_ms(logs / "lp-a.log", "leader modules stopped")
         result.notes["step_down_s"] = None if deposed is None else round(deposed - cut, 2)
@@ -723,7 +708,7 @@ async def leader_partition(
             proc.terminate()
         result.exit_codes = [await asyncio.to_thread(p.wait, 30) for p in procs]
         result.logs = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("*.log")))
-        return _finish(result, journal, ids, started, dead)
+        return tallied(result, journal, ids, started, dead)
     finally:
         proxy.heal()
         for proc in procs:
@@ -790,7 +775,7 @@ async def forged_pushes(workdir: Path, *, tasks: int = 20, forged: int = 20) -> 
         dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
         result.exit_codes = await asyncio.to_thread(fleet.stop)
         result.logs = fleet.logs()
-        return _finish(result, journal, ids, started, dead)
+        return tallied(result, journal, ids, started, dead)
     finally:
         await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await redis.aclose()

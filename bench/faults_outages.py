@@ -39,8 +39,9 @@ from bench.faults import (
     WorkerFleet,
     completed_ids,
     mark_fault,
+    pending_count,
     read_journal,
-    tally,
+    tallied,
     until,
     wait_completed,
 )
@@ -95,19 +96,7 @@ async def _dead(redis: Redis) -> list[tuple[str, dict[str, str]]]:
 
 
 async def _pending(redis: Redis) -> int:
-    try:
-        info = await redis.xpending(Keys().type_stream(AGENT_TYPE), CONSUMER_GROUP)
-    except Exception:
-        return 0  # no stream or no group: nothing pending
-    return int(info["pending"])
-
-
-def _finish(
-    result: ScenarioResult, journal: Path, ids: list[str], started: float, dead: int
-) -> ScenarioResult:
-    result.tally = tally(read_journal(journal), ids, dead_lettered=dead)
-    result.seconds = round(time.monotonic() - started, 1)
-    return result
+    return await pending_count(redis, Keys())
 
 
 # -- a graceful stop never strands what its readers were delivered ----------------------
@@ -161,7 +150,7 @@ async def graceful_stops(
         result.notes["dead_never_run"] = sum(1 for t in buried if t and t.task_id not in ran)
         result.notes["dead_reasons"] = sorted({f.get("error", "") for _, f in dead})
         result.notes["pending_after"] = await _pending(redis)
-        return _finish(result, journal, ids, started, len(dead))
+        return tallied(result, journal, ids, started, len(dead))
     finally:
         await redis.aclose()
         server.cleanup()
@@ -207,7 +196,7 @@ async def oom_long_tasks(
         dead = len(await _dead(redis))
         result.exit_codes = await asyncio.to_thread(fleet.stop)
         result.logs = fleet.logs()
-        return _finish(result, journal, ids, started, dead)
+        return tallied(result, journal, ids, started, dead)
     finally:
         await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await redis.aclose()
@@ -303,7 +292,7 @@ async def stalled_worker(
         result.notes["double_results"] = sum(1 for t in ids if results[t] > 1)
         dead = len(await _dead(redis))
         result.logs = fleet.logs()
-        return _finish(result, journal, ids, started, dead)
+        return tallied(result, journal, ids, started, dead)
     finally:
         await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await redis.aclose()
@@ -376,7 +365,7 @@ async def aof_restart_depth(workdir: Path, *, before: int = 200, after: int = 50
             result.notes["run_until_idle_s"] = None
         result.notes["pending_after"] = await _pending(redis)
         dead = len(await _dead(redis))
-        return _finish(result, journal, ids, started, dead)
+        return tallied(result, journal, ids, started, dead)
     finally:
         await redis.aclose()
         server.cleanup()
@@ -451,7 +440,7 @@ async def submit_wait_restart(
         dead = len(await _dead(redis))
         await asyncio.to_thread(fleet.stop)
         result.logs = fleet.logs()
-        return _finish(result, journal, ids, started, dead)
+        return tallied(result, journal, ids, started, dead)
     finally:
         for proc in procs:
             if proc.poll() is None:

@@ -5,13 +5,13 @@
 
 For each fleet size N, on one private ``redis-server``:
 
-* our fleet: N workers written by the runtime's own heartbeat (``bench.fleet_sim``:
+* our fleet: N workers written by the runtime's own heartbeat (``bench.common``:
   N/100 instances of 100 replicas over three agent types, one task queued per type);
 * rq's fleet: N ``rq.Worker`` objects registered with ``register_birth()`` (rq's own
   API) on three queues, one job enqueued per queue.
 
 Measured, each CLI as a fresh subprocess (interpreter start-up included on both sides),
-the CLIs of one size interleaved (``bench.interleave``: A B C, C B A …, ``--repeats``
+the CLIs of one size interleaved (``bench.common``: A B C, C B A …, ``--repeats``
 rounds after one unrecorded run of each that counts its Redis commands): wall time
 median and min, peak RSS, Redis commands per listing (``INFO commandstats`` deltas),
 the load average before and after; with ``--table`` also ``--format table`` against
@@ -40,7 +40,12 @@ from rq import Queue, Worker
 
 from bench.common import (
     BIN,
+    TYPES,
+    calls_delta,
+    command_calls,
+    interleave,
     machine,
+    populate,
     ratio,
     redis_client,
     run_timed,
@@ -49,8 +54,6 @@ from bench.common import (
     worker_env,
     write_results,
 )
-from bench.fleet_sim import TYPES, calls_delta, command_calls, populate
-from bench.interleave import interleave
 from bench.netdelay import DelayedPath
 from worker_runtime.embedded import RedisServer
 from worker_runtime.fleet import FleetReader
@@ -125,7 +128,7 @@ async def time_clis(
     repeats: int,
     wrap: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Run listing CLIs interleaved (A B C … C B A …, ``bench.interleave``).
+    """Run listing CLIs interleaved (A B C … C B A …, ``bench.common``).
 
     One unrecorded run of each side first counts the Redis commands it sends (and warms
     the page cache); then ``repeats`` recorded rounds. Per side: median (``seconds``),

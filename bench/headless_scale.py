@@ -3,13 +3,13 @@
     .venv/bin/python -m bench.headless_scale [--sizes 1000,10000] [--repeats 5] [--json PATH]
         [--baseline SRC]
 
-Every comparison runs A B A B … (``bench.interleave``: ``--repeats`` recorded rounds
+Every comparison runs A B A B … (``bench.common``: ``--repeats`` recorded rounds
 after one warm-up, median and min per side, load average before and after), on one
 private ``redis-server``:
 
 * cold start: ``byconsole --snapshot --format json`` vs ``rq info`` on an empty Redis
   (each a fresh process: interpreter, imports, one connection, an empty listing);
-* per fleet size N (the runtime's own heartbeat writes it, ``bench.fleet_sim``):
+* per fleet size N (the runtime's own heartbeat writes it, ``bench.common``):
   ``byconsole --snapshot --format table`` vs ``--format json`` (fresh processes);
 * per N, in process: ``FleetReader.read()`` (read + build of the snapshot) vs the
   floor: a bare pipelined read of the same keys (every lease, admin hash and declared
@@ -39,17 +39,21 @@ from redis.asyncio import Redis
 
 from bench.common import (
     BIN,
+    TYPES,
+    ainterleave,
+    interleave,
     machine,
+    populate,
+    ratio_line,
     redis_client,
     run_timed,
     start_redis,
+    stats,
     versions,
     worker_env,
     write_results,
 )
 from bench.fleet_listing import listed_rq, register_rq_workers
-from bench.fleet_sim import TYPES, populate
-from bench.interleave import ainterleave, interleave, ratio_line, stats
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
 from worker_runtime.producer import Producer

@@ -27,14 +27,18 @@ from typing import Any
 
 from bench.common import (
     ROOT,
+    calls_delta,
+    command_calls,
     machine,
+    make_fleet,
     percentile,
     redis_client,
+    sim_settings,
     start_redis,
     versions,
+    write_fleet,
     write_results,
 )
-from bench.fleet_sim import calls_delta, command_calls, make_fleet, sim_settings, write_fleet
 
 
 async def child(url: str, first: int, count: int, per: int, start_at: float, args: Any) -> None:

@@ -35,8 +35,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.common import BIN, ROOT, machine, redis_client, start_redis, worker_env, write_results
-from bench.fleet_sim import populate
+from bench.common import (
+    BIN,
+    ROOT,
+    machine,
+    populate,
+    redis_client,
+    start_redis,
+    worker_env,
+    write_results,
+)
 from worker_runtime.embedded import RedisServer
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
@@ -362,11 +370,11 @@ async def profile_static(count: int) -> dict[str, Any]:
     """
     from pyinstrument import Profiler
 
-    from bench.tui_refresh import fleet
+    from bench.common import snapshot_fleet
     from byconsole.tui.app import ConsoleApp
     from byconsole.tui.backend import StaticBackend
 
-    snapshot = fleet(count)
+    snapshot = snapshot_fleet(count)
     app = ConsoleApp(StaticBackend(snapshot), refresh=3600, clock=lambda: 0.0)
     out: dict[str, Any] = {"workers": count}
     async with app.run_test(size=(120, 36)) as pilot:

@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.read_stall [--workers 10000] [--reads 7] [--top 8]
         [--trees A B] [--rounds 5] [--json PATH]
 
-One process, a fleet written by the runtime's own heartbeat (``bench.fleet_sim``), then
+One process, a fleet written by the runtime's own heartbeat (``bench.common``), then
 ``--reads`` reads (after one unrecorded), each with:
 
 * a 1 ms ticker on the loop: the **longest stall** is the largest gap between ticks;
@@ -128,8 +128,7 @@ async def probe(
     workers: int, reads: int, top: int, freeze_from: int | None = None
 ) -> dict[str, Any]:
     """Populate ``workers`` workers and time ``reads`` reads (after one warm-up)."""
-    from bench.common import redis_client, start_redis
-    from bench.fleet_sim import populate
+    from bench.common import populate, redis_client, start_redis
     from worker_runtime.fleet import FleetReader
     from worker_runtime.keys import Keys
 
@@ -225,7 +224,7 @@ def ab(
     trees: list[str], workers: int, reads: int, rounds: int, freeze_from: int | None
 ) -> dict[str, Any]:
     """Each tree's probe in its own process, interleaved; median/min of the medians."""
-    from bench.interleave import interleave, load_average
+    from bench.common import interleave, load_average
 
     def side(tree: str) -> Any:
         def run() -> float:

@@ -265,7 +265,7 @@ def _fleet_listing(r: dict[str, Any]) -> list[str]:
     lines = ["## 1. Fleet listing: `byconsole --snapshot --format json` vs `rq info`", ""]
     lines += [
         "Both fleets live in the same `redis-server`: ours written by the runtime's own "
-        "heartbeat (`bench/fleet_sim.py`, instances of 100 replicas over three agent "
+        "heartbeat (`bench/common.py`, instances of 100 replicas over three agent "
         "types), rq's registered with `rq.Worker(...).register_birth()` on three queues. "
         "Each CLI runs as a fresh process (interpreter start-up included on both sides), "
         "the CLIs of one size interleaved (A B C, C B A, …), median (min); "

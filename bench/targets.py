@@ -7,7 +7,7 @@ measured", never guessed and never a crash.
 
 Every figure is a median with its min (and max where the worst case is the target)
 over the runs a benchmark made; a ratio of two sides is the ratio of their medians and
-the ratio of their mins (the sides ran interleaved, ``bench.interleave``).
+the ratio of their mins (the sides ran interleaved, ``bench.common``).
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def from_samples(values: Iterable[Any], detail: str = "", size: int | None = Non
 def side(result: Mapping[str, Any], name: str) -> tuple[float, float, int]:
     """Median, min and run count of one side of an interleaved comparison.
 
-    Accepts ``bench.interleave`` stats (``median``/``min``/``n``) and the CLI timings
+    Accepts ``bench.common`` stats (``median``/``min``/``n``) and the CLI timings
     of ``bench.fleet_listing`` (``seconds``/``min``/``runs``).
     """
     r = result[name]
@@ -774,6 +774,6 @@ def render(table: Table) -> list[str]:
     word = "not measured" if met is None else ("met" if met else "not met")
     lines.append(
         "| every comparison interleaved (ABAB…), ≥ 5 rounds, load average before and after "
-        f"| ≥ 5 rounds |  |  |  |  | **{word}** |  | `bench/interleave.py` | {how} |"
+        f"| ≥ 5 rounds |  |  |  |  | **{word}** |  | `bench/common.py` | {how} |"
     )
     return [*lines, ""]

@@ -6,8 +6,8 @@ on a real ``redis-server``; the real ``byconsole`` lists them (``dead list``,
 (ids, errors, the payload's start, a visible "cut") while Redis sends only kilobytes
 for it: Redis's own count of bytes written to clients (``INFO stats``
 ``total_net_output_bytes``) bounds what the console received, deterministically. The
-memory the console then needs is measured by ``bench/huge_entries.py`` (RSS of the
-real process), not asserted here.
+memory the console then needs was measured by that script (RSS of the real process),
+not asserted here.
 """
 
 from __future__ import annotations

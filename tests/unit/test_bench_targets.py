@@ -17,7 +17,7 @@ from bench.targets import Figure, Goal, Verdict, evaluate, profiles_for
 
 
 def _cmp(a: list[float], b: list[float], names: tuple[str, str]) -> dict[str, Any]:
-    """An interleaved comparison as ``bench.interleave`` writes it."""
+    """An interleaved comparison as ``bench.common.interleave`` writes it."""
     out: dict[str, Any] = {"load_before": "0.10 0.20 0.30", "load_after": "0.40 0.50 0.60"}
     for name, samples in zip(names, (a, b), strict=True):
         ordered = sorted(samples)
