@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import StaticBackend
-from worker_runtime.derive import build_worker_view
 from worker_runtime.models import AdminState
 from worker_runtime.snapshot import FleetSnapshot, RedisInfo, WorkerView
+from worker_runtime.views import build_worker_view
 
 NOW = 1_767_000_000_000
 

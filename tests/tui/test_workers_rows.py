@@ -44,8 +44,8 @@ from byconsole.tui.views.workers import (
 from byconsole.tui.widgets.keyed_table import KeyedTable
 from tests.tui.conftest import until
 from tests.tui.fleet_data import NOW, admin, lease, sample_snapshot
-from worker_runtime.derive import build_worker_view
 from worker_runtime.snapshot import FleetSnapshot, RedisInfo, WorkerView
+from worker_runtime.views import build_worker_view
 
 
 def fleet(n: int, suspended: frozenset[int] = frozenset(), evil: bool = False) -> FleetSnapshot:
