@@ -134,9 +134,9 @@ class _Pause:
 def _collector_paused() -> Iterator[_Pause]:
     """No cyclic garbage collection while a read builds its snapshot.
 
-    A read allocates tens of objects per worker and frees none of them: at 10,000
-    workers the collector ran full passes over the whole heap mid-read, about 40% of
-    the read's CPU (``bench/profiles.py``). It runs again once the last overlapping
+    A read allocates tens of objects per worker and frees none of them: on a large
+    fleet the collector would run full passes over the whole heap mid-read, a large
+    share of the read's CPU (``bench/profiles.py``). It runs again once the last overlapping
     read is done; the reader itself creates no reference cycles. When a read asked for
     it (``pause.freeze``), everything alive then is frozen first (``gc.freeze``).
     """
@@ -270,8 +270,10 @@ def _c(name: str, *args: Any, **kwargs: Any) -> _Cmd:
     return (name, args, kwargs)
 
 
-_OFF_LOOP_MIN = 200
-"""Fleets at least this large are parsed and built in a thread (see :func:`_off_loop`)."""
+BUILD_OFF_LOOP_FROM = 200
+"""Fleets at least this large are parsed and built in a thread (see :func:`_off_loop`).
+The console's own thresholds, and how they relate to this one, are in
+``byconsole.memory``."""
 
 
 async def _off_loop(n: int, fn: Callable[..., _T], *args: Any) -> _T:
@@ -283,7 +285,7 @@ async def _off_loop(n: int, fn: Callable[..., _T], *args: Any) -> _T:
     (``sys.getswitchinterval``), so keys and paints go on during a read. Small fleets
     skip the thread hand-off.
     """
-    if n < _OFF_LOOP_MIN:
+    if n < BUILD_OFF_LOOP_FROM:
         return fn(*args)
     return await asyncio.to_thread(fn, *args)
 
@@ -346,8 +348,8 @@ class FleetReader:
         freeze_from: after a read of at least this many workers, every object alive
             (the new snapshot first of all) is moved out of the cyclic collector's way
             (``gc.freeze``) before it runs again. The first collections after a
-            10,000-worker read otherwise walk the whole snapshot, twice (the young
-            generation, then the next), each 20-65 ms holding the event loop
+            large read otherwise walk the whole snapshot, twice (the young
+            generation, then the next), each holding the event loop
             (``bench/read_stall.py``). Frozen objects are still freed by reference
             counting; only cyclic garbage alive at that moment stays until someone
             thaws (``gc.unfreeze``): for callers that do so now and then, like the
@@ -486,7 +488,7 @@ class FleetReader:
         queue: list[_Cmd] = []
         if bulk:
             queue.append(_c("mget", [k.worker_online(w) for w in worker_ids]))
-            # Chunks keep each script short (~3 ms per 1,000 workers) so Redis serves
+            # Chunks keep each script short (its time grows with its workers) so Redis serves
             # the fleet's own commands in between instead of stalling for the read.
             for at in range(0, len(worker_ids), _SCRIPT_CHUNK):
                 chunk = worker_ids[at : at + _SCRIPT_CHUNK]
@@ -787,7 +789,7 @@ class FleetReader:
 
         def indexes() -> tuple[list[str], list[MetricsPoint], list[Any]]:
             # Worker ids get a larger bound than other names: a worker in the registry
-            # is listed, whatever its id (1 KiB used to hide a 10 kB id from every view).
+            # is listed, whatever its id (the 1 KiB bound would hide a 10 kB id).
             ids = strs(r1["workers"], MAX_WORKER_ID) | strs(r1["administered"], MAX_WORKER_ID)
             ids |= self._admin_ids  # admin hashes no index lists (see discover)
             history = r1["history"] or []
@@ -926,8 +928,8 @@ class FleetReader:
             ttls,
             hints,
         )
-        # The parsed leases are ~10^5 objects at 10,000 workers: freeing them when this
-        # method returns held the loop ~15 ms. The thread below drops the last
+        # The parsed leases are about ten objects per worker: freeing them when this
+        # method returns would hold the loop. The thread below drops the last
         # references instead.
         if vanished:
             workers = [w for w in workers if w.worker_id not in vanished]

@@ -34,7 +34,7 @@ async def _populate(redis: Redis, n: int) -> list[str]:
 async def test_large_fleet_builds_in_a_thread_and_matches_the_inline_build(
     redis: Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ids = await _populate(redis, fleet._OFF_LOOP_MIN + 50)
+    ids = await _populate(redis, fleet.BUILD_OFF_LOOP_FROM + 50)
     threads: set[str] = set()
     real = views.build_worker_view
 
@@ -48,7 +48,7 @@ async def test_large_fleet_builds_in_a_thread_and_matches_the_inline_build(
     assert threading.main_thread().name not in threads and threads
     # The same read built inline (threshold above the fleet size) gives the same views.
     threads.clear()
-    monkeypatch.setattr(fleet, "_OFF_LOOP_MIN", 10**9)
+    monkeypatch.setattr(fleet, "BUILD_OFF_LOOP_FROM", 10**9)
     inline = await reader.read()
     assert threads == {threading.main_thread().name}
     assert [w.worker_id for w in threaded.workers] == ids
