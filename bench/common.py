@@ -36,7 +36,6 @@ from worker_runtime.batcher import Batcher
 from worker_runtime.connection import create_redis
 from worker_runtime.consumer import ensure_group
 from worker_runtime.context import RuntimeContext
-from worker_runtime.derive import build_worker_view
 from worker_runtime.embedded import RedisServer
 from worker_runtime.heartbeat import beat
 from worker_runtime.keys import Keys
@@ -44,6 +43,7 @@ from worker_runtime.models import AdminState, InstanceLease, Role, Task, now_ms
 from worker_runtime.replica import Replica
 from worker_runtime.settings import RedisSettings, WorkerSettings
 from worker_runtime.snapshot import FleetSnapshot, RedisInfo, WorkerView
+from worker_runtime.views import build_worker_view
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -10,7 +10,6 @@ import argparse
 import asyncio
 import contextlib
 import functools
-import gc
 import os
 import sys
 import traceback
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from redis.exceptions import RedisClusterException, RedisError
 
+from byconsole import memory
 from byconsole.config import Context, default_config_path, load_config, resolve_settings
 from byconsole.config import health_policy as context_policy
 from byconsole.config import select_context as pick_context
@@ -757,14 +757,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run() -> NoReturn:
     """The ``byconsole`` executable: :func:`main`, then exit with its code.
 
-    What is still alive at exit moves to the collector's permanent generation first
-    (``gc.freeze``): the interpreter's final collections would otherwise walk every
-    object pydantic and redis-py made (tens of thousands) only to free them as the
-    process ends, a large part of a ``--snapshot`` run. Nothing is left to finalise:
-    the Redis client is closed and the output flushed by then.
+    What is still alive at exit is frozen first (:func:`byconsole.memory.freeze_at_exit`).
     """
     code = main()
-    gc.freeze()
+    memory.freeze_at_exit()
     sys.exit(code)
 
 
@@ -808,7 +804,7 @@ def _main(argv: list[str]) -> int:
 
         if args.demo or (args.command is None and not args.snapshot):
             # Long-running: the collector the one-shot launch turned off is needed.
-            gc.enable()
+            memory.collector_on_for_long_run()
         if args.demo:
             # Imported here: the console stack (Textual) is only loaded when needed.
             from byconsole.tui.demo import run_demo

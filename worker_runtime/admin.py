@@ -32,7 +32,6 @@ from redis.exceptions import NoPermissionError
 
 from worker_runtime.audit import add_audit, audit_fields, default_operator, redis_user
 from worker_runtime.connection import default_keys
-from worker_runtime.derive import is_applied, superseded_by, superseded_line
 from worker_runtime.keys import Keys
 from worker_runtime.messages import (
     CONTROL_STREAM_MAXLEN,
@@ -61,6 +60,7 @@ from worker_runtime.quota import MAX_SCALE as MAX_SCALE
 from worker_runtime.quota import check_scale_count as check_scale_count
 from worker_runtime.quota import parse_count as parse_count
 from worker_runtime.signing import load_control_secret, signed
+from worker_runtime.verdicts import is_applied, superseded_by, superseded_line
 
 # Stamp and write the admin hash with Redis's clock, never a console's: consoles with
 # skewed clocks must not order each other's commands (one an hour ahead used to block
@@ -804,12 +804,12 @@ class WorkerManager:
     ) -> WaitOutcome:
         """Wait until the worker confirms ``result``: the one wait for every action kind.
 
-        The verdict on each read is :func:`worker_runtime.derive.is_applied` (lifecycle
+        The verdict on each read is :func:`worker_runtime.verdicts.is_applied` (lifecycle
         by the lifecycle and stamp the lease reports, eviction and drain-exit by the
         lease going, deny / allow by the lease's ``denied_types``). A lifecycle command
         is read with the admin hash: once a newer write replaced it, it will never be
         applied, and the wait ends at once with that write
-        (:func:`~worker_runtime.derive.superseded_by`).
+        (:func:`~worker_runtime.verdicts.superseded_by`).
 
         Returns:
             The latency from the write to the confirmation (``None`` on timeout, and at

@@ -28,7 +28,7 @@ counters of workers whose lease lacks them and, on a cluster or without ``EVAL_R
 new snapshots (:mod:`worker_runtime.task_reads`; figures in :mod:`worker_runtime.health`).
 
 This module makes the round trips and nothing else: replies are coerced by
-:mod:`worker_runtime.replies` and turned into views by :mod:`worker_runtime.derive`.
+:mod:`worker_runtime.replies` and turned into views by :mod:`worker_runtime.views`.
 Connection problems raise :class:`redis.exceptions.RedisError` (the caller decides what
 to show). Bad data never raises: every reply is checked for its shape, per-command
 errors (``WRONGTYPE`` …) count as empty, payloads go through the lenient models.
@@ -53,19 +53,6 @@ from redis.exceptions import RedisError, ResponseError
 from worker_runtime import task_reads
 from worker_runtime.audit import parse_audit
 from worker_runtime.byframework import RUNTIME_STATUS_FIELD
-from worker_runtime.derive import (
-    build_instances,
-    build_worker_view,
-    build_workers,
-    denied_by_worker,
-    execution_order,
-    executions,
-    fleet_metrics,
-    leader_view,
-    parse_workers,
-    type_view,
-    with_pauses,
-)
 from worker_runtime.health import (
     ExecutionWindow,
     HealthPolicy,
@@ -85,7 +72,7 @@ from worker_runtime.models import (
     now_ms,
     parse_pauses,
 )
-from worker_runtime.packed_pipeline import Batch, command_count, expand
+from worker_runtime.packed_pipeline import PackedBatch, command_count, expand
 from worker_runtime.packed_pipeline import execute as execute_packed
 from worker_runtime.quota import parse_count_any
 from worker_runtime.replies import (
@@ -98,6 +85,7 @@ from worker_runtime.replies import (
     lease_value,
     mapping,
     pairs_to_dict,
+    parse_workers,
     queue_health,
     queue_health_plain,
     sections,
@@ -118,6 +106,18 @@ from worker_runtime.snapshot import (
     WorkerDetail,
     WorkerView,
 )
+from worker_runtime.views import (
+    build_instances,
+    build_worker_view,
+    build_workers,
+    denied_by_worker,
+    execution_order,
+    executions,
+    fleet_metrics,
+    leader_view,
+    type_view,
+    with_pauses,
+)
 
 # -- the reader ----------------------------------------------------------------------
 
@@ -134,9 +134,9 @@ class _Pause:
 def _collector_paused() -> Iterator[_Pause]:
     """No cyclic garbage collection while a read builds its snapshot.
 
-    A read allocates tens of objects per worker and frees none of them: at 10,000
-    workers the collector ran full passes over the whole heap mid-read, about 40% of
-    the read's CPU (``bench/profiles.py``). It runs again once the last overlapping
+    A read allocates tens of objects per worker and frees none of them: on a large
+    fleet the collector would run full passes over the whole heap mid-read, a large
+    share of the read's CPU (``bench/profiles.py``). It runs again once the last overlapping
     read is done; the reader itself creates no reference cycles. When a read asked for
     it (``pause.freeze``), everything alive then is frozen first (``gc.freeze``).
     """
@@ -270,8 +270,10 @@ def _c(name: str, *args: Any, **kwargs: Any) -> _Cmd:
     return (name, args, kwargs)
 
 
-_OFF_LOOP_MIN = 200
-"""Fleets at least this large are parsed and built in a thread (see :func:`_off_loop`)."""
+BUILD_OFF_LOOP_FROM = 200
+"""Fleets at least this large are parsed and built in a thread (see :func:`_off_loop`).
+The console's own thresholds, and how they relate to this one, are in
+``byconsole.memory``."""
 
 
 async def _off_loop(n: int, fn: Callable[..., _T], *args: Any) -> _T:
@@ -283,7 +285,7 @@ async def _off_loop(n: int, fn: Callable[..., _T], *args: Any) -> _T:
     (``sys.getswitchinterval``), so keys and paints go on during a read. Small fleets
     skip the thread hand-off.
     """
-    if n < _OFF_LOOP_MIN:
+    if n < BUILD_OFF_LOOP_FROM:
         return fn(*args)
     return await asyncio.to_thread(fn, *args)
 
@@ -346,8 +348,8 @@ class FleetReader:
         freeze_from: after a read of at least this many workers, every object alive
             (the new snapshot first of all) is moved out of the cyclic collector's way
             (``gc.freeze``) before it runs again. The first collections after a
-            10,000-worker read otherwise walk the whole snapshot, twice (the young
-            generation, then the next), each 20-65 ms holding the event loop
+            large read otherwise walk the whole snapshot, twice (the young
+            generation, then the next), each holding the event loop
             (``bench/read_stall.py``). Frozen objects are still freed by reference
             counting; only cyclic garbage alive at that moment stays until someone
             thaws (``gc.unfreeze``): for callers that do so now and then, like the
@@ -392,7 +394,7 @@ class FleetReader:
         self._bulk_script: bool | None = None
         # The worker keys' commands of the last read, packed once, reused while the
         # registry (worker ids) and the read's shape (bulk or not) are unchanged.
-        self._bulk_keys: tuple[list[str], bool, Batch, Batch] | None = None
+        self._bulk_keys: tuple[list[str], bool, PackedBatch, PackedBatch] | None = None
         self.discover_every = discover_every
         self.discovery_round_trips = 0
         self.discoveries = 0
@@ -430,7 +432,7 @@ class FleetReader:
         self.deferred = 0
         """Workers whose new executions the last read left for the next (bounded work)."""
 
-    async def _execute(self, queue: Sequence[_Cmd | Batch]) -> list[Any]:
+    async def _execute(self, queue: Sequence[_Cmd | PackedBatch]) -> list[Any]:
         """One pipelined round trip; per-command errors come back as exception objects.
 
         On a single Redis the commands are packed off the loop when many, and sent and
@@ -446,7 +448,7 @@ class FleetReader:
             return replies
         return await execute_packed(self.redis, queue)
 
-    async def _run(self, queue: Sequence[_Cmd | Batch]) -> list[Any]:
+    async def _run(self, queue: Sequence[_Cmd | PackedBatch]) -> list[Any]:
         """One pipelined round trip; a failed command's reply is ``None``."""
         if not queue:
             return []
@@ -462,7 +464,9 @@ class FleetReader:
         failed = {name for name, reply in named.items() if isinstance(reply, Exception)}
         return {n: None if n in failed else r for n, r in named.items()}, failed
 
-    def _worker_batches(self, worker_ids: Sequence[str], bulk: bool) -> tuple[Batch, Batch]:
+    def _worker_batches(
+        self, worker_ids: Sequence[str], bulk: bool
+    ) -> tuple[PackedBatch, PackedBatch]:
         """The worker keys' reads and their TTLs on a single Redis, cached per registry.
 
         The registry rarely changes between refreshes: the same worker ids give the same
@@ -472,8 +476,8 @@ class FleetReader:
         cached = self._bulk_keys
         if cached is not None and cached[1] == bulk and cached[0] == worker_ids:
             return cached[2], cached[3]
-        workers = Batch(self._worker_queue(worker_ids, False, bulk))
-        ttls = Batch(self._ttl_queue(worker_ids, bulk))
+        workers = PackedBatch(self._worker_queue(worker_ids, False, bulk))
+        ttls = PackedBatch(self._ttl_queue(worker_ids, bulk))
         self._bulk_keys = (list(worker_ids), bulk, workers, ttls)
         return workers, ttls
 
@@ -484,7 +488,7 @@ class FleetReader:
         queue: list[_Cmd] = []
         if bulk:
             queue.append(_c("mget", [k.worker_online(w) for w in worker_ids]))
-            # Chunks keep each script short (~3 ms per 1,000 workers) so Redis serves
+            # Chunks keep each script short (its time grows with its workers) so Redis serves
             # the fleet's own commands in between instead of stalling for the read.
             for at in range(0, len(worker_ids), _SCRIPT_CHUNK):
                 chunk = worker_ids[at : at + _SCRIPT_CHUNK]
@@ -785,7 +789,7 @@ class FleetReader:
 
         def indexes() -> tuple[list[str], list[MetricsPoint], list[Any]]:
             # Worker ids get a larger bound than other names: a worker in the registry
-            # is listed, whatever its id (1 KiB used to hide a 10 kB id from every view).
+            # is listed, whatever its id (the 1 KiB bound would hide a 10 kB id).
             ids = strs(r1["workers"], MAX_WORKER_ID) | strs(r1["administered"], MAX_WORKER_ID)
             ids |= self._admin_ids  # admin hashes no index lists (see discover)
             history = r1["history"] or []
@@ -807,8 +811,8 @@ class FleetReader:
         # client, not Redis, is what dominates a 10,000-worker read. A cluster (keys in
         # many slots) or a server refusing EVAL_RO gets one command per key instead.
         bulk = bool(worker_ids) and not cluster and bool(self._bulk_script)
-        queue: list[_Cmd | Batch] = []
-        ttl_queue: list[_Cmd | Batch] = []
+        queue: list[_Cmd | PackedBatch] = []
+        ttl_queue: list[_Cmd | PackedBatch] = []
         if cluster:
             queue += self._worker_queue(worker_ids, cluster, bulk)
             ttl_queue += self._ttl_queue(worker_ids, bulk)
@@ -820,7 +824,7 @@ class FleetReader:
         instance_ids = sorted(scores)
         instance_queue = [_c("get", k.instance_online(i)) for i in instance_ids]
         exec_read = self._execution_read(worker_ids, bulk)
-        exec_queue: list[_Cmd | Batch] = []
+        exec_queue: list[_Cmd | PackedBatch] = []
         exec_queue += task_reads.execution_queue(self.executions, k, exec_read, now)
         parts = {
             "workers": command_count(queue),
@@ -906,7 +910,7 @@ class FleetReader:
                 leases[wid] = _with_pending_jobs(leases[wid], wid, declared[wid], type_data)
         hints = self._foreign_beats(worker_ids, leases, ttls)
 
-        # -- derive ---------------------------------------------------------------------
+        # -- views -----------------------------------------------------------------------
         # Every reply is parsed: the build's thread drops them (~1.3 KB a worker) before
         # it builds the views, so the two never take memory at once.
         replies: list[Any] = [r2]
@@ -924,8 +928,8 @@ class FleetReader:
             ttls,
             hints,
         )
-        # The parsed leases are ~10^5 objects at 10,000 workers: freeing them when this
-        # method returns held the loop ~15 ms. The thread below drops the last
+        # The parsed leases are about ten objects per worker: freeing them when this
+        # method returns would hold the loop. The thread below drops the last
         # references instead.
         if vanished:
             workers = [w for w in workers if w.worker_id not in vanished]
@@ -1004,7 +1008,7 @@ class FleetReader:
     ) -> dict[str, tuple[int | None, int | None]]:
         """What this reader saw of each by-framework lease over its reads, clock-free.
 
-        A by-framework lease does not state its TTL (:func:`derive.foreign_lease_ttl`
+        A by-framework lease does not state its TTL (:func:`verdicts.foreign_lease_ttl`
         infers it from what is left) and its ``last_seen`` is its host's clock, so the
         reader keeps, by its own monotonic clock, since when it has seen the same beat,
         and the most TTL it ever saw left (a Python lease renewed to 30 s is told from a

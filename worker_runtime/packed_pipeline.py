@@ -2,13 +2,14 @@
 
 redis-py's ``Pipeline.execute`` turns every queued command into the Redis protocol on the
 event loop, writes it all in one call and reads every reply back to back. The fleet
-read's second round trip is ~40,000 arguments at 10,000 workers (2.6 MB): packing alone
-held the loop 45-115 ms (``bench/read_stall.py``), so a key pressed meanwhile waited.
+read's second round trip grows with the fleet (four arguments per worker): packing it
+on the loop holds the loop (``bench/read_stall.py``, BENCHMARKS.md), so a key pressed
+meanwhile waits.
 
 Here the same round trip is one :func:`execute`:
 
 * commands are packed in a thread when there are many (:data:`THREAD_MIN_ARGS`), and a
-  :class:`Batch` keeps its packed bytes: a caller that sends the same keys every time
+  :class:`PackedBatch` keeps its packed bytes: a caller that sends the same keys every time
   (the fleet's worker keys, while the registry is unchanged) packs them once;
 * the bytes go out in slices of :data:`SEND_SLICE`, each write a short loop step;
 * replies are read and parsed by the client itself (``Redis.parse_response``: the same
@@ -55,7 +56,7 @@ class _Packed:
     replies: list[tuple[str, Mapping[str, Any]]]  # per command: its name and parse options
 
 
-class Batch:
+class PackedBatch:
     """Commands sent together, packed at most once per connection pool.
 
     Args:
@@ -94,10 +95,10 @@ class Batch:
 def _pack(connection: Connection, commands: list[Any]) -> list[bytes]:
     """The protocol bytes of ``commands``, one piece per command.
 
-    hiredis's packer is eight times faster than redis-py's (3 vs 25 ms for the 30,000
-    keys of a 10,000-worker read) and writes the same bytes. It refuses what redis-py
-    would encode or reject differently (a bool; text that is not valid UTF-8, which
-    the client encodes with ``errors="replace"``): then redis-py packs it all, as before.
+    hiredis's packer (C) is faster than redis-py's and writes the same bytes. It
+    refuses what redis-py would encode or reject differently (a bool; text that is not
+    valid UTF-8, which the client encodes with ``errors="replace"``): then redis-py
+    packs it all.
     """
     try:
         return [pack_command(_split_name(args)) for args in commands]
@@ -116,16 +117,16 @@ def _split_name(args: tuple[Any, ...]) -> tuple[Any, ...]:
     return args
 
 
-def command_count(parts: Sequence[Command | Batch]) -> int:
+def command_count(parts: Sequence[Command | PackedBatch]) -> int:
     """How many replies ``parts`` get (a batch counts each of its commands)."""
-    return sum(len(p) if isinstance(p, Batch) else 1 for p in parts)
+    return sum(len(p) if isinstance(p, PackedBatch) else 1 for p in parts)
 
 
-def expand(parts: Sequence[Command | Batch]) -> list[Command]:
+def expand(parts: Sequence[Command | PackedBatch]) -> list[Command]:
     """Every command of ``parts``, in order (batches opened)."""
     out: list[Command] = []
     for part in parts:
-        if isinstance(part, Batch):
+        if isinstance(part, PackedBatch):
             out += part.commands
         else:
             out.append(part)
@@ -141,20 +142,20 @@ def _arguments(commands: Sequence[Command]) -> int:
     return total
 
 
-def _batches(parts: Sequence[Command | Batch]) -> list[Batch]:
+def _batches(parts: Sequence[Command | PackedBatch]) -> list[PackedBatch]:
     """``parts`` as batches: loose commands between two batches become one batch."""
-    out: list[Batch] = []
+    out: list[PackedBatch] = []
     loose: list[Command] = []
     for part in parts:
-        if isinstance(part, Batch):
+        if isinstance(part, PackedBatch):
             if loose:
-                out.append(Batch(loose))
+                out.append(PackedBatch(loose))
                 loose = []
             out.append(part)
         else:
             loose.append(part)
     if loose:
-        out.append(Batch(loose))
+        out.append(PackedBatch(loose))
     return out
 
 
@@ -172,7 +173,7 @@ def _slices(data: Sequence[bytes], size: int) -> Iterator[list[bytes]]:
         yield group
 
 
-async def execute(redis: Redis, parts: Sequence[Command | Batch]) -> list[Any]:
+async def execute(redis: Redis, parts: Sequence[Command | PackedBatch]) -> list[Any]:
     """Send ``parts`` as one pipelined round trip on a connection of ``redis``'s pool.
 
     Returns:
@@ -210,7 +211,7 @@ async def execute(redis: Redis, parts: Sequence[Command | Batch]) -> list[Any]:
         await asyncio.shield(pool.release(connection))
 
 
-def _pack_all(redis: Redis, connection: Connection, batches: Sequence[Batch]) -> None:
+def _pack_all(redis: Redis, connection: Connection, batches: Sequence[PackedBatch]) -> None:
     for batch in batches:
         batch.pack(redis, connection)
 

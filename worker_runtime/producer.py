@@ -17,7 +17,6 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from worker_runtime.connection import default_keys
-from worker_runtime.derive import derive_status
 from worker_runtime.envelope import (
     FINAL_ANSWER,
     LOAD_RECORDS,
@@ -33,6 +32,7 @@ from worker_runtime.names import check_agent_type, check_worker_id
 from worker_runtime.outage import ride_out
 from worker_runtime.pipeline import Batch
 from worker_runtime.replies import iter_reply
+from worker_runtime.verdicts import derive_status
 
 
 class NoOnlineWorkerError(LookupError):

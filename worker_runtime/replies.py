@@ -14,8 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from worker_runtime.keys import PARKED_ID
+from worker_runtime.models import AdminState, Lease
 from worker_runtime.quota import parse_count
+from worker_runtime.snapshot import share_given_fields
 
 MAX_NAME = 1024
 """Longer names (types, instances) are not ours to track and would bloat every view."""
@@ -350,3 +354,54 @@ class TypeReplies:
         if self.group.depth is not None:
             return self.group.depth
         return max(0, self.length - self.group.pending)
+
+
+# -- a worker's lease and admin hash --------------------------------------------------
+
+
+def parse_lease(raw: str | None) -> Lease | str | list[Any] | Any:
+    """The online key's value: ``None``, a :class:`Lease`, or the malformed value itself.
+
+    The well-formed case is validated straight from JSON (fast); anything else falls
+    back to the lenient per-field parse.
+    """
+    if raw is None:
+        return None
+    try:
+        return Lease.model_validate_json(raw)
+    except ValidationError:
+        obj = lease_value(raw)
+        return Lease.parse(obj) if isinstance(obj, dict) else obj
+
+
+_NO_ADMIN = AdminState()
+
+
+def admin_state(reply: Any) -> AdminState:
+    """A worker's admin hash reply, parsed leniently."""
+    # Most workers have no admin hash: skip the parse for the empty reply.
+    return AdminState.parse(mapping(reply)) if reply else _NO_ADMIN
+
+
+def parse_workers(
+    worker_ids: Sequence[str],
+    raw_leases: Sequence[Any],
+    raw_admins: Sequence[Any],
+    raw_types: Sequence[Any],
+) -> tuple[dict[str, Any], dict[str, AdminState], dict[str, set[str]], set[str]]:
+    """Per worker its parsed lease, admin state and declared types; every type seen."""
+    leases: dict[str, Any] = {}
+    admins: dict[str, AdminState] = {}
+    declared: dict[str, set[str]] = {}
+    discovered: set[str] = set()
+    for i, wid in enumerate(worker_ids):
+        lease = parse_lease(text(raw_leases[i]))
+        leases[wid] = lease
+        admins[wid] = admin_state(raw_admins[i])
+        declared[wid] = strs(raw_types[i])
+        discovered |= declared[wid]
+        if isinstance(lease, Lease):
+            discovered.update(lease.agent_types)
+            # Read here and dropped once its view is built: nothing assigns to it.
+            share_given_fields(lease)
+    return leases, admins, declared, discovered

@@ -26,6 +26,7 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
+from byconsole import memory
 from byconsole.config import Context, health_policy, load_contexts, resolve_settings
 from byconsole.outcomes import DRAIN_AS_EVICT
 from byconsole.text import safe_text
@@ -42,7 +43,6 @@ from byconsole.tui.palette import ConsoleCommands
 from byconsole.tui.release import release_after_paint
 from byconsole.tui.screens.find import FindLoaders
 from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
-from byconsole.tui.views import workers as workers_view
 from byconsole.tui.views.metrics import MetricsView
 from byconsole.web.identity import web_role, web_user
 from worker_runtime.dead_letters import DeadLetter
@@ -279,7 +279,7 @@ class ConsoleApp(App[int]):
             self.main_screen.show_snapshot(message.snapshot)
         except QueryError:  # the app is shutting down and its widgets are gone
             return
-        if previous[0] is not None and len(previous[0].workers) >= workers_view.OFF_LOOP_MIN:
+        if previous[0] is not None and len(previous[0].workers) >= memory.RELEASE_AFTER_PAINT_FROM:
             release_after_paint(self, previous)
         self._schedule_next(self.refresh_interval)
 

@@ -14,6 +14,7 @@ import asyncio
 from dataclasses import replace
 from typing import Protocol
 
+from byconsole import memory
 from byconsole.outcomes import running_line, wait_converged
 from byconsole.text import safe_text
 from byconsole.tui.actions import (
@@ -52,11 +53,6 @@ _ACTION_ERRORS: tuple[type[Exception], ...] = (*_WAIT_ERRORS, ValueError)
 
 READ_TIMEOUT = 8.0
 """Seconds a refresh may take before the console calls Redis slow and shows it."""
-
-FREEZE_FROM = 2_000
-"""Fleets from this size on have each read's snapshot frozen as it is read (the
-reader's ``freeze_from``): the Workers view counts such refreshes and thaws every
-``GC_THAW_EVERY`` of them (``byconsole.tui.views.workers``, ``OFF_LOOP_MIN``: not below it)."""
 
 
 class Backend(Protocol):
@@ -146,7 +142,7 @@ class RedisBackend:
             self.redis,
             settings.keys,
             endpoint=settings.endpoint,
-            freeze_from=FREEZE_FROM,
+            freeze_from=memory.FREEZE_FROM,
             policy=policy,
         )
         # A browser session's console names its web user in the audit (byconsole serve).

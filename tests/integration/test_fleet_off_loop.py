@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from worker_runtime import derive, fleet
+from worker_runtime import fleet, views
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
 from worker_runtime.models import Status, now_ms
@@ -34,21 +34,21 @@ async def _populate(redis: Redis, n: int) -> list[str]:
 async def test_large_fleet_builds_in_a_thread_and_matches_the_inline_build(
     redis: Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ids = await _populate(redis, fleet._OFF_LOOP_MIN + 50)
+    ids = await _populate(redis, fleet.BUILD_OFF_LOOP_FROM + 50)
     threads: set[str] = set()
-    real = derive.build_worker_view
+    real = views.build_worker_view
 
     def spy(*args: Any, **kwargs: Any) -> WorkerView:
         threads.add(threading.current_thread().name)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(derive, "build_worker_view", spy)
+    monkeypatch.setattr(views, "build_worker_view", spy)
     reader = FleetReader(redis, K)
     threaded = await reader.read()
     assert threading.main_thread().name not in threads and threads
     # The same read built inline (threshold above the fleet size) gives the same views.
     threads.clear()
-    monkeypatch.setattr(fleet, "_OFF_LOOP_MIN", 10**9)
+    monkeypatch.setattr(fleet, "BUILD_OFF_LOOP_FROM", 10**9)
     inline = await reader.read()
     assert threads == {threading.main_thread().name}
     assert [w.worker_id for w in threaded.workers] == ids

@@ -21,7 +21,7 @@ from worker_runtime.connection import create_redis
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys
 from worker_runtime.models import now_ms
-from worker_runtime.packed_pipeline import Batch, Command, command_count, execute
+from worker_runtime.packed_pipeline import Command, PackedBatch, command_count, execute
 from worker_runtime.settings import RedisSettings
 
 KEYS = 1_500  # enough arguments to pack in a thread, enough bytes for several writes
@@ -53,7 +53,7 @@ async def _populate(redis: Redis) -> None:
     await pipe.execute()
 
 
-def _queue() -> tuple[Batch, list[Command], Batch]:
+def _queue() -> tuple[PackedBatch, list[Command], PackedBatch]:
     """A cached part, loose commands (some failing), and another cached part."""
     mget = _c("mget", [f"s:{i}" for i in range(KEYS)] + ["missing"])
     per_key = [_c("hgetall", f"h:{i}") for i in range(KEYS)]
@@ -71,7 +71,11 @@ def _queue() -> tuple[Batch, list[Command], Batch]:
         _c("eval_ro", script, 3, "s:0", "h:0", "missing"),
         _c("smembers", "t:1"),
     ]
-    return Batch([mget, *per_key]), loose, Batch([_c("pttl", f"s:{i}") for i in range(KEYS)])
+    return (
+        PackedBatch([mget, *per_key]),
+        loose,
+        PackedBatch([_c("pttl", f"s:{i}") for i in range(KEYS)]),
+    )
 
 
 def _comparable(replies: list[Any]) -> list[Any]:
@@ -92,16 +96,16 @@ async def test_replies_equal_the_plain_pipelines_errors_included(
     redis = client
     await _populate(redis)
     first, loose, last = _queue()
-    parts: list[Command | Batch] = [first, *loose, last]
+    parts: list[Command | PackedBatch] = [first, *loose, last]
     assert command_count(parts) == len(first) + len(loose) + len(last)
     packers: set[str] = set()
-    pack = Batch.pack
+    pack = PackedBatch.pack
 
-    def spy(self: Batch, *args: Any) -> Any:
+    def spy(self: PackedBatch, *args: Any) -> Any:
         packers.add(threading.current_thread().name)
         return pack(self, *args)
 
-    monkeypatch.setattr(Batch, "pack", spy)
+    monkeypatch.setattr(PackedBatch, "pack", spy)
     # Small writes and a yield after every reply: the slicing and the turns are used.
     monkeypatch.setattr(packed_pipeline, "SEND_SLICE", 4096)
     monkeypatch.setattr(packed_pipeline, "YIELD_AFTER", 0.0)

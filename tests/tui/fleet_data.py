@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 from worker_runtime.dead_letters import DeadLetter, parse_dead_letter
-from worker_runtime.derive import build_worker_view
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.models import AdminState, Alert, AuditEvent, MetricsPoint, TypeMetrics
 from worker_runtime.snapshot import (
@@ -18,6 +17,7 @@ from worker_runtime.snapshot import (
     TypeView,
     WorkerView,
 )
+from worker_runtime.views import build_worker_view
 
 NOW = 1_767_000_000_000
 """The fixed 'now' of the sample fleet (ms)."""

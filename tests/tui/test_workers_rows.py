@@ -18,8 +18,8 @@ from rich.text import Text
 from textual.widgets import Static
 
 import byconsole.tui.app as app_module
-import byconsole.tui.backend as backend_module
 import byconsole.tui.views.workers as workers_module
+from byconsole import memory
 from byconsole.styles import LIFECYCLE_ORDER, STATUS_ORDER, CellStyles
 from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import StaticBackend
@@ -44,8 +44,8 @@ from byconsole.tui.views.workers import (
 from byconsole.tui.widgets.keyed_table import KeyedTable
 from tests.tui.conftest import until
 from tests.tui.fleet_data import NOW, admin, lease, sample_snapshot
-from worker_runtime.derive import build_worker_view
 from worker_runtime.snapshot import FleetSnapshot, RedisInfo, WorkerView
+from worker_runtime.views import build_worker_view
 
 
 def fleet(n: int, suspended: frozenset[int] = frozenset(), evil: bool = False) -> FleetSnapshot:
@@ -64,36 +64,10 @@ def fleet(n: int, suspended: frozenset[int] = frozenset(), evil: bool = False) -
 @pytest.fixture
 def low_threshold(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every fleet takes the large-fleet (threaded) path."""
-    monkeypatch.setattr(workers_module, "OFF_LOOP_MIN", 1)
+    monkeypatch.setattr(memory, "ROWS_OFF_LOOP_FROM", 1)
+    monkeypatch.setattr(memory, "RELEASE_AFTER_PAINT_FROM", 1)
     yield
     gc.unfreeze()  # the large path freezes the collector's objects: give them back
-
-
-def test_gc_is_thawed_and_collected_every_so_many_large_refreshes(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    calls: list[str] = []
-
-    class FakeGC:
-        def freeze(self) -> None:
-            calls.append("freeze")
-
-        def unfreeze(self) -> None:
-            calls.append("unfreeze")
-
-        def collect(self) -> int:
-            calls.append("collect")
-            return 0
-
-    monkeypatch.setattr(workers_module, "gc", FakeGC())
-    monkeypatch.setattr(workers_module, "_settled", 0)
-    for _ in range(2 * workers_module.GC_THAW_EVERY):
-        workers_module._settle_gc()
-    assert calls.count("freeze") == 2 * workers_module.GC_THAW_EVERY
-    assert calls.count("unfreeze") == calls.count("collect") == 2
-    # A thaw is always followed by a collection, then a fresh freeze.
-    first = calls.index("unfreeze")
-    assert calls[first : first + 3] == ["unfreeze", "collect", "freeze"]
 
 
 def status(view: WorkersView) -> str:
@@ -272,12 +246,6 @@ async def test_theme_change_redraws_with_the_new_styles() -> None:
         assert after == CellStyles.from_variables(app.theme_variables).lifecycle("active")
 
 
-def test_the_console_freezes_reads_only_where_the_workers_view_thaws() -> None:
-    # A snapshot frozen as read is thawed by the view's GC_THAW_EVERY count, which
-    # counts only refreshes of OFF_LOOP_MIN rows or more.
-    assert backend_module.FREEZE_FROM >= workers_module.OFF_LOOP_MIN
-
-
 async def test_a_replaced_large_snapshot_is_let_go_after_the_paint(
     low_threshold: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -323,7 +291,7 @@ async def test_a_large_snapshot_is_counted_off_the_loop_before_it_is_shown(
         threads.append(threading.current_thread() is threading.main_thread())
         return original(snapshot)
 
-    monkeypatch.setattr(header_module, "COUNT_AHEAD_MIN", 30)
+    monkeypatch.setattr(memory, "COUNT_OFF_LOOP_FROM", 30)
     monkeypatch.setattr(header_module.FleetHeader, "_counts", staticmethod(counted))
     app = ConsoleApp(StaticBackend(fleet(40)), refresh=3600, clock=lambda: 0.0)
     async with app.run_test(size=(120, 30)) as pilot:

@@ -8,13 +8,14 @@ from collections.abc import AsyncIterator
 import fakeredis
 import pytest
 
-from worker_runtime.derive import build_worker_view, derive_command_state, derive_status
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.metrics import build_point
 from worker_runtime.models import AdminState, Lease, Status, now_ms
 from worker_runtime.replies import sections
 from worker_runtime.snapshot import APPLIED_FADE_MS, CommandState
+from worker_runtime.verdicts import derive_status
+from worker_runtime.views import build_worker_view, derive_command_state
 
 K = Keys()
 

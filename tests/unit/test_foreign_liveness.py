@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from byconsole.outcomes import DRAIN_AS_EVICT, action_warning, denied_text
-from worker_runtime.derive import derive_status, foreign_lease_ttl
 from worker_runtime.models import AdminState, Lease, Status
+from worker_runtime.verdicts import derive_status, foreign_lease_ttl
 
 NOW = 1_000_000_000
 

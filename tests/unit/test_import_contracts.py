@@ -5,9 +5,12 @@
 * Nothing in the runtime imports the admin write API (``worker_runtime.admin``) at run
   time except the runtime's own CLI: the operator's API is a leaf the console and the
   CLIs call, never a library the worker, the reader or the scaler lean on (replica-count
-  rules live in ``worker_runtime.quota``, lease verdicts in ``worker_runtime.derive``).
+  rules live in ``worker_runtime.quota``, lease verdicts in ``worker_runtime.verdicts``).
   Imports under ``if TYPE_CHECKING:`` do not count (the package's lazy public API names
   ``WorkerManager`` that way); lazy loading is proved in ``test_public_api.py``.
+* The lease verdicts (``worker_runtime.verdicts``: liveness, "applied", "superseded")
+  import only ``worker_runtime.models`` and the standard library: the producer and the
+  admin API use them without loading the reader's views or reply parsing.
 
 * The console's two front ends stand side by side: ``byconsole/headless/`` (the
   ``--snapshot`` path and the admin subcommands) and the modules both front ends share
@@ -25,6 +28,7 @@ silently finds nothing cannot pass for a clean repository.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,6 +40,9 @@ UI_ROOTS = ("byconsole", "textual", "rich")
 ADMIN_MODULE = "worker_runtime.admin"
 # Who in the runtime may import the admin write API (paths relative to the package).
 ADMIN_IMPORTERS = ("admin.py", "cli.py")
+VERDICTS = "verdicts.py"
+# The one project module the pure verdicts may import.
+VERDICTS_MAY_IMPORT = "worker_runtime.models"
 
 CONSOLE = ROOT / "byconsole"
 TUI_ROOTS = ("textual", "byconsole.tui")
@@ -102,6 +109,20 @@ def admin_imports(package_dir: Path) -> list[str]:
     return sorted(offenders)
 
 
+def non_model_imports(path: Path) -> list[str]:
+    """``file:line module`` of every import in ``path`` that is neither the standard
+    library nor :data:`VERDICTS_MAY_IMPORT` (with its names)."""
+    offenders: list[str] = []
+    for line, module in imported_modules(path):
+        root = module.split(".")[0]
+        if root == "__future__" or root in sys.stdlib_module_names:
+            continue
+        if _within(module, VERDICTS_MAY_IMPORT):
+            continue
+        offenders.append(f"{path}:{line} {module}")
+    return offenders
+
+
 # -- the repository ------------------------------------------------------------------------
 
 
@@ -116,7 +137,16 @@ def test_only_the_cli_imports_the_admin_write_api_in_the_runtime() -> None:
     offenders = admin_imports(ROOT / RUNTIME)
     assert offenders == [], (
         "runtime modules must not import worker_runtime.admin (replica counts: "
-        "worker_runtime.quota; lease verdicts: worker_runtime.derive):\n" + "\n".join(offenders)
+        "worker_runtime.quota; lease verdicts: worker_runtime.verdicts):\n" + "\n".join(offenders)
+    )
+
+
+def test_the_verdicts_import_only_the_models() -> None:
+    path = ROOT / RUNTIME / VERDICTS
+    assert any(_within(m, VERDICTS_MAY_IMPORT) for _, m in imported_modules(path))
+    offenders = non_model_imports(path)
+    assert offenders == [], "verdicts.py may import only models and stdlib:\n" + "\n".join(
+        offenders
     )
 
 
@@ -221,6 +251,28 @@ def test_admin_scan_catches_planted_imports(tmp_path: Path, source: str) -> None
     # cli.py is an allowed importer; fleet.py is not; admin_x is another module; a
     # type-only import does not run.
     assert admin_imports(tmp_path) == [f"{tmp_path / 'fleet.py'}:{source.count(chr(10))}"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from worker_runtime.snapshot import WorkerView\n",
+        "from worker_runtime import replies\n",
+        "import pydantic\n",
+        "def lazy():\n    from worker_runtime.views import build_worker_view\n",
+    ],
+)
+def test_verdicts_scan_catches_planted_imports(tmp_path: Path, source: str) -> None:
+    clean = tmp_path / "clean.py"
+    clean.write_text(
+        "from __future__ import annotations\nimport math\nfrom datetime import UTC\n"
+        "from worker_runtime.models import Lease, Status\n",
+        encoding="utf-8",
+    )
+    assert non_model_imports(clean) == []
+    sneaky = tmp_path / "sneaky.py"
+    sneaky.write_text(source, encoding="utf-8")
+    assert non_model_imports(sneaky) != []
 
 
 @pytest.mark.parametrize(

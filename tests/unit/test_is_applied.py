@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from worker_runtime.derive import is_applied, lifecycle_action, superseded_by, superseded_line
 from worker_runtime.models import AdminAction, AdminState, Capability, Lease, Lifecycle
+from worker_runtime.verdicts import is_applied, lifecycle_action, superseded_by, superseded_line
 
 OURS = Lease(capabilities=[c.value for c in Capability])
 BYF = Lease.parse({"version": 1, "token": "t", "last_seen": 1})

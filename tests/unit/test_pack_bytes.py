@@ -8,7 +8,7 @@ import pytest
 from redis.asyncio import Redis
 from redis.asyncio.connection import Connection
 
-from worker_runtime.packed_pipeline import Batch
+from worker_runtime.packed_pipeline import PackedBatch
 
 COMMANDS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("get", ("plain",), {}),
@@ -26,7 +26,7 @@ COMMANDS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
 def _packed(commands: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> tuple[bytes, bytes]:
     redis = Redis(decode_responses=True, encoding_errors="replace")
     connection = Connection(decode_responses=True, encoding_errors="replace")
-    batch = Batch(commands)
+    batch = PackedBatch(commands)
     ours = b"".join(batch.pack(redis, connection).data)
     pipe = redis.pipeline(transaction=False)
     for name, args, kwargs in commands:

@@ -16,9 +16,9 @@ from byconsole.headless.plain_table import (
     worker_list_view,
     write_block,
 )
-from worker_runtime.derive import build_worker_view
 from worker_runtime.models import AdminState
 from worker_runtime.snapshot import FleetSnapshot, RedisInfo, WorkerView
+from worker_runtime.views import build_worker_view
 
 NOW = 1_767_000_000_000
 SGR = re.compile(r"\x1b\[[0-9;]*m")

@@ -13,7 +13,6 @@ worker ids, so the cursor and every action follow a worker, never a row position
 from __future__ import annotations
 
 import asyncio
-import gc
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -33,6 +32,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
+from byconsole import memory
 from byconsole.styles import LIFECYCLE_ORDER, STATUS_ORDER, CellStyles
 from byconsole.text import safe_text
 from byconsole.tui.release import release_after_paint
@@ -42,10 +42,6 @@ from byconsole.tui.widgets.static_text import show_text
 from worker_runtime.snapshot import FleetSnapshot, WorkerView
 
 MARK = "●"
-
-OFF_LOOP_MIN = 2_000
-"""Fleets at least this large have their rows prepared in a thread (see
-:meth:`WorkersView.show_snapshot`); smaller ones are prepared at once, on the loop."""
 
 FORGET_ALL_OVER = 2_000
 """Above this many changed rows the table drops every rendered row at once (cheaper
@@ -322,32 +318,6 @@ class _LazyRows(dict[str, Entry]):
         return entry
 
 
-GC_THAW_EVERY = 50
-"""Large refreshes between two full collections (see :func:`_settle_gc`)."""
-
-_settled = 0
-
-
-def _settle_gc() -> None:
-    """Move every object alive now out of the collector's way (``gc.freeze``).
-
-    A 10,000-worker snapshot is ~10^6 container objects; a full collection walks all
-    of them and, every few refreshes, stalled the event loop for 170-300 ms (seconds
-    at 100,000). Frozen objects are still freed by reference counting when the next
-    snapshot replaces them (snapshots and rows hold no reference cycles). What a freeze
-    does keep is cyclic garbage from objects alive at that moment (~600 objects per
-    refresh, measured): so every :data:`GC_THAW_EVERY` large refreshes everything is
-    thawed and collected once, which bounds that memory at the price of one full
-    collection per that many refreshes instead of one every few.
-    """
-    global _settled
-    _settled += 1
-    if _settled % GC_THAW_EVERY == 0:
-        gc.unfreeze()
-        gc.collect()
-    gc.freeze()
-
-
 def _in_scope(worker: WorkerView, scope: tuple[str, str]) -> bool:
     kind, name = scope
     if kind == "type":
@@ -493,7 +463,7 @@ class WorkersView(Vertical):
         if ready is not None and ready[0] == self._generation and ready[1] is snapshot:
             self._apply(ready[2], ready[3])
             return
-        if len(snapshot.workers) < OFF_LOOP_MIN and not self._preparing:
+        if len(snapshot.workers) < memory.ROWS_OFF_LOOP_FROM and not self._preparing:
             marks = frozenset(self.marks)
             self._apply(prepare(snapshot.workers, self._entries, marks, self._widths), marks)
             return
@@ -511,7 +481,7 @@ class WorkersView(Vertical):
         :meth:`show_snapshot` only swaps the rows in and re-orders: the rows are
         ready when the snapshot arrives.
         """
-        if len(snapshot.workers) < OFF_LOOP_MIN or self._preparing:
+        if len(snapshot.workers) < memory.ROWS_OFF_LOOP_FROM or self._preparing:
             return
         generation = self._generation
         marks = frozenset(self.marks)
@@ -551,13 +521,13 @@ class WorkersView(Vertical):
         self._in_scope = self._scope_ids()
         self._reorder()
         # The snapshot is most of the heap: out of the collector's way before the
-        # thread allocates every row (a full collection at 100,000 workers takes ~1 s).
-        _settle_gc()
+        # thread allocates every row (a full collection would walk all of it).
+        memory.settle_after_large_refresh()
 
     def _apply(self, prepared: Prepared, marks: AbstractSet[str]) -> None:
         """Show prepared rows (on the loop: swaps in the new rows, then re-orders)."""
         stale_base = prepared.base is not self._entries
-        if len(prepared.workers) >= OFF_LOOP_MIN:
+        if len(prepared.workers) >= memory.RELEASE_AFTER_PAINT_FROM:
             # The replaced rows and views are freed after the new ones are painted.
             release_after_paint(self, [self._entries, self._workers, self._by_id, self._search])
         self._entries = prepared.entries
@@ -575,8 +545,8 @@ class WorkersView(Vertical):
         if self.marks != marks:  # marked or unmarked while the rows were prepared
             changed += self._remark(self.marks.symmetric_difference(marks))
         self._reorder(changed)
-        if len(prepared.entries) >= OFF_LOOP_MIN:
-            _settle_gc()
+        if len(prepared.entries) >= memory.ROWS_OFF_LOOP_FROM:
+            memory.settle_after_large_refresh()
 
     def _remark(self, ids: Iterable[str]) -> list[str]:
         """Set the mark of each of ``ids``' rows from :attr:`marks`; the ids changed."""
@@ -685,7 +655,7 @@ class WorkersView(Vertical):
         if self.stale:
             parts.append("STALE")
         # One line high whatever it says (the CSS), so no layout pass: a re-layout
-        # repaints the whole screen, ~20 ms at every sort or filter key.
+        # repaints the whole screen at every sort or filter key.
         show_text(self.status_line, Text("  ·  ".join(parts)))
 
     def watch_stale(self, stale: bool) -> None:

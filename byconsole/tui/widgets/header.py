@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from byconsole import memory
 from byconsole.styles import SEVERITY_ORDER, CellStyles
 from byconsole.text import safe_text
 from worker_runtime.models import Alert
@@ -21,8 +22,6 @@ _STATUSES = ("online", "stale", "offline")
 _LIFECYCLES = ("active", "suspended", "draining", "evicted")
 ALERT_SEPARATOR = "  │  "
 """Between the alert summary and the fleet counts on the second line."""
-COUNT_AHEAD_MIN = 1_000
-"""Snapshots of at least this many workers are counted in a thread before they are shown."""
 
 
 class FleetHeader(Widget):
@@ -56,7 +55,7 @@ class FleetHeader(Widget):
         None, always_update=True
     )
     """The last good snapshot. Always taken: telling whether a new one equals the old
-    compares every worker (11 ms at 10,000, on the loop), and an equal one not taken
+    compares every worker (on the loop), and an equal one not taken
     would keep the old snapshot alive."""
     received_at: reactive[float | None] = reactive[float | None](None)
     """Clock value when the last good snapshot arrived."""
@@ -78,8 +77,8 @@ class FleetHeader(Widget):
         self.clock = clock
         self._counts_line: Text | None = None
         """The snapshot's counts, made once per snapshot: the header repaints every
-        second (the refresh age), and counting 100,000 workers each time stalled the
-        loop for ~100 ms a second. Only the line is kept, never the snapshot: the app
+        second (the refresh age), and counting a large fleet each time would stall the
+        loop every second. Only the line is kept, never the snapshot: the app
         frees a replaced snapshot in a thread once nothing holds it."""
         self._counted: tuple[FleetSnapshot, Text] | None = None
         """A snapshot about to be shown and its counts line (:meth:`count_ahead`)."""
@@ -91,10 +90,10 @@ class FleetHeader(Widget):
     async def count_ahead(self, snapshot: FleetSnapshot) -> None:
         """Count a large snapshot in a thread, before it is shown (the poll calls this).
 
-        Counting 10,000 workers takes 10-15 ms: done in the paint, it delayed the keys
-        pressed meanwhile by as much.
+        Counting a large fleet in the paint would delay the keys pressed meanwhile
+        (:data:`byconsole.memory.COUNT_OFF_LOOP_FROM`).
         """
-        if len(snapshot.workers) >= COUNT_AHEAD_MIN:
+        if len(snapshot.workers) >= memory.COUNT_OFF_LOOP_FROM:
             self._counted = (snapshot, await asyncio.to_thread(self._counts, snapshot))
 
     def on_mount(self) -> None:

@@ -1,29 +1,19 @@
-"""Pure verdicts on the fleet's Redis state: what it means, with no I/O.
-
-Everything that reads a lease (the fleet reader, the producer choosing a worker, the
-console) asks here, so "online" means one thing everywhere (docs/protocol.md, Leases); and
-everything that asks "has the worker applied the operator's command?" (the fleet
-reader's command state, :meth:`WorkerManager.wait_applied` behind the console and the
-CLI) asks :func:`is_applied`.
+"""The operator's views of the fleet, built from the reader's coerced replies.
 
 The fleet reader (:mod:`worker_runtime.fleet`) only makes the round trips; the replies
-it gets, coerced by :mod:`worker_runtime.replies`, become views here: a worker's view
-(status, command state, runtime), a type's depth, instances with their quota, the
-leader, the headline metrics. Being pure, these run in a thread for large fleets and
-in unit tests without Redis.
+it gets, coerced by :mod:`worker_runtime.replies`, become the views of
+:mod:`worker_runtime.snapshot` here: a worker's view (status, command state, runtime),
+a type's depth, instances with their quota, the leader, the headline metrics. The
+verdicts behind them (liveness, "applied") are :mod:`worker_runtime.verdicts`. Being
+pure, these run in a thread for large fleets and in unit tests without Redis.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import ValidationError
-
 from worker_runtime.models import (
-    AdminAction,
     AdminState,
     Capability,
     Execution,
@@ -35,15 +25,7 @@ from worker_runtime.models import (
     TypePause,
 )
 from worker_runtime.quota import compute_quota, parse_count_any
-from worker_runtime.replies import (
-    MAX_NAME,
-    TypeReplies,
-    json_value,
-    lease_value,
-    mapping,
-    strs,
-    text,
-)
+from worker_runtime.replies import MAX_NAME, TypeReplies, json_value, text
 from worker_runtime.snapshot import (
     APPLIED_FADE_MS,
     CommandState,
@@ -53,232 +35,8 @@ from worker_runtime.snapshot import (
     TypeView,
     WorkerView,
     queue_depth,
-    share_given_fields,
 )
-
-DEFAULT_HEARTBEAT_INTERVAL = 5.0
-"""Seconds; used when a lease does not say how often its worker beats."""
-
-FOREIGN_HEARTBEAT_INTERVAL = 5.0
-"""by-framework's beat in all three SDKs (``WORKER_DEFAULT_HEARTBEAT_INTERVAL_SECONDS``)."""
-
-PYTHON_LEASE_TTL = 30.0
-"""by-framework's Python SDK lease TTL (``RedisKeys.WORKER_DEFAULT_LEASE_TTL_SECONDS``)."""
-
-TS_JAVA_LEASE_TTL = 15.0
-"""The TypeScript and Java SDKs' lease TTL (``WORKER_DEFAULT_LEASE_TTL_SECONDS``)."""
-
-SEED_LEASE_INTERVAL = 30.0
-"""Beat of a lease in the plain heartbeat shape (``instanceId``, ``queues``,
-``activeJobCount`` …, no TTL field): every 30 s, TTL three beats (README, "How the
-runtime behaves")."""
-
-
-def foreign_lease_ttl(lease: Lease, ttl_ms: int | None, seen_ttl_ms: int | None = None) -> float:
-    """The TTL (s) a by-framework worker gives its lease at each beat, clock-free.
-
-    The lease does not say which SDK wrote it (the three encode it alike), but its
-    remaining TTL does: the Python SDK renews to 30 s, the TypeScript and Java SDKs to
-    15 s, every 5 s, so a live Python lease always has more than 15 s left. The most
-    ever seen left on this lease (``seen_ttl_ms``, kept by a reader that polls) counts
-    too, and a TTL configured longer than the default is learnt the same way.
-    """
-    most = max(ttl_ms or 0, seen_ttl_ms or 0)
-    if most > TS_JAVA_LEASE_TTL * 1000:
-        return max(PYTHON_LEASE_TTL, math.ceil(most / 1000))
-    return TS_JAVA_LEASE_TTL
-
-
-def derive_status(
-    lease: Lease | None,
-    now: int,
-    ttl_ms: int | None = None,
-    seen_ttl_ms: int | None = None,
-    unrenewed_ms: int | None = None,
-) -> Status:
-    """Liveness from the lease's existence and remaining TTL (docs/protocol.md, Leases).
-
-    Redis expires the lease by its own clock, so the remaining TTL says how long ago
-    the worker last renewed it without comparing the worker's clock with ours (a
-    worker 30 s behind used to show stale and be refused by ``--require-online``).
-    ``online`` while the last renewal is at most two heartbeat intervals old
-    (remaining TTL >= lease TTL - 2 intervals), ``stale`` for the rest of the lease,
-    ``offline`` without a lease.
-
-    A lease that does not state its TTL is judged by the TTL its runtime is known to
-    give it: by-framework's (:func:`foreign_lease_ttl`, beat 5 s), or the plain
-    heartbeat shape's (90 s, beat 30 s). by-framework's claim of an id before its first
-    beat (``last_seen: 0``; the TypeScript and Java SDKs hold it 60 s) is ``starting``.
-    A reader that saw the same foreign beat for more than two intervals of its own
-    clock (``unrenewed_ms``) knows it is stale whatever the TTL says.
-
-    Args:
-        lease: the parsed lease, ``None`` when the key is absent.
-        now: the reader's time (ms), used only when the TTL was not read.
-        ttl_ms: the lease key's ``PTTL`` (``None`` when not read, ``-1`` without expiry).
-        seen_ttl_ms: the most this reader ever saw left on this lease (foreign leases).
-        unrenewed_ms: how long (ms, the reader's monotonic clock) this reader has seen
-            the same foreign beat, when it saw it more than once.
-    """
-    if lease is None:
-        return Status.OFFLINE
-    if ttl_ms == 0:
-        return Status.OFFLINE  # expiring this very millisecond
-    full = lease.lease_ttl if lease.lease_ttl is not None and lease.lease_ttl > 0 else None
-    interval = lease.heartbeat_interval
-    if interval is None or not interval > 0:
-        interval = None
-    if full is None and lease.presence_version is not None:
-        # by-framework's presence payload {version, token, last_seen, ip_address}.
-        if lease.last_seen == 0:
-            return Status.STARTING
-        interval = interval or FOREIGN_HEARTBEAT_INTERVAL
-        full = foreign_lease_ttl(lease, ttl_ms, seen_ttl_ms)
-        if unrenewed_ms is not None and unrenewed_ms > 2 * interval * 1000:
-            return Status.STALE
-    if ttl_ms is not None and ttl_ms >= 0:
-        beat = interval or DEFAULT_HEARTBEAT_INTERVAL
-        if full is None:
-            # The plain heartbeat shape (docs/protocol.md: instanceId, queues, activeJobCount …,
-            # no TTL field): TTL three beats of 30 s unless it states its beat.
-            beat = interval or SEED_LEASE_INTERVAL
-            full = 3 * beat
-        age = full * 1000 - ttl_ms
-        return Status.ONLINE if age <= 2 * beat * 1000 else Status.STALE
-    interval = interval or DEFAULT_HEARTBEAT_INTERVAL
-    if lease.last_seen is None:
-        return Status.ONLINE  # no beat time of ours to judge by; the key exists
-    # A clock a little ahead of ours (negative age) is still a fresh beat.
-    return Status.ONLINE if now - lease.last_seen <= 2 * interval * 1000 else Status.STALE
-
-
-_LIFECYCLE_ACTION = {
-    Lifecycle.ACTIVE: AdminAction.RESUME,
-    Lifecycle.SUSPENDED: AdminAction.SUSPEND,
-    Lifecycle.EVICTED: AdminAction.EVICT,
-    Lifecycle.DRAINING: AdminAction.DRAIN,
-}
-
-
-def lifecycle_action(lifecycle: Lifecycle | None) -> AdminAction:
-    """The verb that writes ``lifecycle`` (no lifecycle: a clear, i.e. back to active)."""
-    return _LIFECYCLE_ACTION.get(lifecycle, AdminAction.RESUME) if lifecycle else AdminAction.CLEAR
-
-
-_ACTION_LIFECYCLE: dict[str, Lifecycle] = {
-    AdminAction.RESUME: Lifecycle.ACTIVE,
-    AdminAction.CLEAR: Lifecycle.ACTIVE,
-    AdminAction.SUSPEND: Lifecycle.SUSPENDED,
-    AdminAction.DRAIN: Lifecycle.DRAINING,
-    AdminAction.EVICT: Lifecycle.EVICTED,
-    AdminAction.FORCE_EVICT: Lifecycle.EVICTED,
-}
-"""The lifecycle each lifecycle verb writes to the admin hash (a clear: none, active)."""
-
-
-def is_applied(
-    action: str,
-    updated_at: int,
-    lease: Lease | None,
-    agent_type: str | None = None,
-    admin: AdminState | None = None,
-) -> bool | None:
-    """Whether the worker has applied an operator command, judged from its lease.
-
-    The one confirmation rule (docs/protocol.md, The admin hash is state):
-
-    * evict / force-evict: applied once the lease is gone (the worker drops it itself
-      when it complies; by-framework does too);
-    * drain: applied when the lease reports ``draining`` for this write (below), or
-      once the lease is gone (a draining worker may exit before it rewrites its lease);
-    * deny / allow: applied when the lease's ``denied_types`` lists (no longer lists)
-      ``agent_type``; an offline worker applies the denylist when it starts;
-    * pause-type / resume-type: applied when the lease's ``paused_types`` lists (no
-      longer lists) ``agent_type``; a worker without the ``pause-type`` capability
-      (by-framework, denylisted by the pause instead) cannot confirm it;
-    * every other lifecycle write (suspend, resume, clear): the lifecycle the lease
-      reports is the one written, and its ``admin_applied_at`` is this write's stamp
-      (a clear: none). A stamp is an identity, never an order: a later write stamped
-      by a slower clock is still later, and an earlier one stamped in the future must
-      not count as applied once a later one is. Without a lease it is pending (the
-      worker applies it on start).
-
-    A lease without the ``confirm`` capability (by-framework) never reports what it
-    applied: anything but an eviction is then unconfirmable. Given the admin hash as
-    it is now, a lifecycle write another write has overtaken
-    (:func:`superseded_by`) can never be applied: ``None``.
-
-    Args:
-        action: the :class:`AdminAction` (or its value) that was written.
-        updated_at: the stamp the write carried (admin ``updated_at``, ms).
-        lease: the worker's lease now, ``None`` when the key is absent.
-        agent_type: the type of a deny / allow.
-        admin: the admin hash now, when read.
-
-    Returns:
-        ``True`` applied, ``False`` not yet, ``None`` when waiting can never confirm
-        it (stop waiting).
-    """
-    if action in (AdminAction.EVICT, AdminAction.FORCE_EVICT):
-        if lease is None:
-            return True
-        return None if admin is not None and superseded_by(action, updated_at, admin) else False
-    if action in (AdminAction.DENY, AdminAction.ALLOW):
-        if lease is None or agent_type is None or not lease.supports(Capability.CONFIRM):
-            return None
-        return (agent_type in lease.denied_types) == (action == AdminAction.DENY)
-    if action in (AdminAction.PAUSE_TYPE, AdminAction.RESUME_TYPE):
-        # A worker that does not apply pauses (by-framework: denylisted instead) or has
-        # gone never reports one; a new worker of the type reads the pause at start.
-        if lease is None or agent_type is None or not lease.supports(Capability.PAUSE):
-            return None
-        return (agent_type in (lease.paused_types or ())) == (action == AdminAction.PAUSE_TYPE)
-    wanted = _ACTION_LIFECYCLE.get(action)
-    if wanted is None:
-        return None  # a scale, a forget, a dead-letter action: no worker confirms those
-    if lease is None:
-        return action == AdminAction.DRAIN
-    if admin is not None and superseded_by(action, updated_at, admin) is not None:
-        return None
-    if not lease.supports(Capability.CONFIRM):
-        return None
-    if (lease.lifecycle or Lifecycle.ACTIVE.value) != wanted.value:
-        return False
-    if action == AdminAction.CLEAR:
-        return not lease.admin_applied_at
-    return (lease.admin_applied_at or 0) == updated_at
-
-
-def superseded_by(action: str, updated_at: int, admin: AdminState) -> AdminState | None:
-    """The admin write that overtook a lifecycle command, ``None`` while it is current.
-
-    The admin hash holds the last write, whoever made it and whatever its clock: a
-    command whose write is no longer there (another lifecycle, another stamp, or the
-    hash cleared) was overtaken and will never be applied. A clear is overtaken by any
-    write after it.
-    """
-    wanted = _ACTION_LIFECYCLE.get(action)
-    if wanted is None:
-        return None
-    if action == AdminAction.CLEAR:
-        return admin if admin.lifecycle else None
-    if admin.known_lifecycle is wanted and admin.updated_at == updated_at:
-        return None
-    return admin
-
-
-def superseded_line(admin: AdminState) -> str:
-    """``superseded by <verb> at <time> by <user>``: the one wording (CLI and console)."""
-    verb = lifecycle_action(admin.known_lifecycle).value if admin.lifecycle else "clear"
-    if admin.lifecycle and admin.known_lifecycle is None:
-        verb = f"lifecycle {admin.lifecycle[:40]!r}"
-    when = "an unknown time"
-    if admin.updated_at:
-        stamp = datetime.fromtimestamp(admin.updated_at / 1000, tz=UTC)
-        when = stamp.strftime("%Y-%m-%d %H:%M:%S.") + f"{admin.updated_at % 1000:03d} UTC"
-    who = (admin.writer or "")[:80] or "an admin that records no user"
-    return f"superseded by {verb} at {when} by {who}"
-
+from worker_runtime.verdicts import derive_status, is_applied, lifecycle_action, runtime_of
 
 # -- a worker's view from its raw parts --------------------------------------------
 
@@ -357,8 +115,8 @@ def build_worker_view(
     # A malformed lease says nothing trustworthy: stale, whatever its TTL.
     status = derive_status(lease, now, ttl_ms, seen_ttl_ms, unrenewed_ms) if valid else Status.STALE
     # Every value below is already validated (lease, admin) or derived here, so the
-    # view is built without a second validation pass: this runs 10,000 times a refresh.
-    # A copy of the validated fields (a dict copy, ~10x cheaper than getattr per field).
+    # view is built without a second validation pass: this runs once per worker per
+    # refresh. The validated fields are copied as one dict rather than read one by one.
     data: dict[str, Any] = dict(lease.__dict__) if lease is not None else {}
     applied = data.pop("lifecycle", None)
     runtime_status = data.pop("status", None)
@@ -383,39 +141,8 @@ def build_worker_view(
         lease_age_ms=(now - lease.last_seen) if lease and lease.last_seen is not None else None,
         lease_valid=valid,
     )
-    # model_validate runs in pydantic-core: about 3x faster than model_construct here.
+    # model_validate runs in pydantic-core, cheaper here than model_construct.
     return WorkerView.model_validate(data)
-
-
-def runtime_of(lease: Lease | None) -> str | None:
-    """Which runtime wrote a lease, as the views name it."""
-    if lease is None:
-        return None
-    return "by-framework" if lease.is_by_framework else "worker_runtime"
-
-
-def parse_lease(raw: str | None) -> Lease | str | list[Any] | Any:
-    """The online key's value: ``None``, a :class:`Lease`, or the malformed value itself.
-
-    The well-formed case is validated straight from JSON (fast); anything else falls
-    back to the lenient per-field parse.
-    """
-    if raw is None:
-        return None
-    try:
-        return Lease.model_validate_json(raw)
-    except ValidationError:
-        obj = lease_value(raw)
-        return Lease.parse(obj) if isinstance(obj, dict) else obj
-
-
-_NO_ADMIN = AdminState()
-
-
-def admin_state(reply: Any) -> AdminState:
-    """A worker's admin hash reply, parsed leniently."""
-    # Most workers have no admin hash: skip the parse for the empty reply.
-    return AdminState.parse(mapping(reply)) if reply else _NO_ADMIN
 
 
 def leader_view(lock_raw: Any, epoch_raw: Any) -> LeaderView:
@@ -430,30 +157,6 @@ def leader_view(lock_raw: Any, epoch_raw: Any) -> LeaderView:
         lock_epoch = parse_count_any(lock.get("epoch"))
         epoch = lock_epoch if lock_epoch is not None else epoch
     return LeaderView(instance_id=instance_id, epoch=epoch)
-
-
-def parse_workers(
-    worker_ids: Sequence[str],
-    raw_leases: Sequence[Any],
-    raw_admins: Sequence[Any],
-    raw_types: Sequence[Any],
-) -> tuple[dict[str, Any], dict[str, AdminState], dict[str, set[str]], set[str]]:
-    """Per worker its parsed lease, admin state and declared types; every type seen."""
-    leases: dict[str, Any] = {}
-    admins: dict[str, AdminState] = {}
-    declared: dict[str, set[str]] = {}
-    discovered: set[str] = set()
-    for i, wid in enumerate(worker_ids):
-        lease = parse_lease(text(raw_leases[i]))
-        leases[wid] = lease
-        admins[wid] = admin_state(raw_admins[i])
-        declared[wid] = strs(raw_types[i])
-        discovered |= declared[wid]
-        if isinstance(lease, Lease):
-            discovered.update(lease.agent_types)
-            # Read here and dropped once its view is built: nothing assigns to it.
-            share_given_fields(lease)
-    return leases, admins, declared, discovered
 
 
 def build_workers(
