@@ -25,6 +25,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ResponseError
 
+from worker_runtime.audit import add_audit, audit_fields
 from worker_runtime.batcher import Batcher
 from worker_runtime.connection import LOOP_ERRORS, create_redis, is_cluster
 from worker_runtime.consumer import (
@@ -42,7 +43,7 @@ from worker_runtime.heartbeat import beat, trim_acknowledged, trim_executions
 from worker_runtime.ipaddr import detect_ip
 from worker_runtime.keys import CONSUMER_GROUP, PARKED_ID
 from worker_runtime.messages import decode_command
-from worker_runtime.models import CommandAction, InstanceLease, Lifecycle, now_ms
+from worker_runtime.models import AdminAction, CommandAction, InstanceLease, Lifecycle, now_ms
 from worker_runtime.names import check_agent_type
 from worker_runtime.registry import (
     WorkerIdInUseError,
@@ -160,6 +161,10 @@ class WorkerInstance:
         """Replica ids never started again, and why (evicted or drained by an operator)."""
         self.scale_note: str | None = None
         """Why the quota is not met right now (shown by the console and ``scale``)."""
+        self.drained_slots = 0
+        """Replicas an operator drained since the last scale: the instance runs that many
+        fewer than its quota until a scale of one of its types (README, "Instances,
+        scale and the leader": a drain is not rebuilt; ``restart`` replaces)."""
 
     @property
     def worker_ids(self) -> list[str]:
@@ -364,10 +369,16 @@ class WorkerInstance:
 
     async def _end(self, replica: Replica) -> None:
         draining = replica.lifecycle is Lifecycle.DRAINING
+        restarting = draining and replica.restarting
         if draining and not replica.scaled_down:
             # An operator's drain ends the replica for good: a scale target must not
-            # rebuild it under its id (seed 001); the next free id serves instead.
-            self.skipped[replica.worker_id] = "drained by an operator"
+            # rebuild it under its id (seed 001), nor under the next one until the next
+            # scale. A restart's replacement takes a new id.
+            self.skipped[replica.worker_id] = (
+                "restarted by an operator" if restarting else "drained by an operator"
+            )
+            if self.scaled and not restarting:
+                self.drained_slots += 1
         replica.ended.set()
         replica.notify()
         ctx = self._require_ctx()
@@ -375,17 +386,68 @@ class WorkerInstance:
         for attempt in range(20):
             try:
                 if draining:
-                    await finish_drain(replica)
+                    await finish_drain(replica, audit=not restarting)
                 else:
                     await release(replica)
                 break
             except LOOP_ERRORS as exc:
                 log.warning("%s: could not leave cleanly (%s); retrying", replica.worker_id, exc)
                 await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
-        log.info("%s: %s", replica.worker_id, "drained" if draining else "evicted")
+        log.info(
+            "%s: %s",
+            replica.worker_id,
+            "exited for a restart" if restarting else "drained" if draining else "evicted",
+        )
         await cancel_and_wait(self._loops.pop(replica.worker_id, []))
         self._forget_readers(replica)
+        if restarting and not self._stopping:
+            await self._replace(replica)
+            return
         self.replicas.pop(replica.worker_id, None)
+        if not self.replicas and not self._stopping and not self.scaled:
+            log.info("instance %s has no replicas left; stopping", self.instance_id)
+            self._stop_task = asyncio.create_task(self.stop())
+
+    async def _replace(self, old: Replica) -> None:
+        """Start the replacement of a restarted replica, under a new worker id.
+
+        Under the scale lock, with the old replica's removal: a reconcile in between
+        would count one replica short and start a second one. The outcome is audited
+        (``restarted``, naming the replacement) and the instance lease is rewritten at
+        once, so ``WorkerManager.wait_restarted`` sees the new id without waiting a beat.
+        """
+        ctx = self._require_ctx()
+        why = ""
+        async with self._scale_lock:
+            self.replicas.pop(old.worker_id, None)
+            try:
+                new = await self.add_replica()
+            except WorkerIdInUseError as exc:
+                new, why = None, str(exc)
+        if new is None:
+            why = why or "no free replica id"
+            log.error("%s: restarted, but no replacement could start: %s", old.worker_id, why)
+            self.scale_note = f"restart of {old.worker_id}: no replacement ({why})"
+        else:
+            log.info("%s: restarted as %s", old.worker_id, new.worker_id)
+        details = f"replaced by {new.worker_id}" if new else f"no replacement: {why}"
+        try:
+            pipe = ctx.redis.pipeline(transaction=False)
+            add_audit(
+                pipe,
+                ctx.keys,
+                audit_fields(
+                    f"runtime@{ctx.hostname}",
+                    AdminAction.RESTARTED,
+                    old.worker_id,
+                    old.reason,
+                    details,
+                ),
+            )
+            await pipe.execute()
+            await self._announce()
+        except LOOP_ERRORS as exc:
+            log.warning("%s: restart not recorded yet (%s)", old.worker_id, exc)
         if not self.replicas and not self._stopping and not self.scaled:
             log.info("instance %s has no replicas left; stopping", self.instance_id)
             self._stop_task = asyncio.create_task(self.stop())
@@ -468,11 +530,19 @@ class WorkerInstance:
             self.scaled = wanted is not None
             if wanted is None:
                 self.scale_note = None
+                self.drained_slots = 0
                 for replica in self._serving():
                     if replica.set_scaled_off(set()):  # no quota any more: serve every type
                         await publish(replica)
                 return
             await self._forget_resumed_skips()
+            quota = wanted
+            # An operator's drain leaves its slot empty: not rebuilt under the next id.
+            # A restarting replica keeps its slot: its replacement starts when it exits.
+            restarting = sum(
+                1 for r in self.replicas.values() if r.restarting and not r.ended.is_set()
+            )
+            wanted = max(0, wanted - self.drained_slots - restarting)
             serving = self._serving()
             blocked = ""
             if len(serving) < wanted:
@@ -498,6 +568,12 @@ class WorkerInstance:
                 if replica.set_scaled_off(off):
                     await publish(replica)
             self.scale_note = self._note(len(serving), wanted, blocked)
+            if self.drained_slots and quota:
+                empty = (
+                    f"{min(self.drained_slots, quota)} of {quota} slot(s) left empty by a drain "
+                    "(until the next scale)"
+                )
+                self.scale_note = f"{self.scale_note}; {empty}" if self.scale_note else empty
 
     def _serving(self) -> list[Replica]:
         return [
@@ -550,6 +626,8 @@ class WorkerInstance:
                             continue
                         if command.action is CommandAction.RESCALE:
                             rescale = True
+                            # An operator scaled again: drained slots are filled.
+                            self.drained_slots = 0
                         elif command.action in _PAUSE_ACTIONS:
                             paused |= {
                                 r
