@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -31,7 +32,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoPermissionError
 
 from worker_runtime.audit import add_audit, audit_fields, default_operator, redis_user
-from worker_runtime.connection import default_keys
+from worker_runtime.connection import default_keys, redis_now_ms
 from worker_runtime.derive import is_applied, superseded_by, superseded_line
 from worker_runtime.keys import Keys
 from worker_runtime.messages import (
@@ -46,6 +47,7 @@ from worker_runtime.models import (
     Capability,
     Command,
     CommandAction,
+    InstanceLease,
     Lease,
     Lifecycle,
     TypePause,
@@ -55,11 +57,18 @@ from worker_runtime.models import (
 from worker_runtime.names import check_agent_type, check_utf8, check_worker_id
 from worker_runtime.pause import hold_type_pause, pauses_itself, type_members
 from worker_runtime.pipeline import Batch
-
-# The replica-count rules live in worker_runtime.quota; re-exported for existing callers.
 from worker_runtime.quota import MAX_SCALE as MAX_SCALE
 from worker_runtime.quota import check_scale_count as check_scale_count
 from worker_runtime.quota import parse_count as parse_count
+
+# The replica-count rules live in worker_runtime.quota; re-exported for existing callers.
+from worker_runtime.restarts import (
+    RestartOutcome,
+    RestartResult,
+    RestartState,
+    restart_refusal,
+    restart_verdict,
+)
 from worker_runtime.signing import load_control_secret, signed
 
 # Stamp and write the admin hash with Redis's clock, never a console's: consoles with
@@ -841,6 +850,246 @@ class WorkerManager:
             if applied is None or time.monotonic() >= deadline:
                 return WaitOutcome(None)
             await asyncio.sleep(poll)
+
+    # -- restart and stop (README, "Restart, stop and pinned calls") -------------------
+
+    async def restart_worker(self, worker_id: str, reason: str | None = None) -> RestartResult:
+        """Restart one replica: it finishes its tasks, exits, and its instance starts a
+        replacement under a new worker id. Confirm with :meth:`wait_restarted`.
+
+        Raises:
+            UnknownWorkerError: the id is unknown.
+            UnsupportedCommandError: it cannot restart (offline, by-framework, an older
+                worker_runtime, or already leaving); nothing was written.
+        """
+        target = await self._require_known(worker_id)
+        why = restart_refusal(worker_id, target.lease)
+        if why is not None or target.lease is None or not target.lease.instance_id:
+            raise UnsupportedCommandError(why or f"worker {worker_id} cannot restart")
+        instance_id = target.lease.instance_id
+        ts = await redis_now_ms(self.redis)
+        command = Command(
+            action=CommandAction.RESTART,
+            reason=reason,
+            updated_at=ts,
+            updated_by=self.operator,
+        )
+        pipe = self.redis.pipeline(transaction=False)
+        _push(
+            pipe,
+            self.keys.worker_stream(worker_id),
+            command,
+            target.lease,
+            secret=self.control_secret,
+        )
+        add_audit(
+            pipe,
+            self.keys,
+            await self._audit_fields(
+                AdminAction.RESTART, worker_id, reason, f"instance={instance_id}"
+            ),
+        )
+        await pipe.execute()
+        return RestartResult(worker_id, instance_id, ts)
+
+    async def wait_restarted(
+        self, result: RestartResult, timeout: float = 60.0, poll: float = 0.1
+    ) -> RestartOutcome:
+        """Wait until the replacement of a restarted replica holds a lease.
+
+        Confirmed by the worker only: its instance lease names the replacement of the
+        old id (``restarts``), the old lease is gone and the new one is there. The wait
+        is bounded by ``timeout`` plus one read; ``pending`` says what is missing.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.get(self.keys.worker_online(result.worker_id))
+            pipe.get(self.keys.instance_online(result.instance_id))
+            raw_old, raw_instance = await pipe.execute()
+            old = None if raw_old is None else Lease.parse(raw_old)
+            instance = None if raw_instance is None else InstanceLease.parse(raw_instance)
+            verdict = restart_verdict(result, old, instance)
+            if verdict is not None and verdict.replacement:
+                if await self.redis.exists(self.keys.worker_online(verdict.replacement)):
+                    return verdict
+            elif verdict is not None:
+                return verdict
+            if time.monotonic() >= deadline:
+                if old is not None:
+                    why = f"still running ({old.active_jobs or 0} task(s) to finish)"
+                elif instance is None:
+                    why = f"exited; instance {result.instance_id} holds no lease"
+                else:
+                    why = "exited; no replacement online yet"
+                return RestartOutcome(
+                    result.worker_id, RestartState.PENDING, result.instance_id, reason=why
+                )
+            await asyncio.sleep(poll)
+
+    async def rolling_restart(
+        self,
+        agent_type: str | None = None,
+        *,
+        instance_id: str | None = None,
+        max_unavailable: int = 1,
+        reason: str | None = None,
+        timeout: float = 60.0,
+    ) -> AsyncIterator[RestartOutcome]:
+        """Restart every replica of a type (and/or of one instance), yielding progress.
+
+        Per instance at most ``max_unavailable`` replicas are restarting at a time, and
+        the next goes only once a replacement is online (:meth:`wait_restarted`);
+        instances roll side by side. Workers that cannot restart are yielded first as
+        ``refused`` (nothing is sent to them); a restart that is not confirmed within
+        ``timeout`` halts its instance: its remaining replicas are yielded ``halted``.
+
+        Raises:
+            ValueError: neither a type nor an instance, or ``max_unavailable`` < 1.
+        """
+        if agent_type is None and instance_id is None:
+            raise ValueError("name a type, an instance, or both")
+        if max_unavailable < 1:
+            raise ValueError("max_unavailable must be 1 or more")
+        members = await self._restart_members(agent_type, instance_id)
+        by_instance: dict[str, list[str]] = {}
+        for wid, lease in members:
+            why = restart_refusal(wid, lease)
+            if why is not None or lease is None or not lease.instance_id:
+                owner = lease.instance_id if lease is not None else None
+                yield RestartOutcome(wid, RestartState.REFUSED, owner, reason=why)
+                continue
+            by_instance.setdefault(lease.instance_id, []).append(wid)
+        queue: asyncio.Queue[RestartOutcome | None] = asyncio.Queue()
+
+        async def roll(owner: str, ids: list[str]) -> None:
+            todo = list(ids)
+            running: set[asyncio.Task[RestartOutcome]] = set()
+            halted: str | None = None
+            while (todo and halted is None) or running:
+                while todo and halted is None and len(running) < max_unavailable:
+                    wid = todo.pop(0)
+                    running.add(asyncio.create_task(self._restart_one(wid, reason, timeout, queue)))
+                done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    outcome = task.result()
+                    await queue.put(outcome)
+                    if outcome.state is not RestartState.REPLACED and halted is None:
+                        halted = f"halted after {outcome.worker_id} was {outcome.state.value}"
+            for wid in todo:
+                await queue.put(RestartOutcome(wid, RestartState.HALTED, owner, reason=halted))
+
+        rolls = [asyncio.create_task(roll(o, ids)) for o, ids in sorted(by_instance.items())]
+
+        async def close() -> None:
+            await asyncio.gather(*rolls, return_exceptions=True)
+            await queue.put(None)
+
+        closer = asyncio.create_task(close())
+        try:
+            while (item := await queue.get()) is not None:
+                yield item
+            for task in rolls:
+                task.result()  # a Redis error surfaces here, after the progress so far
+        finally:
+            for task in [*rolls, closer]:
+                task.cancel()
+
+    async def restart_instance(
+        self, instance_id: str, *, max_unavailable: int = 1, reason: str | None = None
+    ) -> AsyncIterator[RestartOutcome]:
+        """Restart every replica of one instance, one at a time (:meth:`rolling_restart`)."""
+        async for outcome in self.rolling_restart(
+            instance_id=instance_id, max_unavailable=max_unavailable, reason=reason
+        ):
+            yield outcome
+
+    async def _restart_one(
+        self,
+        worker_id: str,
+        reason: str | None,
+        timeout: float,
+        queue: asyncio.Queue[RestartOutcome | None],
+    ) -> RestartOutcome:
+        try:
+            result = await self.restart_worker(worker_id, reason)
+        except (UnsupportedCommandError, UnknownWorkerError) as exc:
+            return RestartOutcome(worker_id, RestartState.REFUSED, reason=str(exc))
+        await queue.put(RestartOutcome(worker_id, RestartState.SENT, result.instance_id))
+        return await self.wait_restarted(result, timeout)
+
+    async def _restart_members(
+        self, agent_type: str | None, instance_id: str | None
+    ) -> list[tuple[str, Lease | None]]:
+        """The replicas a rolling restart covers, with their leases, sorted by id."""
+        if agent_type is not None:
+            check_agent_type(agent_type)
+            members = await self._type_members(agent_type)
+        else:
+            ids = await self.redis.smembers(self.keys.workers)
+            pipe = self.redis.pipeline(transaction=False)
+            ordered = sorted(str(w) for w in ids)
+            for wid in ordered:
+                pipe.get(self.keys.worker_online(wid))
+            raws = await pipe.execute() if ordered else []
+            members = [
+                (wid, None if raw is None else Lease.parse(raw))
+                for wid, raw in zip(ordered, raws, strict=True)
+            ]
+        if instance_id is not None:
+            members = [
+                (w, le) for w, le in members if le is not None and le.instance_id == instance_id
+            ]
+        return sorted(members, key=lambda m: m[0])
+
+    async def stop_worker(self, worker_id: str, reason: str | None = None) -> ActionResult:
+        """Stop one replica for good: a drain (:meth:`drain_worker`). Its slot stays
+        empty until the next scale; :meth:`restart_worker` is the verb that replaces."""
+        return await self.drain_worker(worker_id, reason)
+
+    async def stop_instance(
+        self, agent_type: str, instance_id: str, reason: str | None = None
+    ) -> ActionResult:
+        """Stop an instance's replicas of a type: its override set to 0 (they drain)."""
+        return await self.scale_instance(agent_type, instance_id, 0, reason)
+
+    async def stop_type(self, agent_type: str, reason: str | None = None) -> ActionResult:
+        """Stop a type fleet-wide: ``scale T 0`` (every instance drains its replicas)."""
+        return await self.scale_type(agent_type, 0, reason)
+
+    async def wait_stopped(
+        self,
+        agent_type: str,
+        instance_id: str | None = None,
+        timeout: float = 30.0,
+        poll: float = 0.1,
+    ) -> list[str]:
+        """Wait until no live worker_runtime replica serves ``agent_type`` (on
+        ``instance_id``, or anywhere); returns those still serving at the end (empty:
+        stopped). Read from the instance leases, which each instance writes itself.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            left = await self._serving_replicas(agent_type, instance_id)
+            if not left or time.monotonic() >= deadline:
+                return left
+            await asyncio.sleep(poll)
+
+    async def _serving_replicas(self, agent_type: str, instance_id: str | None) -> list[str]:
+        if instance_id is not None:
+            ids = [instance_id]
+        else:
+            ids = sorted(str(i) for i in await self.redis.zrange(self.keys.instances, 0, -1))
+        if not ids:
+            return []
+        pipe = self.redis.pipeline(transaction=False)
+        for iid in ids:
+            pipe.get(self.keys.instance_online(iid))
+        left: list[str] = []
+        for raw in await pipe.execute():
+            if raw is not None:
+                left += InstanceLease.parse(raw).replicas.get(agent_type, [])
+        return sorted(left)
 
     # -- registry housekeeping -------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
     worker-runtime run MODULE:CALLABLE --type T [--type T2] [--replicas N] [--instance ID]
                    [--role all|leader|consumer] [--concurrency N] [--redis-url-file PATH]
-    worker-runtime submit TYPE JSON [--count N] [--worker ID | --instance ID] [--redis-url-file PATH]
+    worker-runtime submit TYPE JSON [--count N] [--worker ID | --instance ID]
+                   [--redis-url-file PATH]
 
 A password belongs in a file (``--redis-url-file`` / ``BYAI_REDIS_URL_FILE``, or
 ``BYAI_REDIS_PASSWORD_FILE``), not on the command line where ``ps`` shows it.

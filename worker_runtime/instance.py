@@ -69,6 +69,8 @@ log = logging.getLogger(__name__)
 _TRIM_EVERY_BEATS = 12
 _MAX_SKIPPED = 1_000
 """At most this many evicted or drained ids are stepped over to find a free one."""
+_KEEP_RESTARTS = 32
+"""How many restarts (old id -> replacement) an instance lease reports: the latest."""
 _PAUSE_ACTIONS = (CommandAction.PAUSE_TYPE, CommandAction.RESUME_TYPE)
 """Fleet-stream commands that pause or resume a type on every replica serving it."""
 
@@ -161,6 +163,9 @@ class WorkerInstance:
         """Replica ids never started again, and why (evicted or drained by an operator)."""
         self.scale_note: str | None = None
         """Why the quota is not met right now (shown by the console and ``scale``)."""
+        self.restarts: dict[str, str] = {}
+        """Restarted replica id -> its replacement's id ("" when none started), latest
+        :data:`_KEEP_RESTARTS`, reported in the instance lease."""
         self.drained_slots = 0
         """Replicas an operator drained since the last scale: the instance runs that many
         fewer than its quota until a scale of one of its types (README, "Instances,
@@ -431,6 +436,9 @@ class WorkerInstance:
         else:
             log.info("%s: restarted as %s", old.worker_id, new.worker_id)
         details = f"replaced by {new.worker_id}" if new else f"no replacement: {why}"
+        self.restarts[old.worker_id] = new.worker_id if new else ""
+        while len(self.restarts) > _KEEP_RESTARTS:
+            del self.restarts[next(iter(self.restarts))]
         try:
             pipe = ctx.redis.pipeline(transaction=False)
             add_audit(
@@ -497,6 +505,7 @@ class WorkerInstance:
                 t: ctx.batcher.group_of(ctx.keys.type_stream(t)) for t in self.agent_types
             },
             group_warnings=sorted(self.group_warnings.values()),
+            restarts=dict(self.restarts),
         )
 
     async def _announce(self) -> None:

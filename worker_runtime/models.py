@@ -284,6 +284,9 @@ class Capability(StrEnum):
     """Applies deny/allow pushed on its stream (by-framework reads them per heartbeat)."""
     PAUSE = "pause-type"
     """Applies a type pause itself and reports it in ``paused_types`` (see ``type pause``)."""
+    RESTART = "restart"
+    """Restarts a replica: it finishes its tasks, exits, and its instance starts a
+    replacement under a new worker id (README, "Restart, stop and pinned calls")."""
 
 
 WORKER_RUNTIME_CAPABILITIES = tuple(Capability)
@@ -301,6 +304,8 @@ class CommandAction(StrEnum):
     """Stop reading a type's stream (fleet stream; the pause hash is the truth)."""
     RESUME_TYPE = "resume-type"
     """Read a paused type's stream again."""
+    RESTART = "restart"
+    """Finish, exit and be replaced under a new worker id (worker stream; ours only)."""
 
 
 class AdminAction(StrEnum):
@@ -330,6 +335,10 @@ class AdminAction(StrEnum):
     """Every worker of a type stops taking its tasks (by-framework's: by its denylist)."""
     RESUME_TYPE = "resume-type"
     """A paused type's workers take its tasks again."""
+    RESTART = "restart"
+    """A replica asked to finish, exit and be replaced under a new worker id."""
+    RESTARTED = "restarted"
+    """Written by the runtime when a restarted replica's replacement is running."""
     REFUSED_COMMAND = "refused-command"
     """Written by a worker that refused a pushed command it could not attribute (unsigned,
     a bad signature, a stamp from the future): nothing was applied."""
@@ -523,6 +532,9 @@ class InstanceLease(BaseModel):
     """agent type -> the consumer group this instance reads its stream in."""
     group_warnings: list[str] = Field(default_factory=empty_list)
     """Type streams whose tasks reach several consumer groups (the WARNING logged)."""
+    restarts: dict[str, str] = Field(default_factory=empty_dict)
+    """Restarted worker id -> its replacement's id ("" when none could start), the
+    latest few (what ``WorkerManager.wait_restarted`` confirms a restart by)."""
 
     @classmethod
     def parse(cls, raw: Any) -> InstanceLease:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 from collections import Counter
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -30,8 +31,14 @@ def submit_cli(url: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 async def _added_since(redis: Redis, mark: str) -> int:
     """Entries added after ``mark`` (a stream id) to the type's or any replica's stream."""
-    streams = [KEYS.type_stream("pin")] + [KEYS.worker_stream(f"p{i}-r{n}") for i in "ab" for n in (0, 1)]
-    return sum([len(await redis.xrange(s, min=f"({mark}")) for s in streams])
+    streams = [KEYS.type_stream("pin")] + [
+        KEYS.worker_stream(f"p{i}-r{n}") for i in "ab" for n in (0, 1)
+    ]
+    added = 0
+    for stream in streams:
+        entries: Any = await redis.xrange(stream, min=f"({mark}")
+        added += len(entries)
+    return added
 
 
 async def _mark(redis: Redis) -> str:
@@ -56,7 +63,9 @@ async def test_pinned_tasks_run_only_on_the_instance_in_turn_and_offline_is_stri
             return len(a) == 2 and len(b) == 1
 
         await eventually(both_up, timeout=20)
-        ids = [await producer.submit("pin", {}, session_id="s1", instance_id="pa") for _ in range(6)]
+        ids = [
+            await producer.submit("pin", {}, session_id="s1", instance_id="pa") for _ in range(6)
+        ]
         ran: Counter[str | None] = Counter()
         async for result in producer.results("s1", ids, 20):
             assert result.succeeded, result
@@ -74,8 +83,7 @@ async def test_pinned_tasks_run_only_on_the_instance_in_turn_and_offline_is_stri
         missing = submit_cli(redis_url, "pin", "{}", "--instance", "nosuch")
         assert missing.returncode == 1
         assert missing.stderr.strip().splitlines() == [
-            "worker-runtime: instance nosuch is offline (no live lease) "
-            "(task for 'pin' not sent)"
+            "worker-runtime: instance nosuch is offline (no live lease) (task for 'pin' not sent)"
         ]
         both = submit_cli(redis_url, "pin", "{}", "--instance", "pa", "--worker", "pa-r0")
         assert both.returncode == 2 and "Traceback" not in both.stderr
