@@ -21,8 +21,9 @@ suspended or evicted worker stays listed after it leaves the registry.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -50,6 +51,7 @@ from worker_runtime.models import (
     InstanceLease,
     Lease,
     Lifecycle,
+    TypeConfig,
     TypePause,
     now_ms,
     parse_pauses,
@@ -60,8 +62,6 @@ from worker_runtime.pipeline import Batch
 from worker_runtime.quota import MAX_SCALE as MAX_SCALE
 from worker_runtime.quota import check_scale_count as check_scale_count
 from worker_runtime.quota import parse_count as parse_count
-
-# The replica-count rules live in worker_runtime.quota; re-exported for existing callers.
 from worker_runtime.restarts import (
     RestartOutcome,
     RestartResult,
@@ -70,6 +70,18 @@ from worker_runtime.restarts import (
     restart_verdict,
 )
 from worker_runtime.signing import load_control_secret, signed
+
+# The replica-count rules live in worker_runtime.quota; re-exported for existing callers.
+from worker_runtime.type_config import (
+    ConfigChange,
+    ConfigOutcome,
+    ConfigState,
+    check_config,
+    config_diff,
+    config_outcome,
+    merged,
+)
+from worker_runtime.type_config import TypeConfigError as TypeConfigError
 
 # Stamp and write the admin hash with Redis's clock, never a console's: consoles with
 # skewed clocks must not order each other's commands (one an hour ahead used to block
@@ -1091,6 +1103,102 @@ class WorkerManager:
                 left += InstanceLease.parse(raw).replicas.get(agent_type, [])
         return sorted(left)
 
+    # -- type configuration (README, "Type configuration") -------------------------
+
+    async def get_type_config(self, agent_type: str) -> TypeConfig:
+        """The type's runtime configuration (version 0 and empty when never set)."""
+        check_agent_type(agent_type)
+        return TypeConfig.parse(await self.redis.get(self.keys.type_config(agent_type)))
+
+    async def set_type_config(
+        self,
+        agent_type: str,
+        values: Mapping[str, Any],
+        *,
+        unset: Sequence[str] = (),
+        reason: str | None = None,
+    ) -> ConfigChange:
+        """Set (and ``unset``) keys of a type's configuration; every replica serving it
+        applies the new version without restarting. Confirm with :meth:`wait_config`.
+
+        The write is compare-and-set against the version read, so two operators'
+        changes never lose one another's keys; it is audited with the diff.
+
+        Raises:
+            TypeConfigError: not a JSON object, a reserved key, or too large (nothing
+                was written).
+        """
+        check_agent_type(agent_type)
+        check_config(values)
+        check_config(dict.fromkeys(unset, None))
+        key = self.keys.type_config(agent_type)
+        for _ in range(10):
+            raw = await self.redis.get(key)
+            current = TypeConfig.parse(raw)
+            config = merged(current.config, values, unset)
+            text = check_config(config)
+            stored = TypeConfig(
+                version=current.version + 1,
+                config=json.loads(text),
+                updated_at=await redis_now_ms(self.redis),
+                updated_by=self.operator,
+            )
+            written = await self.redis.eval(
+                _CONFIG_CAS, 1, key, "" if raw is None else raw, stored.model_dump_json()
+            )
+            if written:
+                break
+        else:
+            raise CommandLostError(f"the configuration of {agent_type} kept changing; retry")
+        diff = config_diff(current.config, stored.config)
+        pipe = self.redis.pipeline(transaction=False)
+        command = Command(
+            action=CommandAction.CONFIG,
+            agent_type=agent_type,
+            reason=reason,
+            updated_at=stored.updated_at or now_ms(),
+            updated_by=self.operator,
+        )
+        _push(
+            pipe,
+            self.keys.fleet_stream,
+            command,
+            None,
+            maxlen=CONTROL_STREAM_MAXLEN,
+            secret=self.control_secret,
+        )
+        add_audit(
+            pipe,
+            self.keys,
+            await self._audit_fields(
+                AdminAction.CONFIG_SET, agent_type, reason, f"v{stored.version}: {diff}"
+            ),
+        )
+        await pipe.execute()
+        return ConfigChange(agent_type, stored.version, current.config, stored.config, diff)
+
+    async def wait_config(
+        self, change: ConfigChange, timeout: float = 10.0, poll: float = 0.1
+    ) -> dict[str, ConfigOutcome]:
+        """Per live worker of the type, what it did with ``change``'s version.
+
+        ``applied`` / ``failed`` (the hook's error) as its lease reports, ``pending``
+        when it has not reported within ``timeout``, ``unsupported`` at once for a worker
+        that cannot apply a configuration (by-framework, an older worker_runtime).
+        A later version reported counts as this one applied over (``superseded``).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            out: dict[str, ConfigOutcome] = {}
+            for wid, lease in await self._type_members(change.agent_type):
+                if lease is None:
+                    continue  # offline: it reads the configuration when it starts
+                out[wid] = config_outcome(change, wid, lease)
+            waiting = [w for w, o in out.items() if o.state is ConfigState.PENDING]
+            if not waiting or time.monotonic() >= deadline:
+                return out
+            await asyncio.sleep(poll)
+
     # -- registry housekeeping -------------------------------------------------------
 
     async def forget_worker(
@@ -1182,6 +1290,14 @@ class WorkerManager:
         add_audit(pipe, self.keys, await self._audit_fields(action, target, reason, details))
         await pipe.execute()
 
+
+# Compare-and-set of a type's configuration: written only over the text it was read as.
+_CONFIG_CAS = """
+local current = redis.call('GET', KEYS[1])
+if (current or '') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+"""
 
 # Redis's own ACL verdict for an XADD to the fleet stream, without writing anything.
 _MAY_NOTIFY = "return redis.acl_check_cmd('XADD', KEYS[1], '*', 'kind', 'command') and 1 or 0"

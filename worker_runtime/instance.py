@@ -43,7 +43,15 @@ from worker_runtime.heartbeat import beat, trim_acknowledged, trim_executions
 from worker_runtime.ipaddr import detect_ip
 from worker_runtime.keys import CONSUMER_GROUP, PARKED_ID
 from worker_runtime.messages import decode_command
-from worker_runtime.models import AdminAction, CommandAction, InstanceLease, Lifecycle, now_ms
+from worker_runtime.models import (
+    AdminAction,
+    CommandAction,
+    ConfigReport,
+    InstanceLease,
+    Lifecycle,
+    TypeConfig,
+    now_ms,
+)
 from worker_runtime.names import check_agent_type
 from worker_runtime.registry import (
     WorkerIdInUseError,
@@ -63,6 +71,7 @@ from worker_runtime.singletons import SINGLETON_MODULES, Singletons
 from worker_runtime.slots import group_by_slot
 from worker_runtime.stall import StallWatch, stall_threshold
 from worker_runtime.tasks import cancel_and_wait
+from worker_runtime.type_config import apply_config
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +175,10 @@ class WorkerInstance:
         self.restarts: dict[str, str] = {}
         """Restarted replica id -> its replacement's id ("" when none started), latest
         :data:`_KEEP_RESTARTS`, reported in the instance lease."""
+        self.config_reports: dict[str, ConfigReport] = {}
+        """agent type -> what the handler did with the latest configuration version read
+        (README, "Type configuration"); every replica's lease reports it."""
+        self._config_lock = asyncio.Lock()
         self.drained_slots = 0
         """Replicas an operator drained since the last scale: the instance runs that many
         fewer than its quota until a scale of one of its types (README, "Instances,
@@ -215,6 +228,8 @@ class WorkerInstance:
         fleet_last = await redis.xrevrange(keys.fleet_stream, count=1)
         # A target set before this instance existed is honoured from the start.
         await self._announce()
+        # The handler is initialised with its types' configuration before any task.
+        await self.follow_config()
         inputs = await read_scale_inputs(redis, keys, self.agent_types)
         wanted = inputs.desired(self.instance_id, self.agent_types) if inputs else None
         self.scaled = wanted is not None
@@ -279,6 +294,7 @@ class WorkerInstance:
             if worker_id in self.replicas or worker_id in self.skipped:
                 continue
             replica = Replica(ctx, worker_id, self.agent_types)
+            replica.config_reports = dict(self.config_reports)
             await acquire_lock(replica)
             await ensure_group(ctx.redis, ctx.keys.worker_stream(worker_id))
             if not await register(replica):
@@ -617,6 +633,47 @@ class WorkerInstance:
             if state != Lifecycle.EVICTED.value:
                 del self.skipped[wid]
 
+    async def follow_config(self) -> None:
+        """Apply each served type's configuration version not applied yet.
+
+        One read for every type; a new version runs the handler's ``on_cleanup()`` then
+        ``on_init(config)`` (:func:`~worker_runtime.type_config.apply_config`, once per
+        process: its replicas share the handler), and every replica serving the type
+        reports the outcome in its lease at once. A version that failed is not retried
+        until the next write.
+        """
+        ctx = self._require_ctx()
+        async with self._config_lock:
+            pipe = ctx.redis.pipeline(transaction=False)
+            for agent_type in self.agent_types:
+                pipe.get(ctx.keys.type_config(agent_type))
+            raws = await pipe.execute()
+            changed: set[Replica] = set()
+            for agent_type, raw in zip(self.agent_types, raws, strict=True):
+                if raw is None:
+                    continue
+                stored = TypeConfig.parse(raw)
+                known = self.config_reports.get(agent_type)
+                if stored.version <= 0 or (known is not None and known.version == stored.version):
+                    continue
+                report = await apply_config(
+                    self.handler, stored.version, stored.config, first=known is None
+                )
+                log.info(
+                    "%s: configuration version %d %s",
+                    agent_type,
+                    stored.version,
+                    "applied" if report.ok else f"failed: {report.error}",
+                )
+                self.config_reports[agent_type] = report
+                for replica in self.replicas.values():
+                    if agent_type in replica.agent_types and not replica.ended.is_set():
+                        replica.config_reports[agent_type] = report
+                        changed.add(replica)
+            for replica in changed:
+                if replica.keeps_lease():
+                    await publish(replica)
+
     async def _fleet_loop(self, last_id: str) -> None:
         """Follow fleet notifications; a rescale of one of our types reconciles at once."""
         ctx = self._require_ctx()
@@ -625,7 +682,7 @@ class WorkerInstance:
                 reply = await ctx.redis.xread(
                     {ctx.keys.fleet_stream: last_id}, count=100, block=ctx.settings.block_ms
                 )
-                rescale = False
+                rescale = configure = False
                 paused: set[Replica] = set()
                 for _, entries in iter_reply(reply):
                     for entry_id, fields in entries:
@@ -637,6 +694,8 @@ class WorkerInstance:
                             rescale = True
                             # An operator scaled again: drained slots are filled.
                             self.drained_slots = 0
+                        elif command.action is CommandAction.CONFIG:
+                            configure = True
                         elif command.action in _PAUSE_ACTIONS:
                             paused |= {
                                 r
@@ -649,6 +708,8 @@ class WorkerInstance:
                         await publish(replica)
                 if rescale:
                     await self.reconcile()
+                if configure:
+                    await self.follow_config()
             except LOOP_ERRORS as exc:
                 log.warning("fleet stream unavailable (%s)", exc)
                 await asyncio.sleep(1.0)
@@ -686,6 +747,7 @@ class WorkerInstance:
                     if not replica.lock_lost:
                         await publish(replica)
                 await self.reconcile()
+                await self.follow_config()  # the pull side of a configuration change
                 beats += 1
                 if beats % _TRIM_EVERY_BEATS == 1:
                     live = [r for r in self.replicas.values() if not r.ended.is_set()]

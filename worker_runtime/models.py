@@ -196,6 +196,9 @@ class Lease(BaseModel):
     paused_types: list[str] | None = Field(default=None, validation_alias=_camel("paused_types"))
     """Types whose pause this worker applied (it reads none of their streams); absent
     when none is: an extension by-framework ignores."""
+    config_reports: dict[str, ConfigReport] | None = None
+    """agent type -> what this replica did with the type's latest configuration version
+    it saw (README, "Type configuration"); absent when the type has none."""
 
     @property
     def is_by_framework(self) -> bool:
@@ -266,6 +269,33 @@ class AdminState(BaseModel):
             return None
 
 
+class TypeConfig(BaseModel):
+    """A type's runtime configuration as stored (``Keys.type_config``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    version: int = 0
+    """Raised by one on every write: what replicas report having applied."""
+    config: dict[str, Any] = Field(default_factory=empty_dict)
+    updated_at: int | None = None
+    updated_by: str | None = None
+
+    @classmethod
+    def parse(cls, raw: Any) -> TypeConfig:
+        """Parse the stored JSON; never raises (anything unreadable is version 0, empty)."""
+        return lenient(cls, raw)
+
+
+class ConfigReport(BaseModel):
+    """What one replica did with a version of its type's configuration (in its lease)."""
+
+    model_config = ConfigDict(extra="ignore", str_max_length=_MAX_STR)
+
+    version: int
+    ok: bool
+    error: str | None = None
+
+
 class Capability(StrEnum):
     """What a worker_runtime worker advertises in its lease (SPEC section 10 extensions).
 
@@ -287,6 +317,9 @@ class Capability(StrEnum):
     RESTART = "restart"
     """Restarts a replica: it finishes its tasks, exits, and its instance starts a
     replacement under a new worker id (README, "Restart, stop and pinned calls")."""
+    CONFIG = "config"
+    """Applies a type's runtime configuration without a restart (``on_cleanup`` then
+    ``on_init(config)``) and reports the outcome in ``config_reports``."""
 
 
 WORKER_RUNTIME_CAPABILITIES = tuple(Capability)
@@ -306,6 +339,8 @@ class CommandAction(StrEnum):
     """Read a paused type's stream again."""
     RESTART = "restart"
     """Finish, exit and be replaced under a new worker id (worker stream; ours only)."""
+    CONFIG = "config"
+    """A type's runtime configuration changed (fleet stream; the config key is the truth)."""
 
 
 class AdminAction(StrEnum):
@@ -339,6 +374,8 @@ class AdminAction(StrEnum):
     """A replica asked to finish, exit and be replaced under a new worker id."""
     RESTARTED = "restarted"
     """Written by the runtime when a restarted replica's replacement is running."""
+    CONFIG_SET = "config-set"
+    """A type's runtime configuration written (the audit details hold the diff)."""
     REFUSED_COMMAND = "refused-command"
     """Written by a worker that refused a pushed command it could not attribute (unsigned,
     a bad signature, a stamp from the future): nothing was applied."""

@@ -35,6 +35,7 @@ from worker_runtime.models import (
     AdminState,
     Command,
     CommandAction,
+    ConfigReport,
     Execution,
     ExecutionState,
     Lease,
@@ -67,6 +68,8 @@ class Replica:
         self.force_evicted = False
         self.scaled_down = False
         """Draining because the instance scaled down (not an operator's command)."""
+        self.config_reports: dict[str, ConfigReport] = {}
+        """agent type -> what the handler did with its latest configuration version."""
         self.restarting = False
         """An operator asked for a restart: once idle it exits and the instance starts a
         replacement under a new id (``WorkerInstance._end``)."""
@@ -264,6 +267,7 @@ class Replica:
             admin_applied_at=self.admin_applied_at or None,
             capabilities=[c.value for c in WORKER_RUNTIME_CAPABILITIES],
             paused_types=sorted(self.paused & set(self.agent_types)) or None,
+            config_reports=dict(self.config_reports) or None,
         )
 
     # -- health ----------------------------------------------------------------------
