@@ -152,6 +152,33 @@ def _camel(name: str, *extra: str) -> Any:
     return AliasChoices(name, camel, *extra)
 
 
+class TypeConfig(BaseModel):
+    """A type's runtime configuration as stored (``Keys.type_config``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    version: int = 0
+    """Raised by one on every write: what replicas report having applied."""
+    config: dict[str, Any] = Field(default_factory=empty_dict)
+    updated_at: int | None = None
+    updated_by: str | None = None
+
+    @classmethod
+    def parse(cls, raw: Any) -> TypeConfig:
+        """Parse the stored JSON; never raises (anything unreadable is version 0, empty)."""
+        return lenient(cls, raw)
+
+
+class ConfigReport(BaseModel):
+    """What one replica did with a version of its type's configuration (in its lease)."""
+
+    model_config = ConfigDict(extra="ignore", str_max_length=_MAX_STR)
+
+    version: int
+    ok: bool
+    error: str | None = None
+
+
 class Lease(BaseModel):
     """The lease JSON a worker writes to its ``online`` key every heartbeat.
 
@@ -267,33 +294,6 @@ class AdminState(BaseModel):
             return Lifecycle(self.lifecycle) if self.lifecycle else None
         except ValueError:
             return None
-
-
-class TypeConfig(BaseModel):
-    """A type's runtime configuration as stored (``Keys.type_config``)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    version: int = 0
-    """Raised by one on every write: what replicas report having applied."""
-    config: dict[str, Any] = Field(default_factory=empty_dict)
-    updated_at: int | None = None
-    updated_by: str | None = None
-
-    @classmethod
-    def parse(cls, raw: Any) -> TypeConfig:
-        """Parse the stored JSON; never raises (anything unreadable is version 0, empty)."""
-        return lenient(cls, raw)
-
-
-class ConfigReport(BaseModel):
-    """What one replica did with a version of its type's configuration (in its lease)."""
-
-    model_config = ConfigDict(extra="ignore", str_max_length=_MAX_STR)
-
-    version: int
-    ok: bool
-    error: str | None = None
 
 
 class Capability(StrEnum):

@@ -42,7 +42,7 @@ class NoOnlineWorkerError(LookupError):
 class InstanceOfflineError(NoOnlineWorkerError):
     """A task pinned to one instance (``instance_id=``) found no live replica there.
 
-    Strict by design (README, "Instance-directed calls"): the task is not sent, and it
+    Strict by design (README, "Restart, stop and pinned calls"): the task is not sent, and it
     is never sent to another instance instead.
     """
 

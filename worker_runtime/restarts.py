@@ -85,7 +85,7 @@ def restart_refusal(worker_id: str, lease: Lease | None) -> str | None:
     """
     if lease is None:
         return f"worker {worker_id} is offline: only a running replica can restart"
-    if lease.is_by_framework:
+    if not lease.is_worker_runtime:
         return (
             f"worker {worker_id} runs by-framework, which cannot restart a replica "
             "(it would exit and nothing would replace it): restart its process instead"

@@ -1,4 +1,4 @@
-"""Instance-directed calls (README, "Instance-directed calls"): a task pinned to one
+"""Instance-directed calls (README, "Restart, stop and pinned calls"): a task pinned to one
 instance runs on that instance's replicas, in turn; an offline instance is a strict
 error. Real ``worker-runtime`` processes on a real redis-server."""
 
