@@ -99,11 +99,20 @@ async def test_restart_replaces_under_a_new_id_and_a_rolling_restart_goes_one_at
         assert new_ids == {"ra-r3", "ra-r4"}
         assert await _replicas(redis, "ra", "rs") == ["ra-r3", "ra-r4"]
 
+        # Every replica of the instance, two at a time: both go before either is back.
+        states = [
+            (s.worker_id, s.state.value)
+            async for s in mgr.restart_instance("ra", max_unavailable=2)
+        ]
+        assert states[:2] == [("ra-r3", "sent"), ("ra-r4", "sent")]
+        assert sorted(states[2:]) == [("ra-r3", "replaced"), ("ra-r4", "replaced")]
+        assert await _replicas(redis, "ra", "rs") == ["ra-r5", "ra-r6"]
+
         # stop of one replica is a drain: not replaced, the instance runs one fewer.
-        await mgr.stop_worker("ra-r3", reason="done with it")
+        await mgr.stop_worker("ra-r5", reason="done with it")
         assert await mgr.wait_stopped("rs", "ra", timeout=0.0) != []
-        await eventually(lambda: _has(redis, "ra", ["ra-r4"]), timeout=10)
-        assert await redis.get(KEYS.worker_online("ra-r3")) is None
+        await eventually(lambda: _has(redis, "ra", ["ra-r6"]), timeout=10)
+        assert await redis.get(KEYS.worker_online("ra-r5")) is None
     finally:
         assert stop_process(proc) == 0
 
