@@ -21,7 +21,9 @@ suspended or evicted worker stays listed after it leaves the registry.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -31,7 +33,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoPermissionError
 
 from worker_runtime.audit import add_audit, audit_fields, default_operator, redis_user
-from worker_runtime.connection import default_keys
+from worker_runtime.connection import default_keys, redis_now_ms
 from worker_runtime.keys import Keys
 from worker_runtime.messages import (
     CONTROL_STREAM_MAXLEN,
@@ -45,8 +47,10 @@ from worker_runtime.models import (
     Capability,
     Command,
     CommandAction,
+    InstanceLease,
     Lease,
     Lifecycle,
+    TypeConfig,
     TypePause,
     now_ms,
     parse_pauses,
@@ -59,7 +63,24 @@ from worker_runtime.pipeline import Batch
 from worker_runtime.quota import MAX_SCALE as MAX_SCALE
 from worker_runtime.quota import check_scale_count as check_scale_count
 from worker_runtime.quota import parse_count as parse_count
+from worker_runtime.restarts import (
+    RestartOutcome,
+    RestartResult,
+    RestartState,
+    restart_refusal,
+    restart_verdict,
+)
 from worker_runtime.signing import load_control_secret, signed
+from worker_runtime.type_config import (
+    ConfigChange,
+    ConfigOutcome,
+    ConfigState,
+    check_config,
+    config_diff,
+    config_outcome,
+    merged,
+)
+from worker_runtime.type_config import TypeConfigError as TypeConfigError
 from worker_runtime.verdicts import is_applied, superseded_by, superseded_line
 
 # Stamp and write the admin hash with Redis's clock, never a console's: consoles with
@@ -842,6 +863,342 @@ class WorkerManager:
                 return WaitOutcome(None)
             await asyncio.sleep(poll)
 
+    # -- restart and stop (README, "Restart, stop and pinned calls") -------------------
+
+    async def restart_worker(self, worker_id: str, reason: str | None = None) -> RestartResult:
+        """Restart one replica: it finishes its tasks, exits, and its instance starts a
+        replacement under a new worker id. Confirm with :meth:`wait_restarted`.
+
+        Raises:
+            UnknownWorkerError: the id is unknown.
+            UnsupportedCommandError: it cannot restart (offline, by-framework, an older
+                worker_runtime, or already leaving); nothing was written.
+        """
+        target = await self._require_known(worker_id)
+        why = restart_refusal(worker_id, target.lease)
+        if why is not None or target.lease is None or not target.lease.instance_id:
+            raise UnsupportedCommandError(why or f"worker {worker_id} cannot restart")
+        instance_id = target.lease.instance_id
+        ts = await redis_now_ms(self.redis)
+        command = Command(
+            action=CommandAction.RESTART,
+            reason=reason,
+            updated_at=ts,
+            updated_by=self.operator,
+        )
+        pipe = self.redis.pipeline(transaction=False)
+        _push(
+            pipe,
+            self.keys.worker_stream(worker_id),
+            command,
+            target.lease,
+            secret=self.control_secret,
+        )
+        add_audit(
+            pipe,
+            self.keys,
+            await self._audit_fields(
+                AdminAction.RESTART, worker_id, reason, f"instance={instance_id}"
+            ),
+        )
+        await pipe.execute()
+        return RestartResult(worker_id, instance_id, ts)
+
+    async def wait_restarted(
+        self, result: RestartResult, timeout: float = 60.0, poll: float = 0.1
+    ) -> RestartOutcome:
+        """Wait until the replacement of a restarted replica holds a lease.
+
+        Confirmed by the worker only: its instance lease names the replacement of the
+        old id (``restarts``), the old lease is gone and the new one is there. The wait
+        is bounded by ``timeout`` plus one read; ``pending`` says what is missing.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.get(self.keys.worker_online(result.worker_id))
+            pipe.get(self.keys.instance_online(result.instance_id))
+            raw_old, raw_instance = await pipe.execute()
+            old = None if raw_old is None else Lease.parse(raw_old)
+            instance = None if raw_instance is None else InstanceLease.parse(raw_instance)
+            verdict = restart_verdict(result, old, instance)
+            if verdict is not None and verdict.replacement:
+                if await self.redis.exists(self.keys.worker_online(verdict.replacement)):
+                    return verdict
+            elif verdict is not None:
+                return verdict
+            if time.monotonic() >= deadline:
+                if old is not None:
+                    why = f"still running ({old.active_jobs or 0} task(s) to finish)"
+                elif instance is None:
+                    why = f"exited; instance {result.instance_id} holds no lease"
+                else:
+                    why = "exited; no replacement online yet"
+                return RestartOutcome(
+                    result.worker_id, RestartState.PENDING, result.instance_id, reason=why
+                )
+            await asyncio.sleep(poll)
+
+    async def rolling_restart(
+        self,
+        agent_type: str | None = None,
+        *,
+        instance_id: str | None = None,
+        max_unavailable: int = 1,
+        reason: str | None = None,
+        timeout: float = 60.0,
+    ) -> AsyncIterator[RestartOutcome]:
+        """Restart every replica of a type (and/or of one instance), yielding progress.
+
+        Per instance at most ``max_unavailable`` replicas are restarting at a time, and
+        the next goes only once a replacement is online (:meth:`wait_restarted`);
+        instances roll side by side. Workers that cannot restart are yielded first as
+        ``refused`` (nothing is sent to them); a restart that is not confirmed within
+        ``timeout`` halts its instance: its remaining replicas are yielded ``halted``.
+
+        Raises:
+            ValueError: neither a type nor an instance, or ``max_unavailable`` < 1.
+        """
+        if agent_type is None and instance_id is None:
+            raise ValueError("name a type, an instance, or both")
+        if max_unavailable < 1:
+            raise ValueError("max_unavailable must be 1 or more")
+        members = await self._restart_members(agent_type, instance_id)
+        by_instance: dict[str, list[str]] = {}
+        for wid, lease in members:
+            why = restart_refusal(wid, lease)
+            if why is not None or lease is None or not lease.instance_id:
+                owner = lease.instance_id if lease is not None else None
+                yield RestartOutcome(wid, RestartState.REFUSED, owner, reason=why)
+                continue
+            by_instance.setdefault(lease.instance_id, []).append(wid)
+        queue: asyncio.Queue[RestartOutcome | None] = asyncio.Queue()
+
+        async def roll(owner: str, ids: list[str]) -> None:
+            todo = list(ids)
+            running: set[asyncio.Task[RestartOutcome]] = set()
+            halted: str | None = None
+            while (todo and halted is None) or running:
+                while todo and halted is None and len(running) < max_unavailable:
+                    wid = todo.pop(0)
+                    running.add(asyncio.create_task(self._restart_one(wid, reason, timeout, queue)))
+                done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    outcome = task.result()
+                    await queue.put(outcome)
+                    if outcome.state is not RestartState.REPLACED and halted is None:
+                        halted = f"halted after {outcome.worker_id} was {outcome.state.value}"
+            for wid in todo:
+                await queue.put(RestartOutcome(wid, RestartState.HALTED, owner, reason=halted))
+
+        rolls = [asyncio.create_task(roll(o, ids)) for o, ids in sorted(by_instance.items())]
+
+        async def close() -> None:
+            await asyncio.gather(*rolls, return_exceptions=True)
+            await queue.put(None)
+
+        closer = asyncio.create_task(close())
+        try:
+            while (item := await queue.get()) is not None:
+                yield item
+            for task in rolls:
+                task.result()  # a Redis error surfaces here, after the progress so far
+        finally:
+            for task in [*rolls, closer]:
+                task.cancel()
+
+    async def restart_instance(
+        self, instance_id: str, *, max_unavailable: int = 1, reason: str | None = None
+    ) -> AsyncIterator[RestartOutcome]:
+        """Restart every replica of one instance, one at a time (:meth:`rolling_restart`)."""
+        async for outcome in self.rolling_restart(
+            instance_id=instance_id, max_unavailable=max_unavailable, reason=reason
+        ):
+            yield outcome
+
+    async def _restart_one(
+        self,
+        worker_id: str,
+        reason: str | None,
+        timeout: float,
+        queue: asyncio.Queue[RestartOutcome | None],
+    ) -> RestartOutcome:
+        try:
+            result = await self.restart_worker(worker_id, reason)
+        except (UnsupportedCommandError, UnknownWorkerError) as exc:
+            return RestartOutcome(worker_id, RestartState.REFUSED, reason=str(exc))
+        await queue.put(RestartOutcome(worker_id, RestartState.SENT, result.instance_id))
+        return await self.wait_restarted(result, timeout)
+
+    async def _restart_members(
+        self, agent_type: str | None, instance_id: str | None
+    ) -> list[tuple[str, Lease | None]]:
+        """The replicas a rolling restart covers, with their leases, sorted by id."""
+        if agent_type is not None:
+            check_agent_type(agent_type)
+            members = await self._type_members(agent_type)
+        else:
+            ids = await self.redis.smembers(self.keys.workers)
+            pipe = self.redis.pipeline(transaction=False)
+            ordered = sorted(str(w) for w in ids)
+            for wid in ordered:
+                pipe.get(self.keys.worker_online(wid))
+            raws = await pipe.execute() if ordered else []
+            members = [
+                (wid, None if raw is None else Lease.parse(raw))
+                for wid, raw in zip(ordered, raws, strict=True)
+            ]
+        if instance_id is not None:
+            members = [
+                (w, le) for w, le in members if le is not None and le.instance_id == instance_id
+            ]
+        return sorted(members, key=lambda m: m[0])
+
+    async def stop_worker(self, worker_id: str, reason: str | None = None) -> ActionResult:
+        """Stop one replica for good: a drain (:meth:`drain_worker`). Its slot stays
+        empty until the next scale; :meth:`restart_worker` is the verb that replaces."""
+        return await self.drain_worker(worker_id, reason)
+
+    async def stop_instance(
+        self, agent_type: str, instance_id: str, reason: str | None = None
+    ) -> ActionResult:
+        """Stop an instance's replicas of a type: its override set to 0 (they drain)."""
+        return await self.scale_instance(agent_type, instance_id, 0, reason)
+
+    async def stop_type(self, agent_type: str, reason: str | None = None) -> ActionResult:
+        """Stop a type fleet-wide: ``scale T 0`` (every instance drains its replicas)."""
+        return await self.scale_type(agent_type, 0, reason)
+
+    async def wait_stopped(
+        self,
+        agent_type: str,
+        instance_id: str | None = None,
+        timeout: float = 30.0,
+        poll: float = 0.1,
+    ) -> list[str]:
+        """Wait until no live worker_runtime replica serves ``agent_type`` (on
+        ``instance_id``, or anywhere); returns those still serving at the end (empty:
+        stopped). Read from the instance leases, which each instance writes itself.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            left = await self._serving_replicas(agent_type, instance_id)
+            if not left or time.monotonic() >= deadline:
+                return left
+            await asyncio.sleep(poll)
+
+    async def _serving_replicas(self, agent_type: str, instance_id: str | None) -> list[str]:
+        if instance_id is not None:
+            ids = [instance_id]
+        else:
+            ids = sorted(str(i) for i in await self.redis.zrange(self.keys.instances, 0, -1))
+        if not ids:
+            return []
+        pipe = self.redis.pipeline(transaction=False)
+        for iid in ids:
+            pipe.get(self.keys.instance_online(iid))
+        left: list[str] = []
+        for raw in await pipe.execute():
+            if raw is not None:
+                left += InstanceLease.parse(raw).replicas.get(agent_type, [])
+        return sorted(left)
+
+    # -- type configuration (README, "Type configuration") -------------------------
+
+    async def get_type_config(self, agent_type: str) -> TypeConfig:
+        """The type's runtime configuration (version 0 and empty when never set)."""
+        check_agent_type(agent_type)
+        return TypeConfig.parse(await self.redis.get(self.keys.type_config(agent_type)))
+
+    async def set_type_config(
+        self,
+        agent_type: str,
+        values: Mapping[str, Any],
+        *,
+        unset: Sequence[str] = (),
+        reason: str | None = None,
+    ) -> ConfigChange:
+        """Set (and ``unset``) keys of a type's configuration; every replica serving it
+        applies the new version without restarting. Confirm with :meth:`wait_config`.
+
+        The write is compare-and-set against the version read, so two operators'
+        changes never lose one another's keys; it is audited with the diff.
+
+        Raises:
+            TypeConfigError: not a JSON object, a reserved key, or too large (nothing
+                was written).
+        """
+        check_agent_type(agent_type)
+        check_config(values)
+        check_config(dict.fromkeys(unset, None))
+        key = self.keys.type_config(agent_type)
+        for _ in range(10):
+            raw = await self.redis.get(key)
+            current = TypeConfig.parse(raw)
+            config = merged(current.config, values, unset)
+            text = check_config(config)
+            stored = TypeConfig(
+                version=current.version + 1,
+                config=json.loads(text),
+                updated_at=await redis_now_ms(self.redis),
+                updated_by=self.operator,
+            )
+            written = await self.redis.eval(
+                _CONFIG_CAS, 1, key, "" if raw is None else raw, stored.model_dump_json()
+            )
+            if written:
+                break
+        else:
+            raise CommandLostError(f"the configuration of {agent_type} kept changing; retry")
+        diff = config_diff(current.config, stored.config)
+        pipe = self.redis.pipeline(transaction=False)
+        command = Command(
+            action=CommandAction.CONFIG,
+            agent_type=agent_type,
+            reason=reason,
+            updated_at=stored.updated_at or now_ms(),
+            updated_by=self.operator,
+        )
+        _push(
+            pipe,
+            self.keys.fleet_stream,
+            command,
+            None,
+            maxlen=CONTROL_STREAM_MAXLEN,
+            secret=self.control_secret,
+        )
+        add_audit(
+            pipe,
+            self.keys,
+            await self._audit_fields(
+                AdminAction.CONFIG_SET, agent_type, reason, f"v{stored.version}: {diff}"
+            ),
+        )
+        await pipe.execute()
+        return ConfigChange(agent_type, stored.version, current.config, stored.config, diff)
+
+    async def wait_config(
+        self, change: ConfigChange, timeout: float = 10.0, poll: float = 0.1
+    ) -> dict[str, ConfigOutcome]:
+        """Per live worker of the type, what it did with ``change``'s version.
+
+        ``applied`` / ``failed`` (the hook's error) as its lease reports, ``pending``
+        when it has not reported within ``timeout``, ``unsupported`` at once for a worker
+        that cannot apply a configuration (by-framework, an older worker_runtime).
+        A later version reported counts as this one applied over (``superseded``).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            out: dict[str, ConfigOutcome] = {}
+            for wid, lease in await self._type_members(change.agent_type):
+                if lease is None:
+                    continue  # offline: it reads the configuration when it starts
+                out[wid] = config_outcome(change, wid, lease)
+            waiting = [w for w, o in out.items() if o.state is ConfigState.PENDING]
+            if not waiting or time.monotonic() >= deadline:
+                return out
+            await asyncio.sleep(poll)
+
     # -- registry housekeeping -------------------------------------------------------
 
     async def forget_worker(
@@ -933,6 +1290,14 @@ class WorkerManager:
         add_audit(pipe, self.keys, await self._audit_fields(action, target, reason, details))
         await pipe.execute()
 
+
+# Compare-and-set of a type's configuration: written only over the text it was read as.
+_CONFIG_CAS = """
+local current = redis.call('GET', KEYS[1])
+if (current or '') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+"""
 
 # Redis's own ACL verdict for an XADD to the fleet stream, without writing anything.
 _MAY_NOTIFY = "return redis.acl_check_cmd('XADD', KEYS[1], '*', 'kind', 'command') and 1 or 0"

@@ -2,7 +2,8 @@
 
     worker-runtime run MODULE:CALLABLE --type T [--type T2] [--replicas N] [--instance ID]
                    [--role all|leader|consumer] [--concurrency N] [--redis-url-file PATH]
-    worker-runtime submit TYPE JSON [--count N] [--worker ID] [--redis-url-file PATH]
+    worker-runtime submit TYPE JSON [--count N] [--worker ID | --instance ID]
+                   [--redis-url-file PATH]
 
 A password belongs in a file (``--redis-url-file`` / ``BYAI_REDIS_URL_FILE``, or
 ``BYAI_REDIS_PASSWORD_FILE``), not on the command line where ``ps`` shows it.
@@ -114,7 +115,13 @@ def build_parser() -> OneLineParser:
     submit.add_argument("agent_type", metavar="TYPE")
     submit.add_argument("payload", metavar="JSON", help="a JSON object")
     submit.add_argument("--count", type=_positive("--count", 10_000_000), default=1)
-    submit.add_argument("--worker", help="send to this worker's own stream")
+    target = submit.add_mutually_exclusive_group()
+    target.add_argument("--worker", help="send to this worker's own stream")
+    target.add_argument(
+        "--instance",
+        metavar="ID",
+        help="pin to one instance's replicas (in turn); offline: exit 1, never another",
+    )
     submit.add_argument("--session", help="session id (results go to its data stream)")
     submit.add_argument(
         "--require-online", action="store_true", help="fail unless an online worker serves it"
@@ -194,10 +201,9 @@ async def _submit(args: argparse.Namespace, redis_settings: RedisSettings) -> in
         if args.wait:
             deadline = time.monotonic() + args.timeout
             ids = await _submit_riding_out(producer, redis_settings, args, payload, deadline)
-            to = args.worker or args.agent_type
-            print(ids[0] if args.count == 1 else f"submitted {len(ids)} task(s) to {to}")
+            print(ids[0] if args.count == 1 else f"submitted {len(ids)} task(s) to {_to(args)}")
             return await _wait_results(producer, args.session, ids, args.timeout, deadline)
-        if args.count == 1 or args.require_online:
+        if args.count == 1 or args.require_online or args.instance:
             ids = [
                 await producer.submit(
                     args.agent_type,
@@ -205,12 +211,17 @@ async def _submit(args: argparse.Namespace, redis_settings: RedisSettings) -> in
                     session_id=args.session,
                     worker_id=args.worker,
                     require_online_worker=args.require_online,
+                    instance_id=args.instance,
                 )
             ]
             for _ in range(args.count - 1):
                 ids.append(
                     await producer.submit(
-                        args.agent_type, payload, session_id=args.session, worker_id=args.worker
+                        args.agent_type,
+                        payload,
+                        session_id=args.session,
+                        worker_id=args.worker,
+                        instance_id=args.instance,
                     )
                 )
         else:
@@ -228,10 +239,17 @@ async def _submit(args: argparse.Namespace, redis_settings: RedisSettings) -> in
         if args.count == 1:
             print(ids[0], flush=True)
         else:
-            print(f"submitted {len(ids)} task(s) to {args.worker or args.agent_type}", flush=True)
+            print(f"submitted {len(ids)} task(s) to {_to(args)}", flush=True)
     finally:
         await redis.aclose()
     return 0
+
+
+def _to(args: argparse.Namespace) -> str:
+    """Where ``submit`` sent its tasks, for the line it prints."""
+    if args.instance:
+        return f"{args.agent_type} on instance {args.instance}"
+    return str(args.worker or args.agent_type)
 
 
 async def _submit_riding_out(
@@ -247,8 +265,15 @@ async def _submit_riding_out(
     here, and a send whose reply was lost is looked for before it is sent again.
     """
     keys = redis_settings.keys
-    stream = keys.worker_stream(args.worker) if args.worker else keys.type_stream(args.agent_type)
-    streams = [stream, keys.session_data_stream(args.session)]
+    if args.instance:
+        # A send whose reply was lost may have reached any replica of the instance.
+        pinned = await producer.instance_replicas(args.agent_type, args.instance)
+        streams = [keys.worker_stream(w) for w in pinned]
+    elif args.worker:
+        streams = [keys.worker_stream(args.worker)]
+    else:
+        streams = [keys.type_stream(args.agent_type)]
+    streams.append(keys.session_data_stream(args.session))
     ids: list[str] = []
     for n in range(args.count):
         task_id = uuid.uuid4().hex
@@ -261,6 +286,7 @@ async def _submit_riding_out(
                 worker_id=args.worker,
                 require_online_worker=args.require_online and first,
                 task_id=task_id,
+                instance_id=args.instance,
             )
 
         def queued(task_id: str = task_id) -> Awaitable[bool]:

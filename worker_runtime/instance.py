@@ -25,6 +25,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ResponseError
 
+from worker_runtime.audit import add_audit, audit_fields
 from worker_runtime.batcher import Batcher
 from worker_runtime.connection import LOOP_ERRORS, create_redis, is_cluster
 from worker_runtime.consumer import (
@@ -42,7 +43,15 @@ from worker_runtime.heartbeat import beat, trim_acknowledged, trim_executions
 from worker_runtime.ipaddr import detect_ip
 from worker_runtime.keys import CONSUMER_GROUP, PARKED_ID
 from worker_runtime.messages import decode_command
-from worker_runtime.models import CommandAction, InstanceLease, Lifecycle, now_ms
+from worker_runtime.models import (
+    AdminAction,
+    CommandAction,
+    ConfigReport,
+    InstanceLease,
+    Lifecycle,
+    TypeConfig,
+    now_ms,
+)
 from worker_runtime.names import check_agent_type
 from worker_runtime.registry import (
     WorkerIdInUseError,
@@ -62,12 +71,15 @@ from worker_runtime.singletons import SINGLETON_MODULES, Singletons
 from worker_runtime.slots import group_by_slot
 from worker_runtime.stall import StallWatch, stall_threshold
 from worker_runtime.tasks import cancel_and_wait
+from worker_runtime.type_config import apply_config
 
 log = logging.getLogger(__name__)
 
 _TRIM_EVERY_BEATS = 12
 _MAX_SKIPPED = 1_000
 """At most this many evicted or drained ids are stepped over to find a free one."""
+_KEEP_RESTARTS = 32
+"""How many restarts (old id -> replacement) an instance lease reports: the latest."""
 _PAUSE_ACTIONS = (CommandAction.PAUSE_TYPE, CommandAction.RESUME_TYPE)
 """Fleet-stream commands that pause or resume a type on every replica serving it."""
 
@@ -160,6 +172,17 @@ class WorkerInstance:
         """Replica ids never started again, and why (evicted or drained by an operator)."""
         self.scale_note: str | None = None
         """Why the quota is not met right now (shown by the console and ``scale``)."""
+        self.restarts: dict[str, str] = {}
+        """Restarted replica id -> its replacement's id ("" when none started), latest
+        :data:`_KEEP_RESTARTS`, reported in the instance lease."""
+        self.config_reports: dict[str, ConfigReport] = {}
+        """agent type -> what the handler did with the latest configuration version read
+        (README, "Type configuration"); every replica's lease reports it."""
+        self._config_lock = asyncio.Lock()
+        self.drained_slots = 0
+        """Replicas an operator drained since the last scale: the instance runs that many
+        fewer than its quota until a scale of one of its types (README, "Instances,
+        scale and the leader": a drain is not rebuilt; ``restart`` replaces)."""
 
     @property
     def worker_ids(self) -> list[str]:
@@ -205,6 +228,8 @@ class WorkerInstance:
         fleet_last = await redis.xrevrange(keys.fleet_stream, count=1)
         # A target set before this instance existed is honoured from the start.
         await self._announce()
+        # The handler is initialised with its types' configuration before any task.
+        await self.follow_config()
         inputs = await read_scale_inputs(redis, keys, self.agent_types)
         wanted = inputs.desired(self.instance_id, self.agent_types) if inputs else None
         self.scaled = wanted is not None
@@ -269,6 +294,7 @@ class WorkerInstance:
             if worker_id in self.replicas or worker_id in self.skipped:
                 continue
             replica = Replica(ctx, worker_id, self.agent_types)
+            replica.config_reports = dict(self.config_reports)
             await acquire_lock(replica)
             await ensure_group(ctx.redis, ctx.keys.worker_stream(worker_id))
             if not await register(replica):
@@ -364,10 +390,16 @@ class WorkerInstance:
 
     async def _end(self, replica: Replica) -> None:
         draining = replica.lifecycle is Lifecycle.DRAINING
+        restarting = draining and replica.restarting
         if draining and not replica.scaled_down:
             # An operator's drain ends the replica for good: a scale target must not
-            # rebuild it under its id (README, scale rules); the next free id serves instead.
-            self.skipped[replica.worker_id] = "drained by an operator"
+            # rebuild it under its id, nor under the next one until the next scale (README,
+            # "Restart, stop and pinned calls"). A restart's replacement takes a new id.
+            self.skipped[replica.worker_id] = (
+                "restarted by an operator" if restarting else "drained by an operator"
+            )
+            if self.scaled and not restarting:
+                self.drained_slots += 1
         replica.ended.set()
         replica.notify()
         ctx = self._require_ctx()
@@ -375,17 +407,71 @@ class WorkerInstance:
         for attempt in range(20):
             try:
                 if draining:
-                    await finish_drain(replica)
+                    await finish_drain(replica, audit=not restarting)
                 else:
                     await release(replica)
                 break
             except LOOP_ERRORS as exc:
                 log.warning("%s: could not leave cleanly (%s); retrying", replica.worker_id, exc)
                 await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
-        log.info("%s: %s", replica.worker_id, "drained" if draining else "evicted")
+        log.info(
+            "%s: %s",
+            replica.worker_id,
+            "exited for a restart" if restarting else "drained" if draining else "evicted",
+        )
         await cancel_and_wait(self._loops.pop(replica.worker_id, []))
         self._forget_readers(replica)
+        if restarting and not self._stopping:
+            await self._replace(replica)
+            return
         self.replicas.pop(replica.worker_id, None)
+        if not self.replicas and not self._stopping and not self.scaled:
+            log.info("instance %s has no replicas left; stopping", self.instance_id)
+            self._stop_task = asyncio.create_task(self.stop())
+
+    async def _replace(self, old: Replica) -> None:
+        """Start the replacement of a restarted replica, under a new worker id.
+
+        Under the scale lock, with the old replica's removal: a reconcile in between
+        would count one replica short and start a second one. The outcome is audited
+        (``restarted``, naming the replacement) and the instance lease is rewritten at
+        once, so ``WorkerManager.wait_restarted`` sees the new id without waiting a beat.
+        """
+        ctx = self._require_ctx()
+        why = ""
+        async with self._scale_lock:
+            self.replicas.pop(old.worker_id, None)
+            try:
+                new = await self.add_replica()
+            except WorkerIdInUseError as exc:
+                new, why = None, str(exc)
+        if new is None:
+            why = why or "no free replica id"
+            log.error("%s: restarted, but no replacement could start: %s", old.worker_id, why)
+            self.scale_note = f"restart of {old.worker_id}: no replacement ({why})"
+        else:
+            log.info("%s: restarted as %s", old.worker_id, new.worker_id)
+        details = f"replaced by {new.worker_id}" if new else f"no replacement: {why}"
+        self.restarts[old.worker_id] = new.worker_id if new else ""
+        while len(self.restarts) > _KEEP_RESTARTS:
+            del self.restarts[next(iter(self.restarts))]
+        try:
+            pipe = ctx.redis.pipeline(transaction=False)
+            add_audit(
+                pipe,
+                ctx.keys,
+                audit_fields(
+                    f"runtime@{ctx.hostname}",
+                    AdminAction.RESTARTED,
+                    old.worker_id,
+                    old.reason,
+                    details,
+                ),
+            )
+            await pipe.execute()
+            await self._announce()
+        except LOOP_ERRORS as exc:
+            log.warning("%s: restart not recorded yet (%s)", old.worker_id, exc)
         if not self.replicas and not self._stopping and not self.scaled:
             log.info("instance %s has no replicas left; stopping", self.instance_id)
             self._stop_task = asyncio.create_task(self.stop())
@@ -435,6 +521,7 @@ class WorkerInstance:
                 t: ctx.batcher.group_of(ctx.keys.type_stream(t)) for t in self.agent_types
             },
             group_warnings=sorted(self.group_warnings.values()),
+            restarts=dict(self.restarts),
         )
 
     async def _announce(self) -> None:
@@ -468,11 +555,19 @@ class WorkerInstance:
             self.scaled = wanted is not None
             if wanted is None:
                 self.scale_note = None
+                self.drained_slots = 0
                 for replica in self._serving():
                     if replica.set_scaled_off(set()):  # no quota any more: serve every type
                         await publish(replica)
                 return
             await self._forget_resumed_skips()
+            quota = wanted
+            # An operator's drain leaves its slot empty: not rebuilt under the next id.
+            # A restarting replica keeps its slot: its replacement starts when it exits.
+            restarting = sum(
+                1 for r in self.replicas.values() if r.restarting and not r.ended.is_set()
+            )
+            wanted = max(0, wanted - self.drained_slots - restarting)
             serving = self._serving()
             blocked = ""
             if len(serving) < wanted:
@@ -498,6 +593,12 @@ class WorkerInstance:
                 if replica.set_scaled_off(off):
                     await publish(replica)
             self.scale_note = self._note(len(serving), wanted, blocked)
+            if self.drained_slots and quota:
+                empty = (
+                    f"{min(self.drained_slots, quota)} of {quota} slot(s) left empty by a drain "
+                    "(until the next scale)"
+                )
+                self.scale_note = f"{self.scale_note}; {empty}" if self.scale_note else empty
 
     def _serving(self) -> list[Replica]:
         return [
@@ -532,6 +633,47 @@ class WorkerInstance:
             if state != Lifecycle.EVICTED.value:
                 del self.skipped[wid]
 
+    async def follow_config(self) -> None:
+        """Apply each served type's configuration version not applied yet.
+
+        One read for every type; a new version runs the handler's ``on_cleanup()`` then
+        ``on_init(config)`` (:func:`~worker_runtime.type_config.apply_config`, once per
+        process: its replicas share the handler), and every replica serving the type
+        reports the outcome in its lease at once. A version that failed is not retried
+        until the next write.
+        """
+        ctx = self._require_ctx()
+        async with self._config_lock:
+            pipe = ctx.redis.pipeline(transaction=False)
+            for agent_type in self.agent_types:
+                pipe.get(ctx.keys.type_config(agent_type))
+            raws = await pipe.execute()
+            changed: set[Replica] = set()
+            for agent_type, raw in zip(self.agent_types, raws, strict=True):
+                if raw is None:
+                    continue
+                stored = TypeConfig.parse(raw)
+                known = self.config_reports.get(agent_type)
+                if stored.version <= 0 or (known is not None and known.version == stored.version):
+                    continue
+                report = await apply_config(
+                    self.handler, stored.version, stored.config, first=known is None
+                )
+                log.info(
+                    "%s: configuration version %d %s",
+                    agent_type,
+                    stored.version,
+                    "applied" if report.ok else f"failed: {report.error}",
+                )
+                self.config_reports[agent_type] = report
+                for replica in self.replicas.values():
+                    if agent_type in replica.agent_types and not replica.ended.is_set():
+                        replica.config_reports[agent_type] = report
+                        changed.add(replica)
+            for replica in changed:
+                if replica.keeps_lease():
+                    await publish(replica)
+
     async def _fleet_loop(self, last_id: str) -> None:
         """Follow fleet notifications; a rescale of one of our types reconciles at once."""
         ctx = self._require_ctx()
@@ -540,7 +682,7 @@ class WorkerInstance:
                 reply = await ctx.redis.xread(
                     {ctx.keys.fleet_stream: last_id}, count=100, block=ctx.settings.block_ms
                 )
-                rescale = False
+                rescale = configure = False
                 paused: set[Replica] = set()
                 for _, entries in iter_reply(reply):
                     for entry_id, fields in entries:
@@ -550,6 +692,10 @@ class WorkerInstance:
                             continue
                         if command.action is CommandAction.RESCALE:
                             rescale = True
+                            # An operator scaled again: drained slots are filled.
+                            self.drained_slots = 0
+                        elif command.action is CommandAction.CONFIG:
+                            configure = True
                         elif command.action in _PAUSE_ACTIONS:
                             paused |= {
                                 r
@@ -562,6 +708,8 @@ class WorkerInstance:
                         await publish(replica)
                 if rescale:
                     await self.reconcile()
+                if configure:
+                    await self.follow_config()
             except LOOP_ERRORS as exc:
                 log.warning("fleet stream unavailable (%s)", exc)
                 await asyncio.sleep(1.0)
@@ -599,6 +747,7 @@ class WorkerInstance:
                     if not replica.lock_lost:
                         await publish(replica)
                 await self.reconcile()
+                await self.follow_config()  # the pull side of a configuration change
                 beats += 1
                 if beats % _TRIM_EVERY_BEATS == 1:
                     live = [r for r in self.replicas.values() if not r.ended.is_set()]

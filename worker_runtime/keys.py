@@ -338,6 +338,12 @@ class Keys:
         """Hash: instance id -> absolute replica count for one agent type."""
         return f"{self._root}:scale:overrides:{agent_type}"
 
+    def type_config(self, agent_type: str) -> str:
+        """String: a type's runtime configuration JSON
+        (:class:`~worker_runtime.models.TypeConfig`), applied by every replica serving it
+        without a restart (README, "Type configuration")."""
+        return f"{self._root}:config:agent_type:{agent_type}"
+
     @property
     def fleet_stream(self) -> str:
         """Stream of fleet-wide notifications (scale changes) every instance follows."""

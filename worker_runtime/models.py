@@ -152,6 +152,33 @@ def _camel(name: str, *extra: str) -> Any:
     return AliasChoices(name, camel, *extra)
 
 
+class TypeConfig(BaseModel):
+    """A type's runtime configuration as stored (``Keys.type_config``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    version: int = 0
+    """Raised by one on every write: what replicas report having applied."""
+    config: dict[str, Any] = Field(default_factory=empty_dict)
+    updated_at: int | None = None
+    updated_by: str | None = None
+
+    @classmethod
+    def parse(cls, raw: Any) -> TypeConfig:
+        """Parse the stored JSON; never raises (anything unreadable is version 0, empty)."""
+        return lenient(cls, raw)
+
+
+class ConfigReport(BaseModel):
+    """What one replica did with a version of its type's configuration (in its lease)."""
+
+    model_config = ConfigDict(extra="ignore", str_max_length=_MAX_STR)
+
+    version: int
+    ok: bool
+    error: str | None = None
+
+
 class Lease(BaseModel):
     """The lease JSON a worker writes to its ``online`` key every heartbeat.
 
@@ -196,6 +223,9 @@ class Lease(BaseModel):
     paused_types: list[str] | None = Field(default=None, validation_alias=_camel("paused_types"))
     """Types whose pause this worker applied (it reads none of their streams); absent
     when none is: an extension by-framework ignores."""
+    config_reports: dict[str, ConfigReport] | None = None
+    """agent type -> what this replica did with the type's latest configuration version
+    it saw (README, "Type configuration"); absent when the type has none."""
 
     @property
     def is_by_framework(self) -> bool:
@@ -284,6 +314,12 @@ class Capability(StrEnum):
     """Applies deny/allow pushed on its stream (by-framework reads them per heartbeat)."""
     PAUSE = "pause-type"
     """Applies a type pause itself and reports it in ``paused_types`` (see ``type pause``)."""
+    RESTART = "restart"
+    """Restarts a replica: it finishes its tasks, exits, and its instance starts a
+    replacement under a new worker id (README, "Restart, stop and pinned calls")."""
+    CONFIG = "config"
+    """Applies a type's runtime configuration without a restart (``on_cleanup`` then
+    ``on_init(config)``) and reports the outcome in ``config_reports``."""
 
 
 WORKER_RUNTIME_CAPABILITIES = tuple(Capability)
@@ -301,6 +337,10 @@ class CommandAction(StrEnum):
     """Stop reading a type's stream (fleet stream; the pause hash is the truth)."""
     RESUME_TYPE = "resume-type"
     """Read a paused type's stream again."""
+    RESTART = "restart"
+    """Finish, exit and be replaced under a new worker id (worker stream; ours only)."""
+    CONFIG = "config"
+    """A type's runtime configuration changed (fleet stream; the config key is the truth)."""
 
 
 class AdminAction(StrEnum):
@@ -330,6 +370,12 @@ class AdminAction(StrEnum):
     """Every worker of a type stops taking its tasks (by-framework's: by its denylist)."""
     RESUME_TYPE = "resume-type"
     """A paused type's workers take its tasks again."""
+    RESTART = "restart"
+    """A replica asked to finish, exit and be replaced under a new worker id."""
+    RESTARTED = "restarted"
+    """Written by the runtime when a restarted replica's replacement is running."""
+    CONFIG_SET = "config-set"
+    """A type's runtime configuration written (the audit details hold the diff)."""
     REFUSED_COMMAND = "refused-command"
     """Written by a worker that refused a pushed command it could not attribute (unsigned,
     a bad signature, a stamp from the future): nothing was applied."""
@@ -523,6 +569,9 @@ class InstanceLease(BaseModel):
     """agent type -> the consumer group this instance reads its stream in."""
     group_warnings: list[str] = Field(default_factory=empty_list)
     """Type streams whose tasks reach several consumer groups (the WARNING logged)."""
+    restarts: dict[str, str] = Field(default_factory=empty_dict)
+    """Restarted worker id -> its replacement's id ("" when none could start), the
+    latest few (what ``WorkerManager.wait_restarted`` confirms a restart by)."""
 
     @classmethod
     def parse(cls, raw: Any) -> InstanceLease:

@@ -27,8 +27,8 @@ from worker_runtime.envelope import (
     read_data_event,
 )
 from worker_runtime.keys import Keys
-from worker_runtime.models import Lease, Lifecycle, Status, Task, TaskResult, now_ms
-from worker_runtime.names import check_agent_type, check_worker_id
+from worker_runtime.models import InstanceLease, Lease, Lifecycle, Status, Task, TaskResult, now_ms
+from worker_runtime.names import MAX_WORKER_ID, check_agent_type, check_name, check_worker_id
 from worker_runtime.outage import ride_out
 from worker_runtime.pipeline import Batch
 from worker_runtime.replies import iter_reply
@@ -37,6 +37,19 @@ from worker_runtime.verdicts import derive_status
 
 class NoOnlineWorkerError(LookupError):
     """``require_online_worker`` was set and nobody can take the task."""
+
+
+class InstanceOfflineError(NoOnlineWorkerError):
+    """A task pinned to one instance (``instance_id=``) found no live replica there.
+
+    Strict by design (README, "Restart, stop and pinned calls"): the task is not sent, and it
+    is never sent to another instance instead.
+    """
+
+    def __init__(self, instance_id: str, agent_type: str, why: str) -> None:
+        super().__init__(f"instance {instance_id} {why} (task for {agent_type!r} not sent)")
+        self.instance_id = instance_id
+        self.agent_type = agent_type
 
 
 class NotReplicatedError(Exception):
@@ -92,6 +105,8 @@ class Producer:
         self.wait_replicas = wait_replicas
         self.wait_timeout_ms = wait_timeout_ms
         self._indexed: set[str] = set()
+        self._turns: dict[tuple[str, str], int] = {}
+        """(instance, type) -> tasks pinned there so far (the round-robin turn)."""
 
     def _wait(self, pipe: Any) -> Any:
         """Queue ``WAIT`` behind the writes of ``pipe`` (a slot of the reply), if asked."""
@@ -116,17 +131,29 @@ class Producer:
         worker_id: str | None = None,
         require_online_worker: bool = False,
         task_id: str | None = None,
+        instance_id: str | None = None,
     ) -> str:
         """Submit one task; returns its task id.
+
+        Args:
+            instance_id: pin the task to this instance: it goes to the direct stream of
+                one of the instance's online, active, non-denied replicas of the type,
+                taken in turn (:meth:`instance_replicas`). Excludes ``worker_id``.
 
         Raises:
             NoOnlineWorkerError: ``require_online_worker`` and no online, active,
                 non-denied worker serves the type (or the named worker is not one).
+            InstanceOfflineError: ``instance_id`` has no such replica (offline, not
+                serving the type, or every replica drained, evicted or denied).
             InvalidNameError: the type or worker id is unusable (one-line reason).
         """
         check_agent_type(agent_type)
         if worker_id is not None:
             check_worker_id(worker_id)
+        if instance_id is not None:
+            if worker_id is not None:
+                raise ValueError("instance_id and worker_id exclude each other")
+            worker_id = await self.pick_replica(agent_type, instance_id)
         task = Task(
             task_id=task_id or new_message_id(),
             agent_type=agent_type,
@@ -303,6 +330,38 @@ class Producer:
             str(m) for m in await self.redis.smembers(self.keys.type_workers(agent_type))
         )
         return [w for w in await self._usable(members, agent_type)]
+
+    async def instance_replicas(self, agent_type: str, instance_id: str) -> list[str]:
+        """The replicas of ``instance_id`` a task of ``agent_type`` may be pinned to.
+
+        Read from the instance's lease (its replicas serving the type, kept by its
+        heartbeat), each checked like any direct target: online, active, not denied.
+
+        Raises:
+            InstanceOfflineError: none (the reason names what is missing).
+        """
+        check_agent_type(agent_type)
+        check_name("instance id", instance_id, MAX_WORKER_ID)
+        raw = await self.redis.get(self.keys.instance_online(instance_id))
+        if raw is None:
+            raise InstanceOfflineError(instance_id, agent_type, "is offline (no live lease)")
+        lease = InstanceLease.parse(raw)
+        if agent_type not in lease.agent_types:
+            raise InstanceOfflineError(instance_id, agent_type, f"does not serve {agent_type!r}")
+        members = sorted(set(lease.replicas.get(agent_type, [])))
+        usable = await self._usable(members, agent_type)
+        if not usable:
+            raise InstanceOfflineError(
+                instance_id, agent_type, f"has no online, active replica of {agent_type!r}"
+            )
+        return usable
+
+    async def pick_replica(self, agent_type: str, instance_id: str) -> str:
+        """One of :meth:`instance_replicas`, in turn (round-robin per instance and type)."""
+        usable = await self.instance_replicas(agent_type, instance_id)
+        turn = self._turns.get((instance_id, agent_type), 0)
+        self._turns[(instance_id, agent_type)] = turn + 1
+        return usable[turn % len(usable)]
 
     async def _require_worker(self, agent_type: str, worker_id: str | None) -> None:
         if worker_id is not None:

@@ -214,7 +214,7 @@ async def release(replica: Replica) -> None:
     await pipe.execute()
 
 
-async def finish_drain(replica: Replica) -> None:
+async def finish_drain(replica: Replica, audit: bool = True) -> None:
     """A drained replica leaves for good: it is removed from the registry, not offline.
 
     Its execution history stays until the janitor or ``forget`` removes it; its own
@@ -236,11 +236,12 @@ async def finish_drain(replica: Replica) -> None:
     pipe.srem(keys.workers, wid)
     pipe.srem(keys.admin_workers, wid)  # its admin hash is gone with it
     pipe.eval(_MARK_OFFLINE, 1, keys.offline_since, wid)
-    add_audit(
-        pipe,
-        ctx.keys,
-        audit_fields(
-            f"runtime@{ctx.hostname}", AdminAction.DRAINED, replica.worker_id, replica.reason
-        ),
-    )
+    if audit:  # a restart writes its own entry, naming the replacement
+        add_audit(
+            pipe,
+            ctx.keys,
+            audit_fields(
+                f"runtime@{ctx.hostname}", AdminAction.DRAINED, replica.worker_id, replica.reason
+            ),
+        )
     await pipe.execute()

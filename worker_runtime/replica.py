@@ -35,6 +35,7 @@ from worker_runtime.models import (
     AdminState,
     Command,
     CommandAction,
+    ConfigReport,
     Execution,
     ExecutionState,
     Lease,
@@ -67,6 +68,11 @@ class Replica:
         self.force_evicted = False
         self.scaled_down = False
         """Draining because the instance scaled down (not an operator's command)."""
+        self.config_reports: dict[str, ConfigReport] = {}
+        """agent type -> what the handler did with its latest configuration version."""
+        self.restarting = False
+        """An operator asked for a restart: once idle it exits and the instance starts a
+        replacement under a new id (``WorkerInstance._end``)."""
         self.denied: set[str] = set()
         self.scaled_off: set[str] = set()
         """Types this replica stopped serving because their quota is below its rank."""
@@ -261,6 +267,7 @@ class Replica:
             admin_applied_at=self.admin_applied_at or None,
             capabilities=[c.value for c in WORKER_RUNTIME_CAPABILITIES],
             paused_types=sorted(self.paused & set(self.agent_types)) or None,
+            config_reports=dict(self.config_reports) or None,
         )
 
     # -- health ----------------------------------------------------------------------
@@ -382,7 +389,26 @@ class Replica:
                 if command.action is CommandAction.DENY
                 else self.denied - {command.agent_type}
             )
+        if command.action is CommandAction.RESTART:
+            return self.request_restart(command.reason)
         return False
+
+    def request_restart(self, reason: str | None) -> bool:
+        """Leave routing, finish in-flight tasks, exit, and be replaced (a new id).
+
+        Only an active or suspended replica restarts: one already draining, scaled down
+        or evicted is leaving anyway, and is not replaced.
+        """
+        if self.restarting or self.scaled_down or self.ended.is_set() or self.stopping:
+            return False
+        if self.lifecycle not in (Lifecycle.ACTIVE, Lifecycle.SUSPENDED):
+            return False
+        self.restarting = True
+        self.lifecycle = Lifecycle.DRAINING
+        self.reason = f"restart: {reason}" if reason else "restart"
+        log.info("%s: restarting (%s)", self.worker_id, self.reason)
+        self.notify()
+        return True
 
     def apply_pushed(self, command: Command, admin: AdminState) -> bool:
         """Apply a pushed lifecycle command against the admin hash read after it.
@@ -443,8 +469,8 @@ class Replica:
                 self.notify()
                 return True
             return False  # an evicted replica is gone; a restart picks up later state
-        if self.scaled_down and new is not Lifecycle.EVICTED:
-            return False  # leaving by scale-down; only an eviction may cut it short
+        if (self.scaled_down or self.restarting) and new is not Lifecycle.EVICTED:
+            return False  # leaving by scale-down or restart; only an eviction cuts it short
         # The stamp of the write now applied, not the largest seen: a stamp from a clock
         # ahead must not make later writes look applied (README, "How the runtime behaves").
         self.admin_applied_at = ts

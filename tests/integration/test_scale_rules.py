@@ -121,7 +121,7 @@ async def _no_note(redis: Redis) -> bool:
     return all(i.scale_note is None for i in snap.instances)
 
 
-async def test_an_operator_drained_replica_is_not_rebuilt_under_its_id(
+async def test_an_operator_drained_replica_is_not_rebuilt_until_the_next_scale(
     redis_url: str, redis: Redis, instances: list[WorkerInstance]
 ) -> None:
     inst = await _start(redis_url, instances, "dr", ["dt"])
@@ -129,11 +129,24 @@ async def test_an_operator_drained_replica_is_not_rebuilt_under_its_id(
     await mgr.scale_instance("dt", "dr", 2)
     await eventually(lambda: _has(inst, ["dr-r0", "dr-r1"]))
     await mgr.drain_worker("dr-r1", reason="move off")
-    # The quota is met by the next free id; dr-r1 is gone for good.
-    await eventually(lambda: _has(inst, ["dr-r0", "dr-r2"]))
-    await asyncio.sleep(1.0)
-    assert "dr-r1" not in inst.replicas
+    # The slot stays empty: the instance runs one fewer, and its lease says why.
+    await eventually(lambda: _has(inst, ["dr-r0"]))
+
+    async def noted() -> str | None:
+        snap = await FleetReader(redis, KEYS).read()
+        (view,) = [i for i in snap.instances if i.instance_id == "dr"]
+        return view.scale_note
+
+    note = await eventually(noted)
+    assert "1 of 2 slot(s) left empty by a drain" in note
+    await asyncio.sleep(1.0)  # several heartbeats reconcile: nothing rebuilt
+    assert _serving(inst, None) == ["dr-r0"]
     assert not await redis.sismember(KEYS.workers, "dr-r1")
+    # The operator scales again (same count): the slot is filled under a new id.
+    await mgr.scale_instance("dt", "dr", 2)
+    await eventually(lambda: _has(inst, ["dr-r0", "dr-r2"]))
+    assert "dr-r1" not in inst.replicas
+    assert await eventually(lambda: _no_note(redis))
 
 
 async def test_a_per_type_scale_down_on_a_multi_type_instance_takes_replicas_off_the_type(

@@ -57,6 +57,7 @@ SNAKE = {
     "admin_applied_at": 1_700_000_004_000,
     "capabilities": ["confirm", "bf-envelope", "drain", "push-deny"],
     "paused_types": ["chat"],
+    "config_reports": {"chat": {"version": 2, "ok": False, "error": "ValueError: bad"}},
 }
 
 
