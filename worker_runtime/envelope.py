@@ -76,12 +76,14 @@ def _loads(raw: str) -> Any:
         return json.loads(raw)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Envelope:
-    """A by-framework command read from a stream entry.
+    """A by-framework command read from a stream entry (treat it as read-only).
 
     The header's ids are read once, as text, when the entry is read
-    (:func:`envelope_of`): the task path looks them up a dozen times per task.
+    (:func:`envelope_of`): the task path looks them up a dozen times per task. Not a
+    frozen dataclass: its ``__init__`` sets each field through ``object.__setattr__``,
+    which made building one cost as much as decoding the entry.
 
     Attributes:
         action_type: ``ASK_AGENT``, ``RESUME`` …
