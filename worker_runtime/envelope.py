@@ -293,17 +293,19 @@ def client_record(envelope: Envelope, created_at: int) -> dict[str, Any]:
     Our producer writes none (a write per task less): the worker starts from this one,
     so the record it writes has the fields by-framework's readers expect.
     """
-    return ClientRecord({
-        "message_id": envelope.message_id,
-        "session_id": envelope.session_id,
-        "trace_id": envelope.trace_id,
-        "parent_message_id": envelope.parent_message_id,
-        "source_agent_type": CLIENT_SOURCE,
-        "target_agent_type": envelope.target_agent_type,
-        "status": "QUEUED",
-        "created_at": created_at,
-        "timeline": [{"status": "QUEUED", "timestamp": created_at}],
-    })
+    return ClientRecord(
+        {
+            "message_id": envelope.message_id,
+            "session_id": envelope.session_id,
+            "trace_id": envelope.trace_id,
+            "parent_message_id": envelope.parent_message_id,
+            "source_agent_type": CLIENT_SOURCE,
+            "target_agent_type": envelope.target_agent_type,
+            "status": "QUEUED",
+            "created_at": created_at,
+            "timeline": [{"status": "QUEUED", "timestamp": created_at}],
+        }
+    )
 
 
 # Reads the clients' execution records of one session in one call (one key:
@@ -416,7 +418,9 @@ def record_json(base: dict[str, Any], execution: Execution, now: int) -> str:
         return compact_json(execution_record(base, execution, now))
     status = _quote(status_of(execution.state))
     started = execution.started_at or 0
-    running = f',{{"status":"RUNNING","timestamp":{started or now}}}' if execution.finished_at else ""
+    running = ""
+    if execution.finished_at:
+        running = f',{{"status":"RUNNING","timestamp":{started or now}}}'
     error = execution.error
     failure = (
         f',"error_type":{_quote(error.partition(":")[0])},"failed_stage":"process_command"'

@@ -198,7 +198,8 @@ def test_record_json_is_the_encoded_execution_record(
 ) -> None:
     """The registry record filled into a template reads as the one encoded from a copy,
     field for field and in the same order (by-framework's ``ExecutionRecord`` reader)."""
-    envelope = parse_envelope(encode_ask_agent(Task(task_id="m-1", agent_type="echo", session_id="s-\u00e9")))
+    task = Task(task_id="m-1", agent_type="echo", session_id="s-\u00e9")
+    envelope = parse_envelope(encode_ask_agent(task))
     assert envelope is not None
     base = client_record(envelope, 1_700_000_000_000)
     execution = Execution(
@@ -220,7 +221,7 @@ def test_record_json_is_the_encoded_execution_record(
 
 def test_record_json_of_a_changed_or_foreign_record_encodes_it() -> None:
     """A record that is no longer the one client_record built keeps every field it has."""
-    envelope = parse_envelope(encode_ask_agent(Task(task_id="m-2", agent_type="echo", session_id="s")))
+    envelope = parse_envelope(encode_ask_agent(Task(task_id="m-2", agent_type="echo")))
     assert envelope is not None
     execution = Execution(execution_id="e", task_id="m", worker_id="w", session_id="s")
     changed = client_record(envelope, 5)
