@@ -35,7 +35,7 @@ from redis.exceptions import ResponseError
 
 from worker_runtime.byframework import queue_status_counters, snapshot_json
 from worker_runtime.connection import LOOP_ERRORS
-from worker_runtime.envelope import execution_record
+from worker_runtime.envelope import record_json
 from worker_runtime.jsontext import compact_json
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.models import Execution, ExecutionState, now_ms
@@ -772,10 +772,9 @@ def _registry_fields(
     for execution in batch.starts.values():
         base = records.get(execution.execution_id)
         if execution.session_id and base is not None:
-            record = execution_record(base, execution, dump.now)
             sessions[execution.session_id] += (
                 f"exec:{execution.execution_id}",
-                compact_json(record),
+                record_json(base, execution, dump.now),
             )
     for execution, _ in batch.finishes:
         if not execution.session_id:
@@ -790,8 +789,7 @@ def _registry_fields(
             # skipped).
             continue
         else:
-            record = execution_record(base, execution, dump.now)
-            text = compact_json(record)
+            text = record_json(base, execution, dump.now)
         sessions[execution.session_id] += (f"exec:{eid}", text, f"msg_map:{execution.task_id}", eid)
     return sessions
 

@@ -29,7 +29,6 @@ runtime behaves".
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 import uuid
@@ -76,12 +75,14 @@ def _loads(raw: str) -> Any:
         return json.loads(raw)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Envelope:
-    """A by-framework command read from a stream entry.
+    """A by-framework command read from a stream entry (treat it as read-only).
 
     The header's ids are read once, as text, when the entry is read
-    (:func:`envelope_of`): the task path looks them up a dozen times per task.
+    (:func:`envelope_of`): the task path looks them up a dozen times per task. Not a
+    frozen dataclass: its ``__init__`` sets each field through ``object.__setattr__``,
+    which made building one cost as much as decoding the entry.
 
     Attributes:
         action_type: ``ASK_AGENT``, ``RESUME`` …
@@ -247,8 +248,13 @@ def new_message_id() -> str:
 
 
 def new_execution_id() -> str:
-    """An execution id in by-framework's form, ``exec-`` + hex."""
-    return EXECUTION_ID_PREFIX + os.urandom(8).hex()
+    """An execution id in by-framework's form, ``exec-`` + hex.
+
+    64 random bits from :mod:`random`'s shared generator (seeded from the OS, and again
+    in a forked child), not ``os.urandom``: a system call per task was the largest
+    single cost of the envelope path's start under load. The id is a name, not a secret.
+    """
+    return f"{EXECUTION_ID_PREFIX}{random.getrandbits(64):016x}"
 
 
 def encode_ask_agent(task: Task) -> dict[str, str]:
@@ -278,23 +284,32 @@ def encode_ask_agent(task: Task) -> dict[str, str]:
     return {"data": compact_json({"action_type": ASK_AGENT, "header": header, "body": body})}
 
 
+class ClientRecord(dict[str, Any]):
+    """The record :func:`client_record` builds: its fields and their order are known,
+    so :func:`record_json` fills its JSON into a template instead of encoding a copy."""
+
+    __slots__ = ()
+
+
 def client_record(envelope: Envelope, created_at: int) -> dict[str, Any]:
     """The record a by-framework client would have written before sending ``envelope``.
 
     Our producer writes none (a write per task less): the worker starts from this one,
     so the record it writes has the fields by-framework's readers expect.
     """
-    return {
-        "message_id": envelope.message_id,
-        "session_id": envelope.session_id,
-        "trace_id": envelope.trace_id,
-        "parent_message_id": envelope.parent_message_id,
-        "source_agent_type": CLIENT_SOURCE,
-        "target_agent_type": envelope.target_agent_type,
-        "status": "QUEUED",
-        "created_at": created_at,
-        "timeline": [{"status": "QUEUED", "timestamp": created_at}],
-    }
+    return ClientRecord(
+        {
+            "message_id": envelope.message_id,
+            "session_id": envelope.session_id,
+            "trace_id": envelope.trace_id,
+            "parent_message_id": envelope.parent_message_id,
+            "source_agent_type": CLIENT_SOURCE,
+            "target_agent_type": envelope.target_agent_type,
+            "status": "QUEUED",
+            "created_at": created_at,
+            "timeline": [{"status": "QUEUED", "timestamp": created_at}],
+        }
+    )
 
 
 # Reads the clients' execution records of one session in one call (one key:
@@ -385,17 +400,57 @@ def execution_record(base: dict[str, Any], execution: Execution, now: int) -> di
     return record
 
 
-_DATA_MESSAGE = (
-    '{"trace_id":%s,"session_id":%s,"event_type":%s,"source_agent_type":%s,'
-    '"message_id":%s,"parent_message_id":%s,"timestamp":%d,"data":{"id":"%s",'
-    '"created":%d,"model":"","object":"","contentType":"text","agentId":%s,'
-    '"orderId":%s,"parentOrderId":%s,"objectType":null,"status":null,"choices":[{'
-    '"index":0,"finish_reason":"","delta":{"role":"assistant","content":%s,'
-    '"function_call":null,"function_response":null,"tool_calls":null,'
+def record_json(base: dict[str, Any], execution: Execution, now: int) -> str:
+    """:func:`execution_record` as JSON text, as :func:`compact_json` would encode it.
+
+    Encoding a copy of the record per task was the largest cost the envelope path's
+    registry writes had over the native path's: a record that is still the one
+    :func:`client_record` built is written out field by field instead, in the same
+    order (JSON values alike; non-ASCII text escaped, as by-framework's own
+    ``json.dumps`` writes it). An f-string, not a ``%`` template: filling a long
+    template with ``%`` cost several times as much.
+    """
+    created = base.get("created_at")
+    session_id = execution.session_id
+    if (
+        base.__class__ is not ClientRecord
+        or len(base) != 9
+        or created.__class__ is not int
+        or len(base["timeline"]) != 1
+        or session_id is None
+    ):
+        return compact_json(execution_record(base, execution, now))
+    status = _quote(status_of(execution.state))
+    started = execution.started_at or 0
+    running = ""
+    if execution.finished_at:
+        running = f',{{"status":"RUNNING","timestamp":{started or now}}}'
+    error = execution.error
+    failure = (
+        f',"error_type":{_quote(error.partition(":")[0])},"failed_stage":"process_command"'
+        if error
+        else ""
+    )
+    return (
+        f'{{"message_id":{_quote(execution.task_id)},"session_id":{_quote(session_id)},'
+        f'"trace_id":{_quote(str(base["trace_id"]))},'
+        f'"parent_message_id":{_quote(str(base["parent_message_id"]))},'
+        f'"source_agent_type":{_quote(str(base["source_agent_type"]))},'
+        f'"target_agent_type":{_quote(execution.agent_type)},"status":{status},'
+        f'"created_at":{created},"timeline":[{{"status":"QUEUED","timestamp":{created}}}'
+        f'{running},{{"status":{status},"timestamp":{now}}}],'
+        f'"execution_id":{_quote(execution.execution_id)},'
+        f'"worker_id":{_quote(execution.worker_id)},"started_at":{started},'
+        f'"finished_at":{execution.finished_at or 0},"updated_at":{now},'
+        f'"error_message":{_quote(error or "")}{failure}}}'
+    )
+
+
+_DATA_TAIL = (
+    ',"function_call":null,"function_response":null,"tool_calls":null,'
     '"tool_responses":null}}]},"state_msg":"","artifact_url":"","metadata":{}}'
 )
-"""A ``DataMessage`` of by-framework's emitter (``to_redis_payload``) with a text answer:
-its JSON, fields in its order, the variable parts filled in as JSON values."""
+"""The constant end of a ``DataMessage`` with a text answer (see :func:`_data_messages`)."""
 
 _random = random.Random()
 """Ids of data messages (by-framework's are uuid4 hex, upper case): unique, no syscall."""
@@ -408,35 +463,35 @@ writes it): always valid UTF-8, whatever the text holds."""
 def _data_messages(envelope: Envelope, events: list[tuple[str, str]]) -> list[dict[str, str]]:
     """Session data stream entries as by-framework's emitter writes them, one per event.
 
-    ``events``: (event type, content). Two entries per task made building and encoding
-    these dicts the envelope path's largest cost: the JSON is filled into
-    :data:`_DATA_MESSAGE`, every shared value quoted once.
+    A ``DataMessage`` of by-framework's emitter (``to_redis_payload``) with a text
+    answer: its JSON, fields in its order. ``events``: (event type, content). Two
+    entries per task made building and encoding these dicts the envelope path's
+    largest cost: the parts the entries of a task share are written once, and each
+    entry is joined from them with its event type, id and content.
     """
     agent = _quote(envelope.target_agent_type)
     message_id = _quote(envelope.message_id)
     parent = _quote(envelope.parent_message_id)
-    trace_id, session_id = _quote(envelope.trace_id), _quote(envelope.session_id)
     agent_id = agent if agent != '""' else "null"
     now = time.time()
-    created, stamp = int(now), int(now * 1000)
+    head = (
+        f'{{"trace_id":{_quote(envelope.trace_id)},"session_id":{_quote(envelope.session_id)},'
+        '"event_type":'
+    )
+    middle = (
+        f',"source_agent_type":{agent},"message_id":{message_id},'
+        f'"parent_message_id":{parent},"timestamp":{int(now * 1000)},"data":{{"id":"'
+    )
+    body = (
+        f'","created":{int(now)},"model":"","object":"","contentType":"text",'
+        f'"agentId":{agent_id},"orderId":{message_id},"parentOrderId":{parent},'
+        '"objectType":null,"status":null,"choices":[{"index":0,"finish_reason":"",'
+        '"delta":{"role":"assistant","content":'
+    )
     return [
         {
-            "data": _DATA_MESSAGE
-            % (
-                trace_id,
-                session_id,
-                _quote(event_type),
-                agent,
-                message_id,
-                parent,
-                stamp,
-                f"{_random.getrandbits(128):032X}",
-                created,
-                agent_id,
-                message_id,
-                parent,
-                _quote(content),
-            )
+            "data": f"{head}{_quote(event_type)}{middle}{_random.getrandbits(128):032X}"
+            f"{body}{_quote(content)}{_DATA_TAIL}"
         }
         for event_type, content in events
     ]

@@ -71,20 +71,30 @@ async def sweep(ctx: RuntimeContext, epoch: int) -> dict[str, int]:
     admins = {w: batch.slot(batch.pipe.exists(keys.worker_admin(w))) for w in workers}
     instance_leases = {i: batch.slot(batch.pipe.exists(keys.instance_online(i))) for i in instances}
     routed = {t: batch.slot(batch.pipe.smembers(keys.type_workers(t))) for t in types}
-    groups = {
-        t: batch.slot(batch.pipe.xinfo_consumers(keys.type_stream(t), CONSUMER_GROUP))
-        for t in types
-    }
+    # Every group the type stream has: the one this runtime reads may be one it joined
+    # or moved to (README, "Consumer groups: one per type stream"), and dead consumers of
+    # any of them pile up alike.
+    stream_groups = {t: batch.slot(batch.pipe.xinfo_groups(keys.type_stream(t))) for t in types}
     await batch.execute(raise_on_error=False)
+    batch = Batch(redis.pipeline(transaction=False))
+    groups = {
+        (t, g): batch.slot(batch.pipe.xinfo_consumers(keys.type_stream(t), g))
+        for t in types
+        for g in _group_names(stream_groups[t].get())
+    }
+    if groups:
+        await batch.execute(raise_on_error=False)
     online = {w for w, s in leases.items() if (e := s.get()) is True or e == 1}
     with_intent = {w for w, s in admins.items() if (e := s.get()) is True or e == 1}
     dead_instances = [i for i, s in instance_leases.items() if s.get() == 0]
     routing: dict[str, set[str]] = {}
-    consumers: dict[str, list[Any]] = {}
     for agent_type in types:
-        found, info = routed[agent_type].get(), groups[agent_type].get()
+        found = routed[agent_type].get()
         routing[agent_type] = {str(m) for m in found} if isinstance(found, set) else set()
-        consumers[agent_type] = info if isinstance(info, list) else []
+    consumers: dict[tuple[str, str], list[Any]] = {}
+    for where, slot in groups.items():
+        info = slot.get()
+        consumers[where] = info if isinstance(info, list) else []
 
     counts = {"workers": 0, "routing": 0, "instances": 0, "consumers": 0}
     pipe = FencedWrites()
@@ -121,7 +131,7 @@ async def sweep(ctx: RuntimeContext, epoch: int) -> dict[str, int]:
     if dead_instances:
         pipe.zrem(keys.instances, *dead_instances)
         counts["instances"] = len(dead_instances)
-    for agent_type, infos in consumers.items():
+    for (agent_type, group), infos in consumers.items():
         for info in infos:
             if not isinstance(info, dict):
                 continue
@@ -131,7 +141,7 @@ async def sweep(ctx: RuntimeContext, epoch: int) -> dict[str, int]:
                 and _int(info.get("pending")) == 0
                 and _int(info.get("idle")) > retention_ms
             ):
-                pipe.xgroup_delconsumer(keys.type_stream(agent_type), CONSUMER_GROUP, name)
+                pipe.xgroup_delconsumer(keys.type_stream(agent_type), group, name)
                 counts["consumers"] += 1
     if expired:
         moved = sum(r[0] for r in rehomed.values() if r)
@@ -294,6 +304,13 @@ async def hold_pauses(ctx: RuntimeContext) -> dict[str, list[str]]:
             log.info("janitor: %s is paused; denylisted %s (started since)", agent_type, added)
             held[agent_type] = added
     return held
+
+
+def _group_names(reply: Any) -> list[str]:
+    """The group names of an ``XINFO GROUPS`` reply (none for a missing stream or an error)."""
+    if not isinstance(reply, list):
+        return []
+    return [str(g["name"]) for g in reply if isinstance(g, dict) and g.get("name") is not None]
 
 
 def _int(value: Any) -> int:

@@ -18,14 +18,18 @@ import pytest
 from worker_runtime.envelope import (
     FINAL_ANSWER,
     STREAM_END,
+    client_record,
     encode_ask_agent,
+    execution_record,
     new_execution_id,
     new_message_id,
     parse_envelope,
     read_data_event,
+    record_json,
     result_messages,
     to_task,
 )
+from worker_runtime.jsontext import compact_json
 from worker_runtime.messages import decode_task, encode_task, is_control_entry
 from worker_runtime.models import Execution, ExecutionState, Task
 
@@ -177,3 +181,51 @@ def test_legacy_entries_still_decode() -> None:
     task = Task(task_id="t-1", agent_type="chat", payload={"text": "hé"}, session_id="s")
     assert decode_task(encode_task(task)) == task
     assert parse_envelope(encode_task(task)) is None
+
+
+@pytest.mark.parametrize(
+    ("state", "finished", "error"),
+    [
+        (ExecutionState.RUNNING, None, None),
+        (ExecutionState.SUCCEEDED, 1_700_000_000_900, None),
+        (ExecutionState.FAILED, 1_700_000_000_900, 'ValueError: bad "input" \u00e9\u2603 \\ end'),
+        (ExecutionState.CANCELLED, 1_700_000_000_900, None),
+    ],
+)
+@pytest.mark.parametrize("started", [None, 1_700_000_000_500])
+def test_record_json_is_the_encoded_execution_record(
+    state: str, finished: int | None, error: str | None, started: int | None
+) -> None:
+    """The registry record filled into a template reads as the one encoded from a copy,
+    field for field and in the same order (by-framework's ``ExecutionRecord`` reader)."""
+    task = Task(task_id="m-1", agent_type="echo", session_id="s-\u00e9")
+    envelope = parse_envelope(encode_ask_agent(task))
+    assert envelope is not None
+    base = client_record(envelope, 1_700_000_000_000)
+    execution = Execution(
+        execution_id="exec_1",
+        task_id=envelope.message_id,
+        worker_id="w-\u2603",
+        agent_type="echo",
+        state=state,
+        session_id="s-\u00e9",
+        created_at=1_700_000_000_000,
+        started_at=started,
+        finished_at=finished,
+        error=error,
+    )
+    expected = json.loads(compact_json(execution_record(base, execution, 1_700_000_001_000)))
+    fast = json.loads(record_json(base, execution, 1_700_000_001_000))
+    assert list(fast.items()) == list(expected.items())
+
+
+def test_record_json_of_a_changed_or_foreign_record_encodes_it() -> None:
+    """A record that is no longer the one client_record built keeps every field it has."""
+    envelope = parse_envelope(encode_ask_agent(Task(task_id="m-2", agent_type="echo")))
+    assert envelope is not None
+    execution = Execution(execution_id="e", task_id="m", worker_id="w", session_id="s")
+    changed = client_record(envelope, 5)
+    changed["route_reason"] = "direct"
+    foreign = {"execution_id": "e", "metadata": {"k": 1}, "timeline": []}
+    for base in (changed, foreign):
+        assert json.loads(record_json(base, execution, 9)) == execution_record(base, execution, 9)
