@@ -29,6 +29,7 @@ runtime behaves".
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 import uuid
@@ -454,6 +455,9 @@ _DATA_TAIL = (
 
 _random = random.Random()
 """Ids of data messages (by-framework's are uuid4 hex, upper case): unique, no syscall."""
+# A forked child must not repeat its parent's ids (the module-level generator is
+# reseeded by CPython itself; this one is not).
+os.register_at_fork(after_in_child=_random.seed)
 
 _quote = json.encoder.encode_basestring_ascii
 """A text as a JSON string, non-ASCII escaped (``json.dumps``' default, as by-framework

@@ -11,6 +11,7 @@ names). The real Python SDK parses and runs it in ``tests/interop/test_task_enve
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -229,3 +230,19 @@ def test_record_json_of_a_changed_or_foreign_record_encodes_it() -> None:
     foreign = {"execution_id": "e", "metadata": {"k": 1}, "timeline": []}
     for base in (changed, foreign):
         assert json.loads(record_json(base, execution, 9)) == execution_record(base, execution, 9)
+
+
+def test_a_forked_child_draws_other_data_message_ids() -> None:
+    """A worker forked from a parent that already drew ids must not repeat them."""
+    from worker_runtime import envelope
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.write(write, str(envelope._random.getrandbits(64)).encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = int(os.read(read, 100))
+    os.close(read)
+    os.close(write)
+    assert child != envelope._random.getrandbits(64)
