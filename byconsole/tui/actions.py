@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from byconsole.verbs import VERBS, Args, Verb
+from worker_runtime.admin import Verdict
 from worker_runtime.models import AdminAction
 
 if TYPE_CHECKING:  # the result is only held here; the backend writes it
@@ -216,3 +217,21 @@ class ActionOutcome:
     def confirmable(self) -> bool:
         """False when the worker never confirms (a by-framework worker)."""
         return self.result is None or self.result.confirmable
+
+    @property
+    def verdict(self) -> Verdict:
+        """What came of it, once :meth:`Backend.confirm` has waited for the worker.
+
+        An entry action (no result) is done when written: no worker takes part.
+        """
+        if not self.sent:
+            return Verdict.FAILED
+        if self.result is None or self.latency is not None:
+            return Verdict.APPLIED
+        if self.superseded:
+            return Verdict.SUPERSEDED
+        if not self.online:
+            return Verdict.OFFLINE
+        if not self.confirmable:
+            return Verdict.UNCONFIRMABLE
+        return Verdict.TIMEOUT
