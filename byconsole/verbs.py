@@ -117,8 +117,8 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         A.EVICT,
         "Evict",
-        "leave routing, then the worker exits (--force: drop running tasks too, "
-        "where its runtime supports it)",
+        "leave routing, then the worker exits (forced: its running tasks are dropped "
+        "too, where its runtime supports it)",
         Args.WORKER,
         Confirm.ASK,
         cli=("worker", "evict"),
@@ -129,7 +129,7 @@ VERBS: tuple[Verb, ...] = (
         "Force evict",
         "also drop running tasks: worker_runtime cancels them (reclaimed by other "
         "workers), by-framework's Python and Java SDKs too; its TypeScript SDK "
-        "ignores --force",
+        "ignores force",
         Args.WORKER,
         Confirm.ASK,
         cli=("worker", "evict"),
@@ -139,7 +139,7 @@ VERBS: tuple[Verb, ...] = (
         A.DRAIN,
         "Drain",
         "leave routing, finish in-flight tasks, then exit (a by-framework worker: "
-        "sent as evict without --force, which does the same)",
+        "sent as an eviction without force, which does the same)",
         Args.WORKER,
         Confirm.ASK,
         cli=("worker", "drain"),
