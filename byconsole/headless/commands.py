@@ -46,7 +46,6 @@ from worker_runtime.admin import (
     TypePauseResult,
     UnknownWorkerError,
     UnsupportedCommandError,
-    Verdict,
     WaitOutcome,
     WorkerOnlineError,
     verdict_of,
@@ -55,7 +54,7 @@ from worker_runtime.admin import (
 from worker_runtime.dead_letters import DeadLetter, DeadLetters
 from worker_runtime.history import DEFAULT_RANGE, depth_definition
 from worker_runtime.lookup import Lookup, timeline_document
-from worker_runtime.models import AdminAction, Status, now_ms
+from worker_runtime.models import AdminAction, Status, Verdict, now_ms
 from worker_runtime.pending import NotPendingError, PendingEntries, PendingEntry
 from worker_runtime.quota import check_scale_count
 from worker_runtime.snapshot import FleetSnapshot

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from byconsole.verbs import VERBS, Args, Verb
-from worker_runtime.admin import Verdict
-from worker_runtime.models import AdminAction
+from worker_runtime.models import AdminAction, Verdict
 
 if TYPE_CHECKING:  # the result is only held here; the backend writes it
     from worker_runtime.admin import ActionResult

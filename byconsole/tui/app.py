@@ -45,9 +45,9 @@ from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
 from byconsole.tui.views import workers as workers_view
 from byconsole.tui.views.metrics import MetricsView
 from byconsole.web.identity import web_role, web_user
-from worker_runtime.admin import Verdict
 from worker_runtime.dead_letters import DeadLetter
 from worker_runtime.lookup import LookupResult, SessionTimeline
+from worker_runtime.models import Verdict
 from worker_runtime.pending import PendingPage
 from worker_runtime.quota import MAX_SCALE
 from worker_runtime.settings import ConfigError, RedisSettings

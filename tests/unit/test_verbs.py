@@ -29,18 +29,16 @@ from byconsole.verbs import (
     verb,
 )
 from worker_runtime.admin import (
-    VERDICT_SENTENCES,
     ActionResult,
     Confirmation,
     IncompleteRequestError,
     TypePauseResult,
-    Verdict,
     WaitOutcome,
     WorkerManager,
     verdict_of,
     verdict_sentence,
 )
-from worker_runtime.models import AdminAction, AdminState, Lifecycle
+from worker_runtime.models import VERDICT_SENTENCES, AdminAction, AdminState, Lifecycle, Verdict
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[Any]:
