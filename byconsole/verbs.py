@@ -117,8 +117,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         A.EVICT,
         "Evict",
-        "leave routing, then the worker exits (forced: its running tasks are dropped "
-        "too, where its runtime supports it)",
+        "leave routing, then the worker exits",
         Args.WORKER,
         Confirm.ASK,
         cli=("worker", "evict"),
@@ -127,9 +126,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         A.FORCE_EVICT,
         "Force evict",
-        "also drop running tasks: worker_runtime cancels them (reclaimed by other "
-        "workers), by-framework's Python and Java SDKs too; its TypeScript SDK "
-        "ignores force",
+        "also cancel running tasks (other workers reclaim them)",
         Args.WORKER,
         Confirm.ASK,
         cli=("worker", "evict"),
@@ -138,8 +135,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         A.DRAIN,
         "Drain",
-        "leave routing, finish in-flight tasks, then exit (a by-framework worker: "
-        "sent as an eviction without force, which does the same)",
+        "leave routing, finish in-flight tasks, then exit",
         Args.WORKER,
         Confirm.ASK,
         cli=("worker", "drain"),
@@ -173,7 +169,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         A.PAUSE_TYPE,
         "Pause",
-        "every worker of a type stops taking its tasks (in-flight ones finish)",
+        "no worker of the type takes its tasks",
         Args.TYPE,
         Confirm.ASK,
         cli=("type", "pause"),
@@ -195,7 +191,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         A.DEAD_LETTER,
         "Dead-letter",
-        "move a stuck pending entry to the type's dead letters (copied, then acknowledged)",
+        "move a stuck pending entry to dead letters",
         Args.PENDING_ENTRY,
         Confirm.REASON,
         cli=("type", "dead-letter"),

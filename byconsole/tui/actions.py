@@ -61,14 +61,14 @@ KEYS: dict[Action, ActionKey] = {
     Action.EVICT: ActionKey("e"),
     Action.FORCE_EVICT: ActionKey("E", footer=False),
     Action.DRAIN: ActionKey("d"),
-    Action.SCALE: ActionKey("S", where="On Types or Instances (that instance): "),
+    Action.SCALE: ActionKey("S"),
     Action.DENY: ActionKey("x"),
     Action.ALLOW: ActionKey("a", footer=False),
-    Action.PAUSE_TYPE: ActionKey("z", footer=False, where="Types view: "),
-    Action.RESUME_TYPE: ActionKey("u", footer=False, where="Types view: "),
-    Action.DEAD_REQUEUE: ActionKey("R", footer=False, where="Dead view: "),
-    Action.DEAD_LETTER: ActionKey("D", footer=False, where="Pending screen (p on Types): "),
-    Action.DEAD_PURGE: ActionKey("P", footer=False, where="Dead view: "),
+    Action.PAUSE_TYPE: ActionKey("z", footer=False, where="Types view"),
+    Action.RESUME_TYPE: ActionKey("u", footer=False, where="Types view"),
+    Action.DEAD_REQUEUE: ActionKey("R", footer=False, where="Dead view"),
+    Action.DEAD_LETTER: ActionKey("D", footer=False, where="p on Types"),
+    Action.DEAD_PURGE: ActionKey("P", footer=False, where="Dead view"),
 }
 """The key of every verb the console offers (``Verb.tui``)."""
 
@@ -107,7 +107,8 @@ class ActionSpec:
     @property
     def help(self) -> str:
         """One line for the help screen and the palette: the verb's own help sentence."""
-        return f"{self.where}{self.verb.label}: {self.verb.help}"
+        where = f" ({self.where})" if self.where else ""
+        return f"{self.verb.label}: {self.verb.help}{where}"
 
     @property
     def destructive(self) -> bool:
