@@ -12,6 +12,7 @@ import contextlib
 import functools
 import os
 import sys
+import textwrap
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -25,6 +26,7 @@ from byconsole.config import select_context as pick_context
 from byconsole.headless import checks as chk
 from byconsole.headless import snapshot as headless
 from byconsole.text import safe_text
+from byconsole.verbs import ALL_RUNTIMES, Args, Verb, cli_flag_verb, cli_verbs, verb
 from worker_runtime.connection import create_redis, redis_error_line
 from worker_runtime.history import RANGES
 from worker_runtime.models import AdminAction
@@ -211,12 +213,14 @@ def _sub(
     help_text: str,
     example: str,
     parents: Sequence[_Parser],
+    warning: str = "",
 ) -> _Parser:
     return group.add_parser(
         name,
         help=help_text,
         description=help_text,
-        epilog=f"example:\n  {example}",
+        epilog=f"example:\n  {example}"
+        + (f"\n\n{textwrap.fill('warning: ' + warning, 78)}" if warning else ""),
         formatter_class=_FORMATTER,
         parents=list(parents),
     )
@@ -362,36 +366,31 @@ def _worker_commands(worker: _Parser, parents: list[_Parser]) -> None:
     p.add_argument("worker_id", metavar="ID", type=_ANY_ID)
     _json_flag(p)
     p.set_defaults(handler="worker_info", write=False)
-    for name, help_text in (
-        (AdminAction.SUSPEND, "stop taking new tasks; the heartbeat continues"),
-        (AdminAction.RESUME, "return to active"),
-        (
-            AdminAction.EVICT,
-            "leave routing, then the worker exits (--force: drop running tasks too, "
-            "where its runtime supports it)",
-        ),
-        (
-            AdminAction.DRAIN,
-            "leave routing, finish in-flight tasks, then exit (a by-framework worker: "
-            "sent as evict without --force, which does the same)",
-        ),
-        (AdminAction.FORGET, "remove every key of an offline worker"),
-    ):
+    # The write verbs come from the one verb table (byconsole/verbs.py).
+    for v in cli_verbs("worker"):
+        name = v.name
         example = f'byconsole worker {name} worker-01 --reason "maintenance window"'
-        p = _sub(wsub, name, help_text, example, parents)
+        p = _sub(wsub, name, v.help, example, parents, _verb_warning(v))
         # forget must still reach oddly named entries other runtimes registered.
         p.add_argument("worker_id", metavar="ID", type=_ANY_ID if name == "forget" else _WORKER_ID)
         _write_flags(p, wait=name != "forget")
-        if name in ("evict", "forget"):
-            force_help = (
-                "also drop running tasks: worker_runtime cancels them (reclaimed by other "
-                "workers), by-framework's Python and Java SDKs too; its TypeScript SDK "
-                "ignores --force"
-                if name == "evict"
-                else "forget even while the worker holds a lease"
+        flag = cli_flag_verb("worker", name)
+        if flag is not None and flag.cli_flag is not None:
+            p.add_argument(flag.cli_flag, action="store_true", help=flag.help)
+        elif name == "forget":
+            p.add_argument(
+                "--force", action="store_true", help="forget even while the worker holds a lease"
             )
-            p.add_argument("--force", action="store_true", help=force_help)
         p.set_defaults(handler="worker_action", write=True)
+
+
+def _verb_warning(v: Verb) -> str:
+    """A verb's confirmation warning over every runtime, for its ``--help``."""
+    warnings = [v.warning_for(ALL_RUNTIMES)]
+    flag = cli_flag_verb(*v.cli) if v.cli else None
+    if flag is not None:
+        warnings.append(f"{flag.cli_flag}: {flag.warning_for(ALL_RUNTIMES)}")
+    return " ".join(w for w in warnings if w)
 
 
 def _type_commands(type_: _Parser, parents: list[_Parser]) -> None:
@@ -409,11 +408,12 @@ def _type_commands(type_: _Parser, parents: list[_Parser]) -> None:
     p.add_argument("agent_type", metavar="T")
     _json_flag(p)
     p.set_defaults(handler="type_denylist", write=False)
-    for name, help_text in (
-        (AdminAction.DENY, "stop a worker consuming one type (its other types are unaffected)"),
-        (AdminAction.ALLOW, "lift a deny"),
-    ):
-        p = _sub(tsub, name, help_text, f"byconsole type {name} chat worker-01", parents)
+    deny_allow = [v for v in cli_verbs("type") if v.args is Args.TYPE_WORKER]
+    for v in deny_allow:
+        name = v.name
+        p = _sub(
+            tsub, name, v.help, f"byconsole type {name} chat worker-01", parents, _verb_warning(v)
+        )
         p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
         p.add_argument("worker_id", metavar="ID", type=_WORKER_ID)
         _write_flags(p)
@@ -421,15 +421,14 @@ def _type_commands(type_: _Parser, parents: list[_Parser]) -> None:
             "--force", action="store_true", help="even for a type no worker declares yet"
         )
         p.set_defaults(handler="type_deny_allow", write=True)
-    for verb, help_text, example in (
-        (
-            "pause",
-            "every worker of a type stops taking its tasks (in-flight ones finish)",
-            'byconsole type pause chat --reason "bad deploy" --wait',
-        ),
-        ("resume", "a paused type's workers take its tasks again", "byconsole type resume chat"),
-    ):
-        p = _sub(tsub, verb, help_text, example, parents)
+    examples = {
+        "pause": 'byconsole type pause chat --reason "bad deploy" --wait',
+        "resume": "byconsole type resume chat",
+    }
+    for v in (v for v in cli_verbs("type") if v.args is Args.TYPE):
+        assert v.cli is not None
+        sub = v.cli[1]
+        p = _sub(tsub, sub, v.help, examples[sub], parents, _verb_warning(v))
         p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
         _write_flags(p)
         p.add_argument("--force", action="store_true", help="even for a type nothing names yet")
@@ -453,12 +452,14 @@ def _type_commands(type_: _Parser, parents: list[_Parser]) -> None:
     p.add_argument("--cursor", metavar="C", help="the next page (printed after a full page)")
     _json_flag(p)
     p.set_defaults(handler="type_pending", write=False)
+    v = verb(AdminAction.DEAD_LETTER)
     p = _sub(
         tsub,
         "dead-letter",
-        "move a stuck pending entry to the type's dead letters (copied, then acknowledged)",
+        v.help,
         'byconsole type dead-letter chat 1700000000000-0 --reason "hangs on a lock"',
         parents,
+        _verb_warning(v),
     )
     p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
     p.add_argument("entry_id", metavar="ENTRY_ID")
@@ -542,12 +543,11 @@ def _dead_commands(dead: _Parser, parents: list[_Parser]) -> None:
     )
     _json_flag(p)
     p.set_defaults(handler="dead_show", write=False)
-    for dead_verb, help_text in (
-        ("requeue", "put dead letters back on the type's stream (attempts reset)"),
-        ("purge", "delete dead letters for good"),
-    ):
+    for v in cli_verbs("dead"):
+        assert v.cli is not None
+        dead_verb = v.cli[1]
         example = f'byconsole dead {dead_verb} chat 1-0 --reason "fixed the bug"'
-        p = _sub(dsub, dead_verb, help_text, example, parents)
+        p = _sub(dsub, dead_verb, v.help, example, parents, _verb_warning(v))
         p.add_argument("agent_type", metavar="T")
         p.add_argument("entry_ids", metavar="ID", nargs="*", help="entry ids (or --all)")
         p.add_argument("--all", action="store_true", help="every dead letter of the type")
@@ -614,7 +614,7 @@ _COMMANDS: tuple[tuple[str, str, str, Callable[[_Parser, list[_Parser]], None]],
     ("type", "per-type denylists", "byconsole type denylist chat", _type_commands),
     (
         "scale",
-        "set a type's replica target (global, or for one instance)",
+        verb(AdminAction.SCALE).help,
         "byconsole scale chat 6   |   byconsole scale chat 2 --instance host-a:4242",
         _scale_args,
     ),

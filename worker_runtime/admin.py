@@ -42,6 +42,7 @@ from worker_runtime.messages import (
     envelope_action,
 )
 from worker_runtime.models import (
+    VERDICT_SENTENCES,
     AdminAction,
     AdminState,
     Capability,
@@ -52,6 +53,7 @@ from worker_runtime.models import (
     Lifecycle,
     TypeConfig,
     TypePause,
+    Verdict,
     now_ms,
     parse_pauses,
 )
@@ -126,6 +128,11 @@ class WorkerOnlineError(RuntimeError):
 
 class UnsupportedCommandError(RuntimeError):
     """The worker cannot apply this command (e.g. ``drain`` to a by-framework worker)."""
+
+
+class IncompleteRequestError(ValueError):
+    """:meth:`WorkerManager.apply` got a verb without the arguments it needs, or no verb
+    it writes."""
 
 
 class Confirmation(StrEnum):
@@ -255,6 +262,47 @@ class TypePauseResult:
         return tuple(r for r in self.results if not r.confirmable)
 
 
+LISTED_AT_BEAT = (
+    "written; a {runtime} worker applies it at its next heartbeat and cannot confirm it"
+)
+"""The unconfirmable sentence of a deny / allow: nothing is pushed, by-framework reads
+its denylist at each heartbeat."""
+
+
+def verdict_of(result: ActionResult, waited: WaitOutcome | None) -> Verdict:
+    """The verdict on a written command; ``waited``: how a wait for it ended, if one ran."""
+    if waited is not None and waited.superseded is not None:
+        return Verdict.SUPERSEDED
+    if not result.online:
+        return Verdict.OFFLINE
+    if not result.confirmable:
+        return Verdict.UNCONFIRMABLE
+    if waited is None:
+        return Verdict.SENT if result.confirmation is Confirmation.LEASE_GONE else Verdict.PENDING
+    return Verdict.APPLIED if waited.latency is not None else Verdict.TIMEOUT
+
+
+def verdict_sentence(
+    verdict: Verdict,
+    result: ActionResult | None = None,
+    waited: WaitOutcome | None = None,
+    timeout: float = 0.0,
+    error: str = "",
+) -> str:
+    """:data:`VERDICT_SENTENCES`'s sentence for ``verdict``, its fields filled in."""
+    text = VERDICT_SENTENCES[verdict]
+    listed = result is not None and result.action in (AdminAction.DENY, AdminAction.ALLOW)
+    if verdict is Verdict.UNCONFIRMABLE and listed:
+        text = LISTED_AT_BEAT
+    return text.format(
+        latency=(waited.latency if waited and waited.latency is not None else 0.0),
+        timeout=timeout,
+        runtime=result.runtime if result is not None else "",
+        superseded=(waited.superseded_line if waited else None) or "",
+        error=error,
+    )
+
+
 class WorkerManager:
     """Programmatic control of workers; works whether or not the worker is online.
 
@@ -290,6 +338,53 @@ class WorkerManager:
         if control_secret is None:
             control_secret = load_control_secret()
         self.control_secret = control_secret or None
+
+    # -- the one dispatch ----------------------------------------------------------------
+
+    async def apply(
+        self,
+        action: AdminAction,
+        worker_id: str | None = None,
+        *,
+        agent_type: str | None = None,
+        instance_id: str | None = None,
+        count: int | None = None,
+        reason: str | None = None,
+    ) -> ActionResult | TypePauseResult:
+        """Write the operator verb ``action``: the one dispatch the console and the CLI call.
+
+        The verbs and their arguments are listed once, in ``byconsole/verbs.py``; a verb
+        added there is written by adding its case here.
+
+        Raises:
+            IncompleteRequestError: an argument the verb needs is missing, or ``action`` is not a
+                verb this API writes (dead letters are written by
+                :mod:`worker_runtime.dead_letters`, pending entries by
+                :mod:`worker_runtime.pending`).
+        """
+        match action:
+            case AdminAction.SUSPEND if worker_id:
+                return await self.suspend_worker(worker_id, reason)
+            case AdminAction.RESUME if worker_id:
+                return await self.resume_worker(worker_id, reason)
+            case AdminAction.EVICT | AdminAction.FORCE_EVICT if worker_id:
+                force = action is AdminAction.FORCE_EVICT
+                return await self.evict_worker(worker_id, force=force, reason=reason)
+            case AdminAction.DRAIN if worker_id:
+                return await self.drain_worker(worker_id, reason)
+            case AdminAction.DENY if worker_id and agent_type:
+                return await self.deny_worker_for_type(agent_type, worker_id, reason)
+            case AdminAction.ALLOW if worker_id and agent_type:
+                return await self.allow_worker_for_type(agent_type, worker_id, reason)
+            case AdminAction.SCALE if agent_type and count is not None and instance_id:
+                return await self.scale_instance(agent_type, instance_id, count, reason)
+            case AdminAction.SCALE if agent_type and count is not None:
+                return await self.scale_type(agent_type, count, reason)
+            case AdminAction.PAUSE_TYPE if agent_type:
+                return await self.pause_type(agent_type, reason)
+            case AdminAction.RESUME_TYPE if agent_type:
+                return await self.resume_type(agent_type, reason)
+        raise IncompleteRequestError(f"{action.value}: incomplete request or not a worker verb")
 
     # -- lifecycle -------------------------------------------------------------------
 

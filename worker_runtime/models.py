@@ -879,3 +879,50 @@ class TaskResult(BaseModel):
     error: str | None = None
     worker_id: str | None = None
     """Who ran it, when its execution record says."""
+
+
+# -- what came of an operator's command --------------------------------------------------
+
+
+class Verdict(StrEnum):
+    """What came of an operator's command: the one vocabulary of both front ends.
+
+    Decided by :func:`worker_runtime.admin.verdict_of`.
+
+    The value is the CLI's ``--json`` ``state``; :data:`VERDICT_SENTENCES` says each to
+    the operator.
+    """
+
+    APPLIED = "applied"
+    """The worker reported it applied the command."""
+    PENDING = "pending"
+    """Written; the worker has not confirmed it yet (nobody waited)."""
+    TIMEOUT = "timeout"
+    """Waited for, and not confirmed in time."""
+    OFFLINE = "offline"
+    """The worker holds no lease: it applies the state when it starts."""
+    SENT = "sent"
+    """An eviction sent without waiting: confirmed only when the lease goes."""
+    UNCONFIRMABLE = "unconfirmable"
+    """Sent to a worker that never reports what it applied (by-framework)."""
+    SUPERSEDED = "superseded"
+    """A later write overtook the command before the worker applied it: it never will."""
+    FAILED = "failed"
+    """The write did not reach Redis."""
+    REFUSED = "refused"
+    """Not written: the target cannot take it (an unknown worker, a verb its runtime lacks)."""
+
+
+VERDICT_SENTENCES: dict[Verdict, str] = {
+    Verdict.APPLIED: "applied by the worker in {latency:.3f} s",
+    Verdict.PENDING: "pending until the worker confirms (within one heartbeat; --wait to wait)",
+    Verdict.TIMEOUT: "not confirmed by the worker within {timeout:g} s",
+    Verdict.OFFLINE: "the worker is offline: it applies this state when it starts",
+    Verdict.SENT: "sent; confirmed when the worker exits and drops its lease (--wait to wait)",
+    Verdict.UNCONFIRMABLE: "sent; a {runtime} worker cannot confirm it (it applies pushes at once)",
+    Verdict.SUPERSEDED: "{superseded}",
+    Verdict.FAILED: "not written: {error}",
+    Verdict.REFUSED: "refused: {error}",
+}
+"""One sentence per verdict (``str.format`` fields: latency, timeout, runtime,
+superseded, error)."""

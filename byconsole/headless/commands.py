@@ -43,16 +43,18 @@ from byconsole.styles import ansi_style
 from byconsole.text import safe_text
 from worker_runtime.admin import (
     ActionResult,
-    Confirmation,
     TypePauseResult,
     UnknownWorkerError,
     UnsupportedCommandError,
+    WaitOutcome,
     WorkerOnlineError,
+    verdict_of,
+    verdict_sentence,
 )
 from worker_runtime.dead_letters import DeadLetter, DeadLetters
 from worker_runtime.history import DEFAULT_RANGE, depth_definition
 from worker_runtime.lookup import Lookup, timeline_document
-from worker_runtime.models import AdminAction, Status, now_ms
+from worker_runtime.models import AdminAction, Status, Verdict, now_ms
 from worker_runtime.pending import NotPendingError, PendingEntries, PendingEntry
 from worker_runtime.quota import check_scale_count
 from worker_runtime.snapshot import FleetSnapshot
@@ -127,44 +129,18 @@ async def _report(
 
     ``--wait`` waits through :meth:`WorkerManager.wait_applied`, the console's wait too.
     """
-    latency: float | None = None
-    superseded: str | None = None
     asked = bool(getattr(args, "wait", False))
-    unconfirmable = result.confirmation is Confirmation.NONE
-    waited = asked and result.online and not unconfirmable
-    if waited:
-        outcome = await session.manager().wait_outcome(result, timeout=args.timeout)
-        latency, superseded = outcome.latency, outcome.superseded_line
-    if superseded is not None:
-        # A later write replaced it: it will never be applied (README, "How the runtime behaves").
-        state = "superseded"
-        note = safe_text(superseded, 200)
-    elif not result.online:
-        state = "offline"
-        note = "the worker is offline: it applies this state when it starts"
-    elif unconfirmable and result.action in (AdminAction.DENY, AdminAction.ALLOW):
-        # Nothing is pushed to it: by-framework reads its denylist at each heartbeat.
-        state = "unconfirmable"
-        note = (
-            f"written; a {result.runtime} worker applies it at its next heartbeat and "
-            "cannot confirm it"
-        )
-    elif unconfirmable:
-        # by-framework applies the push at once but never reports what it applied.
-        state = "unconfirmable"
-        note = f"sent; a {result.runtime} worker cannot confirm it (it applies pushes at once)"
-    elif not waited and result.confirmation is Confirmation.LEASE_GONE:
-        state = "sent"
-        note = "sent; confirmed when the worker exits and drops its lease (--wait to wait)"
-    elif latency is not None:
-        state = "applied"
-        note = f"applied by the worker in {latency:.3f} s"
-    elif waited:
-        state = "timeout"
-        note = f"not confirmed by the worker within {args.timeout:g} s"
-    else:
-        state = "pending"
-        note = "pending until the worker confirms (within one heartbeat; --wait to wait)"
+    waited: WaitOutcome | None = None
+    if asked and result.online and result.confirmable:
+        waited = await session.manager().wait_outcome(result, timeout=args.timeout)
+    verdict = verdict_of(result, waited)
+    latency = waited.latency if waited is not None else None
+    superseded = waited.superseded_line if waited is not None else None
+    state = verdict.value
+    # A superseding write's line is another operator's text: cut, made safe.
+    note = verdict_sentence(verdict, result, waited, timeout=getattr(args, "timeout", 0.0))
+    if verdict is Verdict.SUPERSEDED:
+        note = safe_text(note, 200)
     if args.json:
         print_json(
             {
@@ -216,17 +192,11 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
         else:
             emit(session.out, Text(f"forget {shown}: every key of the worker removed"))
         return 0
-    if action is AdminAction.SUSPEND:
-        result = await manager.suspend_worker(wid, reason)
-    elif action is AdminAction.RESUME:
-        result = await manager.resume_worker(wid, reason)
-    elif action in (AdminAction.EVICT, AdminAction.FORCE_EVICT):
-        result = await manager.evict_worker(wid, action is AdminAction.FORCE_EVICT, reason)
-    else:
-        try:
-            result = await manager.drain_worker(wid, reason)
-        except UnsupportedCommandError as exc:
-            raise RefusedError(str(exc)) from None
+    try:
+        result = await manager.apply(action, wid, reason=reason)
+    except UnsupportedCommandError as exc:  # a drain its runtime cannot take
+        raise RefusedError(str(exc)) from None
+    assert isinstance(result, ActionResult)  # a worker verb writes one worker
     description = f"{result.action} {shown}"
     if result.requested is not None:
         description = f"{result.requested} {shown} ({DRAIN_AS_EVICT})"
@@ -286,10 +256,9 @@ async def type_deny_allow(session: Session, args: argparse.Namespace) -> int:
             f"unknown agent type: {agent_type} (no worker declares it; known: {known}); "
             f"--force {args.action}s it anyway"
         )
-    if deny:
-        result = await manager.deny_worker_for_type(agent_type, wid, args.reason)
-    else:
-        result = await manager.allow_worker_for_type(agent_type, wid, args.reason)
+    verb = AdminAction.DENY if deny else AdminAction.ALLOW
+    result = await manager.apply(verb, wid, agent_type=agent_type, reason=args.reason)
+    assert isinstance(result, ActionResult)  # a deny / allow writes one worker
     what = f"{args.action} {safe_text(wid, 80)} for {safe_text(agent_type, 80)}"
     return await _report(session, args, result, what)
 
@@ -312,10 +281,9 @@ async def type_pause(session: Session, args: argparse.Namespace) -> int:
             f"unknown agent type: {agent_type} (nothing declares it or has its stream); "
             "--force pauses it anyway"
         )
-    if pause:
-        result = await manager.pause_type(agent_type, args.reason)
-    else:
-        result = await manager.resume_type(agent_type, args.reason)
+    verb = AdminAction.PAUSE_TYPE if pause else AdminAction.RESUME_TYPE
+    result = await manager.apply(verb, agent_type=agent_type, reason=args.reason)
+    assert isinstance(result, TypePauseResult)  # a type verb writes every worker of it
     latency: float | None = None
     waits = [r.worker_id for r in result.confirmable]
     confirmed: list[str] = []
@@ -439,10 +407,14 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
             raise NotFoundError(f"unknown instance: {instance}; --force sets it anyway")
     steps = plan_scale(before, agent_type, instance, args.count)
     manager = session.manager()
-    if instance is None:
-        result = await manager.scale_type(agent_type, args.count, args.reason)
-    else:
-        result = await manager.scale_instance(agent_type, instance, args.count, args.reason)
+    result = await manager.apply(
+        AdminAction.SCALE,
+        agent_type=agent_type,
+        instance_id=instance,
+        count=args.count,
+        reason=args.reason,
+    )
+    assert isinstance(result, ActionResult)  # a scale writes one target
     latency: float | None = None
     after: FleetSnapshot | None = None
     if args.wait:

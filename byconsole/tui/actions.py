@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from worker_runtime.models import AdminAction
+from byconsole.verbs import VERBS, Args, Verb
+from worker_runtime.models import AdminAction, Verdict
 
 if TYPE_CHECKING:  # the result is only held here; the backend writes it
     from worker_runtime.admin import ActionResult
@@ -34,116 +35,99 @@ def binding_name(action: Action) -> str:
     return action.name.lower()
 
 
+def verb_binding(action: Action) -> str:
+    """The Textual action string a verb's key runs: one ``action_verb`` for every verb."""
+    return f"verb({action.value!r})"
+
+
 @dataclass(frozen=True, slots=True)
-class ActionSpec:
-    """How one action is offered.
+class ActionKey:
+    """What the console adds to a verb of :data:`byconsole.verbs.VERBS`: its key.
 
     Attributes:
-        action: the action.
         key: the Textual key name bound to it.
-        key_display: how the key is shown.
-        label: a verb for buttons and toasts (``Suspend``).
-        help: one line for the help screen and the command palette.
-        destructive: asks for confirmation and a reason, default Cancel.
-        per_worker: targets the selected (or marked) workers.
         footer: shown in the footer (the rest are in help and the palette).
+        where: the view or screen it works in, said before its help line.
     """
 
-    action: Action
     key: str
-    key_display: str
-    label: str
-    help: str
-    destructive: bool = False
-    per_worker: bool = True
     footer: bool = True
+    where: str = ""
 
 
-ACTIONS: tuple[ActionSpec, ...] = (
-    ActionSpec(Action.SUSPEND, "s", "s", "Suspend", "Suspend: stop taking new tasks"),
-    ActionSpec(Action.RESUME, "r", "r", "Resume", "Resume: back to active"),
-    ActionSpec(
-        Action.EVICT, "e", "e", "Evict", "Evict: leave routing, the worker exits", destructive=True
-    ),
-    ActionSpec(
-        Action.FORCE_EVICT,
-        "E",
-        "E",
-        "Force evict",
-        "Force evict: also cancel running tasks (they are reclaimed)",
-        destructive=True,
-        footer=False,
-    ),
-    ActionSpec(
-        Action.DRAIN,
-        "d",
-        "d",
-        "Drain",
-        "Drain: finish in-flight tasks, then exit",
-        destructive=True,
-    ),
-    ActionSpec(
-        Action.SCALE,
-        "S",
-        "S",
-        "Scale",
-        "Scale a type (on Instances: that instance) to N replicas",
-        per_worker=False,
-    ),
-    ActionSpec(Action.DENY, "x", "x", "Deny", "Deny the worker for one of its types"),
-    ActionSpec(
-        Action.ALLOW, "a", "a", "Allow", "Allow the worker again for a denied type", footer=False
-    ),
-    ActionSpec(
-        Action.PAUSE_TYPE,
-        "z",
-        "z",
-        "Pause",
-        "Types view: pause the selected type (no worker takes its tasks)",
-        destructive=True,
-        per_worker=False,
-        footer=False,
-    ),
-    ActionSpec(
-        Action.RESUME_TYPE,
-        "u",
-        "u",
-        "Resume",
-        "Types view: resume the selected paused type",
-        per_worker=False,
-        footer=False,
-    ),
-    ActionSpec(
-        Action.DEAD_REQUEUE,
-        "R",
-        "R",
-        "Requeue",
-        "Dead view: requeue the selected dead letter (or all of its type) to its stream",
-        per_worker=False,
-        footer=False,
-    ),
-    ActionSpec(
-        Action.DEAD_LETTER,
-        "D",
-        "D",
-        "Dead-letter",
-        "Pending screen (p on Types): dead-letter the selected stuck entry",
-        destructive=True,
-        per_worker=False,
-        footer=False,
-    ),
-    ActionSpec(
-        Action.DEAD_PURGE,
-        "P",
-        "P",
-        "Purge",
-        "Dead view: delete the selected dead letter (or all of its type) for good",
-        destructive=True,
-        per_worker=False,
-        footer=False,
-    ),
+KEYS: dict[Action, ActionKey] = {
+    Action.SUSPEND: ActionKey("s"),
+    Action.RESUME: ActionKey("r"),
+    Action.EVICT: ActionKey("e"),
+    Action.FORCE_EVICT: ActionKey("E", footer=False),
+    Action.DRAIN: ActionKey("d"),
+    Action.SCALE: ActionKey("S"),
+    Action.DENY: ActionKey("x"),
+    Action.ALLOW: ActionKey("a", footer=False),
+    Action.PAUSE_TYPE: ActionKey("z", footer=False, where="Types view"),
+    Action.RESUME_TYPE: ActionKey("u", footer=False, where="Types view"),
+    Action.DEAD_REQUEUE: ActionKey("R", footer=False, where="Dead view"),
+    Action.DEAD_LETTER: ActionKey("D", footer=False, where="p on Types"),
+    Action.DEAD_PURGE: ActionKey("P", footer=False, where="Dead view"),
+}
+"""The key of every verb the console offers (``Verb.tui``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ActionSpec:
+    """How one verb is offered in the console: its table row and its key.
+
+    Attributes:
+        verb: the verb's row in :data:`byconsole.verbs.VERBS`.
+        key: the Textual key name bound to it.
+        footer: shown in the footer (the rest are in help and the palette).
+        where: the view or screen it works in (empty: the workers' views).
+    """
+
+    verb: Verb
+    key: str
+    footer: bool = True
+    where: str = ""
+
+    @property
+    def action(self) -> Action:
+        """The verb."""
+        return self.verb.action
+
+    @property
+    def key_display(self) -> str:
+        """How the key is shown."""
+        return self.key
+
+    @property
+    def label(self) -> str:
+        """A verb for buttons and toasts (``Suspend``)."""
+        return self.verb.label
+
+    @property
+    def help(self) -> str:
+        """One line for the help screen and the palette: the verb's own help sentence."""
+        where = f" ({self.where})" if self.where else ""
+        return f"{self.verb.label}: {self.verb.help}{where}"
+
+    @property
+    def destructive(self) -> bool:
+        """Asks for confirmation and a reason, default Cancel."""
+        return self.verb.destructive
+
+    @property
+    def per_worker(self) -> bool:
+        """Targets the selected (or marked) workers."""
+        return self.verb.args in (Args.WORKER, Args.TYPE_WORKER)
+
+
+ACTIONS: tuple[ActionSpec, ...] = tuple(
+    ActionSpec(v, KEYS[v.action].key, KEYS[v.action].footer, KEYS[v.action].where)
+    for v in VERBS
+    if v.tui
 )
-"""Every action, in the order the help screen lists them."""
+"""Every action the console offers, in the order the help screen lists them (a verb
+offered without a key fails at import, and ``tests/unit/test_verbs.py``)."""
 
 SPECS: dict[Action, ActionSpec] = {spec.action: spec for spec in ACTIONS}
 
@@ -233,3 +217,21 @@ class ActionOutcome:
     def confirmable(self) -> bool:
         """False when the worker never confirms (a by-framework worker)."""
         return self.result is None or self.result.confirmable
+
+    @property
+    def verdict(self) -> Verdict:
+        """What came of it, once :meth:`Backend.confirm` has waited for the worker.
+
+        An entry action (no result) is done when written: no worker takes part.
+        """
+        if not self.sent:
+            return Verdict.FAILED
+        if self.result is None or self.latency is not None:
+            return Verdict.APPLIED
+        if self.superseded:
+            return Verdict.SUPERSEDED
+        if not self.online:
+            return Verdict.OFFLINE
+        if not self.confirmable:
+            return Verdict.UNCONFIRMABLE
+        return Verdict.TIMEOUT

@@ -47,6 +47,7 @@ from byconsole.tui.views.metrics import MetricsView
 from byconsole.web.identity import web_role, web_user
 from worker_runtime.dead_letters import DeadLetter
 from worker_runtime.lookup import LookupResult, SessionTimeline
+from worker_runtime.models import Verdict
 from worker_runtime.pending import PendingPage
 from worker_runtime.quota import MAX_SCALE
 from worker_runtime.settings import ConfigError, RedisSettings
@@ -369,13 +370,14 @@ class ConsoleApp(App[int]):
         mapped = [o for o in outcomes if o.result is not None and o.result.requested]
         if mapped:
             self.notify(f"{label} {_names(mapped)}: {DRAIN_AS_EVICT}", markup=False, timeout=8)
-        applied = [o for o in outcomes if o.latency is not None]
-        offline = [o for o in outcomes if not o.online and o.error is None]
-        live = [o for o in outcomes if o.online and o.latency is None]
-        overtaken = [o for o in live if o.superseded]
-        live = [o for o in live if not o.superseded]
-        waiting = [o for o in live if o.confirmable]
-        unconfirmable = [o for o in live if not o.confirmable and o.error is None]
+        by_verdict: dict[Verdict, list[ActionOutcome]] = {v: [] for v in Verdict}
+        for o in outcomes:
+            by_verdict[o.verdict].append(o)
+        applied = by_verdict[Verdict.APPLIED]
+        offline = by_verdict[Verdict.OFFLINE]
+        overtaken = by_verdict[Verdict.SUPERSEDED]
+        waiting = by_verdict[Verdict.TIMEOUT]
+        unconfirmable = by_verdict[Verdict.UNCONFIRMABLE]
         if applied:
             worst = max(o.latency or 0.0 for o in applied)
             self.notify(

@@ -27,6 +27,9 @@ from byconsole.tui.actions import (
 )
 from byconsole.web.identity import web_user
 from worker_runtime.admin import (
+    ActionResult,
+    IncompleteRequestError,
+    TypePauseResult,
     UnknownWorkerError,
     UnsupportedCommandError,
     WorkerManager,
@@ -203,16 +206,16 @@ class RedisBackend:
         if request.agent_type is None or request.count is None:
             return ActionOutcome(target, sent=False, error="scale needs a type and a count")
         try:
-            if request.instance_id is not None:
-                result = await self.manager.scale_instance(
-                    request.agent_type, request.instance_id, request.count, request.reason
-                )
-            else:
-                result = await self.manager.scale_type(
-                    request.agent_type, request.count, request.reason
-                )
+            result = await self.manager.apply(
+                Action.SCALE,
+                agent_type=request.agent_type,
+                instance_id=request.instance_id,
+                count=request.count,
+                reason=request.reason,
+            )
         except _ACTION_ERRORS as exc:
             return ActionOutcome(target, sent=False, error=self.describe(exc))
+        assert isinstance(result, ActionResult)  # a scale writes one target
         return ActionOutcome(
             target,
             sent=True,
@@ -254,12 +257,12 @@ class RedisBackend:
         """
         agent_type = request.agent_type or ""
         try:
-            if request.action is Action.PAUSE_TYPE:
-                result = await self.manager.pause_type(agent_type, request.reason)
-            else:
-                result = await self.manager.resume_type(agent_type, request.reason)
+            result = await self.manager.apply(
+                request.action, agent_type=agent_type, reason=request.reason
+            )
         except _ACTION_ERRORS as exc:
             return [ActionOutcome(agent_type, sent=False, error=self.describe(exc))]
+        assert isinstance(result, TypePauseResult)  # a type verb writes every worker of it
         outcomes = [
             ActionOutcome(r.worker_id, sent=True, result=r, agent_type=agent_type)
             for r in result.results
@@ -296,29 +299,14 @@ class RedisBackend:
         )
 
     async def _send_one(self, request: ActionRequest, worker_id: str) -> ActionOutcome:
-        m = self.manager
-        reason = request.reason
         try:
-            match request.action:
-                case Action.SUSPEND:
-                    result = await m.suspend_worker(worker_id, reason)
-                case Action.RESUME:
-                    result = await m.resume_worker(worker_id, reason)
-                case Action.EVICT:
-                    result = await m.evict_worker(worker_id, force=False, reason=reason)
-                case Action.FORCE_EVICT:
-                    result = await m.evict_worker(worker_id, force=True, reason=reason)
-                case Action.DRAIN:
-                    result = await m.drain_worker(worker_id, reason)
-                case Action.DENY | Action.ALLOW if request.agent_type:
-                    call = (
-                        m.deny_worker_for_type
-                        if request.action is Action.DENY
-                        else m.allow_worker_for_type
-                    )
-                    result = await call(request.agent_type, worker_id, reason)
-                case _:
-                    return ActionOutcome(worker_id, sent=False, error="incomplete request")
+            result = await self.manager.apply(
+                request.action, worker_id, agent_type=request.agent_type, reason=request.reason
+            )
+            if not isinstance(result, ActionResult):
+                return ActionOutcome(worker_id, sent=False, error="incomplete request")
+        except IncompleteRequestError:
+            return ActionOutcome(worker_id, sent=False, error="incomplete request")
         except UnknownWorkerError:
             return ActionOutcome(worker_id, sent=False, error="unknown worker")
         except UnsupportedCommandError as exc:  # drain to a by-framework worker

@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
-from byconsole.outcomes import action_warning, plan_scale
+from byconsole.outcomes import plan_scale
 from byconsole.text import safe_text
 from byconsole.tui.actions import (
     ACTIONS,
@@ -32,7 +32,7 @@ from byconsole.tui.actions import (
     TYPE_ACTIONS,
     Action,
     ActionRequest,
-    binding_name,
+    verb_binding,
 )
 from byconsole.tui.screens.confirm import ConfirmScreen
 from byconsole.tui.screens.detail import DetailLoader, DetailScreen
@@ -50,6 +50,7 @@ from byconsole.tui.views.types import TypesView
 from byconsole.tui.views.workers import WorkersView
 from byconsole.tui.widgets.header import FleetHeader
 from byconsole.tui.widgets.keyed_table import KeyedTable
+from byconsole.verbs import Args
 from worker_runtime.dead_letters import DeadLetter
 from worker_runtime.snapshot import FleetSnapshot
 
@@ -72,11 +73,6 @@ FIND_KEYS = ("g", "colon")
 
 _ACTION_KEYS: dict[str, str] = {spec.key: spec.label.lower() for spec in ACTIONS}
 """Action key -> what it would do (for the read-only notice)."""
-
-WARNINGS: dict[Action, str] = {
-    Action.EVICT: "Leaves routing and drops its lease; it takes no new tasks.",
-    Action.DRAIN: "Leaves routing, finishes in-flight tasks, then exits (not restarted).",
-}
 
 
 class MonitorScreen(Screen[None]):
@@ -469,7 +465,7 @@ class OperatorScreen(MonitorScreen):
 
     BINDINGS = [
         *(
-            Binding(spec.key, binding_name(spec.action), spec.label, show=spec.footer)
+            Binding(spec.key, verb_binding(spec.action), spec.label, show=spec.footer)
             for spec in ACTIONS
         ),
         Binding("space", "mark", "Mark", show=False),
@@ -513,6 +509,8 @@ class OperatorScreen(MonitorScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Worker actions are greyed out away from the Workers view."""
         spec = BY_BINDING.get(action)
+        if action == "verb" and parameters and isinstance(parameters[0], str):
+            spec = SPECS.get(Action(parameters[0]))
         if spec is None:
             return True
         if spec.per_worker and self.is_mounted and self.active_view != "workers":
@@ -531,53 +529,13 @@ class OperatorScreen(MonitorScreen):
         if self.active_view == "workers":
             self.workers_view.toggle_mark()
 
-    def action_suspend(self) -> None:
-        """``s``."""
-        self.request_action(Action.SUSPEND)
-
-    def action_resume(self) -> None:
-        """``r``."""
-        self.request_action(Action.RESUME)
-
-    def action_evict(self) -> None:
-        """``e``."""
-        self.request_action(Action.EVICT)
-
-    def action_force_evict(self) -> None:
-        """``E``."""
-        self.request_action(Action.FORCE_EVICT)
-
-    def action_drain(self) -> None:
-        """``d``."""
-        self.request_action(Action.DRAIN)
-
-    def action_deny(self) -> None:
-        """``x``."""
-        self.request_action(Action.DENY)
-
-    def action_allow(self) -> None:
-        """``a``."""
-        self.request_action(Action.ALLOW)
-
-    def action_scale(self) -> None:
-        """``S``."""
-        self.request_action(Action.SCALE)
-
-    def action_pause_type(self) -> None:
-        """``p`` (Types view)."""
-        self.request_action(Action.PAUSE_TYPE)
-
-    def action_resume_type(self) -> None:
-        """``u`` (Types view)."""
-        self.request_action(Action.RESUME_TYPE)
-
-    def action_dead_requeue(self) -> None:
-        """``R`` (Dead view)."""
-        self.request_action(Action.DEAD_REQUEUE)
-
-    def action_dead_purge(self) -> None:
-        """``P`` (Dead view)."""
-        self.request_action(Action.DEAD_PURGE)
+    def action_verb(self, name: str) -> None:
+        """A verb's key (bound from :data:`ACTIONS`, so every verb of the table has one)."""
+        action = Action(name)
+        if action is Action.DEAD_LETTER:
+            self.action_dead_letter()
+            return
+        self.request_action(action)
 
     def action_dead_letter(self) -> None:
         """``D``: acts on the pending screen; here, on Types, it opens that screen."""
@@ -606,11 +564,13 @@ class OperatorScreen(MonitorScreen):
     @work(exclusive=True, group="operator")
     async def request_action(self, action: Action) -> None:
         """Ask what is needed (type, count, confirmation), then hand the request up."""
-        if action is Action.SCALE:
+        # What to ask for follows the verb's argument shape (byconsole/verbs.py).
+        args = SPECS[action].verb.args
+        if args is Args.TYPE_COUNT:
             request = await self._scale_request()
-        elif action in DEAD_ACTIONS:
+        elif args is Args.DEAD_ENTRIES:
             request = await self._dead_request(action)
-        elif action in TYPE_ACTIONS:
+        elif args is Args.TYPE:
             request = await self._type_request(action)
         else:
             request = await self._worker_request(action)
@@ -644,7 +604,7 @@ class OperatorScreen(MonitorScreen):
             verb = spec.label if agent_type is None else f"{spec.label} {agent_type} for"
             # By what each target runs (a forced eviction is ignored by one runtime).
             runtimes = [w.runtime for w in self.workers_view.workers_by_id(ids)]
-            warning = action_warning(action.value, runtimes) or WARNINGS.get(action, "")
+            warning = spec.verb.warning_for(runtimes)
             reason = await self.app.push_screen_wait(
                 ConfirmScreen(
                     safe_text(verb, 60),

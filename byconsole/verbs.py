@@ -1,0 +1,236 @@
+"""The operator's verbs: one table both front ends are built from.
+
+Each verb's name, help sentence, confirmation rule, argument shape and warning (by the
+targets' runtimes) is written here once. The CLI makes its write subcommands from it
+(``byconsole/cli.py``); the console adds its keys, bindings, help lines and palette
+entries to it (``byconsole/tui/actions.py``). Both send a verb through one dispatch,
+:meth:`worker_runtime.admin.WorkerManager.apply`, and say what came of it with one
+sentence per :class:`~worker_runtime.admin.Verdict`.
+
+Adding a verb is one :class:`Verb` row here plus the ``WorkerManager`` method that
+writes it; ``tests/unit/test_verbs.py`` fails until both front ends offer it.
+
+No Textual, no Rich, nothing heavy at import: the CLI's ``--help`` reads this table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from worker_runtime.models import AdminAction
+
+
+class Args(StrEnum):
+    """What a verb acts on: the arguments both front ends ask for."""
+
+    WORKER = "worker"
+    """One worker id (the console: the selected or marked workers)."""
+    TYPE_WORKER = "type-worker"
+    """A type and a worker serving it (deny / allow)."""
+    TYPE = "type"
+    """A type, for every worker serving it (pause / resume a type)."""
+    TYPE_COUNT = "type-count"
+    """A type and a replica count, optionally for one instance (scale)."""
+    DEAD_ENTRIES = "dead-entries"
+    """A type and some of its dead letters (or all of them)."""
+    PENDING_ENTRY = "pending-entry"
+    """A type and one of its pending entries."""
+
+
+class Confirm(StrEnum):
+    """What the operator is asked before the verb is written."""
+
+    NONE = "none"
+    """Written at once (the console asks only when several workers are marked)."""
+    ASK = "ask"
+    """Asks to confirm, with an optional reason; Cancel is the default."""
+    REASON = "reason"
+    """Asks to confirm and needs a reason (the CLI: ``--reason`` is required)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verb:
+    """One operator verb.
+
+    Attributes:
+        action: the verb (what the audit stream records).
+        label: the verb for buttons, toasts and the console's help (``Suspend``).
+        help: one sentence, the same in the CLI's ``--help`` and the console's help and
+            palette.
+        args: what it acts on (:class:`Args`).
+        confirm: what the operator is asked first (:class:`Confirm`).
+        cli: the CLI subcommand: ``(group, name)``, ``group`` empty for a top-level
+            command; ``None`` when the CLI does not offer it.
+        cli_flag: the flag of ``cli`` that selects this verb (``evict --force``), whose
+            help is then :attr:`help`.
+        tui: whether the console offers it (a key).
+        warning: what the confirmation says when the targets' runtimes add nothing
+            (:meth:`warning_for`).
+    """
+
+    action: AdminAction
+    label: str
+    help: str
+    args: Args
+    confirm: Confirm = Confirm.NONE
+    cli: tuple[str, str] | None = None
+    cli_flag: str | None = None
+    tui: bool = True
+    warning: str = ""
+
+    @property
+    def name(self) -> str:
+        """The verb as typed and audited (``force-evict``)."""
+        return self.action.value
+
+    @property
+    def destructive(self) -> bool:
+        """Asks for confirmation before it is written."""
+        return self.confirm is not Confirm.NONE
+
+    def warning_for(self, runtimes: list[str | None]) -> str:
+        """The confirmation's warning for targets run by ``runtimes`` (``None``: offline).
+
+        What each runtime does with the verb (README, "by-framework compatibility"), or
+        the verb's own warning when no runtime changes it.
+        """
+        from byconsole.outcomes import action_warning  # heavy: only when asked
+
+        return action_warning(self.name, runtimes) or self.warning
+
+
+ALL_RUNTIMES: list[str | None] = ["worker_runtime", "by-framework", None]
+"""Every kind of target, for a warning shown before any target is known (CLI help)."""
+
+A = AdminAction
+
+VERBS: tuple[Verb, ...] = (
+    Verb(
+        A.SUSPEND,
+        "Suspend",
+        "stop taking new tasks; the heartbeat continues",
+        Args.WORKER,
+        cli=("worker", "suspend"),
+    ),
+    Verb(A.RESUME, "Resume", "return to active", Args.WORKER, cli=("worker", "resume")),
+    Verb(
+        A.EVICT,
+        "Evict",
+        "leave routing, then the worker exits",
+        Args.WORKER,
+        Confirm.ASK,
+        cli=("worker", "evict"),
+        warning="Leaves routing and drops its lease; it takes no new tasks.",
+    ),
+    Verb(
+        A.FORCE_EVICT,
+        "Force evict",
+        "also cancel running tasks (other workers reclaim them)",
+        Args.WORKER,
+        Confirm.ASK,
+        cli=("worker", "evict"),
+        cli_flag="--force",
+    ),
+    Verb(
+        A.DRAIN,
+        "Drain",
+        "leave routing, finish in-flight tasks, then exit",
+        Args.WORKER,
+        Confirm.ASK,
+        cli=("worker", "drain"),
+        warning="Leaves routing, finishes in-flight tasks, then exits (not restarted).",
+    ),
+    Verb(
+        A.FORGET,
+        "Forget",
+        "remove every key of an offline worker",
+        Args.WORKER,
+        Confirm.ASK,
+        cli=("worker", "forget"),
+        # The console lists live workers; an offline one is forgotten from the CLI.
+        tui=False,
+    ),
+    Verb(
+        A.SCALE,
+        "Scale",
+        "set a type's replica target (global, or for one instance)",
+        Args.TYPE_COUNT,
+        cli=("", "scale"),
+    ),
+    Verb(
+        A.DENY,
+        "Deny",
+        "stop a worker consuming one type (its other types are unaffected)",
+        Args.TYPE_WORKER,
+        cli=("type", "deny"),
+    ),
+    Verb(A.ALLOW, "Allow", "lift a deny", Args.TYPE_WORKER, cli=("type", "allow")),
+    Verb(
+        A.PAUSE_TYPE,
+        "Pause",
+        "no worker of the type takes its tasks",
+        Args.TYPE,
+        Confirm.ASK,
+        cli=("type", "pause"),
+    ),
+    Verb(
+        A.RESUME_TYPE,
+        "Resume",
+        "a paused type's workers take its tasks again",
+        Args.TYPE,
+        cli=("type", "resume"),
+    ),
+    Verb(
+        A.DEAD_REQUEUE,
+        "Requeue",
+        "put dead letters back on the type's stream (attempts reset)",
+        Args.DEAD_ENTRIES,
+        cli=("dead", "requeue"),
+    ),
+    Verb(
+        A.DEAD_LETTER,
+        "Dead-letter",
+        "move a stuck pending entry to dead letters",
+        Args.PENDING_ENTRY,
+        Confirm.REASON,
+        cli=("type", "dead-letter"),
+    ),
+    Verb(
+        A.DEAD_PURGE,
+        "Purge",
+        "delete dead letters for good",
+        Args.DEAD_ENTRIES,
+        Confirm.ASK,
+        cli=("dead", "purge"),
+    ),
+)
+"""Every operator verb, in the order the console's help lists them."""
+
+NOT_VERBS: dict[AdminAction, str] = {
+    A.CLEAR: "written by WorkerManager.clear_worker_admin_state, not offered to operators",
+    A.PRUNE: "written by the janitor when it removes a dead worker's keys",
+    A.DRAINED: "written by a draining replica itself when it exits",
+    A.REFUSED_COMMAND: "written by a worker that refused an unattributable command",
+}
+"""Audited actions no operator types, and who writes them."""
+
+BY_ACTION: dict[AdminAction, Verb] = {verb.action: verb for verb in VERBS}
+
+
+def verb(action: AdminAction) -> Verb:
+    """The table row of ``action`` (``KeyError`` for an action no operator types)."""
+    return BY_ACTION[action]
+
+
+def cli_verbs(group: str) -> tuple[Verb, ...]:
+    """The verbs that are subcommands of ``group`` (``""``: top level), flags excluded."""
+    return tuple(v for v in VERBS if v.cli and v.cli[0] == group and v.cli_flag is None)
+
+
+def cli_flag_verb(group: str, name: str) -> Verb | None:
+    """The verb a flag of ``group name`` selects (``worker evict --force``), if any."""
+    for v in VERBS:
+        if v.cli == (group, name) and v.cli_flag is not None:
+            return v
+    return None
