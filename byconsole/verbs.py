@@ -212,6 +212,9 @@ NOT_VERBS: dict[AdminAction, str] = {
     A.PRUNE: "written by the janitor when it removes a dead worker's keys",
     A.DRAINED: "written by a draining replica itself when it exits",
     A.REFUSED_COMMAND: "written by a worker that refused an unattributable command",
+    A.RESTARTED: "written by the instance that replaced a restarted replica",
+    A.RESTART: "WorkerManager.restart_worker / restart_instance / rolling_restart (runtime API)",
+    A.CONFIG_SET: "WorkerManager.set_type_config (runtime API)",
 }
 """Audited actions no operator types, and who writes them."""
 
