@@ -20,8 +20,8 @@ from textual.widgets import Static
 import byconsole.tui.app as app_module
 import byconsole.tui.backend as backend_module
 import byconsole.tui.views.workers as workers_module
-from byconsole.styles import LIFECYCLE_ORDER, STATUS_ORDER, CellStyles
 from byconsole.render.workers import WorkerRow, fields
+from byconsole.styles import LIFECYCLE_ORDER, STATUS_ORDER, CellStyles
 from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import StaticBackend
 from byconsole.tui.release import release_after_paint
