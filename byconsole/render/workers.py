@@ -36,6 +36,8 @@ COLUMNS: tuple[ColumnSpec, ...] = (
     ColumnSpec("reason", "reason", 5),
     ColumnSpec("jobs", "jobs", 2, "right", sort="jobs_n"),
     ColumnSpec("seen", "seen", 1, "right", sort="seen_rank"),
+    # A worker restarting in a loop beats on time: only its uptime gives it away.
+    ColumnSpec("up", "up", 3, "right", sort="up_rank"),
     ColumnSpec("types", "types", 4, role="types"),
     ColumnSpec("instance", "instance", 3, sort="instance"),
     ColumnSpec("role", "role", 7),
@@ -64,6 +66,8 @@ class WorkerRow(NamedTuple):
     reason: str
     jobs: str
     seen: str
+    up: str
+    """How long the worker process has run, in the steps of ``seen``."""
     types: tuple[tuple[str, bool], ...]
     """``(name, denied)`` per agent type."""
     instance: str
@@ -73,6 +77,7 @@ class WorkerRow(NamedTuple):
     done: str
     seen_rank: int
     jobs_n: int
+    up_rank: int
 
 
 SIGNATURE = operator.attrgetter(
@@ -93,6 +98,7 @@ SIGNATURE = operator.attrgetter(
     "reason",
     "processed",
     "failed",
+    "started_at",
 )
 """Every field :func:`fields` reads except the lease age (see :func:`signature`)."""
 
@@ -102,7 +108,19 @@ def signature(worker: WorkerView) -> tuple[object, ...]:
 
     One C-level tuple, so a refresh compares it instead of rebuilding an unchanged row.
     """
-    return (SIGNATURE(worker), age_step(worker.lease_age_ms)[0])
+    return (SIGNATURE(worker), age_step(worker.lease_age_ms)[0], age_step(uptime_ms(worker))[0])
+
+
+def uptime_ms(worker: WorkerView) -> int | None:
+    """The worker's uptime at the read: its lease's run time plus the lease's age.
+
+    ``last_seen - started_at`` are both the worker's clock, so a clock skew between the
+    worker and the console cancels out.
+    """
+    started, seen, age = worker.started_at, worker.last_seen, worker.lease_age_ms
+    if started is None or seen is None or age is None:
+        return None
+    return max(0, seen - started) + age
 
 
 def fields(worker: WorkerView, now: int | None = None) -> WorkerRow:
@@ -120,6 +138,7 @@ def fields(worker: WorkerView, now: int | None = None) -> WorkerRow:
     else:
         jobs = str(worker.active_jobs)
     seen, seen_rank = age_step(worker.lease_age_ms)
+    up, up_rank = age_step(uptime_ms(worker))
     denied = worker.denied_types
     # A lease that was not a JSON object: say so, not just "stale".
     status = str(worker.status.value) if worker.lease_valid else "stale (bad lease)"
@@ -137,6 +156,7 @@ def fields(worker: WorkerView, now: int | None = None) -> WorkerRow:
         reason=clean(worker.reason, REASON_WIDTH),
         jobs=jobs,
         seen=seen,
+        up=up,
         types=tuple((clean(t, 40), t in denied) for t in worker.agent_types[:MAX_TYPES]),
         instance=clean(worker.instance_id, 60) or DASH,
         role=clean(worker.role, 20) or DASH,
@@ -145,4 +165,5 @@ def fields(worker: WorkerView, now: int | None = None) -> WorkerRow:
         done=done,
         seen_rank=seen_rank,
         jobs_n=worker.active_jobs if worker.active_jobs is not None else -1,
+        up_rank=up_rank,
     )

@@ -109,6 +109,7 @@ REFERENCE_KEYS: dict[str, Callable[[WorkerRow], Any]] = {
     "status": lambda r: STATUS_ORDER.get(r.status, -1),
     "jobs": lambda r: r.jobs_n,
     "seen": lambda r: r.seen_rank,
+    "up": lambda r: r.up_rank,
     "instance": lambda r: r.instance,
     "version": lambda r: r.version,
 }

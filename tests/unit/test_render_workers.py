@@ -98,3 +98,13 @@ def test_the_cli_shows_the_fields_the_console_shows() -> None:
     cells = re.split(r"\s{2,}", row)
     assert "3/8" in cells and "2m" in cells and "pending" in cells
     assert "!chat, embed" in row  # the denied marker, as the console's !chat
+
+
+def test_up_is_the_process_uptime_at_the_read() -> None:
+    # Started 3 h before its last beat, which is 20 s old: skew between clocks cancels.
+    started = NOW - 3 * 3_600_000
+    row = fields(worker(started_at=started, last_seen=NOW, lease_age_ms=20_000), NOW)
+    assert (row.up, row.up_rank) == ("3h", 3 * 3600)
+    assert fields(worker(started_at=None), NOW).up == "-"
+    restarted = worker(started_at=NOW - 4_000, last_seen=NOW - 1_000, lease_age_ms=1_000)
+    assert fields(restarted, NOW).up == "<10s"
