@@ -17,7 +17,7 @@ import operator
 import os
 import sys
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Literal
 
@@ -254,22 +254,25 @@ def write_block(block: PlainBlock, stream: IO[str] | None = None) -> None:
 # -- the fleet as plain tables -------------------------------------------------------------
 
 
-def _cell(spec: ColumnSpec, value: Any) -> Cell:
-    """One cell of a rendered row, styled by its column's role."""
-    role = spec.role
-    if role == "text" or role == "count" or role == "id":
-        text: str = value
-        return text
-    if role == "lifecycle":
-        return (value, lifecycle_style(value))
-    if role == "status":
-        first = value.partition(" ")[0]
-        return (value, status_style(first) if first == value else ansi_style("warning"))
-    if role == "command":
-        return (value, PENDING_STYLE) if value else ""
-    # types: (name, denied) pairs; a denied type is marked as in the console.
+def _lifecycle_cell(value: str) -> Cell:
+    return (value, lifecycle_style(value))
+
+
+def _status_cell(value: str) -> Cell:
+    first = value.partition(" ")[0]
+    return (value, status_style(first) if first == value else ansi_style("warning"))
+
+
+def _command_cell(value: str) -> Cell:
+    return (value, PENDING_STYLE) if value else ""
+
+
+def _types_cell(value: tuple[tuple[str, bool], ...]) -> Cell:
+    """``(name, denied)`` pairs; a denied type is marked ``!name`` as in the console."""
     if not value:
         return DASH
+    if not any(denied for _, denied in value):
+        return ", ".join(name for name, _ in value)
     out: list[Fragment] = []
     for i, (name, denied) in enumerate(value):
         if i:
@@ -278,14 +281,29 @@ def _cell(spec: ColumnSpec, value: Any) -> Cell:
     return tuple(out)
 
 
+_PAINT: dict[str, Callable[[Any], Cell] | None] = {
+    "text": None,
+    "id": None,
+    "count": None,
+    "lifecycle": _lifecycle_cell,
+    "status": _status_cell,
+    "command": _command_cell,
+    "types": _types_cell,
+}
+"""Role -> how a value becomes a cell (``None``: the string as it is)."""
+
+
 def rendered_table(
     specs: Sequence[ColumnSpec], rows: Iterable[tuple[Any, ...]], title: str | None = None
 ) -> PlainTable:
     """A table of rows a :mod:`byconsole.render` module built, laid out by ``specs``."""
     columns = [PlainColumn(c.header, c.priority, c.justify) for c in specs]
     get = operator.attrgetter(*(c.key for c in specs))
-    cells = [[_cell(c, v) for c, v in zip(specs, get(row), strict=True)] for row in rows]
-    return PlainTable(columns, list(cells), title)
+    paints = [_PAINT[c.role] for c in specs]
+    cells: list[Sequence[Cell]] = [
+        [v if p is None else p(v) for p, v in zip(paints, get(row), strict=True)] for row in rows
+    ]
+    return PlainTable(columns, cells, title)
 
 
 def workers_table(workers: Iterable[WorkerView], now: int, title: str | None = None) -> PlainTable:

@@ -108,7 +108,10 @@ def signature(worker: WorkerView) -> tuple[object, ...]:
 
     One C-level tuple, so a refresh compares it instead of rebuilding an unchanged row.
     """
-    return (SIGNATURE(worker), age_step(worker.lease_age_ms)[0], age_step(uptime_ms(worker))[0])
+    age = worker.lease_age_ms
+    started, seen = worker.started_at, worker.last_seen
+    up = None if started is None or seen is None or age is None else max(0, seen - started) + age
+    return (SIGNATURE(worker), age_step(age)[0], age_step(up)[0] if up is not None else None)
 
 
 def uptime_ms(worker: WorkerView) -> int | None:
@@ -148,22 +151,25 @@ def fields(worker: WorkerView, now: int | None = None) -> WorkerRow:
         if worker.processed is None and worker.failed is None
         else f"{worker.processed or 0}/{worker.failed or 0}"
     )
-    return WorkerRow(
-        id=clean(worker.worker_id, 80),
-        lifecycle=clean(worker.lifecycle, 16) or "active",
-        status=status,
-        cmd=worker.command_state.value if worker.command_state is not None else "",
-        reason=clean(worker.reason, REASON_WIDTH),
-        jobs=jobs,
-        seen=seen,
-        up=up,
-        types=tuple((clean(t, 40), t in denied) for t in worker.agent_types[:MAX_TYPES]),
-        instance=clean(worker.instance_id, 60) or DASH,
-        role=clean(worker.role, 20) or DASH,
-        version=clean(worker.app_version or worker.runtime_version, 30) or DASH,
-        ip=clean(worker.ip_address, 45) or DASH,
-        done=done,
-        seen_rank=seen_rank,
-        jobs_n=worker.active_jobs if worker.active_jobs is not None else -1,
-        up_rank=up_rank,
+    # _make: the tuple is built in C (the keyword constructor is a Python function).
+    return WorkerRow._make(
+        (
+            clean(worker.worker_id, 80),
+            clean(worker.lifecycle, 16) or "active",
+            status,
+            worker.command_state.value if worker.command_state is not None else "",
+            clean(worker.reason, REASON_WIDTH),
+            jobs,
+            seen,
+            up,
+            tuple((clean(t, 40), t in denied) for t in worker.agent_types[:MAX_TYPES]),
+            clean(worker.instance_id, 60) or DASH,
+            clean(worker.role, 20) or DASH,
+            clean(worker.app_version or worker.runtime_version, 30) or DASH,
+            clean(worker.ip_address, 45) or DASH,
+            done,
+            seen_rank,
+            worker.active_jobs if worker.active_jobs is not None else -1,
+            up_rank,
+        )
     )
