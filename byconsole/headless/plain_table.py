@@ -5,26 +5,29 @@ Rich's ``Table`` measures and wraps every cell (about 2 ms per row): 20 s for a
 the middle. Here every column is as wide as its widest cell, rows are padded with
 ``str`` methods, and nothing is ever wrapped or cut by the table: when the lines do not
 fit the terminal, whole low-priority columns are dropped instead (ids, lifecycle and
-status never are). Cells hold text already made safe (:func:`byconsole.text.safe_text`);
+status never are). What the fleet tables show is :mod:`byconsole.render`'s; this
+module only lays it out. Cells hold text already made safe (:func:`byconsole.text.safe_text`);
 colour is an SGR prefix and reset around a cell, only on a terminal without
 ``NO_COLOR``. Nothing here imports Rich's console or table machinery.
 """
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Literal
+from typing import IO, Any, Literal
 
-from byconsole.formatting import ZONE, age, timestamp
+from byconsole.formatting import DASH, ZONE, age, timestamp
 from byconsole.outcomes import denied_text
+from byconsole.render import workers as render_workers
+from byconsole.render.columns import ColumnSpec, clean
 from byconsole.styles import PENDING_STYLE, ansi_style, lifecycle_style, status_style
 from byconsole.text import safe_text
 from worker_runtime.snapshot import (
-    CommandState,
     FleetSnapshot,
     InstanceView,
     TypeView,
@@ -251,64 +254,63 @@ def write_block(block: PlainBlock, stream: IO[str] | None = None) -> None:
 # -- the fleet as plain tables -------------------------------------------------------------
 
 
-def _safe(value: object, limit: int) -> str:
-    # The common printable ASCII value needs only the length check.
-    if type(value) is str and len(value) <= limit and value.isascii() and value.isprintable():
-        return value
-    return safe_text(value, limit)
+def _lifecycle_cell(value: str) -> Cell:
+    return (value, lifecycle_style(value))
 
 
-WORKER_COLUMNS = (
-    PlainColumn("Worker ID"),
-    PlainColumn("Lifecycle"),
-    PlainColumn("Status"),
-    PlainColumn("Instance", 3),
-    PlainColumn("Role", 6),
-    PlainColumn("Agent Types", 4),
-    PlainColumn("IP", 7),
-    PlainColumn("Jobs", 2, "right"),
-    PlainColumn("Last Seen", 1, "right"),
-    PlainColumn("Version", 8),
-    PlainColumn("Reason", 5),
-)
-"""Worker columns; on a narrow terminal Version goes first, then IP, Role, Reason…"""
+def _status_cell(value: str) -> Cell:
+    first = value.partition(" ")[0]
+    return (value, status_style(first) if first == value else ansi_style("warning"))
 
 
-def _lifecycle(worker: WorkerView) -> Cell:
-    lifecycle = worker.lifecycle or "active"
-    shown = (_safe(lifecycle, 40), lifecycle_style(lifecycle))
-    if worker.command_state in (
-        CommandState.PENDING,
-        CommandState.SENT,
-        CommandState.UNCONFIRMABLE,
-    ):
-        # A by-framework worker never confirms: say so rather than pending forever.
-        return (shown, (f" ({worker.command_state.value})", PENDING_STYLE))
-    return shown
+def _command_cell(value: str) -> Cell:
+    return (value, PENDING_STYLE) if value else ""
+
+
+def _types_cell(value: tuple[tuple[str, bool], ...]) -> Cell:
+    """``(name, denied)`` pairs; a denied type is marked ``!name`` as in the console."""
+    if not value:
+        return DASH
+    if not any(denied for _, denied in value):
+        return ", ".join(name for name, _ in value)
+    out: list[Fragment] = []
+    for i, (name, denied) in enumerate(value):
+        if i:
+            out.append((", ", ""))
+        out.append((f"!{name}", ansi_style("error")) if denied else (name, ""))
+    return tuple(out)
+
+
+_PAINT: dict[str, Callable[[Any], Cell] | None] = {
+    "text": None,
+    "id": None,
+    "count": None,
+    "lifecycle": _lifecycle_cell,
+    "status": _status_cell,
+    "command": _command_cell,
+    "types": _types_cell,
+}
+"""Role -> how a value becomes a cell (``None``: the string as it is)."""
+
+
+def rendered_table(
+    specs: Sequence[ColumnSpec], rows: Iterable[tuple[Any, ...]], title: str | None = None
+) -> PlainTable:
+    """A table of rows a :mod:`byconsole.render` module built, laid out by ``specs``."""
+    columns = [PlainColumn(c.header, c.priority, c.justify) for c in specs]
+    get = operator.attrgetter(*(c.key for c in specs))
+    paints = [_PAINT[c.role] for c in specs]
+    cells: list[Sequence[Cell]] = [
+        [v if p is None else p(v) for p, v in zip(paints, get(row), strict=True)] for row in rows
+    ]
+    return PlainTable(columns, cells, title)
 
 
 def workers_table(workers: Iterable[WorkerView], now: int, title: str | None = None) -> PlainTable:
-    """The workers table: id, lifecycle, status, instance, role, types, IP, jobs, age…"""
-    rows: list[Sequence[Cell]] = []
-    bad = ("stale (bad lease)", ansi_style("warning"))
-    for w in workers:
-        status = w.status.value
-        rows.append(
-            (
-                _safe(w.worker_id, 80),
-                _lifecycle(w),
-                (status, status_style(status)) if w.lease_valid else bad,
-                _safe(w.instance_id or "-", 60),
-                _safe(w.role or "-", 20),
-                _safe(", ".join(w.agent_types) or "-", 80),
-                _safe(w.ip_address or "-", 45),
-                str(w.active_jobs) if w.active_jobs is not None else "-",
-                age(w.last_seen, now) if w.last_seen is not None else "-",
-                _safe(w.app_version or w.runtime_version or "-", 30),
-                _safe(w.reason or "", 80),
-            )
-        )
-    return PlainTable(WORKER_COLUMNS, rows, title)
+    """The workers table (:mod:`byconsole.render.workers`)."""
+    return rendered_table(
+        render_workers.COLUMNS, (render_workers.fields(w, now) for w in workers), title
+    )
 
 
 TYPE_COLUMNS = (
@@ -340,7 +342,7 @@ def elapsed(ms: int | None) -> str:
 
 def type_name_cell(t: TypeView) -> Cell:
     """The type's name, marked when only its streams name it."""
-    name = (_safe(t.name, 80), "")
+    name = (clean(t.name, 80), "")
     return name if t.registered else (name, (UNREGISTERED, ansi_style("warning")))
 
 
@@ -360,7 +362,7 @@ def types_table(types: Iterable[TypeView], title: str | None = "Agent types") ->
             (
                 type_name_cell(t),
                 str(len(t.workers)),
-                _safe(denied_text(t.denied, t.denied_routable) or "-", 200),
+                clean(denied_text(t.denied, t.denied_routable) or "-", 200),
                 (str(t.depth), ansi_style("backlog") if t.depth else ""),
                 elapsed(t.oldest_undelivered_ms),
                 elapsed(t.oldest_pending_ms),
@@ -370,7 +372,7 @@ def types_table(types: Iterable[TypeView], title: str | None = "Agent types") ->
                 str(t.pending),
                 (str(t.dead), ansi_style("alert") if t.dead else ""),
                 "-" if t.target is None else str(t.target),
-                _safe(overrides or "-", 120),
+                clean(overrides or "-", 120),
             )
         )
     return PlainTable(TYPE_COLUMNS, rows, title)
@@ -405,12 +407,12 @@ def instances_table(instances: Iterable[InstanceView], now: int) -> PlainTable:
         status = "online" if i.online else "offline"
         rows.append(
             (
-                _safe(i.instance_id, 80),
+                clean(i.instance_id, 80),
                 (status, status_style(status)),
-                _safe(i.role or "-", 20),
+                clean(i.role or "-", 20),
                 ("leader", "bold") if i.is_leader else "",
                 str(len(i.workers)),
-                _safe(_replicas(i), 200),
+                clean(_replicas(i), 200),
                 age(i.last_seen, now),
             )
         )

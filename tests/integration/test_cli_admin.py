@@ -387,7 +387,7 @@ async def test_read_commands_tables_and_json(fleet: Backend, env: dict[str, str]
     # Online workers by default, as by-admin; --all adds the offline ones.
     listed = run(["worker", "list"], env)
     assert listed.code == 0
-    assert "Worker ID" in listed.out and "1 worker(s)" in listed.out and "10.0.0.1" in listed.out
+    assert "worker  " in listed.out and "1 worker(s)" in listed.out and "10.0.0.1" in listed.out
     assert "1 offline worker(s) not shown (--all" in listed.out
     as_json = run(["worker", "list", "--json"], env).json()
     assert [(w["worker_id"], w["status"]) for w in as_json] == [("w1", "online")]

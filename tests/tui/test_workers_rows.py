@@ -20,25 +20,17 @@ from textual.widgets import Static
 import byconsole.tui.app as app_module
 import byconsole.tui.views.workers as workers_module
 from byconsole import memory
+from byconsole.render.workers import WorkerRow, fields
 from byconsole.styles import LIFECYCLE_ORDER, STATUS_ORDER, CellStyles
 from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import StaticBackend
 from byconsole.tui.release import release_after_paint
 from byconsole.tui.views.workers import (
     COLUMNS,
-    R_ID,
-    R_INSTANCE,
-    R_JOBS_N,
-    R_LIFECYCLE,
-    R_SEARCH,
-    R_SEEN_RANK,
-    R_STATUS,
-    R_VERSION,
     SORTS,
-    Row,
     WorkersView,
     prepare,
-    row_values,
+    search_text,
     sort_order,
 )
 from byconsole.tui.widgets.keyed_table import KeyedTable
@@ -82,16 +74,18 @@ def test_prepare_reuses_unchanged_rows_and_reports_the_changed() -> None:
     assert again.entries["w-004"][1] is first.entries["w-004"][1]  # reused, not rebuilt
     marked = prepare(fleet(20).workers, again.entries, frozenset({"w-005"}), again.widths)
     assert sorted(marked.changed) == ["w-003", "w-005", "w-007"]
-    assert marked.entries["w-005"][1][0] is True
+    assert marked.entries["w-005"][2] is True
+    assert marked.entries["w-005"][1] is again.entries["w-005"][1]  # a mark is not a new row
 
 
-REFERENCE_KEYS: dict[str, Callable[[Row], Any]] = {
-    "lifecycle": lambda r: LIFECYCLE_ORDER.get(r[R_LIFECYCLE], -1),
-    "status": lambda r: STATUS_ORDER.get(r[R_STATUS], -1),
-    "jobs": lambda r: r[R_JOBS_N],
-    "seen": lambda r: r[R_SEEN_RANK],
-    "instance": lambda r: r[R_INSTANCE],
-    "version": lambda r: r[R_VERSION],
+REFERENCE_KEYS: dict[str, Callable[[WorkerRow], Any]] = {
+    "lifecycle": lambda r: LIFECYCLE_ORDER.get(r.lifecycle, -1),
+    "status": lambda r: STATUS_ORDER.get(r.status, -1),
+    "jobs": lambda r: r.jobs_n,
+    "seen": lambda r: r.seen_rank,
+    "up": lambda r: r.up_rank,
+    "instance": lambda r: r.instance,
+    "version": lambda r: r.version,
 }
 """Each sortable column's value, one row at a time (what the column-wide keys must do)."""
 
@@ -111,7 +105,7 @@ def test_every_sort_order_is_the_id_order_stably_sorted_by_its_column() -> None:
         assert ahead.orders[index] == expected, name
         assert sort_order(key, ahead.by_id, in_id_order) == expected, name
     assert ahead.orders[1][:3] == ["w-004", "w-017", "w-033"]  # suspended sort first
-    assert ahead.search == lazy.search == [r[R_SEARCH] for r in in_id_order]
+    assert ahead.search == lazy.search == [search_text(r) for r in in_id_order]
 
 
 async def test_filter_words_all_match_in_the_sorted_order(low_threshold: None) -> None:
@@ -136,8 +130,8 @@ async def test_filter_words_all_match_in_the_sorted_order(low_threshold: None) -
 
 def test_rows_hold_safe_strings_only() -> None:
     worker = fleet(3, evil=True).workers[1]
-    row = row_values(worker, False)
-    assert "\x1b" not in row[R_ID] and "\\x1b" in row[R_ID]
+    row = fields(worker, NOW)
+    assert "\x1b" not in row.id and "\\x1b" in row.id
     assert all("\x1b" not in s for s in row if isinstance(s, str))
 
 
@@ -150,7 +144,7 @@ async def test_table_renders_only_the_rows_it_draws(low_threshold: None) -> None
         render = view._cells_of
 
         def counting(entry: workers_module.Entry) -> list[Text]:
-            drawn.append(entry[1][R_ID])
+            drawn.append(entry[1].id)
             return render(entry)
 
         view.table._row_render = counting

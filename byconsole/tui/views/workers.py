@@ -33,10 +33,13 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
 from byconsole import memory
+from byconsole.formatting import DASH
+from byconsole.render import workers as render
+from byconsole.render.columns import ColumnSpec
+from byconsole.render.workers import WorkerRow
 from byconsole.styles import LIFECYCLE_ORDER, STATUS_ORDER, CellStyles
-from byconsole.text import safe_text
+from byconsole.text import ELLIPSIS, safe_text
 from byconsole.tui.release import release_after_paint
-from byconsole.tui.views.cells import DASH, age, clean
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 from byconsole.tui.widgets.static_text import show_text
 from worker_runtime.snapshot import FleetSnapshot, WorkerView
@@ -49,48 +52,27 @@ than dropping them one by one; a screen re-renders ~50)."""
 
 COLUMNS: tuple[Column, ...] = (
     Column("mark", " ", 1),
-    Column("id", "worker"),
-    Column("lifecycle", "lifecycle", 9),
-    Column("status", "status", 7),
-    Column("cmd", "cmd", 8),
-    Column("reason", "reason"),
-    Column("jobs", "jobs"),
-    Column("seen", "seen"),
-    Column("types", "types"),
-    Column("instance", "instance"),
-    Column("role", "role"),
-    Column("version", "version"),
-    Column("ip", "ip"),
-    Column("done", "done/failed"),
+    *(Column(c.key, c.header, c.width) for c in render.COLUMNS),
 )
-"""In priority order: what a narrow terminal must show comes first (id, lifecycle,
-status, command state and the operator's reason: the "why"), so as the terminal narrows
-the low-value columns (ip, version, role) are the ones pushed off to the right, never
-the id or the reason. The reason is cut at :data:`REASON_WIDTH` so it cannot push
-everything else off a wide screen either."""
+"""The mark (this view's own), then :data:`byconsole.render.workers.COLUMNS`."""
 
-REASON_WIDTH = 32
-"""Characters of reason a row shows (the detail screen has it whole)."""
+_VALUES = operator.attrgetter(*(c.key for c in render.COLUMNS))
+"""A row's column values, in :data:`COLUMNS` order after the mark."""
 
-Row = tuple[Any, ...]
-"""One worker's display values: a plain tuple, indexed by the ``R_*`` constants.
+_TEXTS = operator.attrgetter(
+    *(c.key for c in render.COLUMNS if c.role != "types" and c.justify == "left")
+)
+"""The row fields the filter matches (with the type names): the words, not the counts."""
 
-The first 14 fields are the :data:`COLUMNS` in order (strings, except the mark, a bool,
-and the types, ``(name, denied)`` pairs); then the sort values and the filter text.
-Equal rows look the same.
-"""
+_AUTO = tuple(i for i, c in enumerate(render.COLUMNS) if c.width is None)
+"""Columns (after the mark) whose width follows their widest cell."""
 
-R_MARK, R_ID, R_LIFECYCLE, R_STATUS, R_CMD, R_REASON, R_JOBS, R_SEEN = range(8)
-R_TYPES, R_INSTANCE, R_ROLE, R_VERSION, R_IP, R_DONE = range(8, 14)
-R_SEEN_RANK, R_JOBS_N, R_SEARCH = range(14, 17)
+_CUTS = tuple(c.cut for c in render.COLUMNS)
+"""Per column (after the mark): the most characters the console shows of a cell."""
 
-_ROW = operator.itemgetter(1)
-"""An :data:`Entry`'s row."""
-_SEARCH = operator.itemgetter(R_SEARCH)
-"""A row's filter text."""
-
-_AUTO = tuple(i for i, c in enumerate(COLUMNS) if c.width is None)
-"""Columns whose width follows their widest cell."""
+_TYPES_AT = next(i for i, c in enumerate(render.COLUMNS) if c.role == "types")
+_OPTIONAL = frozenset(i for i, c in enumerate(render.COLUMNS) if c.role in ("command", "text"))
+"""Columns whose empty cell stays empty (the others show a dash)."""
 
 
 def _width(value: str) -> int:
@@ -100,133 +82,94 @@ def _width(value: str) -> int:
     return len(value) if value.isascii() else cell_len(value)
 
 
-def row_widths(row: Row) -> list[int]:
+def row_widths(row: WorkerRow) -> list[int]:
     """The width of each of ``row``'s cells, in :data:`COLUMNS` order."""
-    types: tuple[tuple[str, bool], ...] = row[R_TYPES]
+    values = _VALUES(row)
     out = [0] * len(COLUMNS)
     for i in _AUTO:
-        if i == R_TYPES:
-            out[i] = sum(_width(n) + d for n, d in types) + len(types) - 1 if types else 1
-        elif i == R_REASON:
-            out[i] = _width(row[i]) if row[i] else 0
+        value = values[i]
+        if i == _TYPES_AT:
+            types: tuple[tuple[str, bool], ...] = value
+            w = sum(_width(n) + d for n, d in types) + len(types) - 1 if types else 1
+        elif i in _OPTIONAL:
+            w = _width(value) if value else 0
         else:
-            out[i] = _width(row[i])
+            w = _width(value)
+        cut = _CUTS[i]
+        out[i + 1] = w if cut is None or w <= cut else cut
     return out
 
 
-_ROW_FIELDS = operator.attrgetter(
-    "worker_id",
-    "lifecycle",
-    "status",
-    "command_state",
-    "active_jobs",
-    "concurrency",
-    "instance_id",
-    "role",
-    "agent_types",
-    "denied_types",
-    "ip_address",
-    "app_version",
-    "reason",
-    "processed",
-    "failed",
-)
-"""Every field :func:`row_values` reads, except the age (bucketed separately)."""
+def search_text(row: WorkerRow) -> str:
+    """What the filter matches in ``row``: its texts, status and type names, casefolded."""
+    return " ".join([*_TEXTS(row)] + [t for t, _ in row.types]).casefold()
 
 
-def row_values(worker: WorkerView, marked: bool) -> Row:
-    """The display row of one worker (every string made safe)."""
-    denied = set(worker.denied_types)
-    if worker.active_jobs is None:
-        jobs = DASH
-    elif worker.concurrency:
-        jobs = f"{worker.active_jobs}/{worker.concurrency}"
-    else:
-        jobs = str(worker.active_jobs)
-    seen, seen_rank = age(worker.lease_age_ms)
-    command = worker.command_state.value if worker.command_state is not None else ""
-    wid = clean(worker.worker_id, 32)
-    lifecycle = clean(worker.lifecycle, 16)
-    status = str(worker.status.value)
-    instance = clean(worker.instance_id, 28)
-    role = clean(worker.role, 10)
-    types = tuple((clean(t, 20), t in denied) for t in worker.agent_types[:12])
-    ip = clean(worker.ip_address, 40)
-    version = clean(worker.app_version, 16)
-    reason = clean(worker.reason, REASON_WIDTH)
-    search = " ".join(
-        [wid, lifecycle, status, command, instance, role, ip, version, reason]
-        + [t for t, _ in types]
-    ).casefold()
-    jobs_n = worker.active_jobs if worker.active_jobs is not None else -1
-    # Tasks the worker completed / that failed on it (lease, or by-framework's status hash).
-    done = (
-        DASH
-        if worker.processed is None and worker.failed is None
-        else f"{worker.processed or 0}/{worker.failed or 0}"
-    )
-    return (
-        marked,
-        wid,
-        lifecycle,
-        status,
-        command,
-        reason,
-        jobs,
-        seen,
-        types,
-        instance,
-        role,
-        version,
-        ip,
-        done,
-        seen_rank,
-        jobs_n,
-        search,
-    )
+def _paint(spec: ColumnSpec, value: Any, styles: CellStyles, marked: Style | str) -> Text:
+    """One cell of a column, styled by the column's role."""
+    role = spec.role
+    justify: JustifyMethod | None = "right" if spec.justify == "right" else None
+    if role == "types":
+        if not value:
+            return Text(DASH, no_wrap=True, end="")
+        types = Text(no_wrap=True, end="")
+        for i, (name, denied) in enumerate(value):
+            if i:
+                types.append(",")
+            types.append(f"!{name}" if denied else name, styles.marker("denied") if denied else "")
+        return types
+    if role == "command":
+        return Text(value, style=styles.marker(value), end="")
+    if role in ("text", "count"):  # empty stays empty: the renderer writes the dash
+        return Text(value, justify=justify, no_wrap=True, end="")
+    style: Style | str = ""
+    if role == "lifecycle":
+        style = styles.lifecycle(value)
+    elif role == "status":
+        style = styles.status(value.partition(" ")[0])
+    elif role == "id":
+        style = marked
+    cut = spec.cut
+    if cut is not None and len(value) > cut:
+        value = value[: cut - 1] + ELLIPSIS
+    return Text(value or DASH, style=style, justify=justify, no_wrap=True, end="")
 
 
-def with_mark(row: Row, marked: bool) -> Row:
-    """``row`` with its mark set to ``marked``."""
-    return row if row[R_MARK] is marked else (marked, *row[1:])
-
-
-def row_cells(row: Row, styles: CellStyles) -> list[Text]:
+def row_cells(row: WorkerRow, is_marked: bool, styles: CellStyles) -> list[Text]:
     """The cells of one row, in :data:`COLUMNS` order (values are already safe).
 
     Called only for the rows being drawn.
     """
-
-    def t(value: str, style: Style | str = "", justify: JustifyMethod | None = None) -> Text:
-        return Text(value or DASH, style=style, justify=justify, no_wrap=True, end="")
-
-    types = Text(no_wrap=True, end="")
-    for i, (name, denied) in enumerate(row[R_TYPES]):
-        if i:
-            types.append(",")
-        types.append(f"!{name}" if denied else name, styles.marker("denied") if denied else "")
     marked = styles.marker("marked")
-    is_marked = row[R_MARK]
+    id_style: Style | str = marked if is_marked else ""
     return [
         Text(MARK if is_marked else " ", style=marked, end=""),
-        t(row[R_ID], marked if is_marked else ""),
-        t(row[R_LIFECYCLE], styles.lifecycle(row[R_LIFECYCLE])),
-        t(row[R_STATUS], styles.status(row[R_STATUS])),
-        Text(row[R_CMD], style=styles.marker(row[R_CMD]), end=""),
-        Text(row[R_REASON], no_wrap=True, end=""),
-        t(row[R_JOBS], justify="right"),
-        t(row[R_SEEN], justify="right"),
-        types if row[R_TYPES] else t(""),
-        t(row[R_INSTANCE]),
-        t(row[R_ROLE]),
-        t(row[R_VERSION]),
-        t(row[R_IP]),
-        t(row[R_DONE], justify="right"),
+        *(
+            _paint(spec, value, styles, id_style)
+            for spec, value in zip(render.COLUMNS, _VALUES(row), strict=True)
+        ),
     ]
 
 
-Entry = tuple[tuple[Any, ...], Row]
-"""A worker's signature (the fields its row shows) and its row."""
+Entry = tuple[tuple[object, ...], WorkerRow, bool, str]
+"""A worker's signature (the fields its row shows), its row, its mark and its filter
+text (built with the row, so a refresh that reuses the row reuses it too)."""
+
+_ROW = operator.itemgetter(1)
+"""An :data:`Entry`'s row."""
+_SEARCH = operator.itemgetter(3)
+"""An :data:`Entry`'s filter text."""
+
+
+def entry_of(worker: WorkerView, marked: bool) -> Entry:
+    """A new entry for ``worker``."""
+    row = render.fields(worker)
+    return (render.signature(worker), row, marked, search_text(row))
+
+
+def with_mark(entry: Entry, marked: bool) -> Entry:
+    """``entry`` with its mark set to ``marked``."""
+    return entry if entry[2] is marked else (entry[0], entry[1], marked, entry[3])
 
 
 @dataclass(slots=True)
@@ -252,7 +195,7 @@ class Prepared:
     """The rows ``changed`` is relative to."""
 
 
-def rows_in(entries: Mapping[str, Entry], ids: list[str]) -> list[Row]:
+def rows_in(entries: Mapping[str, Entry], ids: list[str]) -> list[WorkerRow]:
     """The rows of ``ids``, in that order (one C-level pass)."""
     return list(map(_ROW, map(entries.__getitem__, ids)))
 
@@ -282,25 +225,26 @@ def prepare(
         marked = wid in marks
         # Most workers look the same as last refresh: compare the fields the row shows
         # (a C-level tuple) and reuse the row, instead of rebuilding it.
-        sig = (_ROW_FIELDS(worker), age(worker.lease_age_ms)[0])
+        sig = render.signature(worker)
         hit = previous.get(wid)
         if hit is not None and hit[0] == sig:
-            row = with_mark(hit[1], marked)
-            if row is not hit[1]:
+            entry = with_mark(hit, marked)
+            if entry is not hit:
                 changed.append(wid)
         else:
-            row = row_values(worker, marked)
+            row = render.fields(worker)
+            entry = (sig, row, marked, search_text(row))
             changed.append(wid)
-            for i, w in enumerate(row_widths(row)):
+            for i, w in enumerate(row_widths(entry[1])):
                 if w > grown[i]:
                     grown[i] = w
-        entries[wid] = (sig, row)
+        entries[wid] = entry
     by_id = sorted(by_worker)
     rows = rows_in(entries, by_id)
     orders = {}
     if presort:
         orders = {i: sort_order(key, by_id, rows) for i, (_, _, key) in enumerate(SORTS) if key}
-    search = list(map(_SEARCH, rows))
+    search = list(map(_SEARCH, map(entries.__getitem__, by_id)))
     return Prepared(entries, by_worker, by_id, search, orders, changed, grown, previous)
 
 
@@ -313,7 +257,7 @@ class _LazyRows(dict[str, Entry]):
 
     def __missing__(self, wid: str) -> Entry:
         worker = self._workers[wid]
-        entry = ((_ROW_FIELDS(worker), age(worker.lease_age_ms)[0]), row_values(worker, False))
+        entry = entry_of(worker, False)
         self[wid] = entry
         return entry
 
@@ -325,28 +269,33 @@ def _in_scope(worker: WorkerView, scope: tuple[str, str]) -> bool:
     return worker.instance_id == name
 
 
-SortKey = Callable[[list[Row]], list[Any]]
+SortKey = Callable[[list[WorkerRow]], list[Any]]
 """Every row's sort value, in the rows' order."""
 
 
-def _field(index: int) -> SortKey:
-    get = operator.itemgetter(index)
+def _field(name: str) -> SortKey:
+    get = operator.itemgetter(WorkerRow._fields.index(name))  # faster than by attribute
     return lambda rows: list(map(get, rows))
 
 
-def _ranked(index: int, ranks: Mapping[str, int]) -> SortKey:
-    get = operator.itemgetter(index)
+def _ranked(name: str, ranks: Mapping[str, int]) -> SortKey:
+    get = operator.itemgetter(WorkerRow._fields.index(name))
     return lambda rows: list(map(ranks.get, map(get, rows), repeat(-1)))
 
 
-SORTS: tuple[tuple[str, str, SortKey | None], ...] = (
-    ("id", "worker", None),
-    ("lifecycle", "lifecycle", _ranked(R_LIFECYCLE, LIFECYCLE_ORDER)),
-    ("status", "status", _ranked(R_STATUS, STATUS_ORDER)),
-    ("jobs", "jobs", _field(R_JOBS_N)),
-    ("seen", "last seen", _field(R_SEEN_RANK)),
-    ("instance", "instance", _field(R_INSTANCE)),
-    ("version", "version", _field(R_VERSION)),
+_RANKS: Mapping[str, Mapping[str, int]] = {"lifecycle": LIFECYCLE_ORDER, "status": STATUS_ORDER}
+"""The columns sorted by rank (the states that need attention first), not by text."""
+
+
+def _sort_key(spec: ColumnSpec) -> SortKey | None:
+    if spec.sort is None or spec.sort == "id":
+        return None  # the id order itself
+    ranks = _RANKS.get(spec.role)
+    return _ranked(spec.sort, ranks) if ranks is not None else _field(spec.sort)
+
+
+SORTS: tuple[tuple[str, str, SortKey | None], ...] = tuple(
+    (c.key, c.header, _sort_key(c)) for c in render.COLUMNS if c.sort is not None
 )
 """Sortable columns in the order ``o`` cycles through them: key, label, sort key.
 
@@ -356,7 +305,7 @@ run as C-level ``map`` passes: at 100,000 workers a per-row Python call (a lambd
 a dict lookup by id) was most of a sort."""
 
 
-def sort_order(key: SortKey, by_id: list[str], rows: list[Row]) -> list[str]:
+def sort_order(key: SortKey, by_id: list[str], rows: list[WorkerRow]) -> list[str]:
     """``by_id`` stably sorted by ``key`` (``rows``: the rows in ``by_id`` order)."""
     values = key(rows)
     # Sorting positions by a list's items keeps every step in C; stable, so ties keep
@@ -447,7 +396,7 @@ class WorkersView(Vertical):
 
     def _cells_of(self, entry: Entry) -> list[Text]:
         """The table's renderer: one entry's cells (only rows being drawn get here)."""
-        return row_cells(entry[1], self._cell_styles())
+        return row_cells(entry[1], entry[2], self._cell_styles())
 
     # -- data in -------------------------------------------------------------------------
 
@@ -555,9 +504,9 @@ class WorkersView(Vertical):
         for wid in ids:
             entry = entries.get(wid)
             if entry is not None:
-                row = with_mark(entry[1], wid in marks)
-                if row is not entry[1]:
-                    entries[wid] = (entry[0], row)
+                marked = with_mark(entry, wid in marks)
+                if marked is not entry:
+                    entries[wid] = marked
                     out.append(wid)
         return out
 
@@ -610,7 +559,8 @@ class WorkersView(Vertical):
         """The ids whose filter text holds every one of ``words``, in id order."""
         texts = self._search
         if texts is None:  # a first load's rows, built as they are needed
-            texts = self._search = list(map(_SEARCH, rows_in(self._entries, self._by_id)))
+            entries = self._entries
+            texts = self._search = list(map(_SEARCH, map(entries.__getitem__, self._by_id)))
         ids = self._by_id
         for i, word in enumerate(words):  # one C-level pass per word, over fewer rows
             hits = list(map(str.__contains__, texts, repeat(word)))
