@@ -49,3 +49,31 @@ async def test_pending_entries_of_a_foreign_group_are_counted(redis: Redis, plai
     assert worker.active_jobs == 2  # its pending entries in its own group
     view = next(t for t in snap.types if t.name == agent_type)
     assert view.pending == 3  # every group's, the parked one's included (it still runs)
+
+
+async def test_lookup_lists_a_parked_group_only_where_the_entry_is_pending_in_it(
+    redis: Redis,
+) -> None:
+    from worker_runtime.lookup import Lookup
+
+    stream = K.type_stream("lookmix")
+    ts_group = group_name("ts-runner", ["lookmix"])
+    await redis.sadd(K.agent_types, "lookmix")
+    await redis.xgroup_create(stream, CONSUMER_GROUP, id="0", mkstream=True)
+    before = str(await redis.xadd(stream, {"data": "{}"}))
+    await redis.xreadgroup(CONSUMER_GROUP, "ours-r0", {stream: ">"})  # still running
+    await redis.xgroup_create(stream, ts_group, id="0")
+    await adopt_group(redis, stream, CONSUMER_GROUP, ts_group)
+    later = str(await redis.xadd(stream, {"data": "{}"}))
+    await redis.xreadgroup(ts_group, "ts-1", {stream: ">"})
+
+    async def groups_of(entry_id: str) -> dict[str, tuple[bool, bool, str | None]]:
+        found = await Lookup(redis, K).find(entry_id)
+        item = next(i for i in found.items if i.agent_type == "lookmix")
+        return {d.group: (d.delivered, d.pending, d.consumer) for d in item.deliveries}
+
+    assert await groups_of(later) == {ts_group: (True, True, "ts-1")}
+    assert await groups_of(before) == {
+        CONSUMER_GROUP: (True, True, "ours-r0"),
+        ts_group: (True, False, None),
+    }
