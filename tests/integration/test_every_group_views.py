@@ -35,8 +35,8 @@ async def test_pending_entries_of_a_foreign_group_are_counted(redis: Redis, plai
     for _ in range(3):
         await redis.xadd(stream, {"data": "{}"})
     await redis.xreadgroup(ts_group, "ts-1", {stream: ">"}, count=2)  # two run on ts-1
-    lease = {"worker_id": "ts-1", "agent_types": [agent_type], "status": "online"}
-    lease["last_seen"] = int(time.time() * 1000)
+    now = int(time.time() * 1000)
+    lease = {"worker_id": "ts-1", "agent_types": [agent_type], "status": "online", "last_seen": now}
     await redis.set(K.worker_online("ts-1"), json.dumps(lease), ex=30)
     await redis.sadd(K.workers, "ts-1")
     await redis.sadd(K.type_workers(agent_type), "ts-1")
@@ -77,3 +77,23 @@ async def test_lookup_lists_a_parked_group_only_where_the_entry_is_pending_in_it
         CONSUMER_GROUP: (True, True, "ours-r0"),
         ts_group: (True, False, None),
     }
+
+
+async def test_the_pending_view_counts_no_parked_group(redis: Redis) -> None:
+    from worker_runtime.pending import PendingEntries
+
+    stream = K.type_stream("pendmix")
+    ts_group = group_name("ts-runner", ["pendmix"])
+    await redis.xgroup_create(stream, CONSUMER_GROUP, id="0", mkstream=True)
+    first = str(await redis.xadd(stream, {"data": "{}"}))
+    await redis.xreadgroup(CONSUMER_GROUP, "ours-r0", {stream: ">"})  # still running
+    await redis.xgroup_create(stream, ts_group, id="$")
+    await adopt_group(redis, stream, CONSUMER_GROUP, ts_group)
+    later = str(await redis.xadd(stream, {"data": "{}"}))
+    await redis.xreadgroup(ts_group, "ts-1", {stream: ">"})
+    page = await PendingEntries(redis, K, "op@host").page("pendmix")
+    assert page.groups == [ts_group]  # one group delivers: no "runs once per group"
+    assert page.total == 2
+    assert sorted((e.entry_id, e.group) for e in page.entries) == sorted(
+        [(first, CONSUMER_GROUP), (later, ts_group)]
+    )
