@@ -4,11 +4,14 @@ A steady stream of by-framework ``ASK_AGENT`` tasks (execution record ``QUEUED``
 then the envelope, as ``GatewayClient.send_message`` writes them) goes to one type for
 ``--seconds``; a third of the way in, a TS ``WorkerRunner`` (simulated by
 ``tests/interop/foreign_consumer.py``) starts on the type and creates its own consumer
-group at ``0``. Two runs, interleaved ``--rounds`` times:
+group at ``0``. Three runs, interleaved ``--rounds`` times:
 
 * ``pinned``: ``BYAI_CONSUMER_GROUP`` set to the key factory's ``CONSUMER_GROUP`` keeps
   worker_runtime in its own group (what it did before it followed the fleet's group);
-* ``follow``: the default: worker_runtime moves to the TS group within a second.
+* ``instance``: only each instance's own check moves it (every second): the leader's
+  check (``BYAI_GROUP_FOLLOW_INTERVAL``) set to a day, i.e. before the leader followed;
+* ``follow``: the default: the leader parks worker_runtime's group within its cadence
+  (200 ms) and the instance's readers switch at their own check.
 
 Both workers record every run (``test:done``); the script prints, per run, the tasks
 sent, those that ran more than once and those that never ran, once every group has
@@ -85,6 +88,8 @@ async def one_run(mode: str, rate: float, seconds: float, beat: float) -> tuple[
         extra = {"BYAI_HEARTBEAT_INTERVAL": str(beat), "BYAI_LEASE_TTL": str(beat * 6)}
         if mode == "pinned":
             extra["BYAI_CONSUMER_GROUP"] = CONSUMER_GROUP
+        elif mode == "instance":
+            extra["BYAI_GROUP_FOLLOW_INTERVAL"] = "86400"
         ours = [str(BIN / "worker-runtime"), "run", "tests.interop.data_handlers:answer"]
         ours += ["--instance", "win", "--type", TYPE]
         procs.append(
@@ -144,9 +149,10 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--beat", type=float, default=1.0, help="BYAI_HEARTBEAT_INTERVAL")
     args = parser.parse_args()
-    totals: dict[str, Counter[str]] = {"pinned": Counter(), "follow": Counter()}
+    modes = ("pinned", "instance", "follow")
+    totals: dict[str, Counter[str]] = {mode: Counter() for mode in modes}
     for _ in range(args.rounds):
-        for mode in ("pinned", "follow"):
+        for mode in modes:
             sent, twice, never = await one_run(mode, args.rate, args.seconds, args.beat)
             totals[mode].update(sent=sent, twice=twice, never=never)
             print(f"{mode}: sent {sent}, ran more than once {twice}, never ran {never}", flush=True)

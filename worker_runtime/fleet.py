@@ -563,7 +563,8 @@ class FleetReader:
         ``mode`` says how the type stream is read: ``"sha"`` (single Redis) and
         ``"eval"`` (cluster: redis-py's cluster pipeline refuses EVALSHA) run the
         queue-health script, one command on one key; ``"plain"`` (scripts refused)
-        reads the groups, the length, and :data:`CONSUMER_GROUP`'s pending entries.
+        reads the groups, the length, and :data:`CONSUMER_GROUP`'s pending entries
+        (every other group's follow, :meth:`_pending_of_every_group`).
         """
         k = self.keys
         queue: list[_Cmd] = []
@@ -589,6 +590,57 @@ class FleetReader:
                     _c("xrevrange", stream, "+", "-", 1),
                 ]
         return queue
+
+    async def _pending_of_every_group(
+        self,
+        types: Sequence[str],
+        replies: Sequence[Any],
+        type_data: dict[str, TypeReplies],
+        now: int | None,
+    ) -> None:
+        """Plain mode: the pending entries of every group, not only :data:`CONSUMER_GROUP`.
+
+        The pipeline of :meth:`_type_queue` cannot name groups it has not read yet, so
+        a stream whose ``XINFO GROUPS`` lists other groups (a by-framework runner's, one
+        this runtime followed; README "How the runtime behaves", consumer groups) gets
+        one more round trip: each group's ``XPENDING`` summary and sample, merged.
+        Parked groups are read too: their pending entries still run.
+        """
+        size = _TYPE_COMMANDS["plain"]
+        todo: list[tuple[str, Sequence[Any], list[str]]] = []
+        for i, t in enumerate(types):
+            r = replies[i * size : (i + 1) * size]
+            groups = r[4] if isinstance(r[4], list) else []
+            names = sorted(
+                str(g["name"])
+                for g in groups
+                if isinstance(g, dict) and isinstance(g.get("name"), str)
+            )[:GROUPS_EXAMINED]
+            if names and names != [CONSUMER_GROUP]:
+                todo.append((t, r, names))
+        if not todo:
+            return
+        queue: list[_Cmd] = []
+        for t, _, names in todo:
+            stream = self.keys.type_stream(t)
+            for name in names:
+                queue += [
+                    _c("xpending", stream, name),
+                    _c("xpending_range", stream, name, "-", "+", PENDING_SAMPLE),
+                ]
+        found = iter(await self._run(queue))
+        for t, r, names in todo:
+            consumers: list[Any] = []
+            entries: list[Any] = []
+            for _ in names:
+                summary, sample = next(found), next(found)
+                if isinstance(summary, dict):
+                    consumers += list(summary.get("consumers") or ())
+                if isinstance(sample, list):
+                    entries += sample
+            type_data[t].queue = queue_health_plain(
+                r[4], {"consumers": consumers}, entries, r[8], now
+            )
 
     def _health_args(self, cluster: bool) -> tuple[int, int, int]:
         return (PENDING_SAMPLE, GROUPS_EXAMINED, int(cluster and self._script_clock))
@@ -871,6 +923,10 @@ class FleetReader:
         ttls, parsed, type_data, instance_leases, counted = await _off_loop(
             len(worker_ids), parse, r2
         )
+        if mode == "plain":
+            await self._pending_of_every_group(
+                known_types, sections(r2, parts)["types"], type_data, redis_now
+            )
         leases, admins, declared, discovered = parsed
         # A worker listed only because discovery found its admin hash, whose hash is
         # gone since (cleared, forgotten) and which holds no lease: nothing to show.
@@ -899,6 +955,8 @@ class FleetReader:
                 {"types": len(extra_queue), "counts": len(count_queue), "snaps": len(snap_queue)},
             )
             type_data.update(self._type_replies(extra_types, r3["types"], mode, redis_now))
+            if mode == "plain":
+                await self._pending_of_every_group(extra_types, r3["types"], type_data, redis_now)
             for wid, raw in zip(counted, r3["counts"], strict=True):
                 leases[wid] = _with_status_counters(leases[wid], raw)
             task_reads.take_snapshots(self.executions, exec_read, r3["snaps"], now)

@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from worker_runtime.dead_letters import parse_dead_letter
 from worker_runtime.envelope import parse_envelope
 from worker_runtime.excerpts import EXCERPT_BYTES, LUA_CUT, excerpt_data
-from worker_runtime.keys import Keys
+from worker_runtime.keys import PARKED_ID, Keys
 from worker_runtime.messages import entry_time_ms
 from worker_runtime.models import Execution, ExecutionState, empty_dict, empty_list
 from worker_runtime.pipeline import Batch, Slot
@@ -361,6 +361,7 @@ def timeline_document(timeline: SessionTimeline) -> dict[str, Any]:
 _LUA_STREAM = (
     LUA_CUT
     + f"local EXCERPT_LIMIT = {EXCERPT_BYTES}\n"
+    + f"local PARKED_ID = '{PARKED_ID}'\n"
     + """
 local function sid(id)
   local ms, seq = string.match(id, '^(%d+)%-(%d+)$')
@@ -411,7 +412,11 @@ local function scan_stream(key, needle, limit, search)
       local p = redis.call('XPENDING', key, name, e[1], e[1], 1)
       local held = {}
       if #p > 0 then held = {p[1][2], p[1][3], p[1][4]} end
-      table.insert(seen, {name, delivered, held})
+      -- A parked group (keys.PARKED_ID) delivers nothing: it is listed only where the
+      -- entry is still pending in it, else every later entry would read as delivered.
+      if info['last-delivered-id'] ~= PARKED_ID or #p > 0 then
+        table.insert(seen, {name, delivered, held})
+      end
     end
     local f, c = cut(e[2], EXCERPT_LIMIT)
     table.insert(out, {e[1], f, seen, c})

@@ -44,7 +44,7 @@ from worker_runtime.audit import add_audit, audit_fields, redis_user
 from worker_runtime.dead_letters import BURIAL_FIELDS, entry_task
 from worker_runtime.envelope import parse_envelope
 from worker_runtime.excerpts import excerpt_data, read_entry_excerpts
-from worker_runtime.keys import Keys
+from worker_runtime.keys import PARKED_ID, Keys
 from worker_runtime.messages import is_control_entry
 from worker_runtime.models import AdminAction, now_ms
 from worker_runtime.pipeline import Batch
@@ -132,7 +132,9 @@ class PendingPage(BaseModel):
 
     agent_type: str
     groups: list[str] = Field(default_factory=list)
-    """Every consumer group of the type's stream."""
+    """The type stream's consumer groups that still deliver: a group this runtime
+    parked (``keys.PARKED_ID``, README "How the runtime behaves", consumer groups) is
+    left out, its pending entries are still listed and counted."""
     total: int = 0
     """Pending entries over every group (``XINFO GROUPS``)."""
     entries: list[PendingEntry] = Field(default_factory=list)
@@ -225,6 +227,17 @@ def _groups(reply: Any) -> list[tuple[str, int]]:
             pending = group.get("pending")
             out.append((str(group["name"]), pending if isinstance(pending, int) else 0))
     return sorted(out)
+
+
+def _open_groups(reply: Any) -> list[str]:
+    """The names of an ``XINFO GROUPS`` reply's groups that are not parked, sorted."""
+    return sorted(
+        str(g["name"])
+        for g in (reply if isinstance(reply, list) else [])
+        if isinstance(g, dict)
+        and g.get("name") is not None
+        and str(g.get("last-delivered-id")) != PARKED_ID
+    )
 
 
 # Copy a pending entry to the dead letters and acknowledge it, in one step (one Redis,
@@ -336,10 +349,11 @@ class PendingEntries:
         after = _parse_cursor(cursor)
         stream = self.keys.type_stream(agent_type)
         try:
-            groups = _groups(await self.redis.xinfo_groups(stream))
+            info = await self.redis.xinfo_groups(stream)
         except ResponseError:  # no stream, or not a stream: nothing is pending
             return PendingPage(agent_type=agent_type)
-        names = [name for name, _ in groups]
+        groups = _groups(info)
+        names = _open_groups(info)
         total = sum(pending for _, pending in groups)
         batch = Batch(self.redis.pipeline(transaction=False))
         reads = []

@@ -510,6 +510,11 @@ class WorkerSettings(EnvSettings):
     janitor_interval: float = Field(
         default=30.0, gt=0, le=86_400, validation_alias="BYAI_JANITOR_INTERVAL"
     )
+    group_follow_interval: float = Field(
+        default=0.2, gt=0, le=86_400, validation_alias="BYAI_GROUP_FOLLOW_INTERVAL"
+    )
+    """Seconds between the leader's checks of every type stream's consumer groups
+    (:mod:`worker_runtime.group_follower`)."""
     metrics_retention: float = Field(
         default=86_400.0, gt=0, le=31_536_000, validation_alias="BYAI_METRICS_RETENTION"
     )

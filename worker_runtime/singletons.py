@@ -1,7 +1,8 @@
 """Leader election and the modules only the elected leader runs.
 
 Role ``consumer`` never campaigns. ``all`` and ``leader`` campaign; the winner starts
-the metrics collector, the janitor and the scheduler, and stops them the moment it
+the metrics collector, the janitor, the scheduler and the group follower
+(:mod:`worker_runtime.group_follower`), and stops them the moment it
 loses the lease (or stops itself). Only modules that were started are stopped.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 from worker_runtime.connection import LOOP_ERRORS
 from worker_runtime.context import RuntimeContext
 from worker_runtime.fencing import raise_fences
+from worker_runtime.group_follower import follow_groups_forever
 from worker_runtime.janitor import sweep_forever
 from worker_runtime.leader import LeaderElection
 from worker_runtime.metrics import collect_forever
@@ -24,7 +26,7 @@ from worker_runtime.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
-SINGLETON_MODULES = ("metrics_collector", "janitor", "scheduler")
+SINGLETON_MODULES = ("metrics_collector", "janitor", "scheduler", "group_follower")
 
 
 class Singletons:
@@ -79,6 +81,7 @@ class Singletons:
             "metrics_collector": collect_forever(self.ctx, epoch),
             "janitor": sweep_forever(self.ctx, epoch, settings.janitor_interval),
             "scheduler": schedule_forever(self.ctx, epoch, self.periodic),
+            "group_follower": follow_groups_forever(self.ctx, settings.group_follow_interval),
         }
         for name, coro in modules.items():
             self._modules[name] = asyncio.create_task(coro, name=name)
