@@ -18,6 +18,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from byconsole.render.workers import REASON_WIDTH
 from byconsole.text import safe_text
 from tests.integration.cli_helpers import BYCONSOLE, cli_env
 from worker_runtime.keys import Keys
@@ -42,8 +43,8 @@ FIELDS = {
     "role": (hostile("role"), 20),
     "ip_address": (hostile("ip"), 45),
     "app_version": (hostile("ver"), 30),
-    "reason": (hostile("why"), 80),
-    "lifecycle": (hostile("life"), 40),
+    "reason": (hostile("why"), REASON_WIDTH),  # one cut for both front ends
+    "lifecycle": (hostile("life"), 16),
 }
 TYPE = hostile("type")
 OTHER = "w-plain"
@@ -125,7 +126,7 @@ async def test_snapshot_table_shows_every_field_literally(
         assert safe_text(value, width) in table, field
     assert safe_text(LONG_ID, 80) in table  # the 10 kB id, cut with an ellipsis
     assert safe_text(TYPE, 80) in table
-    assert safe_text(LONG_ID, 120) in table  # in the type's denylist column
+    assert safe_text(LONG_ID, 200) in table  # in the type's denylist column
     assert safe_text(FIELDS["instance_id"][0], 80) in table  # instances table and leader
     assert "\\x1b]52;c;cHduZWQ=\\x07" in table and "\\u202e" in table and "\\u200b" in table
 
