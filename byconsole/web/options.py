@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+from collections.abc import Callable
 from pathlib import Path
 
 from byconsole.config import default_config_path
@@ -58,34 +59,24 @@ def _sessions(text: str) -> int:
     return value
 
 
-def _idle(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 <= value <= 7 * 86400:
-        raise argparse.ArgumentTypeError(f"{text!r} must be from 0 (never) to 604800")
-    return value
+def _seconds_from(low: float, high: float, bounds: str) -> Callable[[str], float]:
+    """An argparse type: a number of seconds from ``low`` to ``high`` (said as ``bounds``)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} must be from {bounds}")
+        return value
+
+    return parse
 
 
-def _interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0.5 <= value <= 3600:
-        raise argparse.ArgumentTypeError(f"{text!r} must be from 0.5 to 3600")
-    return value
-
-
-def _refresh(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0.1 <= value <= 3600:
-        raise argparse.ArgumentTypeError(f"{text!r} must be from 0.1 to 3600")
-    return value
+_idle = _seconds_from(0, 7 * 86400, "0 (never) to 604800")
+_interval = _seconds_from(0.5, 3600, "0.5 to 3600")
+_refresh = _seconds_from(0.1, 3600, "0.1 to 3600")
 
 
 def _origin(text: str) -> str:
