@@ -430,13 +430,7 @@ class WorkerManager:
         pipe = batch.pipe
         pipe.srem(self.keys.admin_workers, worker_id)
         # by-framework's clear pushes nothing; a resume tells a live worker at once.
-        _push(
-            pipe,
-            self.keys.worker_stream(worker_id),
-            command,
-            target.lease,
-            secret=self.control_secret,
-        )
+        self._push_worker(pipe, worker_id, command, target.lease)
         online = batch.slot(pipe.exists(self.keys.worker_online(worker_id)))
         add_audit(pipe, self.keys, await self._audit_fields(AdminAction.CLEAR, worker_id, reason))
         await batch.execute()
@@ -489,13 +483,7 @@ class WorkerManager:
         # by-framework's admin-state index: keeps the worker listed once it leaves the
         # registry (a by-framework worker removes itself when evicted).
         pipe.sadd(self.keys.admin_workers, worker_id)
-        _push(
-            pipe,
-            self.keys.worker_stream(worker_id),
-            command,
-            target.lease,
-            secret=self.control_secret,
-        )
+        self._push_worker(pipe, worker_id, command, target.lease)
         if lifecycle is not Lifecycle.ACTIVE:
             # Routing reflects the operator's intent at once, even if the worker is hung.
             for agent_type in target.agent_types:
@@ -571,9 +559,7 @@ class WorkerManager:
             pipe.srem(self.keys.type_denied(agent_type), worker_id)
         pipe.sadd(self.keys.agent_types, agent_type)
         if push:
-            _push(
-                pipe, self.keys.worker_stream(worker_id), command, lease, secret=self.control_secret
-            )
+            self._push_worker(pipe, worker_id, command, lease)
         add_audit(
             pipe,
             self.keys,
@@ -674,14 +660,7 @@ class WorkerManager:
         if instance_id is None:
             pipe.delete(self.keys.scale_overrides(agent_type))
         pipe.sadd(self.keys.agent_types, agent_type)
-        _push(
-            pipe,
-            self.keys.fleet_stream,
-            command,
-            None,
-            maxlen=CONTROL_STREAM_MAXLEN,
-            secret=self.control_secret,
-        )
+        self._push_fleet(pipe, command)
         add_audit(
             pipe,
             self.keys,
@@ -753,14 +732,7 @@ class WorkerManager:
             pipe.sadd(self.keys.type_denied(agent_type), *added)
             pipe.srem(self.keys.type_workers(agent_type), *added)
         pipe.sadd(self.keys.agent_types, agent_type)
-        _push(
-            pipe,
-            self.keys.fleet_stream,
-            command,
-            None,
-            maxlen=CONTROL_STREAM_MAXLEN,
-            secret=self.control_secret,
-        )
+        self._push_fleet(pipe, command)
         add_audit(pipe, self.keys, fields)
         await pipe.execute()
         return self._pause_result(
@@ -792,14 +764,7 @@ class WorkerManager:
         pipe.hdel(self.keys.type_pauses, agent_type)
         if undeny:
             pipe.srem(self.keys.type_denied(agent_type), *undeny)
-        _push(
-            pipe,
-            self.keys.fleet_stream,
-            command,
-            None,
-            maxlen=CONTROL_STREAM_MAXLEN,
-            secret=self.control_secret,
-        )
+        self._push_fleet(pipe, command)
         details = f"undenied={','.join(undeny)}" if undeny else ""
         if previous is None:
             details = "was not paused"
@@ -982,13 +947,7 @@ class WorkerManager:
             updated_by=self.operator,
         )
         pipe = self.redis.pipeline(transaction=False)
-        _push(
-            pipe,
-            self.keys.worker_stream(worker_id),
-            command,
-            target.lease,
-            secret=self.control_secret,
-        )
+        self._push_worker(pipe, worker_id, command, target.lease)
         add_audit(
             pipe,
             self.keys,
@@ -1254,14 +1213,7 @@ class WorkerManager:
             updated_at=stored.updated_at or now_ms(),
             updated_by=self.operator,
         )
-        _push(
-            pipe,
-            self.keys.fleet_stream,
-            command,
-            None,
-            maxlen=CONTROL_STREAM_MAXLEN,
-            secret=self.control_secret,
-        )
+        self._push_fleet(pipe, command)
         add_audit(
             pipe,
             self.keys,
@@ -1365,6 +1317,23 @@ class WorkerManager:
             raise UnknownWorkerError(f"unknown worker: {worker_id}")
         lease = None if raw_lease is None else Lease.parse(raw_lease)
         return _Target({str(t) for t in types}, lease)
+
+    def _push_worker(
+        self, pipe: Any, worker_id: str, command: Command, lease: Lease | None
+    ) -> None:
+        """Queue ``command`` on ``worker_id``'s own stream, uncapped (see :func:`_push`)."""
+        _push(pipe, self.keys.worker_stream(worker_id), command, lease, secret=self.control_secret)
+
+    def _push_fleet(self, pipe: Any, command: Command) -> None:
+        """Queue ``command`` on the fleet stream, which carries commands alone and is capped."""
+        _push(
+            pipe,
+            self.keys.fleet_stream,
+            command,
+            None,
+            maxlen=CONTROL_STREAM_MAXLEN,
+            secret=self.control_secret,
+        )
 
     async def _require_fleet_push(self) -> None:
         """Refuse a type pause before anything is written if this user may not notify.
