@@ -432,7 +432,7 @@ class WorkerManager:
         # by-framework's clear pushes nothing; a resume tells a live worker at once.
         self._push_worker(pipe, worker_id, command, target.lease)
         online = batch.slot(pipe.exists(self.keys.worker_online(worker_id)))
-        add_audit(pipe, self.keys, await self._audit_fields(AdminAction.CLEAR, worker_id, reason))
+        await self._queue_audit(pipe, AdminAction.CLEAR, worker_id, reason)
         await batch.execute()
         return target.result(worker_id, AdminAction.CLEAR, ts, bool(online.value), pushed=True)
 
@@ -500,7 +500,7 @@ class WorkerManager:
         details = "force" if force else ""
         if requested is not None:
             details = f"{requested.value} requested; by-framework has no drain"
-        add_audit(pipe, self.keys, await self._audit_fields(action, worker_id, reason, details))
+        await self._queue_audit(pipe, action, worker_id, reason, details)
         await batch.execute()
         result = target.result(worker_id, action, ts, bool(online.value), pushed=True)
         return replace(result, requested=requested) if requested is not None else result
@@ -560,11 +560,7 @@ class WorkerManager:
         pipe.sadd(self.keys.agent_types, agent_type)
         if push:
             self._push_worker(pipe, worker_id, command, lease)
-        add_audit(
-            pipe,
-            self.keys,
-            await self._audit_fields(verb, worker_id, reason, f"type={agent_type}"),
-        )
+        await self._queue_audit(pipe, verb, worker_id, reason, f"type={agent_type}")
         await batch.execute()
         # The lease reports applied denials (not an admin_applied_at) when it confirms.
         confirms = lease is not None and lease.supports(Capability.CONFIRM)
@@ -661,11 +657,7 @@ class WorkerManager:
             pipe.delete(self.keys.scale_overrides(agent_type))
         pipe.sadd(self.keys.agent_types, agent_type)
         self._push_fleet(pipe, command)
-        add_audit(
-            pipe,
-            self.keys,
-            await self._audit_fields(AdminAction.SCALE, target, reason, f"count={count}"),
-        )
+        await self._queue_audit(pipe, AdminAction.SCALE, target, reason, f"count={count}")
         await pipe.execute()
         return ActionResult(target, AdminAction.SCALE, ts, True)
 
@@ -768,11 +760,7 @@ class WorkerManager:
         details = f"undenied={','.join(undeny)}" if undeny else ""
         if previous is None:
             details = "was not paused"
-        add_audit(
-            pipe,
-            self.keys,
-            await self._audit_fields(AdminAction.RESUME_TYPE, agent_type, reason, details),
-        )
+        await self._queue_audit(pipe, AdminAction.RESUME_TYPE, agent_type, reason, details)
         await pipe.execute()
         return self._pause_result(
             agent_type, AdminAction.RESUME_TYPE, ts, members, tuple(undeny), (), previous
@@ -948,12 +936,8 @@ class WorkerManager:
         )
         pipe = self.redis.pipeline(transaction=False)
         self._push_worker(pipe, worker_id, command, target.lease)
-        add_audit(
-            pipe,
-            self.keys,
-            await self._audit_fields(
-                AdminAction.RESTART, worker_id, reason, f"instance={instance_id}"
-            ),
+        await self._queue_audit(
+            pipe, AdminAction.RESTART, worker_id, reason, f"instance={instance_id}"
         )
         await pipe.execute()
         return RestartResult(worker_id, instance_id, ts)
@@ -1214,12 +1198,8 @@ class WorkerManager:
             updated_by=self.operator,
         )
         self._push_fleet(pipe, command)
-        add_audit(
-            pipe,
-            self.keys,
-            await self._audit_fields(
-                AdminAction.CONFIG_SET, agent_type, reason, f"v{stored.version}: {diff}"
-            ),
+        await self._queue_audit(
+            pipe, AdminAction.CONFIG_SET, agent_type, reason, f"v{stored.version}: {diff}"
         )
         await pipe.execute()
         return ConfigChange(agent_type, stored.version, current.config, stored.config, diff)
@@ -1273,9 +1253,20 @@ class WorkerManager:
         for agent_type in types:
             pipe.srem(self.keys.type_workers(agent_type), worker_id)
             pipe.srem(self.keys.type_denied(agent_type), worker_id)
-        add_audit(pipe, self.keys, await self._audit_fields(AdminAction.FORGET, worker_id, reason))
+        await self._queue_audit(pipe, AdminAction.FORGET, worker_id, reason)
         await pipe.execute()
         return True
+
+    async def _queue_audit(
+        self,
+        pipe: Any,
+        action: AdminAction | str,
+        target: str,
+        reason: str | None,
+        details: str = "",
+    ) -> None:
+        """Queue the audit entry of an action on ``pipe``, beside the writes it records."""
+        add_audit(pipe, self.keys, await self._audit_fields(action, target, reason, details))
 
     async def _audit_fields(
         self, action: AdminAction | str, target: str, reason: str | None, details: str = ""
@@ -1351,7 +1342,7 @@ class WorkerManager:
     ) -> None:
         """Append an audit entry for an action performed outside this class."""
         pipe = self.redis.pipeline(transaction=False)
-        add_audit(pipe, self.keys, await self._audit_fields(action, target, reason, details))
+        await self._queue_audit(pipe, action, target, reason, details)
         await pipe.execute()
 
 
