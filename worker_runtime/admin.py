@@ -32,7 +32,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoPermissionError
 
-from worker_runtime.audit import add_audit, audit_fields, default_operator, redis_user
+from worker_runtime.audit import add_audit, audit_fields, default_operator, redis_user, write_audit
 from worker_runtime.connection import default_keys, redis_now_ms
 from worker_runtime.keys import Keys
 from worker_runtime.messages import (
@@ -1341,9 +1341,9 @@ class WorkerManager:
         self, action: AdminAction | str, target: str, reason: str | None, details: str = ""
     ) -> None:
         """Append an audit entry for an action performed outside this class."""
-        pipe = self.redis.pipeline(transaction=False)
-        await self._queue_audit(pipe, action, target, reason, details)
-        await pipe.execute()
+        await write_audit(
+            self.redis, self.keys, await self._audit_fields(action, target, reason, details)
+        )
 
 
 # Compare-and-set of a type's configuration: written only over the text it was read as.

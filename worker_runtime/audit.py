@@ -76,6 +76,13 @@ def add_audit(pipe: Any, keys: Keys, fields: dict[str, Any]) -> None:
     pipe.xadd(keys.audit_stream, fields, maxlen=AUDIT_MAXLEN, approximate=True)
 
 
+async def write_audit(redis: Any, keys: Keys, fields: dict[str, Any]) -> None:
+    """Write one audit entry on its own (one round trip)."""
+    pipe = redis.pipeline(transaction=False)
+    add_audit(pipe, keys, fields)
+    await pipe.execute()
+
+
 def parse_audit(entries: Any) -> list[AuditEvent]:
     """Audit events from an ``XREVRANGE`` reply, skipping anything malformed."""
     events: list[AuditEvent] = []

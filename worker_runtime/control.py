@@ -29,7 +29,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from worker_runtime.audit import add_audit, audit_fields
+from worker_runtime.audit import audit_fields, write_audit
 from worker_runtime.connection import LOOP_ERRORS, redis_now_ms
 from worker_runtime.messages import decode_command, decode_envelope
 from worker_runtime.models import AdminAction, AdminState, Command, CommandAction
@@ -172,21 +172,19 @@ async def _audit_refusals(replica: Replica, refused: list[str]) -> None:
     details = "; ".join(refused[:5]) + (
         f"; and {len(refused) - 5} more" if len(refused) > 5 else ""
     )
-    pipe = ctx.redis.pipeline(transaction=False)
-    add_audit(
-        pipe,
-        ctx.keys,
-        audit_fields(
-            f"runtime@{ctx.hostname}",
-            AdminAction.REFUSED_COMMAND,
-            replica.worker_id,
-            f"{len(refused)} pushed command(s) not attributable to an operator: not applied "
-            "(a lifecycle only as the admin hash says)",
-            details[:1000],
-        ),
-    )
     try:
-        await pipe.execute()
+        await write_audit(
+            ctx.redis,
+            ctx.keys,
+            audit_fields(
+                f"runtime@{ctx.hostname}",
+                AdminAction.REFUSED_COMMAND,
+                replica.worker_id,
+                f"{len(refused)} pushed command(s) not attributable to an operator: not applied "
+                "(a lifecycle only as the admin hash says)",
+                details[:1000],
+            ),
+        )
     except LOOP_ERRORS as exc:
         log.warning("%s: could not audit the refused command(s) (%s)", replica.worker_id, exc)
 

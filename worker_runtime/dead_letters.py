@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worker_runtime.audit import add_audit, audit_fields
+from worker_runtime.audit import audit_fields, write_audit
 from worker_runtime.envelope import HOPS_FIELD, parse_envelope, read_envelope, to_task
 from worker_runtime.excerpts import (
     Excerpt,
@@ -431,15 +431,13 @@ class DeadLetters:
             # What was moved is audited even when a later chunk failed.
             if ids:
                 details = f"type={agent_type} count={len(ids)} ids={','.join(ids[:5])}"
-                pipe = self.redis.pipeline(transaction=False)
-                add_audit(
-                    pipe,
+                await write_audit(
+                    self.redis,
                     self.keys,
                     audit_fields(
                         self.operator, AdminAction.DEAD_REQUEUE, agent_type, reason, details
                     ),
                 )
-                await pipe.execute()
         return ids
 
     async def purge(self, agent_type: str, entry_ids: list[str] | None, reason: str | None) -> int:
@@ -455,9 +453,8 @@ class DeadLetters:
             what = ",".join(entry_ids[:5])
         await batch.execute()
         count = int(removed.value)
-        pipe = self.redis.pipeline(transaction=False)
-        add_audit(
-            pipe,
+        await write_audit(
+            self.redis,
             self.keys,
             audit_fields(
                 self.operator,
@@ -467,5 +464,4 @@ class DeadLetters:
                 f"type={agent_type} count={count} ids={what}",
             ),
         )
-        await pipe.execute()
         return count

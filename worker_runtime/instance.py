@@ -25,7 +25,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ResponseError
 
-from worker_runtime.audit import add_audit, audit_fields
+from worker_runtime.audit import audit_fields, write_audit
 from worker_runtime.batcher import Batcher
 from worker_runtime.connection import LOOP_ERRORS, create_redis, is_cluster
 from worker_runtime.consumer import (
@@ -456,9 +456,8 @@ class WorkerInstance:
         while len(self.restarts) > _KEEP_RESTARTS:
             del self.restarts[next(iter(self.restarts))]
         try:
-            pipe = ctx.redis.pipeline(transaction=False)
-            add_audit(
-                pipe,
+            await write_audit(
+                ctx.redis,
                 ctx.keys,
                 audit_fields(
                     f"runtime@{ctx.hostname}",
@@ -468,7 +467,6 @@ class WorkerInstance:
                     details,
                 ),
             )
-            await pipe.execute()
             await self._announce()
         except LOOP_ERRORS as exc:
             log.warning("%s: restart not recorded yet (%s)", old.worker_id, exc)

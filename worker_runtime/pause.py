@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker_runtime.audit import add_audit, audit_fields
+from worker_runtime.audit import audit_fields, write_audit
 from worker_runtime.keys import Keys
 from worker_runtime.models import AdminAction, Capability, Lease, TypePause
 
@@ -97,9 +97,8 @@ async def hold_type_pause(redis: Any, keys: Keys, agent_type: str, operator: str
         # The resume ran between the swap and the deny: it could not lift these.
         await redis.srem(keys.type_denied(agent_type), *added)
         return []
-    pipe = redis.pipeline(transaction=False)
-    add_audit(
-        pipe,
+    await write_audit(
+        redis,
         keys,
         audit_fields(
             operator,
@@ -109,7 +108,6 @@ async def hold_type_pause(redis: Any, keys: Keys, agent_type: str, operator: str
             f"denylisted={','.join(added)} (started while paused)",
         ),
     )
-    await pipe.execute()
     return added
 
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worker_runtime.audit import add_audit, audit_fields, redis_user
+from worker_runtime.audit import audit_fields, redis_user, write_audit
 from worker_runtime.dead_letters import BURIAL_FIELDS, entry_task
 from worker_runtime.envelope import parse_envelope
 from worker_runtime.excerpts import excerpt_data, read_entry_excerpts
@@ -584,9 +584,8 @@ class PendingEntries:
             f"type={agent_type} id={entry_id} group={group} consumer={consumer} "
             f"deliveries={deliveries} dead_letter={dead_id}"
         )
-        pipe = self.redis.pipeline(transaction=False)
-        add_audit(
-            pipe,
+        await write_audit(
+            self.redis,
             self.keys,
             audit_fields(
                 self.operator,
@@ -597,7 +596,6 @@ class PendingEntries:
                 self._redis_user,
             ),
         )
-        await pipe.execute()
 
 
 def check_entry_id(entry_id: str) -> str:
