@@ -75,6 +75,14 @@ return 1
 """
 
 
+# Shared tail of both append scripts: the stream's TTL, a refusal returned as text.
+_EXPIRE_TAIL = """local ttl = redis.pcall('EXPIRE', KEYS[1], ARGV[2])
+if type(ttl) == 'table' and ttl.err then
+  return 'EXPIRE refused: ' .. ttl.err
+end
+return 1
+"""
+
 # A session's results of one flush in one command: packing and parsing one command per
 # result cost more than the rest of a task's bookkeeping together, and redis-py packs
 # a command's arguments one by one, so the entries travel as one JSON argument (a list
@@ -84,31 +92,27 @@ return 1
 # retried whole and never half-written. Once the entries are in, a refused EXPIRE
 # must not fail the script (the batch would be appended again): it is returned as
 # text instead. ARGV: maxlen, ttl, the entries.
-_APPEND_OUTPUTS = """
+_APPEND_OUTPUTS = (
+    """
 for _, entry in ipairs(cjson.decode(ARGV[3])) do
   redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(entry))
 end
-local ttl = redis.pcall('EXPIRE', KEYS[1], ARGV[2])
-if type(ttl) == 'table' and ttl.err then
-  return 'EXPIRE refused: ' .. ttl.err
-end
-return 1
 """
+    + _EXPIRE_TAIL
+)
 
 # The same for entries of one field, ``data`` (by-framework's data messages, two per
 # envelope task, ~650 bytes each): their values travel as plain arguments, neither
 # escaped into JSON here nor decoded by cjson there, which cost more than the appends
 # themselves. Same refusal and TTL rules. ARGV: maxlen, ttl, the data values.
-_APPEND_DATA = """
+_APPEND_DATA = (
+    """
 for i = 3, #ARGV do
   redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'data', ARGV[i])
 end
-local ttl = redis.pcall('EXPIRE', KEYS[1], ARGV[2])
-if type(ttl) == 'table' and ttl.err then
-  return 'EXPIRE refused: ' .. ttl.err
-end
-return 1
 """
+    + _EXPIRE_TAIL
+)
 
 # A session registry's fields of one flush (a JSON [field, value, ...] list, for the
 # reason above), written in slices that stay within Lua's limit on unpacked values.
