@@ -14,7 +14,6 @@ import fnmatch
 import inspect
 import json
 import subprocess
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,26 +27,13 @@ from byconsole.tui.backend import RedisBackend
 from tests.integration.cli_helpers import BYCONSOLE, add_worker
 from tests.integration.runtime_helpers import BIN, FAST_ENV, ROOT, eventually, stop_process
 from tests.redis_server import env_with
-from tests.reliability.acl import Secured, dump_all, start_secured
+from tests.reliability.acl import Secured, dump_all
 from tests.streams import stream_entries
 from worker_runtime.admin import WorkerManager
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.settings import RedisSettings
 
 K = Keys()
-
-
-@pytest.fixture(scope="module")
-def secured() -> Iterator[Secured]:
-    yield from start_secured()
-
-
-@pytest.fixture
-async def admin(secured: Secured) -> AsyncIterator[Redis]:
-    client = secured.admin()
-    await client.flushall()
-    yield client
-    await client.aclose()
 
 
 def _run(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,26 +15,13 @@ from redis.exceptions import NoPermissionError
 from tests.integration.cli_helpers import BYCONSOLE
 from tests.integration.runtime_helpers import ROOT
 from tests.redis_server import env_with
-from tests.reliability.acl import Secured, dump_all, start_secured
+from tests.reliability.acl import Secured, dump_all
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.messages import encode_task
 from worker_runtime.models import Task
 from worker_runtime.pending import PendingEntries
 
 K = Keys()
-
-
-@pytest.fixture(scope="module")
-def secured() -> Iterator[Secured]:
-    yield from start_secured()
-
-
-@pytest.fixture
-async def admin(secured: Secured) -> AsyncIterator[Redis]:
-    client = secured.admin()
-    await client.flushall()
-    yield client
-    await client.aclose()
 
 
 async def _stuck(admin: Redis) -> str:

@@ -17,7 +17,6 @@ import inspect
 import json
 import signal
 import subprocess
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from redis.exceptions import NoPermissionError
 from tests.integration.cli_helpers import BYCONSOLE, add_worker
 from tests.integration.runtime_helpers import BIN, FAST_ENV, ROOT, eventually, stop_process
 from tests.redis_server import env_with
-from tests.reliability.acl import Secured, dump_all, readme_rule, setuser_args, start_secured
+from tests.reliability.acl import Secured, dump_all, readme_rule, setuser_args
 from tests.streams import stream_entries
 from worker_runtime.keys import Keys
 from worker_runtime.messages import encode_command
@@ -38,19 +37,6 @@ from worker_runtime.signing import SIG_FIELD
 K = Keys()
 SECRET = "fleet-control-secret-0123456789"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-
-
-@pytest.fixture(scope="module")
-def secured() -> Iterator[Secured]:
-    yield from start_secured()
-
-
-@pytest.fixture
-async def admin(secured: Secured) -> AsyncIterator[Redis]:
-    client = secured.admin()
-    await client.flushall()
-    yield client
-    await client.aclose()
 
 
 def _byconsole(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +18,11 @@ from redis.asyncio import Redis
 from tests.integration.cli_helpers import BYCONSOLE
 from tests.integration.runtime_helpers import ROOT
 from tests.redis_server import env_with
-from tests.reliability.acl import Secured, dump_all, start_secured
+from tests.reliability.acl import Secured, dump_all
 from worker_runtime.keys import Keys
 from worker_runtime.producer import Producer
 
 K = Keys()
-
-
-@pytest.fixture(scope="module")
-def secured() -> Iterator[Secured]:
-    yield from start_secured()
 
 
 @pytest.fixture

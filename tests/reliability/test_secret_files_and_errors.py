@@ -12,24 +12,17 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from redis import Redis as SyncRedis
 
 from tests.integration.cli_helpers import BYCONSOLE
 from tests.integration.runtime_helpers import BIN, ROOT
 from tests.redis_server import RedisServer
-from tests.reliability.acl import PASSWORDS, Secured, start_secured
+from tests.reliability.acl import PASSWORDS, Secured
 from worker_runtime.keys import Keys
 
 K = Keys()
-
-
-@pytest.fixture(scope="module")
-def secured() -> Iterator[Secured]:
-    yield from start_secured()
 
 
 def _env(tmp: Path, **extra: str) -> dict[str, str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -32,7 +31,6 @@ from tests.reliability.acl import (
     Secured,
     dump_all,
     setuser_args,
-    start_secured,
 )
 from worker_runtime.keys import Keys
 from worker_runtime.settings import RedisSettings
@@ -42,19 +40,6 @@ K = Keys()
 pytestmark = pytest.mark.slow
 
 RUN_ARGS = ["run", "bench.fault_handlers:traced", "--type", "chat", "--instance", "sec"]
-
-
-@pytest.fixture(scope="module")
-def secured() -> Iterator[Secured]:
-    yield from start_secured()
-
-
-@pytest.fixture
-async def admin(secured: Secured) -> AsyncIterator[Redis]:
-    client = secured.admin()
-    await client.flushall()
-    yield client
-    await client.aclose()
 
 
 def _assert_secret_free(text: str, where: str) -> None:
