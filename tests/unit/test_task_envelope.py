@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.test_envelope import HEADER_FIELDS  # MessageHeader.to_dict's keys, in order
 from worker_runtime.envelope import (
     FINAL_ANSWER,
     STREAM_END,
@@ -33,22 +34,6 @@ from worker_runtime.envelope import (
 from worker_runtime.jsontext import compact_json
 from worker_runtime.messages import decode_task, encode_task, is_control_entry
 from worker_runtime.models import Execution, ExecutionState, Task
-
-HEADER_FIELDS = [
-    "message_id",
-    "session_id",
-    "trace_id",
-    "source_agent_type",
-    "target_agent_type",
-    "parent_message_id",
-    "task_group_id",
-    "user_code",
-    "user_name",
-    "metadata",
-    "trace_parent_span_id",
-    "langfuse_parent_observation_id",
-]
-"""``MessageHeader.to_dict``'s keys, in its order (the three SDKs write the same)."""
 
 HOSTILE = 'échec ✓ 🚀 "quoted" back\\slash \x01 tab\t \ud800 lone'
 
