@@ -70,30 +70,21 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 def worker_cmd(system: str, concurrency: int) -> list[str]:
     """The command line that starts one worker process of ``system``."""
     c = str(concurrency)
+    ours = [
+        str(BIN / "worker-runtime"),
+        "run",
+        "bench.handlers:counted",
+        "--type",
+        "bench",
+        "--instance",
+        "tp",
+        "--concurrency",
+        c,
+    ]
     return {
-        "worker_runtime": [
-            str(BIN / "worker-runtime"),
-            "run",
-            "bench.handlers:counted",
-            "--type",
-            "bench",
-            "--instance",
-            "tp",
-            "--concurrency",
-            c,
-        ],
+        "worker_runtime": ours,
         # The same worker, fed legacy {kind, data} entries (bench.envelope_throughput).
-        "worker_runtime_legacy": [
-            str(BIN / "worker-runtime"),
-            "run",
-            "bench.handlers:counted",
-            "--type",
-            "bench",
-            "--instance",
-            "tp",
-            "--concurrency",
-            c,
-        ],
+        "worker_runtime_legacy": ours,
         "arq": [str(BIN / "arq"), "bench.peers.arq_app.WorkerSettings"],
         "taskiq": [
             str(BIN / "taskiq"),
