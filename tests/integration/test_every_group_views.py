@@ -22,6 +22,24 @@ from worker_runtime.keys import CONSUMER_GROUP, Keys
 K = Keys()
 
 
+async def _parked_mix(redis: Redis, agent_type: str, ts_from: str) -> tuple[str, str, str]:
+    """One entry still running on our group, then a TS group (created at ``ts_from``)
+    that our parked group hands over to, and a later entry running on it.
+
+    Returns the TS group's name and the ids of the earlier and the later entry.
+    """
+    stream = K.type_stream(agent_type)
+    ts_group = group_name("ts-runner", [agent_type])
+    await redis.xgroup_create(stream, CONSUMER_GROUP, id="0", mkstream=True)
+    before = str(await redis.xadd(stream, {"data": "{}"}))
+    await redis.xreadgroup(CONSUMER_GROUP, "ours-r0", {stream: ">"})  # still running
+    await redis.xgroup_create(stream, ts_group, id=ts_from)
+    await adopt_group(redis, stream, CONSUMER_GROUP, ts_group)
+    later = str(await redis.xadd(stream, {"data": "{}"}))
+    await redis.xreadgroup(ts_group, "ts-1", {stream: ">"})
+    return ts_group, before, later
+
+
 @pytest.mark.parametrize("plain", [False, True])
 async def test_pending_entries_of_a_foreign_group_are_counted(redis: Redis, plain: bool) -> None:
     agent_type = "plainmix"
@@ -56,16 +74,8 @@ async def test_lookup_lists_a_parked_group_only_where_the_entry_is_pending_in_it
 ) -> None:
     from worker_runtime.lookup import Lookup
 
-    stream = K.type_stream("lookmix")
-    ts_group = group_name("ts-runner", ["lookmix"])
     await redis.sadd(K.agent_types, "lookmix")
-    await redis.xgroup_create(stream, CONSUMER_GROUP, id="0", mkstream=True)
-    before = str(await redis.xadd(stream, {"data": "{}"}))
-    await redis.xreadgroup(CONSUMER_GROUP, "ours-r0", {stream: ">"})  # still running
-    await redis.xgroup_create(stream, ts_group, id="0")
-    await adopt_group(redis, stream, CONSUMER_GROUP, ts_group)
-    later = str(await redis.xadd(stream, {"data": "{}"}))
-    await redis.xreadgroup(ts_group, "ts-1", {stream: ">"})
+    ts_group, before, later = await _parked_mix(redis, "lookmix", "0")
 
     async def groups_of(entry_id: str) -> dict[str, tuple[bool, bool, str | None]]:
         found = await Lookup(redis, K).find(entry_id)
@@ -82,15 +92,7 @@ async def test_lookup_lists_a_parked_group_only_where_the_entry_is_pending_in_it
 async def test_the_pending_view_counts_no_parked_group(redis: Redis) -> None:
     from worker_runtime.pending import PendingEntries
 
-    stream = K.type_stream("pendmix")
-    ts_group = group_name("ts-runner", ["pendmix"])
-    await redis.xgroup_create(stream, CONSUMER_GROUP, id="0", mkstream=True)
-    first = str(await redis.xadd(stream, {"data": "{}"}))
-    await redis.xreadgroup(CONSUMER_GROUP, "ours-r0", {stream: ">"})  # still running
-    await redis.xgroup_create(stream, ts_group, id="$")
-    await adopt_group(redis, stream, CONSUMER_GROUP, ts_group)
-    later = str(await redis.xadd(stream, {"data": "{}"}))
-    await redis.xreadgroup(ts_group, "ts-1", {stream: ">"})
+    ts_group, first, later = await _parked_mix(redis, "pendmix", "$")
     page = await PendingEntries(redis, K, "op@host").page("pendmix")
     assert page.groups == [ts_group]  # one group delivers: no "runs once per group"
     assert page.total == 2
