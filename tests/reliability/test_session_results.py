@@ -81,16 +81,28 @@ async def _total_entries(backend: Backend, sessions: list[str]) -> int:
     return total
 
 
+async def _session_contents(
+    backend: Backend, session: str
+) -> tuple[list[dict[str, str]], dict[str, str]]:
+    """A session's data stream entries (fields only, in order) and its registry hash."""
+    keys = backend.keys
+    entries = [f for _, f in await stream_entries(backend.redis, keys.session_data_stream(session))]
+    return entries, await hash_fields(backend.redis, keys.session_registry(session))
+
+
+async def _assert_session_ttls(backend: Backend, session: str) -> None:
+    """Both of a session's keys expire, within a day."""
+    ttl = await backend.redis.ttl(backend.keys.session_data_stream(session))
+    assert 0 < ttl <= 86_400, (session, ttl)
+    assert 0 < await backend.redis.ttl(backend.keys.session_registry(session)) <= 86_400
+
+
 async def _check_envelope_sessions(
     backend: Backend, expected: dict[str, list[tuple[str, dict[str, object]]]]
 ) -> None:
     """Each task left its answer and its end once, in order; its record is completed."""
-    keys = backend.keys
     for session, tasks in expected.items():
-        entries = [
-            f for _, f in await stream_entries(backend.redis, keys.session_data_stream(session))
-        ]
-        registry = await hash_fields(backend.redis, keys.session_registry(session))
+        entries, registry = await _session_contents(backend, session)
         seen: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for fields in entries:
             event = read_data_event(fields)
@@ -106,21 +118,15 @@ async def _check_envelope_sessions(
             assert record["status"] == "COMPLETED", record
             assert record["message_id"] == task_id
             assert record["worker_id"] == "res-r0"
-        ttl = await backend.redis.ttl(keys.session_data_stream(session))
-        assert 0 < ttl <= 86_400, (session, ttl)
-        assert 0 < await backend.redis.ttl(keys.session_registry(session)) <= 86_400
+        await _assert_session_ttls(backend, session)
 
 
 async def _check_sessions(
     backend: Backend, expected: dict[str, list[tuple[str, dict[str, object]]]]
 ) -> None:
     """Each execution left exactly one entry, in order, with the single-XADD fields."""
-    keys = backend.keys
     for session, tasks in expected.items():
-        entries = [
-            f for _, f in await stream_entries(backend.redis, keys.session_data_stream(session))
-        ]
-        registry = await hash_fields(backend.redis, keys.session_registry(session))
+        entries, registry = await _session_contents(backend, session)
         seen: dict[str, list[dict[str, str]]] = defaultdict(list)
         for fields in entries:
             seen[fields["task_id"]].append(fields)
@@ -143,9 +149,7 @@ async def _check_sessions(
                 assert json.loads(registry[f"exec:{eid}"])["task_id"] == task_id
             # The newest execution of the task is the one the registry points to.
             assert registry[f"msg_map:{task_id}"] == got[-1]["execution_id"]
-        ttl = await backend.redis.ttl(keys.session_data_stream(session))
-        assert 0 < ttl <= 86_400, (session, ttl)
-        assert 0 < await backend.redis.ttl(keys.session_registry(session)) <= 86_400
+        await _assert_session_ttls(backend, session)
 
 
 async def test_results_reach_every_session_once_through_a_refused_write(
