@@ -416,6 +416,20 @@ def tallied(
     return result
 
 
+async def stopped_and_tallied(
+    result: ScenarioResult,
+    fleet: WorkerFleet,
+    journal: Path,
+    ids: Sequence[str],
+    started: float,
+    dead: int,
+) -> ScenarioResult:
+    """Stop ``fleet`` (its exit codes and logs go into ``result``), then :func:`tallied`."""
+    result.exit_codes = await asyncio.to_thread(fleet.stop)
+    result.logs = fleet.logs()
+    return tallied(result, journal, ids, started, dead)
+
+
 async def _finish(
     result: ScenarioResult,
     redis: Redis,

@@ -38,6 +38,7 @@ from bench.faults import (
     mark_fault,
     pending_count,
     read_journal,
+    stopped_and_tallied,
     submit,
     tallied,
     until,
@@ -202,9 +203,7 @@ async def redis_oom(workdir: Path, *, tasks: int = 40, oom_s: float = 4.0) -> Sc
         await wait_completed(journal, ids, 60)
         result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
         dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
-        result.exit_codes = await asyncio.to_thread(fleet.stop)
-        result.logs = fleet.logs()
-        return tallied(result, journal, ids, started, dead)
+        return await stopped_and_tallied(result, fleet, journal, ids, started, dead)
     finally:
         await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await redis.aclose()
@@ -353,9 +352,7 @@ async def rolling_restarts(
         await wait_completed(journal, ids, 30)
         result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
         dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
-        result.exit_codes = await asyncio.to_thread(fleet.stop)
-        result.logs = fleet.logs()
-        return tallied(result, journal, ids, started, dead)
+        return await stopped_and_tallied(result, fleet, journal, ids, started, dead)
     finally:
         await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await redis.aclose()
@@ -624,9 +621,7 @@ async def direct_tasks_stable_stop(
         result.notes["left_on_own_stream"] = sum(
             1 for _, f in await entries(redis, keys.worker_stream(gone)) if f.get("kind") == "task"
         )
-        result.exit_codes = await asyncio.to_thread(fleet.stop)
-        result.logs = fleet.logs()
-        return tallied(result, journal, ids, started, dead)
+        return await stopped_and_tallied(result, fleet, journal, ids, started, dead)
     finally:
         await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await redis.aclose()
@@ -773,9 +768,7 @@ async def forged_pushes(workdir: Path, *, tasks: int = 20, forged: int = 20) -> 
         result.notes["refused_logged"] = fleet.logs().count("refused pushed command")
         result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
         dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
-        result.exit_codes = await asyncio.to_thread(fleet.stop)
-        result.logs = fleet.logs()
-        return tallied(result, journal, ids, started, dead)
+        return await stopped_and_tallied(result, fleet, journal, ids, started, dead)
     finally:
         await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await redis.aclose()

@@ -41,6 +41,7 @@ from bench.faults import (
     mark_fault,
     pending_count,
     read_journal,
+    stopped_and_tallied,
     tallied,
     until,
     wait_completed,
@@ -194,9 +195,7 @@ async def oom_long_tasks(
             await until(lambda: _no_pending(redis), 10, "no pending entries", 0.1)
         result.notes["pending_after"] = await _pending(redis)
         dead = len(await _dead(redis))
-        result.exit_codes = await asyncio.to_thread(fleet.stop)
-        result.logs = fleet.logs()
-        return tallied(result, journal, ids, started, dead)
+        return await stopped_and_tallied(result, fleet, journal, ids, started, dead)
     finally:
         await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await redis.aclose()
