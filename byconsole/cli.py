@@ -157,6 +157,13 @@ def _limit(text: str) -> int:
     return value
 
 
+def _positive_int(text: str) -> int:
+    value = _count(text)
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"{text!r} must be from 1 to 1000")
+    return value
+
+
 _FORMATTER = argparse.RawDescriptionHelpFormatter
 
 _MAIN_EPILOG = """\
@@ -373,6 +380,10 @@ def _worker_commands(worker: _Parser, parents: list[_Parser]) -> None:
         p = _sub(wsub, name, v.help, example, parents, _verb_warning(v))
         # forget must still reach oddly named entries other runtimes registered.
         p.add_argument("worker_id", metavar="ID", type=_ANY_ID if name == "forget" else _WORKER_ID)
+        if name == "restart":
+            _restart_flags(p, "wait until the replacement holds a lease")
+            p.set_defaults(handler="worker_restart", write=True)
+            continue
         _write_flags(p, wait=name != "forget")
         flag = cli_flag_verb("worker", name)
         if flag is not None and flag.cli_flag is not None:
@@ -382,6 +393,53 @@ def _worker_commands(worker: _Parser, parents: list[_Parser]) -> None:
                 "--force", action="store_true", help="forget even while the worker holds a lease"
             )
         p.set_defaults(handler="worker_action", write=True)
+
+
+def _restart_flags(parser: argparse.ArgumentParser, wait_help: str | None) -> None:
+    """``--reason``, ``--json`` and the wait of a restart (README, "Restart, stop and
+    pinned calls"): a replica finishes its tasks before it exits, so the wait is longer."""
+    _write_flags(parser, wait=False)
+    if wait_help is not None:
+        parser.add_argument("--wait", action="store_true", help=wait_help)
+    parser.add_argument(
+        "--timeout",
+        metavar="S",
+        type=_positive_float,
+        default=60.0,
+        help="seconds to wait for each replacement (default 60); not confirmed: exit 1",
+    )
+
+
+def _type_restart_args(tsub: argparse._SubParsersAction[_Parser], parents: list[_Parser]) -> None:
+    """``type restart T``: the rolling form of ``worker restart`` (no verb row of its
+    own: it writes the same audited ``restart`` per replica)."""
+    v = verb(AdminAction.RESTART)
+    p = _sub(
+        tsub,
+        "restart",
+        "rolling restart of a type's replicas: one at a time per instance, each "
+        "replacement online before the next goes",
+        "byconsole type restart chat --instance host-a:4242 --max-unavailable 2",
+        parents,
+        _verb_warning(v),
+    )
+    p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
+    p.add_argument(
+        "--instance",
+        "-i",
+        metavar="I",
+        type=_checked(lambda text: check_name("instance id", text, 512)),
+        help="only the replicas of instance I",
+    )
+    p.add_argument(
+        "--max-unavailable",
+        metavar="N",
+        type=_positive_int,
+        default=1,
+        help="replicas of one instance restarting at a time (default 1)",
+    )
+    _restart_flags(p, None)
+    p.set_defaults(handler="type_restart", write=True)
 
 
 def _verb_warning(v: Verb) -> str:
@@ -452,6 +510,7 @@ def _type_commands(type_: _Parser, parents: list[_Parser]) -> None:
     p.add_argument("--cursor", metavar="C", help="the next page (printed after a full page)")
     _json_flag(p)
     p.set_defaults(handler="type_pending", write=False)
+    _type_restart_args(tsub, parents)
     v = verb(AdminAction.DEAD_LETTER)
     p = _sub(
         tsub,

@@ -204,6 +204,21 @@ VERBS: tuple[Verb, ...] = (
         Confirm.ASK,
         cli=("dead", "purge"),
     ),
+    Verb(
+        A.RESTART,
+        "Restart",
+        "finish in-flight tasks, exit, and be replaced under a new worker id",
+        Args.WORKER,
+        Confirm.ASK,
+        cli=("worker", "restart"),
+        # The console's key comes with its restart dialog; until then the CLI restarts.
+        tui=False,
+        warning=(
+            "Finishes its in-flight tasks and exits; its instance starts a replacement "
+            "under a new worker id. A by-framework worker is refused (nothing would "
+            "replace it)."
+        ),
+    ),
 )
 """Every operator verb, in the order the console's help lists them."""
 
@@ -213,7 +228,6 @@ NOT_VERBS: dict[AdminAction, str] = {
     A.DRAINED: "written by a draining replica itself when it exits",
     A.REFUSED_COMMAND: "written by a worker that refused an unattributable command",
     A.RESTARTED: "written by the instance that replaced a restarted replica",
-    A.RESTART: "WorkerManager.restart_worker / restart_instance / rolling_restart (runtime API)",
     A.CONFIG_SET: "WorkerManager.set_type_config (runtime API)",
 }
 """Audited actions no operator types, and who writes them."""

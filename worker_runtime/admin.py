@@ -350,7 +350,7 @@ class WorkerManager:
         instance_id: str | None = None,
         count: int | None = None,
         reason: str | None = None,
-    ) -> ActionResult | TypePauseResult:
+    ) -> ActionResult | TypePauseResult | RestartResult:
         """Write the operator verb ``action``: the one dispatch the console and the CLI call.
 
         The verbs and their arguments are listed once, in ``byconsole/verbs.py``; a verb
@@ -384,6 +384,8 @@ class WorkerManager:
                 return await self.pause_type(agent_type, reason)
             case AdminAction.RESUME_TYPE if agent_type:
                 return await self.resume_type(agent_type, reason)
+            case AdminAction.RESTART if worker_id:
+                return await self.restart_worker(worker_id, reason)
         raise IncompleteRequestError(f"{action.value}: incomplete request or not a worker verb")
 
     # -- lifecycle -------------------------------------------------------------------

@@ -57,6 +57,7 @@ from worker_runtime.lookup import Lookup, timeline_document
 from worker_runtime.models import AdminAction, Status, Verdict, now_ms
 from worker_runtime.pending import NotPendingError, PendingEntries, PendingEntry
 from worker_runtime.quota import check_scale_count
+from worker_runtime.restarts import RestartOutcome, RestartResult, RestartState
 from worker_runtime.snapshot import FleetSnapshot
 
 BY_ADMIN_WORKER_FIELDS = (
@@ -201,6 +202,91 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
     if result.requested is not None:
         description = f"{result.requested} {shown} ({DRAIN_AS_EVICT})"
     return await _report(session, args, result, description)
+
+
+# -- restart (README, "Restart, stop and pinned calls") -----------------------------------
+
+
+def _restart_doc(outcome: RestartOutcome) -> dict[str, Any]:
+    return {
+        "target": outcome.worker_id,
+        "action": AdminAction.RESTART.value,
+        "state": outcome.state.value,
+        "instance": outcome.instance_id,
+        "replacement": outcome.replacement,
+        "reason": outcome.reason,
+        "latency_s": outcome.latency,
+    }
+
+
+def _restart_line(outcome: RestartOutcome) -> Text:
+    role = {"replaced": "success", "sent": ""}.get(outcome.state.value, "alert")
+    return Text(safe_text(outcome.line, 400), style=ansi_style(role) if role else "")
+
+
+async def worker_restart(session: Session, args: argparse.Namespace) -> int:
+    """``worker restart ID``: refused up front (exit 1) for a worker that cannot
+    restart; ``--wait``: until its replacement holds a lease (not confirmed: exit 1)."""
+    manager = session.manager()
+    try:
+        result = await manager.apply(AdminAction.RESTART, args.worker_id, reason=args.reason)
+    except UnsupportedCommandError as exc:
+        raise RefusedError(str(exc)) from None
+    assert isinstance(result, RestartResult)  # a restart writes one replica
+    if args.wait:
+        outcome = await manager.wait_restarted(result, timeout=args.timeout)
+    else:
+        outcome = RestartOutcome(result.worker_id, RestartState.SENT, result.instance_id)
+    if args.json:
+        print_json(_restart_doc(outcome))
+    else:
+        emit(session.out, _restart_line(outcome))
+    if outcome.state in (RestartState.SENT, RestartState.REPLACED):
+        return 0
+    fail(session, f"check failed: {outcome.line}")
+    return 1
+
+
+async def type_restart(session: Session, args: argparse.Namespace) -> int:
+    """``type restart T``: a rolling restart, one progress line per step (``--json``:
+    one document at the end); exit 1 unless every replica was replaced."""
+    manager = session.manager()
+    agent_type: str = args.agent_type
+    if not await manager.type_known(agent_type):
+        raise NotFoundError(f"unknown agent type: {agent_type}")
+    steps: list[RestartOutcome] = []
+    async for outcome in manager.rolling_restart(
+        agent_type,
+        instance_id=args.instance,
+        max_unavailable=args.max_unavailable,
+        reason=args.reason,
+        timeout=args.timeout,
+    ):
+        steps.append(outcome)
+        if not args.json:
+            emit(session.out, _restart_line(outcome))
+    final = [s for s in steps if s.state is not RestartState.SENT]
+    replaced = [s for s in final if s.state is RestartState.REPLACED]
+    if args.json:
+        print_json(
+            {
+                "agent_type": agent_type,
+                "instance": args.instance,
+                "replaced": len(replaced),
+                "replicas": [_restart_doc(s) for s in final],
+            }
+        )
+    else:
+        emit(session.out, Text(f"{len(replaced)} of {len(final)} replica(s) replaced"))
+    if not final:
+        raise NotFoundError(
+            f"no live replica serves {agent_type}"
+            + (f" on instance {args.instance}" if args.instance else "")
+        )
+    if len(replaced) != len(final):
+        fail(session, f"check failed: {len(final) - len(replaced)} replica(s) not replaced")
+        return 1
+    return 0
 
 
 # -- type ...---------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from worker_runtime.admin import (
     verdict_sentence,
 )
 from worker_runtime.models import VERDICT_SENTENCES, AdminAction, AdminState, Lifecycle, Verdict
+from worker_runtime.restarts import RestartResult
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[Any]:
@@ -125,9 +126,9 @@ def test_every_verb_reaches_both_front_ends_with_the_tables_text() -> None:
     assert _cli_gaps(VERBS) == []
     assert _tui_gaps(VERBS) == []
     assert all(v.cli is not None for v in VERBS)
-    # The console's one deliberate gap: it lists live workers, an offline one is forgotten
-    # from the CLI.
-    assert {v.action for v in VERBS if not v.tui} == {AdminAction.FORGET}
+    # The console's deliberate gaps: it lists live workers, an offline one is forgotten
+    # from the CLI; a restart is offered by the CLI (byconsole worker restart).
+    assert {v.action for v in VERBS if not v.tui} == {AdminAction.FORGET, AdminAction.RESTART}
     assert set(KEYS) == {v.action for v in VERBS if v.tui}
     assert [s.verb for s in ACTIONS] == [v for v in VERBS if v.tui]
 
@@ -210,6 +211,10 @@ class _Recorder(WorkerManager):
     ) -> ActionResult:
         return self._done("scale_instance", agent_type, instance_id, count, reason)
 
+    async def restart_worker(self, worker_id: str, reason: str | None = None) -> RestartResult:
+        self.calls.append(("restart_worker", (worker_id, reason)))
+        return RestartResult(worker_id, "h:1", 1)
+
     async def pause_type(self, agent_type: str, reason: str | None = None) -> TypePauseResult:
         self.calls.append(("pause_type", (agent_type, reason)))
         return TypePauseResult(agent_type, AdminAction.PAUSE_TYPE, 1)
@@ -237,6 +242,7 @@ _EXPECTED: dict[AdminAction, tuple[str, tuple[Any, ...]]] = {
     AdminAction.SCALE: ("scale_type", ("chat", 3, "why")),
     AdminAction.PAUSE_TYPE: ("pause_type", ("chat", "why")),
     AdminAction.RESUME_TYPE: ("resume_type", ("chat", "why")),
+    AdminAction.RESTART: ("restart_worker", ("w1", "why")),
 }
 
 
