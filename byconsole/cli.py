@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import json
 import os
 import sys
 import textwrap
@@ -227,7 +228,11 @@ def _sub(
         help=help_text,
         description=help_text,
         epilog=f"example:\n  {example}"
-        + (f"\n\n{textwrap.fill('warning: ' + warning, 78)}" if warning else ""),
+        + (
+            f"\n\n{textwrap.fill('warning: ' + warning, 78, break_on_hyphens=False)}"
+            if warning
+            else ""
+        ),
         formatter_class=_FORMATTER,
         parents=list(parents),
     )
@@ -661,6 +666,65 @@ def _users_args(p: _Parser, parents: list[_Parser]) -> None:
     add_users_args(p)
 
 
+def _setting(text: str) -> tuple[str, Any]:
+    """``key=value``: the value as JSON when it parses (``3``, ``true``, ``{"a": 1}``),
+    else the text itself (README, "Type configuration")."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not key=value")
+    try:
+        parsed: Any = json.loads(value)
+    except ValueError:
+        parsed = value
+    return key, parsed
+
+
+def _config_commands(config: _Parser, parents: list[_Parser]) -> None:
+    csub = config.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = _sub(
+        csub,
+        "get",
+        "a type's runtime configuration: its keys, version and last writer",
+        "byconsole config get chat --json",
+        parents,
+    )
+    p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
+    _json_flag(p)
+    p.set_defaults(handler="config_get", write=False)
+    v = verb(AdminAction.CONFIG_SET)
+    p = _sub(
+        csub,
+        "set",
+        v.help,
+        "byconsole config set chat temperature=0.2 greeting=hello --unset old --wait",
+        parents,
+        _verb_warning(v),
+    )
+    p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
+    p.add_argument(
+        "settings",
+        metavar="KEY=VALUE",
+        nargs="*",
+        type=_setting,
+        help="a key to set; the value is JSON when it parses, else text",
+    )
+    p.add_argument(
+        "--unset", metavar="K", action="append", default=[], help="remove key K (repeatable)"
+    )
+    _write_flags(p, wait=False)
+    p.add_argument(
+        "--wait", action="store_true", help="wait until every replica reports applied or failed"
+    )
+    p.add_argument(
+        "--timeout",
+        metavar="S",
+        type=_positive_float,
+        default=10.0,
+        help="seconds --wait waits (default 10); a failed or unreported replica exits 1",
+    )
+    p.set_defaults(handler="config_set", write=True)
+
+
 def _contexts_args(p: _Parser, parents: list[_Parser]) -> None:
     del parents  # a leaf command: the connection options are its own
     _common(p, suppress=True)
@@ -680,6 +744,12 @@ _COMMANDS: tuple[tuple[str, str, str, Callable[[_Parser, list[_Parser]], None]],
     ("metrics", "cluster figures", "byconsole metrics snapshot", _metrics_commands),
     ("dead", "dead letters of a type", "byconsole dead list chat", _dead_commands),
     ("contexts", "list the named contexts", "byconsole contexts", _contexts_args),
+    (
+        "config",
+        "a type's runtime configuration (get, set)",
+        "byconsole config get chat",
+        _config_commands,
+    ),
     (
         "find",
         "what an id is: task, execution, message (stream entry), session or trace",

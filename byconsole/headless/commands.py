@@ -10,6 +10,7 @@ errors are raised and turned into exit code 2 by :mod:`byconsole.cli`.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -59,6 +60,7 @@ from worker_runtime.pending import NotPendingError, PendingEntries, PendingEntry
 from worker_runtime.quota import check_scale_count
 from worker_runtime.restarts import RestartOutcome, RestartResult, RestartState
 from worker_runtime.snapshot import FleetSnapshot
+from worker_runtime.type_config import ConfigChange, ConfigOutcome, ConfigState, TypeConfigError
 
 BY_ADMIN_WORKER_FIELDS = (
     "worker_id",
@@ -286,6 +288,94 @@ async def type_restart(session: Session, args: argparse.Namespace) -> int:
     if len(replaced) != len(final):
         fail(session, f"check failed: {len(final) - len(replaced)} replica(s) not replaced")
         return 1
+    return 0
+
+
+# -- config (README, "Type configuration") ---------------------------------------------
+
+
+async def config_get(session: Session, args: argparse.Namespace) -> int:
+    """``config get T``: the stored configuration (version 0 and empty: never set)."""
+    agent_type: str = args.agent_type
+    stored = await session.manager().get_type_config(agent_type)
+    if args.json:
+        print_json({"agent_type": agent_type, **stored.model_dump(mode="json")})
+        return 0
+    shown = safe_text(agent_type, 80)
+    if stored.version == 0:
+        emit(session.out, Text(f"{shown}: no configuration set"))
+        return 0
+    by = f" by {safe_text(stored.updated_by or '?', 80)}" if stored.updated_by else ""
+    emit(session.out, Text(f"{shown}: version {stored.version}{by}", style=ansi_style("heading")))
+    for key in sorted(stored.config):
+        value = json.dumps(stored.config[key], sort_keys=True, ensure_ascii=False)
+        emit(session.out, Text(f"  {safe_text(key, 80)} = {safe_text(value, 400)}"))
+    return 0
+
+
+async def config_set(session: Session, args: argparse.Namespace) -> int:
+    """``config set T key=value … [--unset K]``: refused (exit 1) for a reserved key or a
+    value that is not JSON; ``--wait``: each live replica's applied / failed."""
+    manager = session.manager()
+    agent_type: str = args.agent_type
+    values = dict(args.settings)
+    if not values and not args.unset:
+        raise RefusedError("nothing to change: give key=value settings or --unset K")
+    try:
+        change = await manager.apply(
+            AdminAction.CONFIG_SET,
+            agent_type=agent_type,
+            values=values,
+            unset=args.unset,
+            reason=args.reason,
+        )
+    except TypeConfigError as exc:
+        raise RefusedError(str(exc)) from None
+    assert isinstance(change, ConfigChange)  # a config set writes the type's configuration
+    outcomes: dict[str, ConfigOutcome] = {}
+    if args.wait:
+        outcomes = await manager.wait_config(change, timeout=args.timeout)
+    shown = safe_text(agent_type, 80)
+    if args.json:
+        print_json(
+            {
+                "agent_type": agent_type,
+                "action": AdminAction.CONFIG_SET.value,
+                "version": change.version,
+                "diff": change.diff,
+                "config": change.after,
+                **(
+                    {
+                        "replicas": {
+                            w: {"state": o.state.value, "error": o.error}
+                            for w, o in sorted(outcomes.items())
+                        }
+                    }
+                    if args.wait
+                    else {}
+                ),
+            }
+        )
+    else:
+        emit(
+            session.out,
+            Text(f"config set {shown}: version {change.version} written · {change.diff}"),
+        )
+        for wid, outcome in sorted(outcomes.items()):
+            line = f"  {safe_text(wid, 80)}: {outcome.state.value}"
+            if outcome.error:
+                line += f" ({safe_text(outcome.error, 300)})"
+            role = "success" if outcome.state is ConfigState.APPLIED else "alert"
+            emit(session.out, Text(line, style=ansi_style(role)))
+        if args.wait and not outcomes:
+            emit(session.out, Text("  no live replica (each reads it when it starts)"))
+    states = {o.state for o in outcomes.values()}
+    bad = [w for w, o in outcomes.items() if o.state in (ConfigState.FAILED, ConfigState.PENDING)]
+    if bad:
+        fail(session, f"check failed: {len(bad)} replica(s) failed or did not report")
+        return 1
+    if ConfigState.UNSUPPORTED in states:
+        return EXIT_UNCONFIRMABLE
     return 0
 
 
