@@ -398,6 +398,7 @@ def _worker_commands(worker: _Parser, parents: list[_Parser]) -> None:
                 "--force", action="store_true", help="forget even while the worker holds a lease"
             )
         p.set_defaults(handler="worker_action", write=True)
+    _worker_stop_args(wsub, parents)
 
 
 def _restart_flags(parser: argparse.ArgumentParser, wait_help: str | None) -> None:
@@ -445,6 +446,57 @@ def _type_restart_args(tsub: argparse._SubParsersAction[_Parser], parents: list[
     )
     _restart_flags(p, None)
     p.set_defaults(handler="type_restart", write=True)
+
+
+def _worker_stop_args(wsub: argparse._SubParsersAction[_Parser], parents: list[_Parser]) -> None:
+    """``worker stop ID``: a drain under the name an operator looks for (README,
+    "Restart, stop and pinned calls"); audited as the drain it is."""
+    p = _sub(
+        wsub,
+        "stop",
+        "stop one replica for good: a drain (finish in-flight tasks, exit, not replaced)",
+        "byconsole worker stop worker-01 --wait",
+        parents,
+        "The replica's slot stays empty until the next scale (worker restart replaces "
+        "it instead); for every replica of a type use type stop T, which is scale T 0.",
+    )
+    p.add_argument("worker_id", metavar="ID", type=_WORKER_ID)
+    _write_flags(p)
+    p.set_defaults(handler="worker_stop", write=True)
+
+
+def _type_stop_args(tsub: argparse._SubParsersAction[_Parser], parents: list[_Parser]) -> None:
+    """``type stop T [--instance I]``: ``scale T 0`` (or ``scale T 0 --instance I``)."""
+    p = _sub(
+        tsub,
+        "stop",
+        "stop a type's replicas: scale T 0 (fleet-wide) or scale T 0 --instance I",
+        "byconsole type stop chat --instance host-a:4242 --wait",
+        parents,
+        "Written as the scale it is (audited scale, target 0): every replica drains; a "
+        "later scale T N starts them again. by-framework workers do not follow scale "
+        "targets: stop them one by one with worker stop.",
+    )
+    p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
+    p.add_argument(
+        "--instance",
+        "-i",
+        metavar="I",
+        type=_checked(lambda text: check_name("instance id", text, 512)),
+        help="only instance I (its override set to 0; the instance stays up)",
+    )
+    _write_flags(p, wait=False)
+    p.add_argument(
+        "--wait", action="store_true", help="wait until no replica serves the type there"
+    )
+    p.add_argument(
+        "--timeout",
+        metavar="S",
+        type=_positive_float,
+        default=30.0,
+        help="seconds --wait waits (default 30); replicas still serving: exit 1",
+    )
+    p.set_defaults(handler="type_stop", write=True)
 
 
 def _verb_warning(v: Verb) -> str:
@@ -516,6 +568,7 @@ def _type_commands(type_: _Parser, parents: list[_Parser]) -> None:
     _json_flag(p)
     p.set_defaults(handler="type_pending", write=False)
     _type_restart_args(tsub, parents)
+    _type_stop_args(tsub, parents)
     v = verb(AdminAction.DEAD_LETTER)
     p = _sub(
         tsub,

@@ -291,6 +291,57 @@ async def type_restart(session: Session, args: argparse.Namespace) -> int:
     return 0
 
 
+async def worker_stop(session: Session, args: argparse.Namespace) -> int:
+    """``worker stop ID``: a drain (``WorkerManager.stop_worker``), reported as one."""
+    wid: str = args.worker_id
+    try:
+        result = await session.manager().stop_worker(wid, args.reason)
+    except UnsupportedCommandError as exc:
+        raise RefusedError(str(exc)) from None
+    shown = safe_text(wid, 80)
+    description = f"stop {shown} (drain: not replaced)"
+    if result.requested is not None:
+        description = f"stop {shown} ({DRAIN_AS_EVICT})"
+    return await _report(session, args, result, description)
+
+
+async def type_stop(session: Session, args: argparse.Namespace) -> int:
+    """``type stop T [--instance I]``: ``scale T 0`` (``--instance``: that instance's
+    override); ``--wait``: until no worker_runtime replica serves it there."""
+    manager = session.manager()
+    agent_type: str = args.agent_type
+    if not await manager.type_known(agent_type):
+        raise NotFoundError(f"unknown agent type: {agent_type}")
+    instance: str | None = args.instance
+    if instance is None:
+        result = await manager.stop_type(agent_type, args.reason)
+    else:
+        result = await manager.stop_instance(agent_type, instance, args.reason)
+    left: list[str] | None = None
+    if args.wait:
+        left = await manager.wait_stopped(agent_type, instance, timeout=args.timeout)
+    where = f" on {safe_text(instance, 80)}" if instance else ""
+    if args.json:
+        print_json(
+            {
+                "agent_type": agent_type,
+                "instance": instance,
+                "action": result.action,
+                "updated_at": result.updated_at,
+                **({"serving": left, "stopped": not left} if left is not None else {}),
+            }
+        )
+    else:
+        line = f"stop {safe_text(agent_type, 80)}{where}: scale to 0 written"
+        if left is not None:
+            line += " · stopped" if not left else f" · still serving: {', '.join(left)}"
+        emit(session.out, Text(safe_text(line, 2000)))
+    if left:
+        fail(session, f"check failed: {len(left)} replica(s) still serve {agent_type}{where}")
+        return 1
+    return 0
+
+
 # -- config (README, "Type configuration") ---------------------------------------------
 
 

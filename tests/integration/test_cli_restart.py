@@ -1,8 +1,8 @@
-"""``byconsole worker restart`` / ``type restart`` (README, "Restart, stop and pinned
-calls") as a real subprocess against a real ``worker-runtime`` process on a real
-redis-server: the replacement's new id is what the worker's instance reported, a
-by-framework worker is refused up front with the reason, and a rolling restart prints
-each step in order."""
+"""``byconsole worker restart`` / ``type restart`` / ``worker stop`` / ``type stop``
+(README, "Restart, stop and pinned calls") as a real subprocess against a real
+``worker-runtime`` process on a real redis-server: the replacement's new id is what the
+worker's instance reported, a by-framework worker is refused up front with the reason,
+a rolling restart prints each step in order, and a stop is a drain / a scale to 0."""
 
 from __future__ import annotations
 
@@ -69,5 +69,22 @@ async def test_worker_and_type_restart_from_the_cli(
 
         unknown = run(["type", "restart", "nosuchtype"], env)
         assert_one_line_error(unknown, code=1)
+
+        # stop: one replica is a drain (not replaced: the instance runs one fewer); the
+        # instance's replicas of the type are scale T 0 --instance I.
+        stopped = run(["worker", "stop", "ci-r5", "--wait"], env)
+        assert stopped.code == 0, stopped
+        assert stopped.out.startswith("stop ci-r5 (drain: not replaced): written · applied")
+
+        async def one_left() -> bool:
+            return await _replicas(redis, INSTANCE, TYPE) == ["ci-r6"]
+
+        await eventually(one_left, timeout=10)
+        gone = run(["type", "stop", TYPE, "--instance", INSTANCE, "--wait", "--json"], env)
+        assert gone.code == 0, gone
+        doc = json.loads(gone.out)
+        assert (doc["action"], doc["serving"], doc["stopped"]) == ("scale", [], True)
+        assert await _replicas(redis, INSTANCE, TYPE) == []
+        assert "scale T 0" in run(["type", "stop", "--help"], env).out
     finally:
         assert stop_process(proc) == 0
