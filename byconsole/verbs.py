@@ -213,8 +213,6 @@ VERBS: tuple[Verb, ...] = (
         Args.WORKER,
         Confirm.ASK,
         cli=("worker", "restart"),
-        # The console's key comes with its restart dialog; until then the CLI restarts.
-        tui=False,
         warning=(
             "Finishes its in-flight tasks and exits; its instance starts a replacement "
             "under a new worker id. A by-framework worker is refused (nothing would "

@@ -129,12 +129,8 @@ def test_every_verb_reaches_both_front_ends_with_the_tables_text() -> None:
     assert _tui_gaps(VERBS) == []
     assert all(v.cli is not None for v in VERBS)
     # The console's deliberate gaps: it lists live workers, an offline one is forgotten
-    # from the CLI; a restart and a configuration are set from the CLI for now.
-    assert {v.action for v in VERBS if not v.tui} == {
-        AdminAction.FORGET,
-        AdminAction.RESTART,
-        AdminAction.CONFIG_SET,
-    }
+    # from the CLI; a configuration is set from the CLI for now.
+    assert {v.action for v in VERBS if not v.tui} == {AdminAction.FORGET, AdminAction.CONFIG_SET}
     assert set(KEYS) == {v.action for v in VERBS if v.tui}
     assert [s.verb for s in ACTIONS] == [v for v in VERBS if v.tui]
 
