@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import json
 import os
 import sys
 import textwrap
@@ -157,6 +158,13 @@ def _limit(text: str) -> int:
     return value
 
 
+def _positive_int(text: str) -> int:
+    value = _count(text)
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"{text!r} must be from 1 to 1000")
+    return value
+
+
 _FORMATTER = argparse.RawDescriptionHelpFormatter
 
 _MAIN_EPILOG = """\
@@ -220,7 +228,11 @@ def _sub(
         help=help_text,
         description=help_text,
         epilog=f"example:\n  {example}"
-        + (f"\n\n{textwrap.fill('warning: ' + warning, 78)}" if warning else ""),
+        + (
+            f"\n\n{textwrap.fill('warning: ' + warning, 78, break_on_hyphens=False)}"
+            if warning
+            else ""
+        ),
         formatter_class=_FORMATTER,
         parents=list(parents),
     )
@@ -373,6 +385,10 @@ def _worker_commands(worker: _Parser, parents: list[_Parser]) -> None:
         p = _sub(wsub, name, v.help, example, parents, _verb_warning(v))
         # forget must still reach oddly named entries other runtimes registered.
         p.add_argument("worker_id", metavar="ID", type=_ANY_ID if name == "forget" else _WORKER_ID)
+        if name == "restart":
+            _restart_flags(p, "wait until the replacement holds a lease")
+            p.set_defaults(handler="worker_restart", write=True)
+            continue
         _write_flags(p, wait=name != "forget")
         flag = cli_flag_verb("worker", name)
         if flag is not None and flag.cli_flag is not None:
@@ -382,6 +398,105 @@ def _worker_commands(worker: _Parser, parents: list[_Parser]) -> None:
                 "--force", action="store_true", help="forget even while the worker holds a lease"
             )
         p.set_defaults(handler="worker_action", write=True)
+    _worker_stop_args(wsub, parents)
+
+
+def _restart_flags(parser: argparse.ArgumentParser, wait_help: str | None) -> None:
+    """``--reason``, ``--json`` and the wait of a restart (README, "Restart, stop and
+    pinned calls"): a replica finishes its tasks before it exits, so the wait is longer."""
+    _write_flags(parser, wait=False)
+    if wait_help is not None:
+        parser.add_argument("--wait", action="store_true", help=wait_help)
+    parser.add_argument(
+        "--timeout",
+        metavar="S",
+        type=_positive_float,
+        default=60.0,
+        help="seconds to wait for each replacement (default 60); not confirmed: exit 1",
+    )
+
+
+def _type_restart_args(tsub: argparse._SubParsersAction[_Parser], parents: list[_Parser]) -> None:
+    """``type restart T``: the rolling form of ``worker restart`` (no verb row of its
+    own: it writes the same audited ``restart`` per replica)."""
+    v = verb(AdminAction.RESTART)
+    p = _sub(
+        tsub,
+        "restart",
+        "rolling restart of a type's replicas: one at a time per instance, each "
+        "replacement online before the next goes",
+        "byconsole type restart chat --instance host-a:4242 --max-unavailable 2",
+        parents,
+        _verb_warning(v),
+    )
+    p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
+    p.add_argument(
+        "--instance",
+        "-i",
+        metavar="I",
+        type=_checked(lambda text: check_name("instance id", text, 512)),
+        help="only the replicas of instance I",
+    )
+    p.add_argument(
+        "--max-unavailable",
+        metavar="N",
+        type=_positive_int,
+        default=1,
+        help="replicas of one instance restarting at a time (default 1)",
+    )
+    _restart_flags(p, None)
+    p.set_defaults(handler="type_restart", write=True)
+
+
+def _worker_stop_args(wsub: argparse._SubParsersAction[_Parser], parents: list[_Parser]) -> None:
+    """``worker stop ID``: a drain under the name an operator looks for (README,
+    "Restart, stop and pinned calls"); audited as the drain it is."""
+    p = _sub(
+        wsub,
+        "stop",
+        "stop one replica for good: a drain (finish in-flight tasks, exit, not replaced)",
+        "byconsole worker stop worker-01 --wait",
+        parents,
+        "The replica's slot stays empty until the next scale (worker restart replaces "
+        "it instead); for every replica of a type use type stop T, which is scale T 0.",
+    )
+    p.add_argument("worker_id", metavar="ID", type=_WORKER_ID)
+    _write_flags(p)
+    p.set_defaults(handler="worker_stop", write=True)
+
+
+def _type_stop_args(tsub: argparse._SubParsersAction[_Parser], parents: list[_Parser]) -> None:
+    """``type stop T [--instance I]``: ``scale T 0`` (or ``scale T 0 --instance I``)."""
+    p = _sub(
+        tsub,
+        "stop",
+        "stop a type's replicas: scale T 0 (fleet-wide) or scale T 0 --instance I",
+        "byconsole type stop chat --instance host-a:4242 --wait",
+        parents,
+        "Written as the scale it is (audited scale, target 0): every replica drains; a "
+        "later scale T N starts them again. by-framework workers do not follow scale "
+        "targets: stop them one by one with worker stop.",
+    )
+    p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
+    p.add_argument(
+        "--instance",
+        "-i",
+        metavar="I",
+        type=_checked(lambda text: check_name("instance id", text, 512)),
+        help="only instance I (its override set to 0; the instance stays up)",
+    )
+    _write_flags(p, wait=False)
+    p.add_argument(
+        "--wait", action="store_true", help="wait until no replica serves the type there"
+    )
+    p.add_argument(
+        "--timeout",
+        metavar="S",
+        type=_positive_float,
+        default=30.0,
+        help="seconds --wait waits (default 30); replicas still serving: exit 1",
+    )
+    p.set_defaults(handler="type_stop", write=True)
 
 
 def _verb_warning(v: Verb) -> str:
@@ -452,6 +567,8 @@ def _type_commands(type_: _Parser, parents: list[_Parser]) -> None:
     p.add_argument("--cursor", metavar="C", help="the next page (printed after a full page)")
     _json_flag(p)
     p.set_defaults(handler="type_pending", write=False)
+    _type_restart_args(tsub, parents)
+    _type_stop_args(tsub, parents)
     v = verb(AdminAction.DEAD_LETTER)
     p = _sub(
         tsub,
@@ -602,6 +719,65 @@ def _users_args(p: _Parser, parents: list[_Parser]) -> None:
     add_users_args(p)
 
 
+def _setting(text: str) -> tuple[str, Any]:
+    """``key=value``: the value as JSON when it parses (``3``, ``true``, ``{"a": 1}``),
+    else the text itself (README, "Type configuration")."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not key=value")
+    try:
+        parsed: Any = json.loads(value)
+    except ValueError:
+        parsed = value
+    return key, parsed
+
+
+def _config_commands(config: _Parser, parents: list[_Parser]) -> None:
+    csub = config.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = _sub(
+        csub,
+        "get",
+        "a type's runtime configuration: its keys, version and last writer",
+        "byconsole config get chat --json",
+        parents,
+    )
+    p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
+    _json_flag(p)
+    p.set_defaults(handler="config_get", write=False)
+    v = verb(AdminAction.CONFIG_SET)
+    p = _sub(
+        csub,
+        "set",
+        v.help,
+        "byconsole config set chat temperature=0.2 greeting=hello --unset old --wait",
+        parents,
+        _verb_warning(v),
+    )
+    p.add_argument("agent_type", metavar="T", type=_AGENT_TYPE)
+    p.add_argument(
+        "settings",
+        metavar="KEY=VALUE",
+        nargs="*",
+        type=_setting,
+        help="a key to set; the value is JSON when it parses, else text",
+    )
+    p.add_argument(
+        "--unset", metavar="K", action="append", default=[], help="remove key K (repeatable)"
+    )
+    _write_flags(p, wait=False)
+    p.add_argument(
+        "--wait", action="store_true", help="wait until every replica reports applied or failed"
+    )
+    p.add_argument(
+        "--timeout",
+        metavar="S",
+        type=_positive_float,
+        default=10.0,
+        help="seconds --wait waits (default 10); a failed or unreported replica exits 1",
+    )
+    p.set_defaults(handler="config_set", write=True)
+
+
 def _contexts_args(p: _Parser, parents: list[_Parser]) -> None:
     del parents  # a leaf command: the connection options are its own
     _common(p, suppress=True)
@@ -621,6 +797,12 @@ _COMMANDS: tuple[tuple[str, str, str, Callable[[_Parser, list[_Parser]], None]],
     ("metrics", "cluster figures", "byconsole metrics snapshot", _metrics_commands),
     ("dead", "dead letters of a type", "byconsole dead list chat", _dead_commands),
     ("contexts", "list the named contexts", "byconsole contexts", _contexts_args),
+    (
+        "config",
+        "a type's runtime configuration (get, set)",
+        "byconsole config get chat",
+        _config_commands,
+    ),
     (
         "find",
         "what an id is: task, execution, message (stream entry), session or trace",

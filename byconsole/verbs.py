@@ -36,6 +36,8 @@ class Args(StrEnum):
     """A type and some of its dead letters (or all of them)."""
     PENDING_ENTRY = "pending-entry"
     """A type and one of its pending entries."""
+    TYPE_CONFIG = "type-config"
+    """A type and keys of its runtime configuration to set or unset (config set)."""
 
 
 class Confirm(StrEnum):
@@ -204,6 +206,32 @@ VERBS: tuple[Verb, ...] = (
         Confirm.ASK,
         cli=("dead", "purge"),
     ),
+    Verb(
+        A.RESTART,
+        "Restart",
+        "finish in-flight tasks, exit, and be replaced under a new worker id",
+        Args.WORKER,
+        Confirm.ASK,
+        cli=("worker", "restart"),
+        warning=(
+            "Finishes its in-flight tasks and exits; its instance starts a replacement "
+            "under a new worker id. A by-framework worker is refused (nothing would "
+            "replace it)."
+        ),
+    ),
+    Verb(
+        A.CONFIG_SET,
+        "Set config",
+        "set keys of a type's runtime configuration; every replica applies it without restarting",
+        Args.TYPE_CONFIG,
+        cli=("config", "set"),
+        # The console's JSON editor is not built yet; the CLI sets a configuration.
+        tui=False,
+        warning=(
+            "Every replica of the type runs on_cleanup() then on_init(config); "
+            "by-framework workers cannot apply it."
+        ),
+    ),
 )
 """Every operator verb, in the order the console's help lists them."""
 
@@ -213,8 +241,6 @@ NOT_VERBS: dict[AdminAction, str] = {
     A.DRAINED: "written by a draining replica itself when it exits",
     A.REFUSED_COMMAND: "written by a worker that refused an unattributable command",
     A.RESTARTED: "written by the instance that replaced a restarted replica",
-    A.RESTART: "WorkerManager.restart_worker / restart_instance / rolling_restart (runtime API)",
-    A.CONFIG_SET: "WorkerManager.set_type_config (runtime API)",
 }
 """Audited actions no operator types, and who writes them."""
 

@@ -350,7 +350,9 @@ class WorkerManager:
         instance_id: str | None = None,
         count: int | None = None,
         reason: str | None = None,
-    ) -> ActionResult | TypePauseResult:
+        values: Mapping[str, Any] | None = None,
+        unset: Sequence[str] = (),
+    ) -> ActionResult | TypePauseResult | RestartResult | ConfigChange:
         """Write the operator verb ``action``: the one dispatch the console and the CLI call.
 
         The verbs and their arguments are listed once, in ``byconsole/verbs.py``; a verb
@@ -384,6 +386,12 @@ class WorkerManager:
                 return await self.pause_type(agent_type, reason)
             case AdminAction.RESUME_TYPE if agent_type:
                 return await self.resume_type(agent_type, reason)
+            case AdminAction.RESTART if worker_id:
+                return await self.restart_worker(worker_id, reason)
+            case AdminAction.CONFIG_SET if agent_type and (values or unset):
+                return await self.set_type_config(
+                    agent_type, values or {}, unset=unset, reason=reason
+                )
         raise IncompleteRequestError(f"{action.value}: incomplete request or not a worker verb")
 
     # -- lifecycle -------------------------------------------------------------------

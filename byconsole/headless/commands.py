@@ -10,6 +10,7 @@ errors are raised and turned into exit code 2 by :mod:`byconsole.cli`.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -57,7 +58,9 @@ from worker_runtime.lookup import Lookup, timeline_document
 from worker_runtime.models import AdminAction, Status, Verdict, now_ms
 from worker_runtime.pending import NotPendingError, PendingEntries, PendingEntry
 from worker_runtime.quota import check_scale_count
+from worker_runtime.restarts import RestartOutcome, RestartResult, RestartState
 from worker_runtime.snapshot import FleetSnapshot
+from worker_runtime.type_config import ConfigChange, ConfigOutcome, ConfigState, TypeConfigError
 
 BY_ADMIN_WORKER_FIELDS = (
     "worker_id",
@@ -201,6 +204,230 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
     if result.requested is not None:
         description = f"{result.requested} {shown} ({DRAIN_AS_EVICT})"
     return await _report(session, args, result, description)
+
+
+# -- restart (README, "Restart, stop and pinned calls") -----------------------------------
+
+
+def _restart_doc(outcome: RestartOutcome) -> dict[str, Any]:
+    return {
+        "target": outcome.worker_id,
+        "action": AdminAction.RESTART.value,
+        "state": outcome.state.value,
+        "instance": outcome.instance_id,
+        "replacement": outcome.replacement,
+        "reason": outcome.reason,
+        "latency_s": outcome.latency,
+    }
+
+
+def _restart_line(outcome: RestartOutcome) -> Text:
+    role = {"replaced": "success", "sent": ""}.get(outcome.state.value, "alert")
+    return Text(safe_text(outcome.line, 400), style=ansi_style(role) if role else "")
+
+
+async def worker_restart(session: Session, args: argparse.Namespace) -> int:
+    """``worker restart ID``: refused up front (exit 1) for a worker that cannot
+    restart; ``--wait``: until its replacement holds a lease (not confirmed: exit 1)."""
+    manager = session.manager()
+    try:
+        result = await manager.apply(AdminAction.RESTART, args.worker_id, reason=args.reason)
+    except UnsupportedCommandError as exc:
+        raise RefusedError(str(exc)) from None
+    assert isinstance(result, RestartResult)  # a restart writes one replica
+    if args.wait:
+        outcome = await manager.wait_restarted(result, timeout=args.timeout)
+    else:
+        outcome = RestartOutcome(result.worker_id, RestartState.SENT, result.instance_id)
+    if args.json:
+        print_json(_restart_doc(outcome))
+    else:
+        emit(session.out, _restart_line(outcome))
+    if outcome.state in (RestartState.SENT, RestartState.REPLACED):
+        return 0
+    fail(session, f"check failed: {outcome.line}")
+    return 1
+
+
+async def type_restart(session: Session, args: argparse.Namespace) -> int:
+    """``type restart T``: a rolling restart, one progress line per step (``--json``:
+    one document at the end); exit 1 unless every replica was replaced."""
+    manager = session.manager()
+    agent_type: str = args.agent_type
+    if not await manager.type_known(agent_type):
+        raise NotFoundError(f"unknown agent type: {agent_type}")
+    steps: list[RestartOutcome] = []
+    async for outcome in manager.rolling_restart(
+        agent_type,
+        instance_id=args.instance,
+        max_unavailable=args.max_unavailable,
+        reason=args.reason,
+        timeout=args.timeout,
+    ):
+        steps.append(outcome)
+        if not args.json:
+            emit(session.out, _restart_line(outcome))
+    final = [s for s in steps if s.state is not RestartState.SENT]
+    replaced = [s for s in final if s.state is RestartState.REPLACED]
+    if args.json:
+        print_json(
+            {
+                "agent_type": agent_type,
+                "instance": args.instance,
+                "replaced": len(replaced),
+                "replicas": [_restart_doc(s) for s in final],
+            }
+        )
+    else:
+        emit(session.out, Text(f"{len(replaced)} of {len(final)} replica(s) replaced"))
+    if not final:
+        raise NotFoundError(
+            f"no live replica serves {agent_type}"
+            + (f" on instance {args.instance}" if args.instance else "")
+        )
+    if len(replaced) != len(final):
+        fail(session, f"check failed: {len(final) - len(replaced)} replica(s) not replaced")
+        return 1
+    return 0
+
+
+async def worker_stop(session: Session, args: argparse.Namespace) -> int:
+    """``worker stop ID``: a drain (``WorkerManager.stop_worker``), reported as one."""
+    wid: str = args.worker_id
+    try:
+        result = await session.manager().stop_worker(wid, args.reason)
+    except UnsupportedCommandError as exc:
+        raise RefusedError(str(exc)) from None
+    shown = safe_text(wid, 80)
+    description = f"stop {shown} (drain: not replaced)"
+    if result.requested is not None:
+        description = f"stop {shown} ({DRAIN_AS_EVICT})"
+    return await _report(session, args, result, description)
+
+
+async def type_stop(session: Session, args: argparse.Namespace) -> int:
+    """``type stop T [--instance I]``: ``scale T 0`` (``--instance``: that instance's
+    override); ``--wait``: until no worker_runtime replica serves it there."""
+    manager = session.manager()
+    agent_type: str = args.agent_type
+    if not await manager.type_known(agent_type):
+        raise NotFoundError(f"unknown agent type: {agent_type}")
+    instance: str | None = args.instance
+    if instance is None:
+        result = await manager.stop_type(agent_type, args.reason)
+    else:
+        result = await manager.stop_instance(agent_type, instance, args.reason)
+    left: list[str] | None = None
+    if args.wait:
+        left = await manager.wait_stopped(agent_type, instance, timeout=args.timeout)
+    where = f" on {safe_text(instance, 80)}" if instance else ""
+    if args.json:
+        print_json(
+            {
+                "agent_type": agent_type,
+                "instance": instance,
+                "action": result.action,
+                "updated_at": result.updated_at,
+                **({"serving": left, "stopped": not left} if left is not None else {}),
+            }
+        )
+    else:
+        line = f"stop {safe_text(agent_type, 80)}{where}: scale to 0 written"
+        if left is not None:
+            line += " · stopped" if not left else f" · still serving: {', '.join(left)}"
+        emit(session.out, Text(safe_text(line, 2000)))
+    if left:
+        fail(session, f"check failed: {len(left)} replica(s) still serve {agent_type}{where}")
+        return 1
+    return 0
+
+
+# -- config (README, "Type configuration") ---------------------------------------------
+
+
+async def config_get(session: Session, args: argparse.Namespace) -> int:
+    """``config get T``: the stored configuration (version 0 and empty: never set)."""
+    agent_type: str = args.agent_type
+    stored = await session.manager().get_type_config(agent_type)
+    if args.json:
+        print_json({"agent_type": agent_type, **stored.model_dump(mode="json")})
+        return 0
+    shown = safe_text(agent_type, 80)
+    if stored.version == 0:
+        emit(session.out, Text(f"{shown}: no configuration set"))
+        return 0
+    by = f" by {safe_text(stored.updated_by or '?', 80)}" if stored.updated_by else ""
+    emit(session.out, Text(f"{shown}: version {stored.version}{by}", style=ansi_style("heading")))
+    for key in sorted(stored.config):
+        value = json.dumps(stored.config[key], sort_keys=True, ensure_ascii=False)
+        emit(session.out, Text(f"  {safe_text(key, 80)} = {safe_text(value, 400)}"))
+    return 0
+
+
+async def config_set(session: Session, args: argparse.Namespace) -> int:
+    """``config set T key=value … [--unset K]``: refused (exit 1) for a reserved key or a
+    value that is not JSON; ``--wait``: each live replica's applied / failed."""
+    manager = session.manager()
+    agent_type: str = args.agent_type
+    values = dict(args.settings)
+    if not values and not args.unset:
+        raise RefusedError("nothing to change: give key=value settings or --unset K")
+    try:
+        change = await manager.apply(
+            AdminAction.CONFIG_SET,
+            agent_type=agent_type,
+            values=values,
+            unset=args.unset,
+            reason=args.reason,
+        )
+    except TypeConfigError as exc:
+        raise RefusedError(str(exc)) from None
+    assert isinstance(change, ConfigChange)  # a config set writes the type's configuration
+    outcomes: dict[str, ConfigOutcome] = {}
+    if args.wait:
+        outcomes = await manager.wait_config(change, timeout=args.timeout)
+    shown = safe_text(agent_type, 80)
+    if args.json:
+        print_json(
+            {
+                "agent_type": agent_type,
+                "action": AdminAction.CONFIG_SET.value,
+                "version": change.version,
+                "diff": change.diff,
+                "config": change.after,
+                **(
+                    {
+                        "replicas": {
+                            w: {"state": o.state.value, "error": o.error}
+                            for w, o in sorted(outcomes.items())
+                        }
+                    }
+                    if args.wait
+                    else {}
+                ),
+            }
+        )
+    else:
+        emit(
+            session.out,
+            Text(f"config set {shown}: version {change.version} written · {change.diff}"),
+        )
+        for wid, outcome in sorted(outcomes.items()):
+            line = f"  {safe_text(wid, 80)}: {outcome.state.value}"
+            if outcome.error:
+                line += f" ({safe_text(outcome.error, 300)})"
+            role = "success" if outcome.state is ConfigState.APPLIED else "alert"
+            emit(session.out, Text(line, style=ansi_style(role)))
+        if args.wait and not outcomes:
+            emit(session.out, Text("  no live replica (each reads it when it starts)"))
+    states = {o.state for o in outcomes.values()}
+    bad = [w for w, o in outcomes.items() if o.state in (ConfigState.FAILED, ConfigState.PENDING)]
+    if bad:
+        fail(session, f"check failed: {len(bad)} replica(s) failed or did not report")
+        return 1
+    if ConfigState.UNSUPPORTED in states:
+        return EXIT_UNCONFIRMABLE
+    return 0
 
 
 # -- type ...---------------------------------------------------------------------------

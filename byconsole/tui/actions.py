@@ -14,6 +14,7 @@ from worker_runtime.models import AdminAction, Verdict
 
 if TYPE_CHECKING:  # the result is only held here; the backend writes it
     from worker_runtime.admin import ActionResult
+    from worker_runtime.restarts import RestartResult
 
 Action = AdminAction
 """The console's verbs are the runtime's (one vocabulary with the audit stream and the CLI)."""
@@ -69,6 +70,7 @@ KEYS: dict[Action, ActionKey] = {
     Action.DEAD_REQUEUE: ActionKey("R", footer=False, where="Dead view"),
     Action.DEAD_LETTER: ActionKey("D", footer=False, where="p on Types"),
     Action.DEAD_PURGE: ActionKey("P", footer=False, where="Dead view"),
+    Action.RESTART: ActionKey("t", footer=False),
 }
 """The key of every verb the console offers (``Verb.tui``)."""
 
@@ -191,6 +193,7 @@ class ActionOutcome:
         note: what the confirmation found (a scale: running/quota per instance).
         superseded: ``superseded by <verb> at <time> by <user>`` when a later write
             overtook the command before the worker applied it (it never will).
+        restart: the restart sent (a restart: applied once its replacement is online).
     """
 
     target: str
@@ -202,6 +205,7 @@ class ActionOutcome:
     instance_id: str | None = None
     note: str = ""
     superseded: str | None = None
+    restart: RestartResult | None = None
 
     @property
     def online(self) -> bool:
@@ -226,6 +230,8 @@ class ActionOutcome:
         """
         if not self.sent:
             return Verdict.FAILED
+        if self.restart is not None:  # applied only once a replacement holds a lease
+            return Verdict.APPLIED if self.latency is not None else Verdict.TIMEOUT
         if self.result is None or self.latency is not None:
             return Verdict.APPLIED
         if self.superseded:

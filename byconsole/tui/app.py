@@ -61,6 +61,10 @@ BACKOFF_CAP = 10.0
 CONFIRM_TIMEOUT = 10.0
 """How long a toast waits for a worker to confirm an action."""
 
+RESTART_TIMEOUT = 60.0
+"""How long a restart's toast waits for the replacement (the replica finishes its tasks
+first, so longer than a confirmation)."""
+
 BackendFactory = Callable[[RedisSettings], Backend]
 
 
@@ -327,6 +331,28 @@ class ConsoleApp(App[int]):
                 self.notify(f"{label} {safe_text(o.target, 40)}: {o.note}", markup=False)
             self.request_poll()
             return outcomes
+        if sent and request.action is Action.RESTART:
+            self.notify(
+                f"{label} sent to {_names(sent)}: finishing in-flight tasks, then replaced "
+                "under a new worker id",
+                markup=False,
+                timeout=4,
+            )
+            self.request_poll()
+            restarted = await asyncio.gather(
+                *(self.backend.confirm(o, RESTART_TIMEOUT) for o in sent)
+            )
+            for o in restarted:
+                done = o.verdict is Verdict.APPLIED
+                self.notify(
+                    f"{label} {o.note or safe_text(o.target, 40)}"
+                    + (f" ({o.error})" if o.error else ""),
+                    severity="information" if done else "warning",
+                    markup=False,
+                    timeout=6 if done else 10,
+                )
+            self.request_poll()
+            return list(restarted) + failed
         if sent:
             if request.action is Action.SCALE:
                 plan = f": {request.plan}" if request.plan else ""

@@ -46,6 +46,7 @@ from worker_runtime.health import HealthPolicy
 from worker_runtime.lookup import Lookup, LookupResult, SessionTimeline
 from worker_runtime.pending import NotPendingError, PendingEntries, PendingPage
 from worker_runtime.redact import redact
+from worker_runtime.restarts import RestartResult, RestartState
 from worker_runtime.settings import RedisSettings
 from worker_runtime.snapshot import FleetSnapshot, MetricsView, WorkerDetail, WorkerView
 
@@ -199,7 +200,35 @@ class RedisBackend:
             return [await self._send_dead_letter(request)]
         if request.action in DEAD_ACTIONS:
             return [await self._send_dead(request)]
+        if request.action is Action.RESTART:
+            return [await self._send_restart(request, w) for w in request.worker_ids]
         return [await self._send_one(request, worker_id) for worker_id in request.worker_ids]
+
+    async def _send_restart(self, request: ActionRequest, worker_id: str) -> ActionOutcome:
+        """Restart one replica (README, "Restart, stop and pinned calls"); refused before
+        anything is written for a worker that cannot restart (the reason is the error)."""
+        try:
+            result = await self.manager.apply(Action.RESTART, worker_id, reason=request.reason)
+        except (UnknownWorkerError, UnsupportedCommandError) as exc:
+            return ActionOutcome(worker_id, sent=False, error=safe_text(str(exc), limit=200))
+        except _ACTION_ERRORS as exc:
+            return ActionOutcome(worker_id, sent=False, error=self.describe(exc))
+        assert isinstance(result, RestartResult)  # a restart writes one replica
+        return ActionOutcome(worker_id, sent=True, restart=result)
+
+    async def confirm_restart(self, outcome: ActionOutcome, timeout: float) -> ActionOutcome:
+        """Wait until the restarted replica's replacement holds a lease; ``note`` is the
+        outcome's line (``w: replaced as w2 in 1.2 s``, or what is still missing)."""
+        if outcome.restart is None:
+            return outcome
+        try:
+            done = await self.manager.wait_restarted(outcome.restart, timeout=timeout)
+        except _WAIT_ERRORS as exc:
+            return replace(outcome, error=self.describe(exc))
+        line = safe_text(done.line, limit=300)
+        if done.state is RestartState.REPLACED:
+            return replace(outcome, latency=done.latency or 0.0, note=line)
+        return replace(outcome, note=line)
 
     async def _send_scale(self, request: ActionRequest) -> ActionOutcome:
         target = request.targets[0]
@@ -323,6 +352,8 @@ class RedisBackend:
         every instance serving the type running its quota (``note`` then says how many
         run where).
         """
+        if outcome.restart is not None:
+            return await self.confirm_restart(outcome, timeout)
         result = outcome.result
         if not outcome.sent or result is None or not result.online:
             return outcome

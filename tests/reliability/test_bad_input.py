@@ -270,6 +270,9 @@ CONSOLE_FLAGS: list[tuple[list[str], str]] = [
     (["users", "add", "ann", "--role", "root"], "invalid choice: 'root'"),
     (["dead", "show", "chat", "1-0", "--cut", "-1"], "'-1' must be 0 or more"),
     (["dead", "show", "chat", "1-0", "--cut", "x"], "'x' is not a whole number"),
+    (["type", "restart", "chat", "--max-unavailable", "0"], "'0' must be from 1 to 1000"),
+    (["type", "restart", "chat", "--max-unavailable", "two"], "'two' is not a whole number"),
+    (["type", "restart", "chat", "--instance", "a\x00b"], "instance id"),
 ]
 
 

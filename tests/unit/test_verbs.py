@@ -8,6 +8,7 @@ front end that lacks a verb of the table is reported here, not found at run time
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import fakeredis
@@ -39,6 +40,8 @@ from worker_runtime.admin import (
     verdict_sentence,
 )
 from worker_runtime.models import VERDICT_SENTENCES, AdminAction, AdminState, Lifecycle, Verdict
+from worker_runtime.restarts import RestartResult
+from worker_runtime.type_config import ConfigChange
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[Any]:
@@ -125,9 +128,9 @@ def test_every_verb_reaches_both_front_ends_with_the_tables_text() -> None:
     assert _cli_gaps(VERBS) == []
     assert _tui_gaps(VERBS) == []
     assert all(v.cli is not None for v in VERBS)
-    # The console's one deliberate gap: it lists live workers, an offline one is forgotten
-    # from the CLI.
-    assert {v.action for v in VERBS if not v.tui} == {AdminAction.FORGET}
+    # The console's deliberate gaps: it lists live workers, an offline one is forgotten
+    # from the CLI; a configuration is set from the CLI for now.
+    assert {v.action for v in VERBS if not v.tui} == {AdminAction.FORGET, AdminAction.CONFIG_SET}
     assert set(KEYS) == {v.action for v in VERBS if v.tui}
     assert [s.verb for s in ACTIONS] == [v for v in VERBS if v.tui]
 
@@ -210,6 +213,21 @@ class _Recorder(WorkerManager):
     ) -> ActionResult:
         return self._done("scale_instance", agent_type, instance_id, count, reason)
 
+    async def restart_worker(self, worker_id: str, reason: str | None = None) -> RestartResult:
+        self.calls.append(("restart_worker", (worker_id, reason)))
+        return RestartResult(worker_id, "h:1", 1)
+
+    async def set_type_config(
+        self,
+        agent_type: str,
+        values: Mapping[str, Any],
+        *,
+        unset: Sequence[str] = (),
+        reason: str | None = None,
+    ) -> ConfigChange:
+        self.calls.append(("set_type_config", (agent_type, dict(values), list(unset), reason)))
+        return ConfigChange(agent_type, 1, {}, dict(values), "")
+
     async def pause_type(self, agent_type: str, reason: str | None = None) -> TypePauseResult:
         self.calls.append(("pause_type", (agent_type, reason)))
         return TypePauseResult(agent_type, AdminAction.PAUSE_TYPE, 1)
@@ -237,6 +255,7 @@ _EXPECTED: dict[AdminAction, tuple[str, tuple[Any, ...]]] = {
     AdminAction.SCALE: ("scale_type", ("chat", 3, "why")),
     AdminAction.PAUSE_TYPE: ("pause_type", ("chat", "why")),
     AdminAction.RESUME_TYPE: ("resume_type", ("chat", "why")),
+    AdminAction.RESTART: ("restart_worker", ("w1", "why")),
 }
 
 
@@ -251,6 +270,11 @@ async def test_apply_writes_every_worker_verb_of_the_table_through_its_method() 
     manager.calls.clear()
     await manager.apply(AdminAction.SCALE, agent_type="chat", instance_id="h:1", count=0)
     assert manager.calls == [("scale_instance", ("chat", "h:1", 0, None))]
+    manager.calls.clear()
+    await manager.apply(
+        AdminAction.CONFIG_SET, agent_type="chat", values={"t": 0.2}, unset=["old"], reason="why"
+    )
+    assert manager.calls == [("set_type_config", ("chat", {"t": 0.2}, ["old"], "why"))]
 
 
 @pytest.mark.parametrize(
@@ -262,6 +286,8 @@ async def test_apply_writes_every_worker_verb_of_the_table_through_its_method() 
         (AdminAction.PAUSE_TYPE, {"worker_id": "w1"}),
         (AdminAction.DEAD_PURGE, {"agent_type": "chat"}),
         (AdminAction.DRAINED, {"worker_id": "w1"}),
+        (AdminAction.CONFIG_SET, {"agent_type": "chat"}),
+        (AdminAction.RESTART, {"agent_type": "chat"}),
     ],
 )
 async def test_apply_refuses_a_verb_without_its_arguments_and_writes_nothing(
