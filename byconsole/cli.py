@@ -179,7 +179,8 @@ examples:
   byconsole worker list --type chat
   byconsole worker suspend worker-01 --reason "maintenance window" --wait
 
-Redis URL precedence: --redis-url > BYAI_REDIS_URL > REDIS_URL > --context > redis://localhost:6379/0
+Redis URL precedence: --redis-url-file / BYAI_REDIS_URL_FILE > --redis-url > BYAI_REDIS_URL >
+REDIS_URL > REDIS_HOST / REDIS_PORT (by-framework's) > --context > redis://localhost:6379/0
 (REDIS_CLUSTER_HOST / REDIS_CLUSTER_PORT select Redis Cluster and key schema v2).
 exit codes: 0 ok, 1 a check failed or the target does not exist, 2 usage error or Redis unreachable,
 3 --wait on a worker that cannot confirm (a by-framework worker: the command was sent).
@@ -1010,7 +1011,7 @@ def _main(argv: list[str]) -> int:
         _say(_scrub(message, settings))
         return EXIT_ERROR
     except _target_errors() as exc:
-        _say(str(exc.args[0] if exc.args else exc), prefix="byconsole: ")
+        _say(str(exc.args[0] if exc.args else exc))
         return EXIT_FAILED
     except ValueError as exc:  # e.g. a scale count out of bounds
         _say(str(exc))
@@ -1021,13 +1022,22 @@ def _main(argv: list[str]) -> int:
             from byconsole.headless.render_prom import render_prom_down
 
             sys.stdout.write(render_prom_down())
-        _say(redis_error_line(exc, endpoint=settings.endpoint, url=settings.url))
+        line = redis_error_line(exc, endpoint=settings.endpoint, url=settings.url)
+        if getattr(args, "format", None) == "json":
+            _print_down_json(line, settings)
+        _say(line)
         return EXIT_ERROR
     except Exception as exc:  # a bug must still not dump a traceback on an operator
         if os.environ.get("BYCONSOLE_DEBUG"):
             traceback.print_exc()
         _say(_scrub(f"internal error: {type(exc).__name__}: {exc}", settings))
         return EXIT_ERROR
+
+
+def _print_down_json(line: str, settings: RedisSettings) -> None:
+    """``--format json`` with Redis unreachable: still one JSON document on stdout, so a
+    pipe into ``jq`` reads why instead of nothing (as ``prom`` prints ``byconsole_up 0``)."""
+    headless.print_json({"up": False, "error": line, "redis": {"endpoint": settings.endpoint}})
 
 
 def _target_errors() -> tuple[type[Exception], ...]:

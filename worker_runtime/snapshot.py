@@ -291,6 +291,9 @@ class RedisInfo(BaseModel):
     read_ms: float | None = None
     round_trips: int = 0
     error: str | None = None
+    wrong_type: list[str] = Field(default_factory=empty_list)
+    """Index keys (the worker registry, the type index …) holding another Redis type than
+    docs/protocol.md says: read as empty, so what the snapshot shows may be missing."""
 
 
 class MetricsView(BaseModel):
