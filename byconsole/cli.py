@@ -992,6 +992,10 @@ def _main(argv: list[str]) -> int:
             # Imported here: the console stack (Textual) is only loaded when needed.
             from byconsole.tui.demo import run_demo
 
+            problem = console_terminal_problem()
+            if problem:
+                _say(problem)
+                return EXIT_ERROR
             return int(run_demo(read_only=read_only, refresh=args.refresh))
         if args.command is None and not args.snapshot:
             return _run_tui(settings, args, read_only, context_name)
@@ -1065,9 +1069,37 @@ def _read_only_message(
     return f"'{what}' changes the fleet and {why}"
 
 
+STDERR_NOT_A_TERMINAL = (
+    "the console draws on stderr (Textual's terminal driver writes there), and stderr is not "
+    "a terminal here: run it without 2>…, or use --snapshot / a subcommand for output to a file"
+)
+"""Why the console refuses to start with stderr redirected (README, "Running the console")."""
+
+
+def console_terminal_problem() -> str | None:
+    """Why the live console cannot draw here, if it cannot.
+
+    Textual's terminal driver draws on the process's stderr (no option draws on
+    ``/dev/tty``), so ``byconsole 2>file`` would paint the screen into the file and leave
+    the terminal blank. At a terminal (stdout one) with stderr redirected, say so instead.
+    ``TEXTUAL_DRIVER`` set (``byconsole serve`` runs the console in a web driver) draws
+    elsewhere.
+    """
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return None
+    out, err = sys.__stdout__, sys.__stderr__
+    if out is None or err is None or not out.isatty() or err.isatty():
+        return None
+    return STDERR_NOT_A_TERMINAL
+
+
 def _run_tui(
     settings: RedisSettings, args: argparse.Namespace, read_only: bool, context: str | None
 ) -> int:
+    problem = console_terminal_problem()
+    if problem:
+        _say(problem)
+        return EXIT_ERROR
     try:
         from byconsole.tui.app import run_tui
     except ImportError as exc:

@@ -3,13 +3,17 @@ even when Redis cannot be read (real redis-servers; one with ``requirepass``).""
 
 from __future__ import annotations
 
+import json
+import os
+import pty
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from redis.asyncio import Redis
 
-from tests.integration.cli_helpers import K, add_worker, cli_env, run
+from tests.integration.cli_helpers import BYCONSOLE, K, add_worker, cli_env, run
 from tests.redis_server import RedisServer, free_port
 
 
@@ -122,3 +126,20 @@ async def test_a_registry_of_the_wrong_type_warns_and_exits_1(
     await add_worker(redis, "w1", ["chat"])
     healthy = run(["--snapshot"], env)
     assert healthy.code == 0 and healthy.err == ""
+
+
+def test_the_console_refuses_to_draw_into_a_redirected_stderr(tmp_path: Path) -> None:
+    env = {**cli_env(f"redis://127.0.0.1:{free_port()}/0", tmp_path), "TERM": "xterm"}
+    leader, follower = pty.openpty()
+    err_path = tmp_path / "err.txt"
+    with open(err_path, "wb") as err:
+        proc = subprocess.run(
+            [str(BYCONSOLE)], env=env, stdin=follower, stdout=follower, stderr=err, timeout=30
+        )
+    os.close(follower)
+    os.close(leader)
+    assert proc.returncode == 2
+    lines = error_lines(err_path.read_text())
+    assert len(lines) == 1 and "the console draws on stderr" in lines[0], lines
+    assert json.dumps(lines)  # one readable line, no screen painted into the file
+    assert "\x1b" not in err_path.read_text()
