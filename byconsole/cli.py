@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from byconsole import memory
 from byconsole.config import Context, default_config_path, load_config, resolve_settings
@@ -1027,6 +1028,8 @@ def _main(argv: list[str]) -> int:
 
             sys.stdout.write(render_prom_down())
         line = redis_error_line(exc, endpoint=settings.endpoint, url=settings.url)
+        if getattr(args, "write", False) and isinstance(exc, RedisTimeoutError | TimeoutError):
+            line += f"; {UNANSWERED_WRITE}"
         if getattr(args, "format", None) == "json":
             _print_down_json(line, settings)
         _say(line)
@@ -1036,6 +1039,14 @@ def _main(argv: list[str]) -> int:
             traceback.print_exc()
         _say(_scrub(f"internal error: {type(exc).__name__}: {exc}", settings))
         return EXIT_ERROR
+
+
+UNANSWERED_WRITE = (
+    "Redis did not answer: a write it already received applies when it answers again "
+    "(check with --snapshot or worker info before sending it again)"
+)
+"""After a write command timed out: whether it was written is unknown (a frozen or
+partitioned Redis answers nothing), so the operator is told how to find out."""
 
 
 def _print_down_json(line: str, settings: RedisSettings) -> None:

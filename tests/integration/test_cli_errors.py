@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -143,3 +144,21 @@ def test_the_console_refuses_to_draw_into_a_redirected_stderr(tmp_path: Path) ->
     assert len(lines) == 1 and "the console draws on stderr" in lines[0], lines
     assert json.dumps(lines)  # one readable line, no screen painted into the file
     assert "\x1b" not in err_path.read_text()
+
+
+async def test_a_write_into_a_frozen_redis_ends_in_one_bounded_line(tmp_path: Path) -> None:
+    server = RedisServer().start()
+    assert server.proc is not None
+    try:
+        admin = Redis.from_url(server.url, decode_responses=True)
+        await add_worker(admin, "w1", ["chat"])
+        await admin.aclose()
+        os.kill(server.proc.pid, signal.SIGSTOP)
+        result = run(["worker", "suspend", "w1", "--reason", "x"], cli_env(server.url, tmp_path))
+    finally:
+        os.kill(server.proc.pid, signal.SIGCONT)
+        server.cleanup()
+    assert result.code == 2 and result.elapsed < 20, result
+    lines = error_lines(result.err)
+    assert len(lines) == 1 and lines[0].startswith("byconsole: error: cannot reach Redis"), lines
+    assert "Redis did not answer" in lines[0] and "check with --snapshot" in lines[0]
