@@ -566,10 +566,13 @@ local function add(f, event, id, content)
     .. '"delta":{"role":"assistant","content":' .. content .. TAIL)
 end
 for i = 4, #ARGV do
-  local f = {}
-  for part in string.gmatch(ARGV[i] .. '\\31', '([^\\31]*)\\31') do
-    f[#f + 1] = part
+  local item, f, from = ARGV[i], {}, 1
+  for k = 1, 9 do
+    local at = string.find(item, '\\31', from, true)
+    f[k] = string.sub(item, from, at - 1)
+    from = at + 1
   end
+  f[10] = string.sub(item, from)
   if f[9] ~= '' then
     add(f, '"finalAnswer"', f[9], f[10])
   end

@@ -15,7 +15,7 @@ import json
 from redis.asyncio import Redis
 
 from tests.streams import stream_entries
-from worker_runtime.batcher import Batcher
+from worker_runtime.batcher import _WRITE_REGISTRY, Batcher
 from worker_runtime.envelope import (
     FINAL_ANSWER,
     STREAM_END,
@@ -84,3 +84,15 @@ async def test_redis_joins_answers_into_the_data_messages_byte_for_byte(redis: R
         assert message["session_id"] == session
         assert message["source_agent_type"] == AGENT
     assert 0 < await redis.ttl(keys.session_data_stream(session)) <= 86_400
+
+
+async def test_a_large_registry_write_keeps_every_field_and_its_value(redis: Redis) -> None:
+    """More fields than one HSET slice takes: every pair lands whole (slices of pairs)."""
+    key = Keys().session_registry("many")
+    fields: list[str] = []
+    for n in range(1_301):
+        fields += (f"exec:exec-{n}", json.dumps({"n": n, "text": HOSTILE}), f"msg_map:m{n}", str(n))
+    assert await redis.eval(_WRITE_REGISTRY, 1, key, 60, *fields) == 1
+    stored = await redis.hgetall(key)
+    assert stored == dict(zip(fields[::2], fields[1::2], strict=True))
+    assert 0 < await redis.ttl(key) <= 60
