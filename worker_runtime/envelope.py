@@ -555,8 +555,9 @@ def data_messages_of(session_id: str, item: str) -> list[dict[str, str]]:
 # batch must not be appended again). ARGV: maxlen, ttl, the session id (JSON), items.
 APPEND_ANSWERS = """
 local head = '{"trace_id":'
+local call, find, sub = redis.call, string.find, string.sub
 local function add(f, event, id, content)
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'data',
+  call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'data',
     head .. f[1] .. ',"session_id":' .. ARGV[3] .. ',"event_type":' .. event
     .. ',"source_agent_type":' .. f[2] .. ',"message_id":' .. f[3]
     .. ',"parent_message_id":' .. f[4] .. ',"timestamp":' .. f[5] .. ',"data":{"id":"' .. id
@@ -568,11 +569,11 @@ end
 for i = 4, #ARGV do
   local item, f, from = ARGV[i], {}, 1
   for k = 1, 9 do
-    local at = string.find(item, '\\31', from, true)
-    f[k] = string.sub(item, from, at - 1)
+    local at = find(item, '\\31', from, true)
+    f[k] = sub(item, from, at - 1)
     from = at + 1
   end
-  f[10] = string.sub(item, from)
+  f[10] = sub(item, from)
   if f[9] ~= '' then
     add(f, '"finalAnswer"', f[9], f[10])
   end
