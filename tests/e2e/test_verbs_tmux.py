@@ -182,7 +182,7 @@ def test_config_set_from_the_editor_is_applied_by_three_replicas(
         term.keys("-l", '{"greeting": "hello"}')
         term.wait(lambda s: "valid JSON object, 1 key(s)" in s)
         term.keys("C-s")
-        screen = term.wait(lambda s: "version 1: 3/3 replica(s) reported" in s, timeout=20)
+        screen = term.wait(lambda s: "version 1 saved · 3/3 replica(s) reported" in s, timeout=20)
         for wid in ids:
             assert f"{wid}: applied" in screen
         stored = json.loads(client.get(K.type_config("cfg3")) or "{}")
@@ -199,7 +199,7 @@ def test_config_set_from_the_editor_is_applied_by_three_replicas(
         term.keys("-l", '{"fail": true, "greeting": "hello"}')
         term.wait(lambda s: "+fail=true" in s)
         term.keys("C-s")
-        screen = term.wait(lambda s: "version 2: 3/3 replica(s) reported" in s, timeout=20)
+        screen = term.wait(lambda s: "version 2 saved · 3/3 replica(s) reported" in s, timeout=20)
         for wid in ids:
             assert f"{wid}: failed (ValueError: asked to fail)" in screen
         term.keys("Escape")

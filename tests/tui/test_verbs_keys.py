@@ -223,7 +223,9 @@ async def test_c_edits_a_types_configuration_checked_as_typed_with_each_replicas
             await pilot.press("ctrl+s")
             await until(
                 pilot,
-                lambda: "3/3 replica(s) reported" in _text(app, "#config-reports"),
+                lambda: (
+                    "version 1 saved · 3/3 replica(s) reported" in _text(app, "#config-reports")
+                ),
                 timeout=15,
             )
             reports = _text(app, "#config-reports")
@@ -244,7 +246,7 @@ async def test_c_edits_a_types_configuration_checked_as_typed_with_each_replicas
             await pilot.press("ctrl+s")
             await until(
                 pilot,
-                lambda: "version 2: 3/3" in _text(app, "#config-reports"),
+                lambda: "version 2 saved · 3/3" in _text(app, "#config-reports"),
                 timeout=15,
             )
             reports = _text(app, "#config-reports")

@@ -27,6 +27,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static, TextArea
 
+from byconsole.styles import ansi_style
 from byconsole.text import safe_text
 from worker_runtime.models import TypeConfig
 from worker_runtime.type_config import (
@@ -79,8 +80,8 @@ def report_line(outcome: ConfigOutcome) -> Text:
         text += " (not reported yet)"
     if outcome.error:
         text += f" ({safe_text(outcome.error, 300)})"
-    style = {ConfigState.APPLIED: "green", ConfigState.PENDING: ""}.get(outcome.state, "red")
-    return Text(text, style=style)
+    role = {ConfigState.APPLIED: "success", ConfigState.PENDING: ""}.get(outcome.state, "alert")
+    return Text(text, style=ansi_style(role) if role else "")
 
 
 class ConfigEditorScreen(ModalScreen[None]):
@@ -197,6 +198,7 @@ class ConfigEditorScreen(ModalScreen[None]):
         """Save the changed keys, then follow the replicas' reports."""
         if self.stored is None:
             return
+        self._check()  # the text as it is now: its Changed message may not have run yet
         if self.valid is None:
             self.notify("Not saved: " + str(self.status.content), severity="error", markup=False)
             return
@@ -238,14 +240,15 @@ class ConfigEditorScreen(ModalScreen[None]):
         change = self.change
         if change is None:
             return
-        head = Text(f"version {change.version}: ", style="bold")
+        head = Text(f"version {change.version} saved · ", style="bold")
         done = [o for o in self.outcomes.values() if o.state is not ConfigState.PENDING]
         head.append(f"{len(done)}/{len(self.outcomes)} replica(s) reported")
         if not self.outcomes:
             head.append(" · no live replica (each reads it when it starts)")
         if note:
             head.append(f" · {note}", style="bold")
-        lines = [head] + [report_line(o) for _, o in sorted(self.outcomes.items())[:12]]
+        diff = Text(safe_text(change.diff, 300))
+        lines = [head, diff] + [report_line(o) for _, o in sorted(self.outcomes.items())[:12]]
         if len(self.outcomes) > 12:
             lines.append(Text(f"… {len(self.outcomes) - 12} more"))
         self.reports_box.update(Text("\n").join(lines))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from byconsole.styles import ansi_style
 from byconsole.text import safe_text
 from worker_runtime.restarts import RestartOutcome, RestartState, RollingProgress
 
@@ -28,12 +29,13 @@ def progress_text(title: str, progress: RollingProgress, ended: str | None) -> T
     if ended is not None:
         head.append(f" · {safe_text(ended, 200)}", style="bold")
     lines = [head]
-    ordered = sorted(
-        progress.order, key=lambda w: progress.latest[w].state is not RestartState.SENT
-    )
+    ordered = progress.order
+    if len(ordered) > SHOWN:  # the ones restarting now first, when not all fit
+        ordered = sorted(ordered, key=lambda w: progress.latest[w].state is not RestartState.SENT)
     for wid in ordered[:SHOWN]:
         state = progress.latest[wid].state
-        style = {RestartState.REPLACED: "green", RestartState.SENT: ""}.get(state, "red")
+        role = {RestartState.REPLACED: "success", RestartState.SENT: ""}.get(state, "alert")
+        style = ansi_style(role) if role else ""
         lines.append(Text(safe_text(progress.line(wid), 200), style=style))
     if len(ordered) > SHOWN:
         lines.append(Text(f"… {len(ordered) - SHOWN} more"))
