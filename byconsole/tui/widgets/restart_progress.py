@@ -3,8 +3,9 @@
 It renders :class:`~worker_runtime.restarts.RollingProgress`, fed the progress events
 the runtime yields (the ones the CLI prints), so the console and ``byconsole type
 restart`` say the same thing. It never blocks: the app's worker feeds it, the operator
-keeps working, and the panel says ``done`` or ``failed`` at the end (``Esc`` on it, or
-the next restart, clears it).
+keeps working, and the panel says ``done`` or ``failed`` at the end. A finished run
+goes away :data:`DONE_SHOWN_FOR` seconds after ``done`` (a failed one stays, saying
+what was not replaced) or when the next restart starts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from textual.widgets import Static
 from byconsole.styles import ansi_style
 from byconsole.text import safe_text
 from worker_runtime.restarts import RestartOutcome, RestartState, RollingProgress
+
+DONE_SHOWN_FOR = 30.0
+"""Seconds a successful run's panel stays after ``done``."""
 
 SHOWN = 6
 """Replica lines shown at most (the restarting ones first); the rest are counted."""
@@ -80,6 +84,8 @@ class RestartProgress(Static):
         self.set_class(failed, "-failed")
         self.set_class(not failed, "-done")
         self._show()
+        if not failed:
+            self.set_timer(DONE_SHOWN_FOR, self.remove)
         return summary if error is None else f"{summary}; {error}"
 
     def _show(self) -> None:
