@@ -203,7 +203,7 @@ async def test_c_edits_a_types_configuration_checked_as_typed_with_each_replicas
             checks = {
                 '{"replicas": 4}': "'replicas' is reserved: routing and loading settings",
                 '{"greeting": ': "not JSON: line 1",
-                "[1, 2]": "must be a JSON object, not list",
+                "[1, 2]": "the configuration must be a JSON object",
             }
             for text, why in checks.items():
                 editor.load_text(text)

@@ -85,7 +85,9 @@ def test_config_editor_with_replica_reports_120x36(snap_compare: SnapCompare) ->
         screen = ConfigEditorScreen("chat", load, save, reports)
         await app.push_screen(screen)
         await until(pilot, lambda: screen.stored is not None)
+        screen.editor.cursor_blink = False  # a blinking cursor is on or off by the clock
         screen.editor.load_text('{"greeting": "ho"}')
+        await until(pilot, lambda: "greeting" in str(screen.status.content))
         await pilot.press("ctrl+s")
         await until(pilot, lambda: len(screen.outcomes) == 2)
         await pilot.pause()
