@@ -40,7 +40,15 @@ from byconsole.headless.snapshot import (  # noqa: F401  (re-exported for the su
     run_snapshot,
     warn_unreadable,
 )
-from byconsole.outcomes import DRAIN_AS_EVICT, plan_scale, serves, unconverged, wait_converged
+from byconsole.outcomes import (
+    DRAIN_AS_EVICT,
+    plan_outcomes,
+    plan_scale,
+    serves,
+    unconverged,
+    unscalable,
+    wait_converged,
+)
 from byconsole.styles import ansi_style
 from byconsole.text import safe_text
 from worker_runtime.admin import (
@@ -634,6 +642,9 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
         if instance is not None and instance not in {i.instance_id for i in before.instances}:
             raise NotFoundError(f"unknown instance: {instance}; --force sets it anyway")
     steps = plan_scale(before, agent_type, instance, args.count)
+    nothing_scales = unscalable(before, agent_type, instance)
+    if nothing_scales and not args.force:
+        raise RefusedError(f"{nothing_scales} (--force writes the target anyway)")
     manager = session.manager()
     result = await manager.apply(
         AdminAction.SCALE,
@@ -662,6 +673,8 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
     ]
     lagging = unconverged(after, agent_type, instance)
     state = "converged" if not lagging else ("timeout" if args.wait else "pending")
+    if nothing_scales and not serving:
+        state = "unscalable"
     notes = {i.instance_id: i.scale_note for i in after.instances if i.scale_note}
     if args.json:
         print_json(
@@ -675,6 +688,7 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
                     for p in steps
                 ],
                 "state": state,
+                **({"unscalable": nothing_scales} if state == "unscalable" else {}),
                 "latency_s": latency,
                 "quotas": {i.instance_id: i.quota.get(agent_type) for i in serving},
                 "replicas": {i.instance_id: i.replicas.get(agent_type, 0) for i in serving},
@@ -688,9 +702,13 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
         emit(session.out, Text("  will:" if steps else "  will: no live instance serves it"))
         for step in steps:
             emit(session.out, Text(f"    {step.describe()}"))
+        for line in plan_outcomes(steps):
+            emit(session.out, Text(f"    {line}"))
         if instance is not None:
             emit(session.out, Text("    other instances are left unchanged"))
-        if state == "converged" and latency is not None:
+        if state == "unscalable":
+            note = f"target written, nothing runs it: {nothing_scales}"
+        elif state == "converged" and latency is not None:
             note = f"converged in {latency * 1000:.0f} ms"
         elif state == "converged":
             note = "already converged"

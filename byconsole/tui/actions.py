@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from byconsole.verbs import VERBS, Args, Verb
+from byconsole.verbs import FORMS, VERBS, Args, Form, Verb
 from worker_runtime.models import AdminAction, Verdict
 
 if TYPE_CHECKING:  # the result is only held here; the backend writes it
@@ -72,7 +72,8 @@ KEYS: dict[Action, ActionKey] = {
     Action.DEAD_REQUEUE: ActionKey("R", footer=False, where="Dead view"),
     Action.DEAD_LETTER: ActionKey("D", footer=False, where="p on Types"),
     Action.DEAD_PURGE: ActionKey("P", footer=False, where="Dead view"),
-    Action.RESTART: ActionKey("t", footer=False),
+    Action.RESTART: ActionKey("t", footer=False, where="Instances, Types: rolling"),
+    Action.CONFIG_SET: ActionKey("c", footer=False, where="Types view"),
 }
 """The key of every verb the console offers (``Verb.tui``)."""
 
@@ -139,6 +140,51 @@ BY_BINDING: dict[str, ActionSpec] = {binding_name(spec.action): spec for spec in
 """The specs by Textual action name."""
 
 
+FORM_KEYS: dict[str, ActionKey] = {
+    "stop": ActionKey("K", footer=False),
+}
+"""The key of every verb offered under another name (:data:`byconsole.verbs.FORMS`)."""
+
+
+def form_binding(form: Form) -> str:
+    """The Textual action string a form's key runs (``form('stop')``)."""
+    return f"form({form.name!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class FormSpec:
+    """How one :class:`~byconsole.verbs.Form` is offered in the console: its key."""
+
+    form: Form
+    key: str
+    where: str = ""
+
+    @property
+    def key_display(self) -> str:
+        """How the key is shown."""
+        return self.key
+
+    @property
+    def label(self) -> str:
+        """For the palette and the help screen."""
+        return self.form.label
+
+    @property
+    def help(self) -> str:
+        """One line for the help screen and the palette."""
+        where = f" ({self.where})" if self.where else ""
+        return f"{self.form.label}: {self.form.help}{where}"
+
+
+FORM_SPECS: tuple[FormSpec, ...] = tuple(
+    FormSpec(f, FORM_KEYS[f.name].key, FORM_KEYS[f.name].where) for f in FORMS
+)
+"""Every form the console offers, keyed (a form without a key fails at import)."""
+
+ROLLING_VIEWS = ("types", "instances")
+"""Where ``t`` restarts every replica of the selection, one at a time (not one worker)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ActionRequest:
     """A confirmed action, with its targets frozen at the moment the operator chose it.
@@ -167,11 +213,22 @@ class ActionRequest:
     group: str | None = None
 
     @property
+    def rolling(self) -> bool:
+        """A restart of a type's (or an instance's) replicas, one at a time."""
+        return (
+            self.action is Action.RESTART
+            and not self.worker_ids
+            and bool(self.agent_type or self.instance_id)
+        )
+
+    @property
     def targets(self) -> tuple[str, ...]:
         """What the action acts on, as shown to the operator."""
-        if self.action is Action.SCALE:
+        if self.action is Action.SCALE or self.rolling:
             where = f"@{self.instance_id}" if self.instance_id else ""
-            return (f"{self.agent_type}{where}",)
+            return (f"{self.agent_type or 'every type'}{where}",)
+        if self.action is Action.CONFIG_SET:
+            return (self.agent_type or "",)
         if self.action in ENTRY_ACTIONS:
             return self.entry_ids or (f"every dead letter of {self.agent_type}",)
         if self.action in TYPE_ACTIONS:

@@ -26,6 +26,7 @@ from textual.css.query import QueryError
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
+from textual.widgets import Footer
 
 from byconsole import memory
 from byconsole.config import Context, health_policy, load_contexts, resolve_settings
@@ -42,10 +43,12 @@ from byconsole.tui.actions import (
 from byconsole.tui.backend import SEND_DEADLINE, Backend, RedisBackend
 from byconsole.tui.palette import ConsoleCommands
 from byconsole.tui.release import release_after_paint
+from byconsole.tui.screens.config_editor import ConfigEditorScreen
 from byconsole.tui.screens.find import FindLoaders
 from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
 from byconsole.tui.views.metrics import MetricsView
 from byconsole.tui.widgets.header import FleetHeader
+from byconsole.tui.widgets.restart_progress import RestartProgress
 from byconsole.web.identity import web_role, web_user
 from worker_runtime.dead_letters import DeadLetter
 from worker_runtime.lookup import LookupResult, SessionTimeline
@@ -127,6 +130,7 @@ class ConsoleApp(App[int]):
         self.snapshot: FleetSnapshot | None = None
         self.failures = 0
         self.polls = 0
+        self._rolling_runs = 0
         self._timer: Timer | None = None
         self._polling = False
         self._poll_again = False
@@ -328,6 +332,20 @@ class ConsoleApp(App[int]):
     @work(group="actions", exit_on_error=False)
     async def perform(self, request: ActionRequest) -> list[ActionOutcome]:
         """Send an action, report it, then report the workers' confirmations."""
+        if request.action is Action.CONFIG_SET and request.agent_type:
+            self.push_screen(
+                ConfigEditorScreen(
+                    request.agent_type,
+                    self.backend.read_config,
+                    self.backend.set_config,
+                    self.backend.config_reports,
+                )
+            )
+            return []
+        if request.rolling:
+            await self.rolling_restart(request)
+            self.request_poll()
+            return []
         label = SPECS[request.action].label
         if request.agent_type and request.action in (Action.DENY, Action.ALLOW, *TYPE_ACTIONS):
             label = f"{label} {safe_text(request.agent_type, 30)}"
@@ -463,6 +481,37 @@ class ConsoleApp(App[int]):
     def backend_deadline(self) -> float:
         """The backend's deadline for an action's writes (a static one has none)."""
         return float(getattr(self.backend, "deadline", SEND_DEADLINE))
+
+    async def rolling_restart(self, request: ActionRequest) -> None:
+        """Follow a rolling restart in a panel above the footer (README, "Restart, stop
+        and pinned calls"), fed the runtime's progress events; the operator keeps
+        working meanwhile. A toast says how it ended."""
+        title = f"Restart {request.targets[0]}"
+        main = self.main_screen
+        if not isinstance(main, OperatorScreen):
+            return
+        total = len(main.replicas_of(request.agent_type, request.instance_id))
+        self._rolling_runs += 1
+        panel = RestartProgress(title, total, id=f"restart-progress-{self._rolling_runs}")
+        for old in main.query(RestartProgress):
+            if old.ended is not None:
+                await old.remove()  # a finished run makes way for the new one
+        await main.mount(panel, before=main.query_one(Footer))
+        error: str | None = None
+        try:
+            async for outcome in self.backend.rolling_restart(request):
+                panel.add(outcome)
+                self.request_poll()
+        except Exception as exc:  # an outage or a refusal ends the run, shown
+            error = self.backend.describe(exc)
+        summary = panel.finish(error)
+        failed = error is not None or bool(panel.progress.failed)
+        self.notify(
+            f"{title}: {summary}",
+            severity="warning" if failed else "information",
+            markup=False,
+            timeout=10 if failed else 6,
+        )
 
     def _report_confirmations(self, label: str, outcomes: list[ActionOutcome]) -> None:
         scaled = [o for o in outcomes if o.command == "scale"]

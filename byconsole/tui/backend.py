@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from byconsole import memory
 from byconsole.outcomes import running_line, wait_converged
@@ -46,14 +46,20 @@ from worker_runtime.dead_letters import DeadLetter, DeadLetters
 from worker_runtime.fleet import FleetReader
 from worker_runtime.health import HealthPolicy
 from worker_runtime.lookup import Lookup, LookupResult, SessionTimeline
+from worker_runtime.models import TypeConfig
 from worker_runtime.pending import NotPendingError, PendingEntries, PendingPage
 from worker_runtime.redact import redact
-from worker_runtime.restarts import RestartResult, RestartState
+from worker_runtime.restarts import RestartOutcome, RestartResult, RestartState
 from worker_runtime.settings import RedisSettings
 from worker_runtime.snapshot import FleetSnapshot, MetricsView, WorkerDetail, WorkerView
+from worker_runtime.type_config import ConfigChange, ConfigOutcome
 
 # redis-py's cluster client can raise more than RedisError mid-failover (see
 # worker_runtime.connection.LOOP_ERRORS); an action must report it, not vanish.
+ROLLING_STEP_TIMEOUT = 60.0
+"""How long a rolling restart waits for one replica's replacement before it halts that
+instance (the replica finishes its tasks first)."""
+
 _WAIT_ERRORS: tuple[type[Exception], ...] = (*LOOP_ERRORS, TimeoutError)
 _ACTION_ERRORS: tuple[type[Exception], ...] = (*_WAIT_ERRORS, ValueError)
 
@@ -112,6 +118,30 @@ class Backend(Protocol):
 
     async def read_session(self, session_id: str) -> SessionTimeline:
         """A session's executions in order and its traces; raises on outage."""
+        ...
+
+    def rolling_restart(self, request: ActionRequest) -> AsyncIterator[RestartOutcome]:
+        """A rolling restart's progress events (:meth:`WorkerManager.rolling_restart`,
+        the ones the CLI prints); raises on outage or a refused request."""
+        ...
+
+    async def read_config(self, agent_type: str) -> TypeConfig:
+        """A type's stored runtime configuration; raises on outage."""
+        ...
+
+    async def set_config(
+        self,
+        agent_type: str,
+        values: Mapping[str, Any],
+        unset: Sequence[str],
+        reason: str | None,
+    ) -> ConfigChange:
+        """Write keys of a type's configuration through :meth:`WorkerManager.apply`;
+        raises ``TypeConfigError`` (refused, nothing written) or on outage."""
+        ...
+
+    async def config_reports(self, change: ConfigChange) -> dict[str, ConfigOutcome]:
+        """Each live replica's report on ``change`` now (one read, no wait)."""
         ...
 
     def set_history_range(self, history_range: str) -> None:
@@ -318,6 +348,38 @@ class RedisBackend:
         if done.state is RestartState.REPLACED:
             return replace(outcome, latency=done.latency or 0.0, note=line)
         return replace(outcome, note=line)
+
+    async def rolling_restart(self, request: ActionRequest) -> AsyncIterator[RestartOutcome]:
+        """The progress events of a rolling restart of the request's type / instance."""
+        async for outcome in self.manager.rolling_restart(
+            request.agent_type,
+            instance_id=request.instance_id,
+            reason=request.reason,
+            timeout=ROLLING_STEP_TIMEOUT,
+        ):
+            yield outcome
+
+    async def read_config(self, agent_type: str) -> TypeConfig:
+        """The stored configuration (version 0 and empty when never set)."""
+        return await self.manager.get_type_config(agent_type)
+
+    async def set_config(
+        self,
+        agent_type: str,
+        values: Mapping[str, Any],
+        unset: Sequence[str],
+        reason: str | None,
+    ) -> ConfigChange:
+        """The one dispatch writes it (validated by the runtime, audited with the diff)."""
+        change = await self.manager.apply(
+            Action.CONFIG_SET, agent_type=agent_type, values=values, unset=unset, reason=reason
+        )
+        assert isinstance(change, ConfigChange)  # a config set writes the type's configuration
+        return change
+
+    async def config_reports(self, change: ConfigChange) -> dict[str, ConfigOutcome]:
+        """One read of the replicas' reports (``wait_config`` with no wait)."""
+        return await self.manager.wait_config(change, timeout=0)
 
     async def _send_scale(self, request: ActionRequest) -> ActionOutcome:
         target = request.targets[0]
@@ -564,6 +626,29 @@ class StaticBackend:
     async def confirm(self, outcome: ActionOutcome, timeout: float) -> ActionOutcome:
         """Nothing to wait for."""
         return outcome
+
+    async def rolling_restart(self, request: ActionRequest) -> AsyncIterator[RestartOutcome]:
+        """Refuse: a static snapshot has nothing to restart."""
+        raise UnsupportedCommandError("static snapshot: nothing to restart")
+        yield  # pragma: no cover  (an async generator, like the live one)
+
+    async def read_config(self, agent_type: str) -> TypeConfig:
+        """No configuration is stored in a static snapshot."""
+        return TypeConfig()
+
+    async def set_config(
+        self,
+        agent_type: str,
+        values: Mapping[str, Any],
+        unset: Sequence[str],
+        reason: str | None,
+    ) -> ConfigChange:
+        """Refuse: a static snapshot has nothing to configure."""
+        raise UnsupportedCommandError("static snapshot: nothing to configure")
+
+    async def config_reports(self, change: ConfigChange) -> dict[str, ConfigOutcome]:
+        """No replica reports."""
+        return {}
 
     def describe(self, exc: BaseException) -> str:
         """One display-safe line for an error."""

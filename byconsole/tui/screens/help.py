@@ -11,7 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from byconsole.styles import CellStyles
-from byconsole.tui.actions import ACTIONS
+from byconsole.tui.actions import ACTIONS, FORM_SPECS
 from worker_runtime.snapshot import CommandState
 
 _FADES = {CommandState.APPLIED: " (fades after a minute)"}
@@ -95,6 +95,8 @@ def help_table(read_only: bool) -> Table:
     for spec in ACTIONS:
         note = " (asks to confirm, with a reason)" if spec.destructive else ""
         table.add_row(spec.key_display, spec.help + note)
+    for form in FORM_SPECS:
+        table.add_row(form.key_display, form.help + " (asks to confirm, with a reason)")
     table.add_row("", "Several marked workers: the action applies to all, after a confirmation")
     return table
 
