@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worker_runtime.audit import audit_fields, write_audit
+from worker_runtime.audit import audit_fields, redis_user, write_audit
 from worker_runtime.envelope import HOPS_FIELD, parse_envelope, read_envelope, to_task
 from worker_runtime.excerpts import (
     Excerpt,
@@ -298,6 +298,16 @@ class DeadLetters:
         self.redis = redis
         self.keys = keys
         self.operator = operator
+        self._redis_user: str | None = None
+
+    async def _audit(
+        self, action: AdminAction, agent_type: str, reason: str | None, details: str
+    ) -> None:
+        """One audit entry naming the OS user and the Redis ACL user (asked once)."""
+        if self._redis_user is None:
+            self._redis_user = await redis_user(self.redis)
+        fields = audit_fields(self.operator, action, agent_type, reason, details, self._redis_user)
+        await write_audit(self.redis, self.keys, fields)
 
     async def count(self, agent_type: str) -> int:
         """How many dead letters the type has."""
@@ -431,13 +441,7 @@ class DeadLetters:
             # What was moved is audited even when a later chunk failed.
             if ids:
                 details = f"type={agent_type} count={len(ids)} ids={','.join(ids[:5])}"
-                await write_audit(
-                    self.redis,
-                    self.keys,
-                    audit_fields(
-                        self.operator, AdminAction.DEAD_REQUEUE, agent_type, reason, details
-                    ),
-                )
+                await self._audit(AdminAction.DEAD_REQUEUE, agent_type, reason, details)
         return ids
 
     async def purge(self, agent_type: str, entry_ids: list[str] | None, reason: str | None) -> int:
@@ -453,15 +457,6 @@ class DeadLetters:
             what = ",".join(entry_ids[:5])
         await batch.execute()
         count = int(removed.value)
-        await write_audit(
-            self.redis,
-            self.keys,
-            audit_fields(
-                self.operator,
-                AdminAction.DEAD_PURGE,
-                agent_type,
-                reason,
-                f"type={agent_type} count={count} ids={what}",
-            ),
-        )
+        details = f"type={agent_type} count={count} ids={what}"
+        await self._audit(AdminAction.DEAD_PURGE, agent_type, reason, details)
         return count
