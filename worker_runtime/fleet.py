@@ -115,6 +115,7 @@ from worker_runtime.views import (
     executions,
     fleet_metrics,
     leader_view,
+    owned_by_worker,
     type_view,
     with_pauses,
 )
@@ -985,6 +986,7 @@ class FleetReader:
             now,
             ttls,
             hints,
+            owned_by_worker(type_data),
         )
         # The parsed leases are about ten objects per worker: freeing them when this
         # method returns would hold the loop. The thread below drops the last

@@ -383,6 +383,9 @@ class RedisBackend:
         if waited.superseded_line is not None:
             # Overtaken by a later write: never applied, so never reported as such.
             return replace(outcome, superseded=waited.superseded_line)
+        if waited.latency is None and waited.progress:
+            # An eviction not done in time: how far it got (applied · finishing 3 …).
+            return replace(outcome, note=waited.progress)
         return replace(outcome, latency=waited.latency)
 
     def describe(self, exc: BaseException) -> str:
