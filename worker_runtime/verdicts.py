@@ -181,7 +181,8 @@ def eviction_progress(updated_at: int, lease: Lease | None, owned: int = 0) -> E
     """
     if lease is None:
         if owned > 0:
-            return EvictionProgress(False, False, f"pending: still owns {owned} entries")
+            entries = "entry" if owned == 1 else "entries"
+            return EvictionProgress(False, False, f"pending: still owns {owned} {entries}")
         return EvictionProgress(True, True, "applied")
     if not lease.supports(Capability.CONFIRM):
         return EvictionProgress(False, False, "sent")

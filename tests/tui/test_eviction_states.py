@@ -25,6 +25,7 @@ from tests.handlers import STARTED_LIST
 from tests.integration.runtime_helpers import BIN, eventually, spawn_worker, stop_process
 from tests.redis_server import env_with
 from tests.tui.conftest import KEYS, AppFactory, until
+from worker_runtime.keys import CONSUMER_GROUP
 
 
 def _toasts(app: Any) -> list[str]:
@@ -79,3 +80,50 @@ async def test_a_graceful_eviction_shows_applied_finishing_while_tasks_run(
 
 async def _started(redis: Redis, n: int) -> bool:
     return int(await redis.llen(STARTED_LIST)) >= n
+
+
+async def test_force_evict_of_a_runtime_that_may_not_cancel_is_applied_only_once_it_owns_nothing(
+    redis: Redis, make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(console_app, "CONFIRM_TIMEOUT", 2.0)
+    # A worker as by-framework registers it (no capabilities: its SDK may ignore force),
+    # holding two entries of its type's stream.
+    await redis.sadd(KEYS.workers, "bf-1")
+    await redis.sadd(KEYS.worker_agent_types("bf-1"), "ts")
+    await redis.sadd(KEYS.agent_types, "ts")
+    await redis.sadd(KEYS.type_workers("ts"), "bf-1")
+    presence = {"version": 1, "token": "t", "last_seen": 1, "ip_address": "10.0.0.9"}
+    await redis.set(KEYS.worker_online("bf-1"), json.dumps(presence), px=600_000)
+    stream = KEYS.type_stream("ts")
+    await redis.xgroup_create(stream, CONSUMER_GROUP, id="0", mkstream=True)
+    for n in range(2):
+        await redis.xadd(stream, {"kind": "task", "data": json.dumps({"n": n})})
+    held = await redis.xreadgroup(CONSUMER_GROUP, "bf-1", {stream: ">"}, count=2)
+    ids = [eid for _, entries in held for eid, _ in entries]
+    app = make_app()
+    async with app.run_test(size=(160, 36), notifications=True) as pilot:
+        table = app.main_screen.workers_view.table
+        await until(pilot, lambda: table.row_count == 1)
+        assert table.move_to("bf-1")
+        await pilot.press("E")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        screen = app.screen
+        assert isinstance(screen, ConfirmScreen)
+        # From what its lease says it runs: no promise that its tasks are cancelled.
+        assert "TypeScript SDK ignores force" in screen.warning
+        assert "still owns" in screen.warning
+        screen.query_one("#confirm", Button).press()
+        await until(pilot, lambda: any("sent to bf-1" in t for t in _toasts(app)))
+        # It drops its lease but its tasks run on: not applied while it owns them.
+        await redis.delete(KEYS.worker_online("bf-1"))
+
+        def cmd() -> str:
+            snap = app.main_screen.snapshot
+            view = snap.worker("bf-1") if snap else None
+            return view.command_text if view else ""
+
+        await until(pilot, lambda: cmd() == "pending: still owns 2 entries")
+        await until(pilot, lambda: any("still owns 2 entries" in t for t in _toasts(app)))
+        assert not any("applied" in t for t in _toasts(app))
+        await redis.xack(stream, CONSUMER_GROUP, *ids)  # its tasks ended
+        await until(pilot, lambda: cmd() == "applied")
