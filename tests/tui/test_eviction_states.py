@@ -98,7 +98,7 @@ async def test_force_evict_of_a_runtime_that_may_not_cancel_is_applied_only_once
     await redis.xgroup_create(stream, CONSUMER_GROUP, id="0", mkstream=True)
     for n in range(2):
         await redis.xadd(stream, {"kind": "task", "data": json.dumps({"n": n})})
-    held = await redis.xreadgroup(CONSUMER_GROUP, "bf-1", {stream: ">"}, count=2)
+    held: Any = await redis.xreadgroup(CONSUMER_GROUP, "bf-1", {stream: ">"}, count=2)
     ids = [eid for _, entries in held for eid, _ in entries]
     app = make_app()
     async with app.run_test(size=(160, 36), notifications=True) as pilot:
