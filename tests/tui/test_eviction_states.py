@@ -44,7 +44,7 @@ async def test_a_graceful_eviction_shows_applied_finishing_while_tasks_run(
     proc = spawn_worker(redis_url, "tests.handlers:record", ["report"], "fin", log_path=log)
     try:
         await eventually(lambda: redis.exists(KEYS.worker_online("fin-r0")), timeout=15)
-        submit = [str(BIN / "worker-runtime"), "submit", "report", json.dumps({"sleep": 8})]
+        submit = [str(BIN / "worker-runtime"), "submit", "report", json.dumps({"sleep": 7})]
         done = await asyncio.to_thread(
             subprocess.run,
             [*submit, "--count", "3"],
