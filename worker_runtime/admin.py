@@ -42,7 +42,6 @@ from worker_runtime.messages import (
     envelope_action,
 )
 from worker_runtime.models import (
-    VERDICT_SENTENCES,
     AdminAction,
     AdminState,
     Capability,
@@ -56,6 +55,7 @@ from worker_runtime.models import (
     Verdict,
     now_ms,
     parse_pauses,
+    verdict_text,
 )
 from worker_runtime.names import check_agent_type, check_utf8, check_worker_id
 from worker_runtime.pause import hold_type_pause, pauses_itself, type_members
@@ -303,16 +303,19 @@ def verdict_sentence(
     error: str = "",
 ) -> str:
     """:data:`VERDICT_SENTENCES`'s sentence for ``verdict``, its fields filled in."""
-    text = VERDICT_SENTENCES[verdict]
     listed = result is not None and result.action in (AdminAction.DENY, AdminAction.ALLOW)
-    if verdict is Verdict.UNCONFIRMABLE and listed:
-        text = LISTED_AT_BEAT
-    return text.format(
-        latency=(waited.latency if waited and waited.latency is not None else 0.0),
+    template = LISTED_AT_BEAT if verdict is Verdict.UNCONFIRMABLE and listed else None
+    latency = waited.latency if waited and waited.latency is not None else None
+    if verdict is Verdict.APPLIED and latency is None:
+        latency = 0.0  # applied with nothing waited for: confirmed at once
+    return verdict_text(
+        verdict,
+        latency=latency,
         timeout=timeout,
-        runtime=result.runtime if result is not None else "",
+        runtime=result.runtime if result is not None else None,
         superseded=(waited.superseded_line if waited else None) or "",
         error=error,
+        template=template,
     )
 
 

@@ -38,6 +38,7 @@ from byconsole.headless.snapshot import (  # noqa: F401  (re-exported for the su
     fail,
     print_json,
     run_snapshot,
+    warn_unreadable,
 )
 from byconsole.outcomes import DRAIN_AS_EVICT, plan_scale, serves, unconverged, wait_converged
 from byconsole.styles import ansi_style
@@ -97,13 +98,13 @@ async def worker_list(session: Session, args: argparse.Namespace) -> int:
         workers = shown
     if args.json:
         print_json([w.model_dump(mode="json") for w in workers])
-        return 0
+        return warn_unreadable(session, snapshot)
     from byconsole.headless.plain_table import worker_list_view, write_block
 
     write_block(worker_list_view(workers, snapshot.generated_at), sys.stdout)
     if hidden:
         sys.stdout.write(f"{hidden} offline worker(s) not shown (--all to list them)\n")
-    return 0
+    return warn_unreadable(session, snapshot)
 
 
 async def worker_info(session: Session, args: argparse.Namespace) -> int:
@@ -823,6 +824,9 @@ async def dead_list(session: Session, args: argparse.Namespace) -> int:
     dl = _dead(session)
     items = await dl.newest(args.agent_type, args.limit)
     total = await dl.count(args.agent_type)
+    # No dead letters and a name nothing knows: a typo, refused as ``--type`` refuses it.
+    if not total and not await session.manager().type_known(args.agent_type):
+        raise NotFoundError(f"unknown agent type: {safe_text(args.agent_type, 120)}")
     if args.json:
         print_json({"type": args.agent_type, "total": total, "dead": [_dead_doc(d) for d in items]})
         return 0

@@ -6,13 +6,15 @@ Pure data; no Textual, no Redis.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from byconsole.verbs import VERBS, Args, Verb
 from worker_runtime.models import AdminAction, Verdict
 
 if TYPE_CHECKING:  # the result is only held here; the backend writes it
+    import asyncio
+
     from worker_runtime.admin import ActionResult
     from worker_runtime.restarts import RestartResult
 
@@ -202,6 +204,9 @@ class ActionOutcome:
         superseded: ``superseded by <verb> at <time> by <user>`` when a later write
             overtook the command before the worker applied it (it never will).
         restart: the restart sent (a restart: applied once its replacement is online).
+        later: the write still waiting for Redis when the action's deadline came (Redis
+            silent: frozen, partitioned); it ends with this target's real outcome, which
+            the console reports when it comes. Its outcome is ``timeout`` meanwhile.
     """
 
     target: str
@@ -214,6 +219,7 @@ class ActionOutcome:
     note: str = ""
     superseded: str | None = None
     restart: RestartResult | None = None
+    later: asyncio.Task[ActionOutcome] | None = field(default=None, compare=False)
 
     @property
     def online(self) -> bool:
@@ -237,7 +243,7 @@ class ActionOutcome:
         An entry action (no result) is done when written: no worker takes part.
         """
         if not self.sent:
-            return Verdict.FAILED
+            return Verdict.TIMEOUT if self.later is not None else Verdict.FAILED
         if self.restart is not None:  # applied only once a replacement holds a lease
             return Verdict.APPLIED if self.latency is not None else Verdict.TIMEOUT
         if self.result is None or self.latency is not None:

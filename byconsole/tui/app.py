@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -38,12 +39,13 @@ from byconsole.tui.actions import (
     ActionOutcome,
     ActionRequest,
 )
-from byconsole.tui.backend import Backend, RedisBackend
+from byconsole.tui.backend import SEND_DEADLINE, Backend, RedisBackend
 from byconsole.tui.palette import ConsoleCommands
 from byconsole.tui.release import release_after_paint
 from byconsole.tui.screens.find import FindLoaders
 from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
 from byconsole.tui.views.metrics import MetricsView
+from byconsole.tui.widgets.header import FleetHeader
 from byconsole.web.identity import web_role, web_user
 from worker_runtime.dead_letters import DeadLetter
 from worker_runtime.lookup import LookupResult, SessionTimeline
@@ -255,7 +257,15 @@ class ConsoleApp(App[int]):
         """Read one snapshot and post it (or the failure) to the app."""
         self.polls += 1
         try:
+            header: FleetHeader | None = self.main_screen.header
+        except QueryError:  # not mounted yet, or shutting down
+            header = None
+        if header is not None:  # how long Redis is silent, while it is (FleetHeader)
+            header.reading_since = header.clock()
+        try:
             snapshot = await self.backend.read()
+            if header is not None:  # Redis answered: what follows is ours, not its
+                header.reading_since = None
             # A large fleet's rows are built and counted now, in threads, not when it
             # is shown.
             await self.main_screen.workers_view.prepare_ahead(snapshot)
@@ -267,6 +277,9 @@ class ConsoleApp(App[int]):
             self.post_message(self.PollFailed(self.backend.describe(exc)))
         else:
             self.post_message(self.FleetUpdated(snapshot))
+        finally:
+            if header is not None:
+                header.reading_since = None
 
     def _schedule_next(self, delay: float) -> None:
         self._polling = False
@@ -318,12 +331,13 @@ class ConsoleApp(App[int]):
         label = SPECS[request.action].label
         if request.agent_type and request.action in (Action.DENY, Action.ALLOW, *TYPE_ACTIONS):
             label = f"{label} {safe_text(request.agent_type, 30)}"
-        outcomes = await self.backend.send(request)
-        failed = [o for o in outcomes if not o.sent]
+        outcomes = await self._send_with_progress(label, request)
+        failed = [o for o in outcomes if not o.sent and o.later is None]
         sent = [o for o in outcomes if o.sent]
         if failed:
             lines = "\n".join(f"{safe_text(o.target, 40)}: {o.error}" for o in failed[:5])
             self.notify(f"{label} failed:\n{lines}", severity="error", markup=False, timeout=8)
+        self._report_unanswered(label, outcomes)
         # An entry action, or a type action no live worker can confirm: its note.
         noted = request.action in TYPE_ACTIONS and all(o.result is None for o in sent)
         if sent and (request.action in ENTRY_ACTIONS or noted):
@@ -372,6 +386,83 @@ class ConsoleApp(App[int]):
             self.request_poll()
             return list(confirmed) + failed
         return outcomes
+
+    async def _send_with_progress(self, label: str, request: ActionRequest) -> list[ActionOutcome]:
+        """Send, saying so at once (``sending…``) and counting the targets' writes in
+        the header (``suspend: 3/5 sent``) until every one ended or the deadline came."""
+        total = len(request.targets)
+        self.notify(
+            f"{label}: sending to {_names_of(list(request.targets))}…", markup=False, timeout=3
+        )
+        try:
+            header: FleetHeader | None = self.main_screen.header
+        except QueryError:  # shutting down
+            header = None
+
+        def progress(ended: int, of: int) -> None:
+            if header is not None:
+                header.activity = f"{label}: {ended}/{of} sent"
+
+        try:
+            outcomes = await self.backend.send(request, progress=progress)
+        finally:
+            if header is not None:
+                header.activity = ""
+        if total > 1:
+            counts = Counter(
+                "sent" if o.sent else "timeout" if o.later is not None else "failed"
+                for o in outcomes
+            )
+            done = ", ".join(f"{counts[k]} {k}" for k in ("sent", "failed", "timeout") if counts[k])
+            self.notify(f"{label} {total} targets: {done}", markup=False, timeout=5)
+        return outcomes
+
+    def _report_unanswered(self, label: str, outcomes: list[ActionOutcome]) -> None:
+        """Targets Redis did not answer by the deadline: said now, each followed up."""
+        late = [o for o in outcomes if o.later is not None]
+        if not late:
+            return
+        self.notify(
+            f"{label}: no reply from Redis for {_names(late)} (timeout: {late[0].error}); "
+            "each is reported when Redis answers",
+            severity="warning",
+            markup=False,
+            timeout=8,
+        )
+        for o in late:
+            self._follow_late(label, o)
+
+    @work(group="late-actions", exit_on_error=False)
+    async def _follow_late(self, label: str, outcome: ActionOutcome) -> None:
+        """A write that outlived the action's deadline: its real outcome, when it comes."""
+        assert outcome.later is not None
+        started = time.monotonic()
+        done = await outcome.later
+        target = safe_text(done.target, 40)
+        after = f"{time.monotonic() - started + self.backend_deadline:.0f}"
+        if not done.sent:
+            self.notify(
+                f"{label} {target} failed after {after} s: {done.error}",
+                severity="error",
+                markup=False,
+                timeout=8,
+            )
+            return
+        self.notify(
+            f"{label} {target}: Redis answered after {after} s; the command is written",
+            markup=False,
+            timeout=6,
+        )
+        self.request_poll()
+        timeout = RESTART_TIMEOUT if done.restart is not None else CONFIRM_TIMEOUT
+        confirmed = await self.backend.confirm(done, timeout)
+        self._report_confirmations(label, [confirmed])
+        self.request_poll()
+
+    @property
+    def backend_deadline(self) -> float:
+        """The backend's deadline for an action's writes (a static one has none)."""
+        return float(getattr(self.backend, "deadline", SEND_DEADLINE))
 
     def _report_confirmations(self, label: str, outcomes: list[ActionOutcome]) -> None:
         scaled = [o for o in outcomes if o.command == "scale"]
@@ -525,6 +616,11 @@ class ConsoleApp(App[int]):
 
 
 _TYPE_VERBS = frozenset(a.value for a in TYPE_ACTIONS)
+
+
+def _names_of(targets: list[str], limit: int = 3) -> str:
+    names = ", ".join(safe_text(t, 32) for t in targets[:limit])
+    return names + (f" +{len(targets) - limit}" if len(targets) > limit else "")
 
 
 def _names(outcomes: list[ActionOutcome], limit: int = 3) -> str:

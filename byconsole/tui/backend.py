@@ -11,6 +11,8 @@ fleet); it has no Redis and refuses actions.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Protocol
 
@@ -58,6 +60,14 @@ _ACTION_ERRORS: tuple[type[Exception], ...] = (*_WAIT_ERRORS, ValueError)
 READ_TIMEOUT = 8.0
 """Seconds a refresh may take before the console calls Redis slow and shows it."""
 
+SEND_DEADLINE = 8.0
+"""Seconds an action's writes may take, all targets together (they go concurrently):
+then the console reports every target, the unanswered ones as ``timeout`` (their writes
+go on, and each is reported when Redis answers it)."""
+
+Progress = Callable[[int, int], None]
+"""Called as targets' writes end: ``(ended, total)``."""
+
 
 class Backend(Protocol):
     """What the console needs from a fleet."""
@@ -73,8 +83,14 @@ class Backend(Protocol):
         """One worker in depth; raises on outage."""
         ...
 
-    async def send(self, request: ActionRequest) -> list[ActionOutcome]:
-        """Write an action for every target; never raises (errors are outcomes)."""
+    async def send(
+        self, request: ActionRequest, progress: Progress | None = None
+    ) -> list[ActionOutcome]:
+        """Write an action for every target; never raises (errors are outcomes).
+
+        The targets are written concurrently and the whole action is bounded
+        (:data:`SEND_DEADLINE`); ``progress`` hears of each target's write ending.
+        """
         ...
 
     async def confirm(self, outcome: ActionOutcome, timeout: float) -> ActionOutcome:
@@ -121,6 +137,54 @@ def _describe(exc: BaseException, url: str | None) -> str:
     return safe_text(f"{type(exc).__name__}: {redact(text, url)}", limit=160)
 
 
+async def send_each(
+    targets: list[str],
+    send_one: Callable[[str], Awaitable[ActionOutcome]],
+    deadline: float,
+    progress: Progress | None = None,
+) -> list[ActionOutcome]:
+    """Send to every target at once and return, in order, what each came to by ``deadline``.
+
+    ``send_one`` never raises (an error is its outcome). A target Redis has not
+    answered by then is ``timeout``: its write is not cancelled (it may be in Redis's
+    socket already, and would apply unseen), it goes on as the outcome's ``later`` task,
+    whose own outcome the console reports when Redis answers or the socket times out.
+    """
+    tasks = [asyncio.ensure_future(send_one(target)) for target in targets]
+    ended = 0
+    open_ = True
+
+    def tick(_: object) -> None:
+        nonlocal ended
+        ended += 1
+        if progress is not None and open_:
+            progress(ended, len(tasks))
+
+    if progress is not None:
+        progress(0, len(tasks))
+    for task in tasks:
+        task.add_done_callback(tick)
+    started = time.monotonic()
+    if tasks:
+        await asyncio.wait(tasks, timeout=deadline)
+    open_ = False
+    waited = time.monotonic() - started
+    outcomes: list[ActionOutcome] = []
+    for target, task in zip(targets, tasks, strict=True):
+        if task.done():
+            outcomes.append(task.result())
+            continue
+        outcomes.append(
+            ActionOutcome(
+                target,
+                sent=False,
+                error=f"no reply from Redis within {waited:.0f} s (still trying)",
+                later=task,
+            )
+        )
+    return outcomes
+
+
 class RedisBackend:
     """A live fleet behind one Redis (or cluster) connection.
 
@@ -129,6 +193,7 @@ class RedisBackend:
             so an outage surfaces at once and the app's backoff decides when to retry.
         read_timeout: seconds before a slow refresh is abandoned and reported.
         policy: alert thresholds (the context's); by-framework's defaults when None.
+        deadline: seconds an action's writes may take together (:data:`SEND_DEADLINE`).
     """
 
     def __init__(
@@ -137,10 +202,12 @@ class RedisBackend:
         *,
         read_timeout: float = READ_TIMEOUT,
         policy: HealthPolicy | None = None,
+        deadline: float = SEND_DEADLINE,
     ) -> None:
         self.settings = settings
         self.endpoint = settings.endpoint
         self.read_timeout = read_timeout
+        self.deadline = deadline
         self.redis = create_redis(settings, retries=0)
         self.reader = FleetReader(
             self.redis,
@@ -190,10 +257,22 @@ class RedisBackend:
         async with asyncio.timeout(self.read_timeout):
             return await Lookup(self.redis, self.settings.keys).session(session_id)
 
-    async def send(self, request: ActionRequest) -> list[ActionOutcome]:
-        """Write the action for each target through :class:`WorkerManager`."""
+    async def send(
+        self, request: ActionRequest, progress: Progress | None = None
+    ) -> list[ActionOutcome]:
+        """Write the action for each target through :class:`WorkerManager`.
+
+        Workers are written concurrently, under one deadline for them all
+        (:func:`send_each`): five targets behind a partition take one deadline, not five
+        socket timeouts in a row.
+        """
         if request.action is Action.SCALE:
-            return [await self._send_scale(request)]
+            return await send_each(
+                list(request.targets[:1]),
+                lambda _: self._send_scale(request),
+                self.deadline,
+                progress,
+            )
         if request.action in TYPE_ACTIONS:
             return await self._send_type(request)
         if request.action in PENDING_ACTIONS:
@@ -201,8 +280,18 @@ class RedisBackend:
         if request.action in DEAD_ACTIONS:
             return [await self._send_dead(request)]
         if request.action is Action.RESTART:
-            return [await self._send_restart(request, w) for w in request.worker_ids]
-        return [await self._send_one(request, worker_id) for worker_id in request.worker_ids]
+            return await send_each(
+                list(request.worker_ids),
+                lambda w: self._send_restart(request, w),
+                self.deadline,
+                progress,
+            )
+        return await send_each(
+            list(request.worker_ids),
+            lambda w: self._send_one(request, w),
+            self.deadline,
+            progress,
+        )
 
     async def _send_restart(self, request: ActionRequest, worker_id: str) -> ActionOutcome:
         """Restart one replica (README, "Restart, stop and pinned calls"); refused before
@@ -476,7 +565,9 @@ class StaticBackend:
         """The fixed timeline, or an empty one."""
         return self.sessions.get(session_id) or SessionTimeline(session_id=session_id)
 
-    async def send(self, request: ActionRequest) -> list[ActionOutcome]:
+    async def send(
+        self, request: ActionRequest, progress: Progress | None = None
+    ) -> list[ActionOutcome]:
         """Refuse: a static snapshot has nothing to act on."""
         return [ActionOutcome(t, sent=False, error="static snapshot") for t in request.targets]
 

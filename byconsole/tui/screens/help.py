@@ -12,14 +12,20 @@ from textual.widgets import Static
 
 from byconsole.styles import CellStyles
 from byconsole.tui.actions import ACTIONS
+from worker_runtime.snapshot import CommandState
+
+_FADES = {CommandState.APPLIED: " (fades after a minute)"}
+"""How long a state stays in the column, beside its sentence."""
 
 LEGEND: tuple[tuple[str, str, str], ...] = (
     ("●", "marked", "marked: the next action applies to every marked worker"),
     ("!chat", "denied", "types: the worker is denied for chat"),
     ("★", "leader", "instances: the elected leader"),
-    ("pending", "pending", "cmd: the worker has not confirmed the command yet"),
-    ("applied", "applied", "cmd: confirmed by the worker (fades after a minute)"),
-    ("on start", "on start", "cmd: the worker is offline; it applies it on start"),
+    # The cmd column's states, each said in its outcome verdict's one sentence.
+    *(
+        (state.value, state.value, f"cmd: {state.sentence()}{_FADES.get(state, '')}")
+        for state in CommandState
+    ),
     ("STALE", "warning", "status line: Redis is unreachable, the data is old"),
     ("depth", "", "queue depth = undelivered + pending (dead letters apart)"),
     ("2/3", "", "instances: replicas running / quota"),
