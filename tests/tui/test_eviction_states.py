@@ -25,6 +25,7 @@ from tests.handlers import STARTED_LIST
 from tests.integration.runtime_helpers import BIN, eventually, spawn_worker, stop_process
 from tests.redis_server import env_with
 from tests.tui.conftest import KEYS, AppFactory, until
+from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import CONSUMER_GROUP
 
 
@@ -123,6 +124,10 @@ async def test_force_evict_of_a_runtime_that_may_not_cancel_is_applied_only_once
             return view.command_text if view else ""
 
         await until(pilot, lambda: cmd() == "pending: still owns 2 entries")
+        detail = await FleetReader(redis, KEYS).read_worker_detail(
+            "bf-1"
+        )  # the detail screen's read
+        assert detail.worker.command_text == "pending: still owns 2 entries"
         await until(pilot, lambda: any("still owns 2 entries" in t for t in _toasts(app)))
         assert not any("applied" in t for t in _toasts(app))
         await redis.xack(stream, CONSUMER_GROUP, *ids)  # its tasks ended
