@@ -204,6 +204,14 @@ FORCE_WARNINGS: dict[str, str] = {
     "do (Java interrupts them), its TypeScript SDK ignores force and lets them finish (its "
     "lease does not say which SDK it runs)",
 }
+"""Keyed by the runtime its lease shows (:func:`~worker_runtime.verdicts.runtime_of`): a
+lease without capabilities is by-framework's, whose SDK may not cancel."""
+
+EVICTED_WHEN = (
+    "It reads applied only once its process is gone and owns no pending entry "
+    "(until then: applied · finishing N, or pending: still owns N entries)"
+)
+"""How an eviction is confirmed (:func:`~worker_runtime.verdicts.eviction_progress`)."""
 """What ``--force`` on an eviction does, by the runtime that holds the lease (README,
 "by-framework compatibility"; by-framework's runners: Python ``WorkerRunner`` skips
 its wait for in-flight tasks, Java ``WorkerRunner.handlePostEvictionShutdownIfNeeded``
@@ -238,6 +246,7 @@ def action_warning(action: str, runtimes: list[str | None]) -> str:
             elif kind == "offline":
                 parts.append("offline: it exits when it next starts")
         parts.append("Leaves routing and drops its lease; it takes no new tasks.")
+        parts.append(EVICTED_WHEN)
     elif action == "drain" and "by-framework" in kinds:
         parts.append(DRAIN_AS_EVICT)
     elif action in ("deny", "allow") and "by-framework" in kinds:

@@ -67,6 +67,7 @@ from worker_runtime.models import (
     Alert,
     InstanceLease,
     Lease,
+    Lifecycle,
     MetricsPoint,
     TierPoint,
     now_ms,
@@ -115,6 +116,7 @@ from worker_runtime.views import (
     executions,
     fleet_metrics,
     leader_view,
+    owned_by_worker,
     type_view,
     with_pauses,
 )
@@ -1007,6 +1009,7 @@ class FleetReader:
             now,
             ttls,
             hints,
+            owned_by_worker(type_data),
         )
         # The parsed leases are about ten objects per worker: freeing them when this
         # method returns would hold the loop. The thread below drops the last
@@ -1256,7 +1259,13 @@ class FleetReader:
                 counter = await self._pending_of(worker_id, types)
             view_lease = {**lease_obj, "active_jobs": counter}
         ttl = r1["ttl"] if isinstance(r1["ttl"], int) else None
-        view = build_worker_view(worker_id, view_lease, admin, declared, denied, now, ttl)
+        owned = 0
+        if raw_lease is None and admin.known_lifecycle is Lifecycle.EVICTED:
+            # An eviction is applied once the worker owns no pending entry either.
+            owned = await self._pending_of(worker_id, types)
+        view = build_worker_view(
+            worker_id, view_lease, admin, declared, denied, now, ttl, owned=owned
+        )
         active_snaps = mapping(r1["active_snapshots"])
         history_snaps = mapping(r1["history_snapshots"])
         active = executions(execution_order(r1["active"], active_snaps), active_snaps, limit)

@@ -114,6 +114,9 @@ class WorkerView(Lease):
     admin_updated_at: int | None = None
     admin_updated_by: str | None = None
     command_state: CommandState | None = None
+    command_label: str = ""
+    """What the ``cmd`` column says: the state, and for an eviction how far it has got
+    (``applied · finishing 3``, ``pending: still owns 2 entries``)."""
     runtime: str | None = None
     """``worker_runtime`` or ``by-framework`` (from the lease's shape); ``None``: no lease."""
     lease_age_ms: int | None = None
@@ -123,6 +126,13 @@ class WorkerView(Lease):
     def model_post_init(self, context: Any, /) -> None:
         """One shared set of given-field names (frozen: see :func:`share_given_fields`)."""
         share_given_fields(self)
+
+    @property
+    def command_text(self) -> str:
+        """The ``cmd`` column: :attr:`command_label`, else the state's own word."""
+        if self.command_label:
+            return self.command_label
+        return self.command_state.value if self.command_state is not None else ""
 
     @property
     def command_sentence(self) -> str | None:

@@ -153,6 +153,9 @@ async def _report(
     note = verdict_sentence(verdict, result, waited, timeout=getattr(args, "timeout", 0.0))
     if verdict is Verdict.SUPERSEDED:
         note = safe_text(note, 200)
+    progress = waited.progress if waited is not None and verdict is Verdict.TIMEOUT else None
+    if progress:
+        note = f"{note} ({progress})"  # an eviction: how far it got
     if args.json:
         print_json(
             {
@@ -166,6 +169,7 @@ async def _report(
                 "confirmation": result.confirmation.value,
                 **({"superseded": superseded} if superseded is not None else {}),
                 **({"requested": result.requested.value} if result.requested else {}),
+                **({"progress": progress} if progress else {}),
             }
         )
     else:

@@ -200,6 +200,10 @@ class ActionRequest:
         entry_ids: the dead letters of a requeue / purge (empty: all of ``agent_type``),
             or the pending entry to dead-letter.
         group: the consumer group the pending entry to dead-letter is pending in.
+        upto: a requeue / purge of all of ``agent_type``'s dead letters: the newest one
+            the operator was shown. Only letters up to it are touched (``entry_ids``,
+            when set, are exactly those); letters that died later are left alone.
+        shown: how many dead letters the confirmation named (``upto`` set).
     """
 
     action: Action
@@ -211,6 +215,8 @@ class ActionRequest:
     plan: str = ""
     entry_ids: tuple[str, ...] = ()
     group: str | None = None
+    upto: str | None = None
+    shown: int = 0
 
     @property
     def rolling(self) -> bool:
@@ -229,6 +235,8 @@ class ActionRequest:
             return (f"{self.agent_type or 'every type'}{where}",)
         if self.action is Action.CONFIG_SET:
             return (self.agent_type or "",)
+        if self.action in ENTRY_ACTIONS and self.upto is not None:
+            return (f"{self.shown:,} dead letters of {self.agent_type}",)
         if self.action in ENTRY_ACTIONS:
             return self.entry_ids or (f"every dead letter of {self.agent_type}",)
         if self.action in TYPE_ACTIONS:

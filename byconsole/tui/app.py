@@ -592,8 +592,23 @@ class ConsoleApp(App[int]):
                 markup=False,
                 timeout=6,
             )
+        finishing = [o for o in waiting if o.note.startswith("applied") and not o.error]
+        waiting = [o for o in waiting if o not in finishing]
+        for o in finishing:
+            # The worker applied the eviction; its tasks still run (it exits after them).
+            self.notify(
+                f"{label} {safe_text(o.target, 40)}: {o.note}"
+                + (" (it exits once they finish)" if "finishing" in o.note else ""),
+                markup=False,
+                timeout=8,
+            )
         if waiting:
             errors = {o.error for o in waiting if o.error}
+            errors |= {
+                o.note.removeprefix("pending: ")
+                for o in waiting
+                if o.note.startswith("pending") and not o.error
+            }
             why = f" ({'; '.join(sorted(errors))})" if errors else ""
             self.notify(
                 f"{label} not confirmed by {_names(waiting)} within "

@@ -410,17 +410,24 @@ class RedisBackend:
         if agent_type is None:
             return ActionOutcome(target, sent=False, error="no type")
         dead = DeadLetters(self.redis, self.settings.keys, self.manager.operator)
+        # Exactly the letters the dialog named: its frozen ids, or all up to its bound.
         ids = list(request.entry_ids) or None
+        upto = request.upto
         try:
             if request.action is Action.DEAD_REQUEUE:
-                count = len(await dead.requeue(agent_type, ids, request.reason))
+                count = len(await dead.requeue(agent_type, ids, request.reason, upto))
                 note = f"{count} requeued to the {safe_text(agent_type, 30)} stream"
             else:
-                count = await dead.purge(agent_type, ids, request.reason)
+                count = await dead.purge(agent_type, ids, request.reason, upto)
                 note = f"{count} dead letter(s) of {safe_text(agent_type, 30)} purged"
             left = await dead.count(agent_type)
+            late = await dead.count_newer(agent_type, upto) if upto else 0
         except _ACTION_ERRORS as exc:
             return ActionOutcome(target, sent=False, error=self.describe(exc))
+        if upto and count < request.shown:
+            note += f" (of the {request.shown:,} shown: the rest were already gone)"
+        if late:
+            note += f"; {late:,} arrived after the dialog opened, left untouched"
         return ActionOutcome(
             target,
             sent=True,
@@ -527,6 +534,9 @@ class RedisBackend:
         if waited.superseded_line is not None:
             # Overtaken by a later write: never applied, so never reported as such.
             return replace(outcome, superseded=waited.superseded_line)
+        if waited.latency is None and waited.progress:
+            # An eviction not done in time: how far it got (applied · finishing 3 …).
+            return replace(outcome, note=waited.progress)
         return replace(outcome, latency=waited.latency)
 
     def describe(self, exc: BaseException) -> str:

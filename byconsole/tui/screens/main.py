@@ -776,27 +776,45 @@ class OperatorScreen(MonitorScreen):
             return None
         agent_type = dead.agent_type
         known = self.snapshot.type(agent_type) if self.snapshot else None
-        total = known.dead if known else 0
+        # "All" is frozen now, at what the operator is shown: the rows' ids when the view
+        # holds every letter of the type, else the newest row as the bound (stream ids
+        # only grow). Letters that die while the dialog is open are left alone.
+        rows = sorted(
+            (d.entry_id for d in self.dead_view.items.values() if d.agent_type == agent_type),
+            key=_entry_order,
+        )
+        whole = len(rows) >= (known.dead if known else 0)
+        total = len(rows) if whole else (known.dead if known else 0)
         one = f"this dead letter ({safe_text(dead.entry_id, 30)})"
         every = f"all {total:,} dead letters of {safe_text(agent_type, 30)}"
         scope = await self._choose(f"{spec.label} what?", [one, every]) if total > 1 else one
         if scope is None:
             return None
-        ids = (dead.entry_id,) if scope == one else ()
+        ids = (dead.entry_id,) if scope == one else (tuple(rows) if whole else ())
+        upto = None if scope == one else rows[-1]
         where = (
             "back on its stream, attempts reset" if action is Action.DEAD_REQUEUE else "for good"
         )
+        listed = [f"{total:,} dead letters of {agent_type} (up to {upto})"] if upto else list(ids)
+        later = " Dead letters that arrive meanwhile are left alone." if upto else ""
         reason = await self.app.push_screen_wait(
             ConfirmScreen(
                 spec.label,
-                list(ids) or [f"every dead letter of {agent_type}"],
-                warning=f"{spec.label} {scope} {where}. Written to the audit log.",
+                listed,
+                warning=f"{spec.label} {scope} {where}. Written to the audit log.{later}",
                 destructive=spec.destructive,
             )
         )
         if reason is None:
             return None
-        return ActionRequest(action, agent_type=agent_type, entry_ids=ids, reason=reason or None)
+        return ActionRequest(
+            action,
+            agent_type=agent_type,
+            entry_ids=ids,
+            reason=reason or None,
+            upto=upto,
+            shown=total if upto else len(ids),
+        )
 
     async def _type_request(self, action: Action) -> ActionRequest | None:
         """Pause (confirm + reason) or resume the type under the cursor."""
@@ -911,6 +929,12 @@ class OperatorScreen(MonitorScreen):
             reason=reason or None,
             plan=plan,
         )
+
+
+def _entry_order(entry_id: str) -> tuple[int, int]:
+    """A stream entry id's place in its stream (``ms-seq``, compared as numbers)."""
+    ms, _, seq = entry_id.partition("-")
+    return (int(ms) if ms.isdigit() else 0, int(seq) if seq.isdigit() else 0)
 
 
 def _current_count(snapshot: FleetSnapshot, agent_type: str, instance_id: str | None) -> int | None:
