@@ -78,7 +78,7 @@ async def test_no_password_in_logs_output_errors_keys_or_screens(
         config.write_text(f'[contexts.prod]\nurl = "{secured.url("viewer")}"\nread_only = true\n')
         produced.update(_runs([["worker-runtime", "submit", "chat", "{}", "--count", "5"]], ops))
         # The reads need nothing from each other: they run side by side.
-        reads = [
+        read_commands = [
             ["byconsole", "--snapshot"],
             ["byconsole", "--snapshot", "--format", "json"],
             ["byconsole", "--snapshot", "--format", "prom"],
@@ -88,7 +88,7 @@ async def test_no_password_in_logs_output_errors_keys_or_screens(
             ["byconsole", "contexts", "--json"],
             ["byconsole", "--context", "prod", "--snapshot"],
         ]
-        produced.update(await _runs_at_once(reads, ops))
+        produced.update(await _runs_at_once(read_commands, ops))
         produced.update(
             _runs([["byconsole", "worker", "suspend", "sec-r0", "--wait", "--json"]], ops)
         )
