@@ -76,55 +76,43 @@ async def test_no_password_in_logs_output_errors_keys_or_screens(
         config = tmp_path / "byconsole" / "config.toml"
         config.parent.mkdir()
         config.write_text(f'[contexts.prod]\nurl = "{secured.url("viewer")}"\nread_only = true\n')
-        produced.update(_runs([["worker-runtime", "submit", "chat", "{}", "--count", "5"]], ops))
-        # The reads need nothing from each other: they run side by side.
-        read_commands = [
+        for args in (
+            ["worker-runtime", "submit", "chat", "{}", "--count", "5"],
             ["byconsole", "--snapshot"],
             ["byconsole", "--snapshot", "--format", "json"],
             ["byconsole", "--snapshot", "--format", "prom"],
             ["byconsole", "worker", "list", "--json"],
             ["byconsole", "worker", "info", "sec-r0"],
+            ["byconsole", "worker", "suspend", "sec-r0", "--wait", "--json"],
+            ["byconsole", "worker", "resume", "sec-r0", "--wait"],
             ["byconsole", "contexts"],
             ["byconsole", "contexts", "--json"],
             ["byconsole", "--context", "prod", "--snapshot"],
-        ]
-        produced.update(await _runs_at_once(read_commands, ops))
-        produced.update(
-            _runs([["byconsole", "worker", "suspend", "sec-r0", "--wait", "--json"]], ops)
-        )
-        produced.update(_runs([["byconsole", "worker", "resume", "sec-r0", "--wait"]], ops))
+        ):
+            produced[" ".join(args)] = _run(args, ops)
         assert all(out.startswith("exit 0") for out in produced.values()), produced
 
         # Errors with a password in play: wrong password, wrong user, nobody listening,
         # a refused write, a malformed URL.
         port = secured.server.port
-        failing = [
-            ["byconsole", "--snapshot"],
-            ["byconsole", "worker", "suspend", "sec-r0"],
-            ["worker-runtime", "submit", "chat", "{}"],
-            ["worker-runtime", "run", "tests.handlers:noop", "--type", "chat"],
-        ]
-        cases = [
+        for name, url in (
             ("wrong password", secured.url("operator", password=ADMIN_PASSWORD[::-1] + "x")),
             ("default user", f"redis://:{ADMIN_PASSWORD}x@127.0.0.1:{port}/0"),
             ("nobody listening", f"redis://operator:{ADMIN_PASSWORD}@127.0.0.1:{free_port()}/0"),
             ("bad port", f"redis://operator:{ADMIN_PASSWORD}@127.0.0.1:99999/0"),
             ("viewer writes", secured.url("viewer")),
-        ]
-        # Every case and command is independent (none of them changes the server): side by side.
-        outs = await asyncio.gather(
-            *(
-                asyncio.to_thread(_run, args, env_with(url, XDG_CONFIG_HOME=str(tmp_path)))
-                for _, url in cases
-                for args in failing
-            )
-        )
-        for (name, args), out in zip(
-            ((name, args) for name, _ in cases for args in failing), outs, strict=True
         ):
-            reads = name == "viewer writes" and args[1] == "--snapshot"
-            assert out.startswith("exit 0" if reads else "exit 2"), (name, args, out)
-            produced[f"{name}: {' '.join(args)}"] = out
+            env = env_with(url, XDG_CONFIG_HOME=str(tmp_path))
+            for args in (
+                ["byconsole", "--snapshot"],
+                ["byconsole", "worker", "suspend", "sec-r0"],
+                ["worker-runtime", "submit", "chat", "{}"],
+                ["worker-runtime", "run", "tests.handlers:noop", "--type", "chat"],
+            ):
+                out = _run(args, env)
+                reads = name == "viewer writes" and args[1] == "--snapshot"
+                assert out.startswith("exit 0" if reads else "exit 2"), (name, args, out)
+                produced[f"{name}: {' '.join(args)}"] = out
 
         # The worker's password stops working (Redis restarts without its ACL users):
         # every retry logs an error, at debug level.
@@ -154,15 +142,6 @@ async def test_no_password_in_logs_output_errors_keys_or_screens(
     await admin.aclose()
     for where, text in produced.items():
         _assert_secret_free(text, where)
-
-
-def _runs(commands: list[list[str]], env: dict[str, str]) -> dict[str, str]:
-    return {" ".join(args): _run(args, env) for args in commands}
-
-
-async def _runs_at_once(commands: list[list[str]], env: dict[str, str]) -> dict[str, str]:
-    outs = await asyncio.gather(*(asyncio.to_thread(_run, args, env) for args in commands))
-    return {" ".join(args): out for args, out in zip(commands, outs, strict=True)}
 
 
 async def _logged(log: Path, *words: str) -> bool:
