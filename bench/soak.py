@@ -182,9 +182,17 @@ async def _until(check: Callable[[], Awaitable[bool]], timeout: float) -> bool:
 
 
 async def run_soak(
-    url: str, tasks: int = 100_000, processes: int = 3, replicas: int = 2, timeout: float = 600.0
+    url: str,
+    tasks: int = 100_000,
+    processes: int = 3,
+    replicas: int = 2,
+    timeout: float = 600.0,
+    session_every: int = 10,
 ) -> SoakReport:
-    """Run the soak against the Redis at ``url`` (which should be empty)."""
+    """Run the soak against the Redis at ``url`` (which should be empty).
+
+    One task in ``session_every`` belongs to a session (results and execution records).
+    """
     keys = Keys()
     redis = Redis.from_url(url, decode_responses=True)
     report = SoakReport(tasks=tasks, processes=processes)
@@ -208,16 +216,18 @@ async def run_soak(
         # both streams' caps.
         manager = WorkerManager(redis, keys, operator="soak@bench")
         target = workers[0]
-        for start in range(0, CONTROL_STREAM_MAXLEN + 500, 20):
+        # Forty commands in flight at once (within the pool): the control stream passes its cap in
+        # about the time the tasks take.
+        for start in range(0, CONTROL_STREAM_MAXLEN + 520, 40):
             await asyncio.gather(
                 *(
                     manager.allow_worker_for_type("elsewhere", target, "soak")
                     if n % 2
                     else manager.deny_worker_for_type("elsewhere", target, "soak")
-                    for n in range(start, start + 20)
+                    for n in range(start, start + 40)
                 )
             )
-            report.control_writes += 20
+            report.control_writes += 40
         for _ in range(0, AUDIT_MAXLEN + 2_000, 500):
             pipe = redis.pipeline(transaction=False)
             for _ in range(500):
@@ -251,11 +261,10 @@ async def run_soak(
         for start in range(0, tasks, 1_000):
             pipe = redis.pipeline(transaction=False)
             for n in range(start, min(tasks, start + 1_000)):
-                # One task in ten belongs to a session: results and execution records.
                 task = Task(
                     task_id=uuid.uuid4().hex,
                     agent_type=AGENT_TYPE,
-                    session_id=session if n % 10 == 0 else None,
+                    session_id=session if n % session_every == 0 else None,
                 )
                 pipe.xadd(stream, encode_task(task))  # type: ignore[arg-type]
             await pipe.execute()

@@ -50,16 +50,19 @@ from typing import Any
 from bench.common import (
     BIN,
     ROOT,
+    ainterleave,
+    calls_delta,
+    command_calls,
     machine,
     ratio,
+    ratio_line,
     redis_client,
     start_redis,
+    stats,
     versions,
     worker_env,
     write_results,
 )
-from bench.fleet_sim import calls_delta, command_calls
-from bench.interleave import ainterleave, ratio_line, stats
 from worker_runtime.embedded import RedisServer
 
 SYSTEMS = ("worker_runtime", "arq", "taskiq", "dramatiq", "celery")

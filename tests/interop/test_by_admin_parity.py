@@ -7,7 +7,9 @@ ours) on a real redis-server and cluster.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -58,32 +60,42 @@ async def test_by_admin_commands_and_json_shapes_work_on_byconsole(fleet: Fleet)
         done = fleet.byconsole(*args)
         assert done.returncode == 0, (args, done.stderr)
 
+    # The reads change nothing: both programs' run side by side.
+    reads: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
+        "theirs list": (fleet.by_admin, ("worker", "list", "--json")),
+        "ours list": (fleet.byconsole, ("worker", "list", "--json")),
+        "theirs sum": (fleet.by_admin, ("worker", "list", "-t", "sum", "--json")),
+        "ours sum": (fleet.byconsole, ("worker", "list", "-t", "sum", "--json")),
+    }
+    for wid in ("byf-p", "wp-r0"):
+        reads[f"theirs info {wid}"] = (fleet.by_admin, ("worker", "info", wid, "--json"))
+        reads[f"ours info {wid}"] = (fleet.byconsole, ("worker", "info", wid, "--json"))
+    for agent_type in ("sum", "echo"):
+        denylist = ("type", "denylist", agent_type, "--json")
+        reads[f"theirs denylist {agent_type}"] = (fleet.by_admin, denylist)
+        reads[f"ours denylist {agent_type}"] = (fleet.byconsole, denylist)
+    outs = await asyncio.gather(*(asyncio.to_thread(run, *args) for run, args in reads.values()))
+    got = {name: _json(done) for name, done in zip(reads, outs, strict=True)}
+
     # worker list --json: the same workers, by-admin's fields with the same values.
-    theirs = {
-        r["worker_id"]: _comparable(r) for r in _json(fleet.by_admin("worker", "list", "--json"))
-    }
-    ours = {
-        r["worker_id"]: _comparable(r) for r in _json(fleet.byconsole("worker", "list", "--json"))
-    }
+    theirs = {r["worker_id"]: _comparable(r) for r in got["theirs list"]}
+    ours = {r["worker_id"]: _comparable(r) for r in got["ours list"]}
     assert set(theirs) == {"byf-p", "wp-r0"}
     assert ours == theirs
     assert theirs["byf-p"]["lifecycle_reason"] == "parity check"
 
     # --type / -t filters the same way.
-    theirs_sum = _json(fleet.by_admin("worker", "list", "-t", "sum", "--json"))
-    ours_sum = _json(fleet.byconsole("worker", "list", "-t", "sum", "--json"))
+    theirs_sum, ours_sum = got["theirs sum"], got["ours sum"]
     assert [r["worker_id"] for r in ours_sum] == [r["worker_id"] for r in theirs_sum] == ["byf-p"]
 
     # worker info --json: by-admin's fields at the top level.
     for wid in ("byf-p", "wp-r0"):
-        info_theirs = _json(fleet.by_admin("worker", "info", wid, "--json"))
-        info_ours = _json(fleet.byconsole("worker", "info", wid, "--json"))
-        assert _comparable(info_ours) == _comparable(info_theirs)
+        assert _comparable(got[f"ours info {wid}"]) == _comparable(got[f"theirs info {wid}"])
 
     # type denylist --json: a plain list of worker ids, in both.
     for agent_type, expected in (("sum", ["byf-p"]), ("echo", ["wp-r0"])):
-        assert _json(fleet.by_admin("type", "denylist", agent_type, "--json")) == expected
-        assert _json(fleet.byconsole("type", "denylist", agent_type, "--json")) == expected
+        assert got[f"theirs denylist {agent_type}"] == expected
+        assert got[f"ours denylist {agent_type}"] == expected
 
     # allow and evict --force, as by-admin spells them.
     assert fleet.byconsole("type", "allow", "sum", "byf-p").returncode == 0

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import inspect
 import json
@@ -245,7 +246,7 @@ async def test_viewer_reads_everything_and_changes_nothing(
         K.audit_stream, {"ts": 1, "operator": "x", "action": "suspend", "target": "w1"}
     )
     url = secured.url("viewer")
-    for args in (
+    reads = [
         ["--snapshot"],
         ["--snapshot", "--format", "json"],
         ["--snapshot", "--format", "prom"],
@@ -255,21 +256,27 @@ async def test_viewer_reads_everything_and_changes_nothing(
         ["type", "denylist", "chat"],
         ["metrics", "snapshot"],
         ["metrics", "history"],
-    ):
-        out = _run("byconsole", args, url, tmp_path)
+    ]
+    # Independent commands run side by side (each is its own process).
+    outs = await asyncio.gather(
+        *(asyncio.to_thread(_run, "byconsole", args, url, tmp_path) for args in reads)
+    )
+    for args, out in zip(reads, outs, strict=True):
         assert out.returncode == 0, (args, out.stderr)
-    doc = json.loads(_run("byconsole", ["--snapshot", "--format", "json"], url, tmp_path).stdout)
+    doc = json.loads(outs[1].stdout)
     assert [w["worker_id"] for w in doc["workers"]] == ["w1", "w2"]
 
     before = await dump_all(admin)
-    for args in WRITES:
-        out = _run("byconsole", args, url, tmp_path)
+    attempts = [cmd for args in WRITES for cmd in (args, [*args, "--read-only"])]
+    outs = await asyncio.gather(
+        *(asyncio.to_thread(_run, "byconsole", args, url, tmp_path) for args in attempts)
+    )
+    for args, out, refused in zip(WRITES, outs[::2], outs[1::2], strict=True):
         assert out.returncode == 2, (args, out.stdout, out.stderr)
         line = out.stderr.strip()
         assert "\n" not in line and "Traceback" not in line, line
         assert "refused the command: the Redis ACL user may not run" in line, line
         # With --read-only nothing is even sent.
-        refused = _run("byconsole", [*args, "--read-only"], url, tmp_path)
         assert refused.returncode == 2
         assert "changes the fleet and --read-only is set" in refused.stderr
     submit = _run("worker-runtime", ["submit", "chat", "{}"], url, tmp_path)
