@@ -5,14 +5,13 @@ Ages and clock times are one family with one time-zone rule, for the TUI and the
 The rule: **every wall-clock time is UTC**, in the console and in the CLI. An on-call
 operator pastes CLI output into an incident channel and reads the console next to
 server logs, Redis ``TIME`` stamps and teammates in other zones; one zone everywhere
-means a time read off the screen matches the one in a ticket without converting (the
-console used to show local time while the CLI showed UTC). Where there is room the zone
-is written out (:data:`ZONE`); a bare ``HH:MM:SS`` is only ever today's time: anything
-older than a day carries its date.
+means a time read off the screen matches the one in a ticket without converting. Where
+there is room the zone is written out (:data:`ZONE`); a bare ``HH:MM:SS`` is only ever
+today's time: anything older than a day carries its date.
 
 A worker's detail is one list of labelled fields (:func:`worker_fields`,
 :func:`admin_fields`) that the TUI's detail screen and the CLI's ``worker info`` both show
-(they used to show different fields); each front end only styles and lays out the pairs.
+(the same fields in both); each front end only styles and lays out the pairs.
 Values are raw (untrusted) strings: the renderers escape them.
 
 No Textual or Rich here: the headless path imports it too.

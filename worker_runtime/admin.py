@@ -92,7 +92,7 @@ from worker_runtime.verdicts import (
 )
 
 # Stamp and write the admin hash with Redis's clock, never a console's: consoles with
-# skewed clocks must not order each other's commands (one an hour ahead used to block
+# skewed clocks must not order each other's commands (one an hour ahead would block
 # every later command for an hour). The stamp is also strictly above the stored one,
 # so the latest write always wins and its stamp is what the worker confirms.
 _STAMP = """

@@ -386,7 +386,7 @@ class Reader:
                     await self._reclaim(streams)
                 if replica.free_slots() <= 0:
                     # Recovery or reclaim filled every slot: XREADGROUP COUNT 0 is an
-                    # error, which used to be taken for an outage and re-run recovery.
+                    # error, which would be taken for an outage and re-run recovery.
                     continue
                 sent = time.monotonic()
                 await self._read_new(streams)

@@ -282,7 +282,7 @@ class WorkerInstance:
         """Start one more replica with the lowest usable index; None if none may start.
 
         Ids an operator evicted (their admin state says so) or drained are skipped, and
-        the next free index is used: one evicted replica used to block every scale-up
+        the next free index is used, so one evicted replica never blocks a scale-up
         of its instance.
 
         Args:

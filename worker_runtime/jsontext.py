@@ -30,7 +30,7 @@ def safe_text(text: str) -> str:
     """``text`` with lone surrogates (undecodable file names) as backslash escapes.
 
     Such text cannot be encoded as UTF-8: JSON serialisation raises, and one such
-    error message used to stop the flusher for good.
+    error message would stop the flusher for good.
     """
     try:
         text.encode("utf-8")

@@ -12,8 +12,8 @@ talking to each other:
 * an instance with an override runs exactly its override;
 * every other live instance keeps its even share of the global target, computed as
   if no override existed (README, Instances, scale and the leader: a per-instance scale
-  leaves every other instance unchanged; it used to hand them "the rest", so
-  ``scale chat 1 --instance a`` moved instance b from 2 to 4): the target is split
+  leaves every other instance unchanged; handing them "the rest" instead would make
+  ``scale chat 1 --instance a`` move instance b from 2 to 4): the target is split
   over all live instances sorted by id, the remainder going to the first ones;
 * nothing is ever negative; no target and no override means no quota (``None``).
 """
