@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Literal
 
 from byconsole.formatting import DASH, ZONE, age, timestamp
-from byconsole.outcomes import denied_text
+from byconsole.render import types as render_types
 from byconsole.render import workers as render_workers
 from byconsole.render.columns import ColumnSpec, clean
+from byconsole.render.types import UNREGISTERED
 from byconsole.styles import PENDING_STYLE, ansi_style, lifecycle_style, status_style
 from byconsole.text import safe_text
 from worker_runtime.snapshot import (
@@ -289,20 +290,57 @@ _PAINT: dict[str, Callable[[Any], Cell] | None] = {
     "status": _status_cell,
     "command": _command_cell,
     "types": _types_cell,
+    "paused": lambda v: (v, ansi_style("warning")) if v != DASH else v,
 }
 """Role -> how a value becomes a cell (``None``: the string as it is)."""
 
+_FLAGGED: dict[str, str | None] = {
+    "backlog": "backlog",
+    "alert": "alert",
+    "routable": None,
+}
+"""Roles painted by the row's ``flags``: the style of a flagged cell (``None``: plain)."""
+
+
+def _flag_paint(spec: ColumnSpec) -> Callable[[Any, Any], Cell]:
+    """How a flag role's value becomes a cell (it reads the row)."""
+    key, role = spec.key, spec.role
+    if role == "name":
+        return lambda v, row: (
+            v if row.registered else ((v, ""), (UNREGISTERED, ansi_style("warning")))
+        )
+    style = _FLAGGED[role]
+    if style is None:
+        return lambda v, row: v
+    on = ansi_style(style)
+    return lambda v, row: (v, on) if key in row.flags else v
+
+
+def _row_paint(spec: ColumnSpec) -> Callable[[Any, Any], Cell]:
+    """How a value becomes a cell, given its row (for tables with flag roles)."""
+    if spec.role in _FLAGGED or spec.role == "name":
+        return _flag_paint(spec)
+    one = _PAINT[spec.role]
+    if one is None:
+        return lambda v, row: v
+    return lambda v, row: one(v)
+
 
 def rendered_table(
-    specs: Sequence[ColumnSpec], rows: Iterable[tuple[Any, ...]], title: str | None = None
+    specs: Sequence[ColumnSpec], rows: Iterable[Any], title: str | None = None
 ) -> PlainTable:
     """A table of rows a :mod:`byconsole.render` module built, laid out by ``specs``."""
     columns = [PlainColumn(c.header, c.priority, c.justify) for c in specs]
     get = operator.attrgetter(*(c.key for c in specs))
-    paints = [_PAINT[c.role] for c in specs]
-    cells: list[Sequence[Cell]] = [
-        [v if p is None else p(v) for p, v in zip(paints, get(row), strict=True)] for row in rows
-    ]
+    if not any(c.role in _FLAGGED or c.role == "name" for c in specs):
+        paints = [_PAINT[c.role] for c in specs]
+        cells: list[Sequence[Cell]] = [
+            [v if p is None else p(v) for p, v in zip(paints, get(row), strict=True)]
+            for row in rows
+        ]
+        return PlainTable(columns, cells, title)
+    both = [_row_paint(c) for c in specs]
+    cells = [[p(v, row) for p, v in zip(both, get(row), strict=True)] for row in rows]
     return PlainTable(columns, cells, title)
 
 
@@ -313,69 +351,9 @@ def workers_table(workers: Iterable[WorkerView], now: int, title: str | None = N
     )
 
 
-TYPE_COLUMNS = (
-    PlainColumn("Type"),
-    PlainColumn("Routable", 1, "right"),
-    PlainColumn("Denied", 5),
-    PlainColumn("Depth", 0, "right"),
-    PlainColumn("Oldest", 1, "right"),
-    PlainColumn("Idle", 2, "right"),
-    PlainColumn("Deliv", 2, "right"),
-    PlainColumn("Groups", 3, "right"),
-    PlainColumn("Undeliv", 4, "right"),
-    PlainColumn("Pending", 4, "right"),
-    PlainColumn("Dead", 1, "right"),
-    PlainColumn("Target", 4, "right"),
-    PlainColumn("Overrides", 6),
-)
-"""Type columns: name, workers, depth and how old the work is first; the split of the
-depth, target and overrides go first on a narrow terminal."""
-
-UNREGISTERED = " (unregistered)"
-"""After the name of a type found only from its streams (no worker or producer named it)."""
-
-
-def elapsed(ms: int | None) -> str:
-    """A duration (ms) as :func:`byconsole.formatting.age` writes one; ``-`` when none."""
-    return "-" if ms is None else age(0, ms)
-
-
-def type_name_cell(t: TypeView) -> Cell:
-    """The type's name, marked when only its streams name it."""
-    name = (clean(t.name, 80), "")
-    return name if t.registered else (name, (UNREGISTERED, ansi_style("warning")))
-
-
-def groups_cell(t: TypeView) -> Cell:
-    """How many consumer groups read the type stream; more than one is an anomaly."""
-    n = len(t.groups)
-    return (str(n), ansi_style("alert") if n > 1 else "")
-
-
 def types_table(types: Iterable[TypeView], title: str | None = "Agent types") -> PlainTable:
-    """Per type: workers, denylist, depth, the oldest task's age, pending idle time and
-    deliveries, consumer groups, the depth's split, dead letters, target."""
-    rows: list[Sequence[Cell]] = []
-    for t in types:
-        overrides = ", ".join(f"{i}={n}" for i, n in sorted(t.overrides.items()))
-        rows.append(
-            (
-                type_name_cell(t),
-                str(len(t.workers)),
-                clean(denied_text(t.denied, t.denied_routable) or "-", 200),
-                (str(t.depth), ansi_style("backlog") if t.depth else ""),
-                elapsed(t.oldest_undelivered_ms),
-                elapsed(t.oldest_pending_ms),
-                "-" if t.max_deliveries is None else str(t.max_deliveries),
-                groups_cell(t),
-                str(t.undelivered),
-                str(t.pending),
-                (str(t.dead), ansi_style("alert") if t.dead else ""),
-                "-" if t.target is None else str(t.target),
-                clean(overrides or "-", 120),
-            )
-        )
-    return PlainTable(TYPE_COLUMNS, rows, title)
+    """The agent types table (:mod:`byconsole.render.types`)."""
+    return rendered_table(render_types.COLUMNS, (render_types.fields(t) for t in types), title)
 
 
 def _replicas(instance: InstanceView) -> str:
