@@ -21,10 +21,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Literal
 
-from byconsole.formatting import DASH, ZONE, age, timestamp
+from byconsole.formatting import DASH, ZONE, timestamp
+from byconsole.render import instances as render_instances
 from byconsole.render import types as render_types
 from byconsole.render import workers as render_workers
-from byconsole.render.columns import ColumnSpec, clean
+from byconsole.render.columns import ColumnSpec
 from byconsole.render.types import UNREGISTERED
 from byconsole.styles import PENDING_STYLE, ansi_style, lifecycle_style, status_style
 from byconsole.text import safe_text
@@ -147,7 +148,8 @@ class PlainTable:
                     parts.append(text)  # no trailing spaces
                 else:
                     parts.append(text + " " * gap)
-            out.append(GAP.join(parts))
+            # A row whose last cells are blank (an instance's second type) ends there.
+            out.append(GAP.join(parts).rstrip(" "))
         return out
 
 
@@ -291,6 +293,7 @@ _PAINT: dict[str, Callable[[Any], Cell] | None] = {
     "command": _command_cell,
     "types": _types_cell,
     "paused": lambda v: (v, ansi_style("warning")) if v != DASH else v,
+    "leader": lambda v: (v, "bold") if v.strip() else v,
 }
 """Role -> how a value becomes a cell (``None``: the string as it is)."""
 
@@ -298,6 +301,7 @@ _FLAGGED: dict[str, str | None] = {
     "backlog": "backlog",
     "alert": "alert",
     "routable": None,
+    "short": "warning",
 }
 """Roles painted by the row's ``flags``: the style of a flagged cell (``None``: plain)."""
 
@@ -356,45 +360,10 @@ def types_table(types: Iterable[TypeView], title: str | None = "Agent types") ->
     return rendered_table(render_types.COLUMNS, (render_types.fields(t) for t in types), title)
 
 
-def _replicas(instance: InstanceView) -> str:
-    parts = []
-    for t in sorted(set(instance.replicas) | set(instance.quota)):
-        have = instance.replicas.get(t, 0)
-        want = instance.quota.get(t)
-        parts.append(f"{t} {have}" + ("" if want is None else f"/{want}"))
-    text = ", ".join(parts) or "-"
-    # The instance's own reason a quota is not met (an evicted id skipped, ...).
-    return f"{text} ({instance.scale_note})" if instance.scale_note else text
-
-
-INSTANCE_COLUMNS = (
-    PlainColumn("Instance"),
-    PlainColumn("Status"),
-    PlainColumn("Role", 3),
-    PlainColumn("Leader", 1),
-    PlainColumn("Workers", 2, "right"),
-    PlainColumn("Replicas (live/quota)", 4),
-    PlainColumn("Last Seen", 2, "right"),
-)
-
-
 def instances_table(instances: Iterable[InstanceView], now: int) -> PlainTable:
-    """Per instance: liveness, role, leader marker, replicas vs quota per type."""
-    rows: list[Sequence[Cell]] = []
-    for i in instances:
-        status = "online" if i.online else "offline"
-        rows.append(
-            (
-                clean(i.instance_id, 80),
-                (status, status_style(status)),
-                clean(i.role or "-", 20),
-                ("leader", "bold") if i.is_leader else "",
-                str(len(i.workers)),
-                clean(_replicas(i), 200),
-                age(i.last_seen, now),
-            )
-        )
-    return PlainTable(INSTANCE_COLUMNS, rows, "Instances")
+    """The instances table (:mod:`byconsole.render.instances`): a row per type."""
+    rows = (row for i in instances for row in render_instances.fields(i, now))
+    return rendered_table(render_instances.COLUMNS, rows, "Instances")
 
 
 def counts_line(workers: Iterable[WorkerView]) -> list[Fragment]:

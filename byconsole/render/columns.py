@@ -20,6 +20,8 @@ Role = Literal[
     "alert",
     "paused",
     "routable",
+    "leader",
+    "short",
 ]
 """How a cell is painted; each front end maps a role to its own styles.
 
@@ -32,6 +34,7 @@ The rest read the row's ``flags`` (the keys of its cells to highlight): ``backlo
 waiting; ``alert``: something to look at (dead letters, a denylist, two consumer groups);
 ``routable``: served when flagged, nobody serves it otherwise. ``paused``: a pause note.
 ``name``: a type's name, marked when only its streams name it (the row's ``registered``).
+``leader``: the leader mark. ``short``: replicas against a quota, flagged when short.
 """
 
 
