@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Literal
 
 from byconsole.formatting import DASH, ZONE, timestamp
+from byconsole.render import alerts as render_alerts
 from byconsole.render import instances as render_instances
 from byconsole.render import types as render_types
 from byconsole.render import workers as render_workers
@@ -294,6 +295,8 @@ _PAINT: dict[str, Callable[[Any], Cell] | None] = {
     "types": _types_cell,
     "paused": lambda v: (v, ansi_style("warning")) if v != DASH else v,
     "leader": lambda v: (v, "bold") if v.strip() else v,
+    "severity": lambda v: (v, ansi_style("error" if v == "critical" else "warning")),
+    "code": lambda v: (v, "bold"),
 }
 """Role -> how a value becomes a cell (``None``: the string as it is)."""
 
@@ -422,11 +425,11 @@ def snapshot_view(snapshot: FleetSnapshot) -> PlainBlock:
     )
 
 
-def task_health_lines(snapshot: FleetSnapshot) -> list[Sequence[Fragment] | str]:
-    """The window's execution figures and every alert, worst first, one line each."""
+def task_health_lines(snapshot: FleetSnapshot) -> list[PlainTable | Sequence[Fragment] | str]:
+    """The window's execution figures, then every alert, worst first, as a table."""
     ex = snapshot.executions
     window = snapshot.slo.window
-    lines: list[Sequence[Fragment] | str] = [
+    lines: list[PlainTable | Sequence[Fragment] | str] = [
         [
             (f"Tasks (last {window}): ", ""),
             (f"completed {ex.completed}", ""),
@@ -444,15 +447,9 @@ def task_health_lines(snapshot: FleetSnapshot) -> list[Sequence[Fragment] | str]
         lines.append(f"Failures by error type: {kinds}")
     alerts = snapshot.alerts
     lines.append([(f"Alerts: {len(alerts)}", ansi_style("warning") if alerts else "")])
-    for alert in alerts:
-        role = "error" if alert.severity == "critical" else "warning"
-        lines.append(
-            [
-                (f"  {alert.severity:<8} ", ansi_style(role)),
-                (f"{alert.code} ", "bold"),
-                (f"{safe_text(alert.subject, 80)}: {safe_text(alert.message, 300)}", ""),
-            ]
-        )
+    if alerts:
+        rows = (render_alerts.fields(a) for a in alerts)
+        lines.append(rendered_table(render_alerts.COLUMNS, rows))
     return lines
 
 

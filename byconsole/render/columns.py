@@ -22,6 +22,8 @@ Role = Literal[
     "routable",
     "leader",
     "short",
+    "severity",
+    "code",
 ]
 """How a cell is painted; each front end maps a role to its own styles.
 
@@ -35,6 +37,7 @@ waiting; ``alert``: something to look at (dead letters, a denylist, two consumer
 ``routable``: served when flagged, nobody serves it otherwise. ``paused``: a pause note.
 ``name``: a type's name, marked when only its streams name it (the row's ``registered``).
 ``leader``: the leader mark. ``short``: replicas against a quota, flagged when short.
+``severity``: an alert's grade, styled by it. ``code``: an alert's code (bold).
 """
 
 

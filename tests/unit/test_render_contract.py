@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from byconsole.render import events, instances, types, workers
+from byconsole.render import alerts, events, instances, types, workers
 from byconsole.render.columns import ColumnSpec
 from tests.unit.test_import_contracts import imported_modules
 
@@ -32,6 +32,7 @@ RENDERED: tuple[tuple[ColumnSpec, ...], ...] = (
     types.COLUMNS,
     events.COLUMNS,
     instances.COLUMNS,
+    alerts.COLUMNS,
 )
 """Every render module's columns."""
 
