@@ -84,6 +84,47 @@ def empty_dict() -> dict[Any, Any]:
 _MAX_STR = 4096  # longer strings from Redis are cut for display; never a reason to fail
 
 
+def cut_text(value: str, limit: int = _MAX_STR) -> str:
+    """``value`` cut to ``limit`` characters, ending in a marker with its stored length.
+
+    A reason or a message longer than the models keep is shown cut, never blanked: the
+    marker (``… [5,600 chars, cut]``) says that more was stored and how much, in every
+    view and in ``--json`` alike.
+    """
+    if len(value) <= limit:
+        return value
+    mark = f"… [{len(value):,} chars, cut]"
+    return value[: max(0, limit - len(mark))] + mark
+
+
+def _cut_long(model: type[BaseModel], data: dict[str, Any], errors: list[Any]) -> bool:
+    """Cut in place every string ``errors`` reports too long; ``True`` if one was cut."""
+    long: dict[str, set[int | None]] = {}
+    for err in errors:
+        loc = err["loc"]
+        if err["type"] != "string_too_long" or not loc or len(loc) > 2:
+            continue
+        index = loc[1] if len(loc) == 2 and isinstance(loc[1], int) else None
+        if len(loc) == 2 and index is None:
+            continue
+        long.setdefault(str(loc[0]), set()).add(index)
+    done = False
+    for key in list(data):
+        where = long.get(key) or long.get(_alias_of(model, key))
+        if not where:
+            continue
+        value = data[key]
+        if None in where and isinstance(value, str):
+            data[key], done = cut_text(value), True
+        elif isinstance(value, list):
+            items = list(value)  # the caller's list stays as it was
+            for i in where:
+                if i is not None and i < len(items) and isinstance(items[i], str):
+                    items[i], done = cut_text(items[i]), True
+            data[key] = items
+    return done
+
+
 def lenient(
     model: type[ModelT],
     data: Any,
@@ -113,11 +154,14 @@ def lenient(
     data = {_text(k): v for k, v in data.items()}
     if prepare is not None:
         data = prepare(data)
-    for _ in range(len(data) + 1):
+    for _ in range(len(data) + 2):  # one pass may cut, then one per dropped key
         try:
             return model.model_validate(data)
         except ValidationError as exc:
-            bad = {str(err["loc"][0]) for err in exc.errors() if err["loc"]}
+            errors = exc.errors()
+            if _cut_long(model, data, errors):
+                continue  # validate again with the long strings cut, not dropped
+            bad = {str(err["loc"][0]) for err in errors if err["loc"]}
             if not bad:
                 break
             # Drop only the offending key, so a good second spelling (``workerId`` next

@@ -21,10 +21,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Literal
 
-from byconsole.formatting import DASH, ZONE, age, timestamp
-from byconsole.outcomes import denied_text
+from byconsole.formatting import DASH, ZONE, timestamp
+from byconsole.render import alerts as render_alerts
+from byconsole.render import instances as render_instances
+from byconsole.render import types as render_types
 from byconsole.render import workers as render_workers
-from byconsole.render.columns import ColumnSpec, clean
+from byconsole.render.columns import ColumnSpec
+from byconsole.render.types import UNREGISTERED
 from byconsole.styles import PENDING_STYLE, ansi_style, lifecycle_style, status_style
 from byconsole.text import safe_text
 from worker_runtime.snapshot import (
@@ -146,7 +149,8 @@ class PlainTable:
                     parts.append(text)  # no trailing spaces
                 else:
                     parts.append(text + " " * gap)
-            out.append(GAP.join(parts))
+            # A row whose last cells are blank (an instance's second type) ends there.
+            out.append(GAP.join(parts).rstrip(" "))
         return out
 
 
@@ -289,20 +293,61 @@ _PAINT: dict[str, Callable[[Any], Cell] | None] = {
     "status": _status_cell,
     "command": _command_cell,
     "types": _types_cell,
+    "paused": lambda v: (v, ansi_style("warning")) if v != DASH else v,
+    "leader": lambda v: (v, "bold") if v.strip() else v,
+    "severity": lambda v: (v, ansi_style("error" if v == "critical" else "warning")),
+    "code": lambda v: (v, "bold"),
 }
 """Role -> how a value becomes a cell (``None``: the string as it is)."""
 
+_FLAGGED: dict[str, str | None] = {
+    "backlog": "backlog",
+    "alert": "alert",
+    "routable": None,
+    "short": "warning",
+}
+"""Roles painted by the row's ``flags``: the style of a flagged cell (``None``: plain)."""
+
+
+def _flag_paint(spec: ColumnSpec) -> Callable[[Any, Any], Cell]:
+    """How a flag role's value becomes a cell (it reads the row)."""
+    key, role = spec.key, spec.role
+    if role == "name":
+        return lambda v, row: (
+            v if row.registered else ((v, ""), (UNREGISTERED, ansi_style("warning")))
+        )
+    style = _FLAGGED[role]
+    if style is None:
+        return lambda v, row: v
+    on = ansi_style(style)
+    return lambda v, row: (v, on) if key in row.flags else v
+
+
+def _row_paint(spec: ColumnSpec) -> Callable[[Any, Any], Cell]:
+    """How a value becomes a cell, given its row (for tables with flag roles)."""
+    if spec.role in _FLAGGED or spec.role == "name":
+        return _flag_paint(spec)
+    one = _PAINT[spec.role]
+    if one is None:
+        return lambda v, row: v
+    return lambda v, row: one(v)
+
 
 def rendered_table(
-    specs: Sequence[ColumnSpec], rows: Iterable[tuple[Any, ...]], title: str | None = None
+    specs: Sequence[ColumnSpec], rows: Iterable[Any], title: str | None = None
 ) -> PlainTable:
     """A table of rows a :mod:`byconsole.render` module built, laid out by ``specs``."""
     columns = [PlainColumn(c.header, c.priority, c.justify) for c in specs]
     get = operator.attrgetter(*(c.key for c in specs))
-    paints = [_PAINT[c.role] for c in specs]
-    cells: list[Sequence[Cell]] = [
-        [v if p is None else p(v) for p, v in zip(paints, get(row), strict=True)] for row in rows
-    ]
+    if not any(c.role in _FLAGGED or c.role == "name" for c in specs):
+        paints = [_PAINT[c.role] for c in specs]
+        cells: list[Sequence[Cell]] = [
+            [v if p is None else p(v) for p, v in zip(paints, get(row), strict=True)]
+            for row in rows
+        ]
+        return PlainTable(columns, cells, title)
+    both = [_row_paint(c) for c in specs]
+    cells = [[p(v, row) for p, v in zip(both, get(row), strict=True)] for row in rows]
     return PlainTable(columns, cells, title)
 
 
@@ -313,110 +358,15 @@ def workers_table(workers: Iterable[WorkerView], now: int, title: str | None = N
     )
 
 
-TYPE_COLUMNS = (
-    PlainColumn("Type"),
-    PlainColumn("Routable", 1, "right"),
-    PlainColumn("Denied", 5),
-    PlainColumn("Depth", 0, "right"),
-    PlainColumn("Oldest", 1, "right"),
-    PlainColumn("Idle", 2, "right"),
-    PlainColumn("Deliv", 2, "right"),
-    PlainColumn("Groups", 3, "right"),
-    PlainColumn("Undeliv", 4, "right"),
-    PlainColumn("Pending", 4, "right"),
-    PlainColumn("Dead", 1, "right"),
-    PlainColumn("Target", 4, "right"),
-    PlainColumn("Overrides", 6),
-)
-"""Type columns: name, workers, depth and how old the work is first; the split of the
-depth, target and overrides go first on a narrow terminal."""
-
-UNREGISTERED = " (unregistered)"
-"""After the name of a type found only from its streams (no worker or producer named it)."""
-
-
-def elapsed(ms: int | None) -> str:
-    """A duration (ms) as :func:`byconsole.formatting.age` writes one; ``-`` when none."""
-    return "-" if ms is None else age(0, ms)
-
-
-def type_name_cell(t: TypeView) -> Cell:
-    """The type's name, marked when only its streams name it."""
-    name = (clean(t.name, 80), "")
-    return name if t.registered else (name, (UNREGISTERED, ansi_style("warning")))
-
-
-def groups_cell(t: TypeView) -> Cell:
-    """How many consumer groups read the type stream; more than one is an anomaly."""
-    n = len(t.groups)
-    return (str(n), ansi_style("alert") if n > 1 else "")
-
-
 def types_table(types: Iterable[TypeView], title: str | None = "Agent types") -> PlainTable:
-    """Per type: workers, denylist, depth, the oldest task's age, pending idle time and
-    deliveries, consumer groups, the depth's split, dead letters, target."""
-    rows: list[Sequence[Cell]] = []
-    for t in types:
-        overrides = ", ".join(f"{i}={n}" for i, n in sorted(t.overrides.items()))
-        rows.append(
-            (
-                type_name_cell(t),
-                str(len(t.workers)),
-                clean(denied_text(t.denied, t.denied_routable) or "-", 200),
-                (str(t.depth), ansi_style("backlog") if t.depth else ""),
-                elapsed(t.oldest_undelivered_ms),
-                elapsed(t.oldest_pending_ms),
-                "-" if t.max_deliveries is None else str(t.max_deliveries),
-                groups_cell(t),
-                str(t.undelivered),
-                str(t.pending),
-                (str(t.dead), ansi_style("alert") if t.dead else ""),
-                "-" if t.target is None else str(t.target),
-                clean(overrides or "-", 120),
-            )
-        )
-    return PlainTable(TYPE_COLUMNS, rows, title)
-
-
-def _replicas(instance: InstanceView) -> str:
-    parts = []
-    for t in sorted(set(instance.replicas) | set(instance.quota)):
-        have = instance.replicas.get(t, 0)
-        want = instance.quota.get(t)
-        parts.append(f"{t} {have}" + ("" if want is None else f"/{want}"))
-    text = ", ".join(parts) or "-"
-    # The instance's own reason a quota is not met (an evicted id skipped, ...).
-    return f"{text} ({instance.scale_note})" if instance.scale_note else text
-
-
-INSTANCE_COLUMNS = (
-    PlainColumn("Instance"),
-    PlainColumn("Status"),
-    PlainColumn("Role", 3),
-    PlainColumn("Leader", 1),
-    PlainColumn("Workers", 2, "right"),
-    PlainColumn("Replicas (live/quota)", 4),
-    PlainColumn("Last Seen", 2, "right"),
-)
+    """The agent types table (:mod:`byconsole.render.types`)."""
+    return rendered_table(render_types.COLUMNS, (render_types.fields(t) for t in types), title)
 
 
 def instances_table(instances: Iterable[InstanceView], now: int) -> PlainTable:
-    """Per instance: liveness, role, leader marker, replicas vs quota per type."""
-    rows: list[Sequence[Cell]] = []
-    for i in instances:
-        status = "online" if i.online else "offline"
-        rows.append(
-            (
-                clean(i.instance_id, 80),
-                (status, status_style(status)),
-                clean(i.role or "-", 20),
-                ("leader", "bold") if i.is_leader else "",
-                str(len(i.workers)),
-                clean(_replicas(i), 200),
-                age(i.last_seen, now),
-            )
-        )
-    return PlainTable(INSTANCE_COLUMNS, rows, "Instances")
+    """The instances table (:mod:`byconsole.render.instances`): a row per type."""
+    rows = (row for i in instances for row in render_instances.fields(i, now))
+    return rendered_table(render_instances.COLUMNS, rows, "Instances")
 
 
 def counts_line(workers: Iterable[WorkerView]) -> list[Fragment]:
@@ -475,11 +425,11 @@ def snapshot_view(snapshot: FleetSnapshot) -> PlainBlock:
     )
 
 
-def task_health_lines(snapshot: FleetSnapshot) -> list[Sequence[Fragment] | str]:
-    """The window's execution figures and every alert, worst first, one line each."""
+def task_health_lines(snapshot: FleetSnapshot) -> list[PlainTable | Sequence[Fragment] | str]:
+    """The window's execution figures, then every alert, worst first, as a table."""
     ex = snapshot.executions
     window = snapshot.slo.window
-    lines: list[Sequence[Fragment] | str] = [
+    lines: list[PlainTable | Sequence[Fragment] | str] = [
         [
             (f"Tasks (last {window}): ", ""),
             (f"completed {ex.completed}", ""),
@@ -497,15 +447,9 @@ def task_health_lines(snapshot: FleetSnapshot) -> list[Sequence[Fragment] | str]
         lines.append(f"Failures by error type: {kinds}")
     alerts = snapshot.alerts
     lines.append([(f"Alerts: {len(alerts)}", ansi_style("warning") if alerts else "")])
-    for alert in alerts:
-        role = "error" if alert.severity == "critical" else "warning"
-        lines.append(
-            [
-                (f"  {alert.severity:<8} ", ansi_style(role)),
-                (f"{alert.code} ", "bold"),
-                (f"{safe_text(alert.subject, 80)}: {safe_text(alert.message, 300)}", ""),
-            ]
-        )
+    if alerts:
+        rows = (render_alerts.fields(a) for a in alerts)
+        lines.append(rendered_table(render_alerts.COLUMNS, rows))
     return lines
 
 

@@ -1,17 +1,30 @@
-"""A type's pending entries as a plain Rich table (the CLI's ``type pending``)."""
+"""A type's pending entries as a plain fixed-width table (the CLI's ``type pending``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from rich import box
-from rich.table import Table
-from rich.text import Text
+from collections.abc import Iterable, Sequence
 
 from byconsole.formatting import DASH, age
+from byconsole.headless.plain_table import Cell, PlainBlock, PlainColumn, PlainTable
 from byconsole.styles import ansi_style
-from byconsole.text import safe, safe_text
+from byconsole.text import safe_text
 from worker_runtime.pending import PendingEntry
+
+PENDING_COLUMNS = (
+    PlainColumn("ID"),
+    PlainColumn("Group", 3),
+    PlainColumn("Owner"),
+    PlainColumn("Idle", 0, "right"),
+    PlainColumn("Dlv", 1, "right"),
+    PlainColumn("Kind", 2),
+    PlainColumn("Task", 1),
+    PlainColumn("Payload", 4),
+)
+"""The entry, who holds it and for how long first; a narrow terminal drops the payload,
+then the group."""
+
+PAYLOAD_WIDTH = 40
+"""Characters of payload a row shows (``dead show`` / ``find`` have it whole)."""
 
 
 def idle_text(idle_ms: int) -> str:
@@ -25,27 +38,21 @@ def owner_text(entry: PendingEntry) -> str:
     return owner if entry.owner_online is not False else f"{owner} (no lease)"
 
 
-def pending_table(items: Iterable[PendingEntry]) -> Table:
+def pending_table(items: Iterable[PendingEntry]) -> PlainBlock:
     """Longest idle first: id, group, owner, idle, deliveries, kind, task, payload (all safe)."""
-    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
-    table.add_column("ID", no_wrap=True)
-    table.add_column("Group", overflow="fold")
-    table.add_column("Owner", overflow="fold")
-    table.add_column("Idle", justify="right", no_wrap=True)
-    table.add_column("Dlv", justify="right")
-    table.add_column("Kind", no_wrap=True)
-    table.add_column("Task", overflow="fold")
-    table.add_column("Payload", overflow="ellipsis", no_wrap=True, max_width=40)
+    rows: list[Sequence[Cell]] = []
     for e in items:
-        owner_style = ansi_style("error") if e.owner_online is False else ""
-        table.add_row(
-            safe(e.entry_id, limit=40),
-            safe(e.group, limit=60),
-            Text(safe_text(owner_text(e), 80), style=owner_style),
-            Text(idle_text(e.idle_ms)),
-            Text(str(e.deliveries)),
-            Text(e.kind),
-            safe(e.task_id or DASH, limit=80),
-            Text(safe_text(e.one_line_payload(), 60) or DASH),
+        owner = safe_text(owner_text(e), 80)
+        rows.append(
+            (
+                safe_text(e.entry_id, 40),
+                safe_text(e.group, 60),
+                (owner, ansi_style("error")) if e.owner_online is False else owner,
+                idle_text(e.idle_ms),
+                str(e.deliveries),
+                e.kind,
+                safe_text(e.task_id or DASH, 80),
+                safe_text(e.one_line_payload(), PAYLOAD_WIDTH) or DASH,
+            )
         )
-    return table
+    return PlainBlock([PlainTable(PENDING_COLUMNS, rows)])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any
 
 from rich import box
@@ -20,8 +20,11 @@ from rich.text import Text
 from byconsole.config import Context
 from byconsole.formatting import ZONE, admin_fields, timestamp, worker_fields
 from byconsole.headless.plain_table import (  # noqa: F401  (the fleet tables are plain, fixed-width)
+    Cell,
     Painter,
     PlainBlock,
+    PlainColumn,
+    PlainTable,
     counts_line,
     instances_table,
     snapshot_view,
@@ -30,7 +33,7 @@ from byconsole.headless.plain_table import (  # noqa: F401  (the fleet tables ar
     workers_table,
 )
 from byconsole.styles import ansi_style, lifecycle_style, status_style
-from byconsole.text import safe
+from byconsole.text import safe, safe_text
 from worker_runtime.models import Execution, MetricsPoint
 from worker_runtime.snapshot import (
     MetricsView,
@@ -116,14 +119,22 @@ def metrics_summary(metrics: MetricsView) -> Text:
     return text
 
 
-def history_table(points: Iterable[MetricsPoint], title: str | Text = "Metrics history") -> Table:
-    """The metrics history, oldest first (a ``Text`` title is shown literally)."""
-    table = _table(title)
-    table.add_column(f"Time ({ZONE})")
-    for name in ("Online", "Types", "Active", "Depth", "Throughput/s"):
-        table.add_column(name, justify="right")
-    for p in points:
-        table.add_row(
+HISTORY_COLUMNS = (
+    PlainColumn(f"Time ({ZONE})"),
+    PlainColumn("Online", 0, "right"),
+    PlainColumn("Types", 0, "right"),
+    PlainColumn("Active", 0, "right"),
+    PlainColumn("Depth", 0, "right"),
+    PlainColumn("Throughput/s", 0, "right"),
+)
+
+
+def history_table(
+    points: Iterable[MetricsPoint], title: str | Text = "Metrics history"
+) -> PlainBlock:
+    """The metrics history, oldest first (the title is shown literally, never markup)."""
+    rows: list[Sequence[Cell]] = [
+        (
             timestamp(p.ts),
             str(p.workers_online),
             str(p.agent_types),
@@ -131,7 +142,10 @@ def history_table(points: Iterable[MetricsPoint], title: str | Text = "Metrics h
             str(p.queue_depth),
             f"{p.throughput:.1f}",
         )
-    return table
+        for p in points
+    ]
+    shown = title.plain if isinstance(title, Text) else title
+    return PlainBlock([PlainTable(HISTORY_COLUMNS, rows, shown)])
 
 
 def _kv(rows: Mapping[str, Any], title: str) -> Table:
@@ -194,15 +208,15 @@ def _plain(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def contexts_table(contexts: Mapping[str, Context], current: str | None) -> Table:
+CONTEXT_COLUMNS = (PlainColumn("Context"), PlainColumn("Endpoint"), PlainColumn("Read-only"))
+
+
+def contexts_table(contexts: Mapping[str, Context], current: str | None) -> PlainBlock:
     """``byconsole contexts``: name, masked endpoint, read-only."""
-    table = _table()
-    table.add_column("Context")
-    table.add_column("Endpoint", overflow="fold")
-    table.add_column("Read-only")
+    rows: list[Sequence[Cell]] = []
     for name, ctx in sorted(contexts.items()):
-        label = safe(name, limit=60)
+        label: Cell = safe_text(name, 60)
         if name == current:
-            label.append(" (default)", style=ansi_style("muted"))
-        table.add_row(label, safe(ctx.endpoint, limit=200), "yes" if ctx.read_only else "no")
-    return table
+            label = ((safe_text(name, 60), ""), (" (default)", ansi_style("muted")))
+        rows.append((label, safe_text(ctx.endpoint, 200), "yes" if ctx.read_only else "no"))
+    return PlainBlock([PlainTable(CONTEXT_COLUMNS, rows)])

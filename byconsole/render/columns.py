@@ -7,13 +7,37 @@ from typing import Literal
 
 from byconsole.text import safe_text
 
-Role = Literal["text", "id", "lifecycle", "status", "command", "types", "count"]
+Role = Literal[
+    "text",
+    "id",
+    "lifecycle",
+    "status",
+    "command",
+    "types",
+    "count",
+    "name",
+    "backlog",
+    "alert",
+    "paused",
+    "routable",
+    "leader",
+    "short",
+    "severity",
+    "code",
+]
 """How a cell is painted; each front end maps a role to its own styles.
 
 ``text``: plain. ``id``: the row's key (the console styles it when the row is marked).
 ``lifecycle``/``status``: styled by the value's first word. ``command``: a command
 state marker (pending, sent, unconfirmable, ...). ``types``: ``(name, denied)`` pairs,
 a denied one shown ``!name``. ``count``: a number, right-aligned.
+
+The rest read the row's ``flags`` (the keys of its cells to highlight): ``backlog``: work
+waiting; ``alert``: something to look at (dead letters, a denylist, two consumer groups);
+``routable``: served when flagged, nobody serves it otherwise. ``paused``: a pause note.
+``name``: a type's name, marked when only its streams name it (the row's ``registered``).
+``leader``: the leader mark. ``short``: replicas against a quota, flagged when short.
+``severity``: an alert's grade, styled by it. ``code``: an alert's code (bold).
 """
 
 

@@ -43,7 +43,8 @@ COLUMNS: tuple[ColumnSpec, ...] = (
     ColumnSpec("role", "role", 7),
     ColumnSpec("version", "version", 9, sort="version"),
     ColumnSpec("ip", "ip", 8),
-    ColumnSpec("done", "done/failed", 6, "right", role="count"),
+    ColumnSpec("processed", "processed", 6, "right", role="count"),
+    ColumnSpec("failed", "failed", 6, "right", role="count"),
 )
 """In priority order: what a narrow terminal must show comes first (id, lifecycle,
 status, command state and the operator's reason: the "why"), so as the console narrows
@@ -74,7 +75,10 @@ class WorkerRow(NamedTuple):
     role: str
     version: str
     ip: str
-    done: str
+    processed: str
+    """Tasks the worker completed (its lease, or a by-framework worker's status hash)."""
+    failed: str
+    """Tasks that failed on it."""
     seen_rank: int
     jobs_n: int
     up_rank: int
@@ -146,12 +150,8 @@ def fields(worker: WorkerView, now: int | None = None) -> WorkerRow:
     denied = worker.denied_types
     # A lease that was not a JSON object: say so, not just "stale".
     status = str(worker.status.value) if worker.lease_valid else "stale (bad lease)"
-    # Tasks the worker completed / that failed on it (lease, or by-framework's status hash).
-    done = (
-        DASH
-        if worker.processed is None and worker.failed is None
-        else f"{worker.processed or 0}/{worker.failed or 0}"
-    )
+    # A worker that reports neither count shows dashes; one count alone implies a 0.
+    counted = worker.processed is not None or worker.failed is not None
     # _make: the tuple is built in C (the keyword constructor is a Python function).
     return WorkerRow._make(
         (
@@ -168,7 +168,8 @@ def fields(worker: WorkerView, now: int | None = None) -> WorkerRow:
             clean(worker.role, 20) or DASH,
             clean(worker.app_version or worker.runtime_version, 30) or DASH,
             clean(worker.ip_address, 45) or DASH,
-            done,
+            str(worker.processed or 0) if counted else DASH,
+            str(worker.failed or 0) if counted else DASH,
             seen_rank,
             worker.active_jobs if worker.active_jobs is not None else -1,
             up_rank,

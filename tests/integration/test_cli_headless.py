@@ -438,3 +438,25 @@ async def test_cluster_mode_from_the_environment(
     suspended = run(["worker", "suspend", "c1", "--json"], env)
     assert suspended.code == 0, suspended.err
     assert run(["worker", "list", "--json"], env).json()[0]["lifecycle"] == "suspended"
+
+
+async def test_snapshot_table_marks_denied_types_and_shows_the_command_state(
+    redis: Redis, env: dict[str, str]
+) -> None:
+    # The --snapshot table is the workers renderer the console uses: !type, cmd column.
+    await add_worker(redis, "w-deny", ["chat", "embed"], admin_applied_at=1)
+    await redis.sadd(K.type_denied("embed"), "w-deny")
+    reason = "disk " + "x" * 5_600
+    await redis.hset(
+        K.worker_admin("w-deny"),
+        mapping={"lifecycle": "suspended", "reason": reason, "updated_at": str(now_ms())},
+    )
+    table = run(["--snapshot"], env)
+    assert table.code == 0, table.err
+    header = next(line for line in table.out.splitlines() if line.startswith("worker "))
+    assert re.split(r"\s{2,}", header.strip())[:4] == ["worker", "lifecycle", "status", "cmd"]
+    row = next(line for line in table.out.splitlines() if line.startswith("w-deny"))
+    assert "chat, !embed" in row and re.search(r"suspended\s+online\s+pending\s+disk x", row)
+    # A reason over the 4 KB cap: cut with its stored length, not blanked (nor null).
+    shown = run(["--snapshot", "--format", "json"], env).json()["workers"][0]["reason"]
+    assert shown.startswith("disk xxx") and shown.endswith(f"[{len(reason):,} chars, cut]")

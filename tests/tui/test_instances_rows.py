@@ -16,7 +16,8 @@ from worker_runtime.snapshot import FleetSnapshot
 def _beat(snapshot: FleetSnapshot, by: int) -> FleetSnapshot:
     """The same fleet a heartbeat later: every instance's ``last_seen`` moved."""
     instances = [
-        i.model_copy(update={"last_seen": (i.last_seen or 0) + by}) for i in snapshot.instances
+        i if i.last_seen is None else i.model_copy(update={"last_seen": i.last_seen + by})
+        for i in snapshot.instances
     ]
     return snapshot.model_copy(update={"instances": instances})
 
@@ -30,9 +31,9 @@ async def test_a_heartbeat_makes_no_row_a_change_remakes_that_instances_rows(
     made: list[str] = []
     real = views.instances.instance_rows
 
-    def counted(instance: Any, styles: Any) -> Any:
+    def counted(instance: Any, styles: Any, now: int = 0) -> Any:
         made.append(instance.instance_id)
-        return real(instance, styles)
+        return real(instance, styles, now)
 
     monkeypatch.setattr(views.instances, "instance_rows", counted)
     async with app.run_test(size=(120, 36)) as pilot:

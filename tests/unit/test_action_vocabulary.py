@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from byconsole.render.events import destructive as _destructive
 from byconsole.tui.actions import ACTIONS, BY_BINDING, ActionOutcome, binding_name
-from byconsole.tui.views.events import _destructive
 from worker_runtime.admin import ActionResult, Confirmation
 from worker_runtime.audit import audit_fields
 from worker_runtime.models import AdminAction

@@ -173,17 +173,32 @@ def test_lease_bytes_with_invalid_utf8_keep_what_decodes() -> None:
     assert lease.hostname == "hé"
 
 
+def test_long_strings_are_cut_with_their_length_never_blanked() -> None:
+    reason = "r" * 5600
+    state = AdminState.parse({"lifecycle": "suspended", "reason": reason, "updated_by": "ops"})
+    assert state.reason is not None and state.reason.startswith("r" * 4000)
+    assert state.reason.endswith("r… [5,600 chars, cut]") and len(state.reason) == 4096
+    assert state.updated_by == "ops"
+    lease = Lease.parse({"worker_id": "w1", "agent_types": ["a", "b" * 5000], "hostname": 7})
+    assert lease.agent_types[0] == "a"
+    assert lease.agent_types[1].endswith("b… [5,000 chars, cut]")
+    assert lease.hostname is None  # a wrong type is still dropped
+    # --json dumps the model: a cut string with its stored length, not null.
+    assert "[5,600 chars, cut]" in json.loads(state.model_dump_json())["reason"]
+
+
 def test_lease_huge_values() -> None:
     raw = {
         "worker_id": "w1",
-        "hostname": "h" * 1_000_000,  # dropped: over the string cap, not a reason to fail
+        "hostname": "h" * 1_000_000,  # cut to the string cap, not a reason to fail
         "pid": 10**40,
         "agent_types": [f"t{i}" for i in range(50_000)],
         "heartbeat_interval": 1e308,
     }
     lease = Lease.parse(json.dumps(raw))
     assert lease.worker_id == "w1"
-    assert lease.hostname is None
+    assert lease.hostname is not None and len(lease.hostname) == 4096
+    assert lease.hostname.endswith("h… [1,000,000 chars, cut]")
     assert lease.pid == 10**40
     assert len(lease.agent_types) == 50_000
     assert Lease.parse('{"worker_id": "w1", "pid": 1e400}').model_dump(exclude_none=True) == {

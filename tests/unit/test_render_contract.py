@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from byconsole.render import workers
+from byconsole.render import alerts, events, instances, types, workers
 from byconsole.render.columns import ColumnSpec
 from tests.unit.test_import_contracts import imported_modules
 
@@ -27,11 +27,20 @@ FRONT_ENDS = (ROOT / "byconsole" / "tui", ROOT / "byconsole" / "headless")
 FORBIDDEN = ("textual", "rich", "byconsole.tui", "byconsole.headless", "byconsole.styles")
 TABLE_COLUMNS = ("Column", "PlainColumn")
 
-RENDERED: tuple[tuple[ColumnSpec, ...], ...] = (workers.COLUMNS,)
+RENDERED: tuple[tuple[ColumnSpec, ...], ...] = (
+    workers.COLUMNS,
+    types.COLUMNS,
+    events.COLUMNS,
+    instances.COLUMNS,
+    alerts.COLUMNS,
+)
 """Every render module's columns."""
 
-NOT_YET_RENDERED = ("tui/views/dead.py", "tui/views/events.py", "tui/views/instances.py")
-"""Front-end tables still defining their own columns (dead letters, events, instances):
+NOT_YET_RENDERED = (
+    "tui/screens/pending.py",
+    "tui/views/dead.py",
+)
+"""Front-end tables still defining their own columns (pending entries, dead letters):
 they move to ``render/`` next; the test fails once one is clean, so the list only shrinks."""
 
 
@@ -131,3 +140,76 @@ def test_column_scan_catches_planted_definitions(tmp_path: Path, source: str, hi
     sneaky = tmp_path / "view.py"
     sneaky.write_text(source, encoding="utf-8")
     assert len(column_definitions([sneaky], {"jobs", "seen"})) == hits
+
+
+HEADLESS = ROOT / "byconsole" / "headless"
+
+RICH_WAITING = (
+    "commands.py",
+    "plain_table.py",
+    "render_dead.py",
+    "render_find.py",
+    "render_table.py",
+    "snapshot.py",
+)
+"""Headless modules that still import Rich: its ``Text`` and console (commands), the
+colour codes of a style (plain_table's painter), the key-value and find layouts that fold
+long values. The tables of the fleet, of pending entries and of alerts are plain; the list
+only shrinks (the test fails once one is clean)."""
+
+
+def test_headless_imports_no_textual_and_rich_only_where_listed() -> None:
+    files = sorted(HEADLESS.glob("*.py"))
+    assert len(files) > 8
+    textual = [
+        f"{p}:{line} {m}" for p in files for line, m in imported_modules(p) if _within(m, "textual")
+    ]
+    assert textual == [], "the headless front end never loads Textual:\n" + "\n".join(textual)
+    rich = {p.name for p in files for _, m in imported_modules(p) if _within(m, "rich")}
+    assert rich == set(RICH_WAITING), "a headless module took up or dropped Rich: update the list"
+
+
+CLEANERS = {
+    ROOT / "byconsole" / "text.py": {"safe_text", "safe"},
+    RENDER / "columns.py": {"clean"},
+}
+"""The one text-cleaning function (:func:`byconsole.text.safe_text`), the wrapper that puts
+it in a Rich ``Text`` and the renderers' fast path in front of it."""
+
+
+def cleaning_functions(files: list[Path]) -> list[str]:
+    """``file:line name`` of every function named for cleaning text (``safe``, ``clean``)
+    that does not hand its work to :func:`safe_text` or :func:`clean`."""
+    found: list[str] = []
+    for path in files:
+        allowed = CLEANERS.get(path, set())
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            words = set(node.name.strip("_").split("_"))
+            if not words & {"safe", "clean"} or node.name in allowed:
+                continue
+            calls = {_name(c.func) for c in ast.walk(node) if isinstance(c, ast.Call)}
+            if not calls & {"safe_text", "clean", "safe"}:
+                found.append(f"{path}:{node.lineno} {node.name}")
+    return found
+
+
+def test_one_text_cleaning_function() -> None:
+    from byconsole.render import columns
+    from byconsole.tui.views import cells
+
+    assert cells.clean is columns.clean
+    files = sorted((ROOT / "byconsole").rglob("*.py"))
+    assert cleaning_functions(files) == [], "clean text with byconsole.text.safe_text"
+
+
+def test_cleaning_scan_catches_a_second_cleaner(tmp_path: Path) -> None:
+    (tmp_path / "table.py").write_text(
+        "def _safe(v):\n    return str(v).replace('\\x1b', '?')\n"
+        "def _cell(v):\n    return v\n"
+        "def safe_cell(v):\n    return Text(safe_text(v, 40))\n",
+        encoding="utf-8",
+    )
+    assert cleaning_functions([tmp_path / "table.py"]) == [f"{tmp_path / 'table.py'}:1 _safe"]

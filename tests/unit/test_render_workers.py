@@ -72,9 +72,15 @@ def test_every_string_is_safe_and_missing_values_show_a_dash() -> None:
     assert fields(worker(app_version=None, runtime_version="0.9"), NOW).version == "0.9"
 
 
-def test_done_failed_counts() -> None:
-    assert fields(worker(processed=None, failed=None), NOW).done == "-"
-    assert fields(worker(processed=12, failed=None), NOW).done == "12/0"
+def test_processed_and_failed_counts() -> None:
+    row = fields(worker(processed=None, failed=None), NOW)
+    assert (row.processed, row.failed) == ("-", "-")
+    row = fields(worker(processed=12, failed=None), NOW)
+    assert (row.processed, row.failed) == ("12", "0")
+    # Both front ends show the pair: the CLI's last two cells, the console's columns.
+    cells = re.split(r"\s{2,}", cli_lines(worker(processed=40, failed=3))[2].strip())
+    assert cells[-2:] == ["40", "3"]
+    assert [c.key for c in tui_workers.COLUMNS[-2:]] == ["processed", "failed"]
 
 
 def test_every_column_names_a_row_field_and_sorts_by_one() -> None:

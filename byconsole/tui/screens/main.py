@@ -74,6 +74,10 @@ DeadLoader = Callable[[list[str], int], Awaitable[list[DeadLetter]]]
 FIND_KEYS = ("g", "colon")
 """Open the find prompt (an id: task, execution, message, session or trace)."""
 
+PALETTE_HINT_WIDTH = 90
+"""Terminal columns from which the footer also shows the ``^p palette`` hint: the
+footer's keys and their labels take 72 columns, the hint 12 more."""
+
 _ACTION_KEYS: dict[str, str] = {spec.key: spec.label.lower() for spec in ACTIONS}
 """Action key -> what it would do (for the read-only notice)."""
 
@@ -186,6 +190,14 @@ class MonitorScreen(Screen[None]):
             with TabPane(f"7 {VIEWS[6][1]}", id="health"):
                 yield HealthView(id="health-view")
         yield Footer(compact=True)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Below :data:`PALETTE_HINT_WIDTH` the footer drops its palette hint.
+
+        At 80 columns the hint took the room of the last key's label, leaving a bare
+        ``x``; ctrl+p still opens the palette and help lists it.
+        """
+        self.query_one(Footer).show_command_palette = event.size.width >= PALETTE_HINT_WIDTH
 
     def on_key(self, event: events.Key) -> None:
         """An action key on a read-only console says why nothing happens."""

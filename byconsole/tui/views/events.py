@@ -1,53 +1,48 @@
-"""View 5: the audit stream — who did what to whom, when and why (newest first)."""
+"""View 5: the audit stream — who did what to whom, when and why (newest first).
+
+What a row shows is :mod:`byconsole.render.events`; this view cuts and paints it.
+"""
 
 from __future__ import annotations
+
+import operator
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from byconsole.formatting import ZONE, clock
+from byconsole.render import events as render
 from byconsole.styles import CellStyles
-from byconsole.tui.views.cells import cell
+from byconsole.text import ELLIPSIS
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 from byconsole.tui.widgets.static_text import show_text
-from worker_runtime.models import AdminAction, AuditEvent
+from worker_runtime.models import AuditEvent
 from worker_runtime.snapshot import FleetSnapshot
 
-COLUMNS: tuple[Column, ...] = (
-    Column("time", f"time ({ZONE})"),
-    Column("operator", "operator"),
-    Column("action", "action"),
-    Column("target", "target"),
-    Column("reason", "reason"),
-    Column("details", "details"),
-)
+COLUMNS: tuple[Column, ...] = tuple(Column(c.key, c.header, c.width) for c in render.COLUMNS)
+""":data:`byconsole.render.events.COLUMNS`, in their order."""
+
+_VALUES = operator.attrgetter(*(c.key for c in render.COLUMNS))
+
+
+def _cut(text: str, cut: int | None) -> str:
+    return text if cut is None or len(text) <= cut else text[: cut - 1] + ELLIPSIS
 
 
 def event_cells(event: AuditEvent, styles: CellStyles, now_ms: int | None = None) -> list[Text]:
     """The cells of one audit entry (the time carries its date when older than a day)."""
-    style = styles.marker("denied") if _destructive(event.action) else ""
+    row = render.fields(event, now_ms)
+    alert = styles.marker("denied")
     return [
-        Text(clock(event.ts, now_ms), end=""),
-        # A browser session's action names its web user first (byconsole serve).
-        cell(
-            f"{event.web_user} (web) {event.operator}" if event.web_user else event.operator,
-            limit=32,
-        ),
-        cell(event.action, style, limit=16),
-        cell(event.target, limit=40),
-        cell(event.reason, limit=60),
-        cell(event.details, limit=40),
+        Text(
+            _cut(value, spec.cut),
+            style=alert if spec.key in row.flags else "",
+            no_wrap=True,
+            end="",
+        )
+        for spec, value in zip(render.COLUMNS, _VALUES(row), strict=True)
     ]
-
-
-def _destructive(action: str) -> bool:
-    """An audit verb that takes a worker out of service or deletes data."""
-    try:
-        return AdminAction(action).destructive
-    except ValueError:  # another runtime's verb
-        return False
 
 
 class EventsView(Vertical):

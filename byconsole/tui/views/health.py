@@ -9,6 +9,7 @@ Every string is made safe: an alert's message and subject carry names read from 
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -21,24 +22,18 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from byconsole.formatting import clock
+from byconsole.render import alerts as render
 from byconsole.styles import SEVERITY_ORDER, CellStyles
-from byconsole.text import safe_text
-from byconsole.tui.views.cells import cell
+from byconsole.text import ELLIPSIS, safe_text
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 from byconsole.tui.widgets.static_text import show_text
 from worker_runtime.models import Alert
 from worker_runtime.snapshot import FleetSnapshot
 
-COLUMNS: tuple[Column, ...] = (
-    Column("severity", "severity", 8),
-    Column("code", "code"),
-    Column("subject", "subject"),
-    Column("message", "message"),
-)
+COLUMNS: tuple[Column, ...] = tuple(Column(c.key, c.header, c.width) for c in render.COLUMNS)
+""":data:`byconsole.render.alerts.COLUMNS`, in their order."""
 
-SUBJECT_WIDTH = 24
-"""Characters of subject a row shows, so the message stays on an 80-column screen (the
-pane under the table has both whole)."""
+_VALUES = operator.attrgetter(*(c.key for c in render.COLUMNS))
 
 DEAD_LETTER_CODES = frozenset({"SLO_DEADLETTER"})
 """Codes about dead letters: Enter opens the Dead view."""
@@ -133,13 +128,17 @@ def row_key(alert: Alert) -> str:
     return f"{alert.code}\x00{alert.subject}"
 
 
+def _cut(text: str, cut: int | None) -> str:
+    return text if cut is None or len(text) <= cut else text[: cut - 1] + ELLIPSIS
+
+
 def alert_cells(alert: Alert, styles: CellStyles) -> list[Text]:
-    """One row: severity coloured by role, every string made safe."""
+    """One row (:mod:`byconsole.render.alerts`): the severity coloured by its grade."""
+    row = render.fields(alert)
+    paint: dict[str, Style | str] = {"severity": styles.severity(row.severity), "code": "bold"}
     return [
-        cell(alert.severity, styles.severity(alert.severity), limit=8),
-        cell(alert.code, "bold", limit=32),
-        cell(alert.subject, limit=SUBJECT_WIDTH),
-        cell(alert.message, limit=160),
+        Text(_cut(value, spec.cut), style=paint.get(spec.role, ""), no_wrap=True, end="")
+        for spec, value in zip(render.COLUMNS, _VALUES(row), strict=True)
     ]
 
 

@@ -1,96 +1,70 @@
-"""View 2: instances (processes) and the replicas they run per type, against quota."""
+"""View 2: instances (processes) and the replicas they run per type, against quota.
+
+What a row shows is :mod:`byconsole.render.instances`; this view diffs, cuts and paints it.
+"""
 
 from __future__ import annotations
 
-import json
+import operator
 from typing import Any, TypeAlias
 
+from rich.style import Style
 from rich.text import Text
 from textual import getters
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from byconsole.render import instances as render
+from byconsole.render.instances import InstanceRow
 from byconsole.styles import CellStyles
-from byconsole.tui.views.cells import DASH, cell
+from byconsole.text import ELLIPSIS
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 from byconsole.tui.widgets.static_text import show_text
 from worker_runtime.snapshot import FleetSnapshot, InstanceView
 
-LEADER = "★"
+COLUMNS: tuple[Column, ...] = tuple(Column(c.key, c.header, c.width) for c in render.COLUMNS)
+""":data:`byconsole.render.instances.COLUMNS`, in their order."""
 
-COLUMNS: tuple[Column, ...] = (
-    Column("leader", " ", 1),
-    Column("instance", "instance"),
-    Column("state", "state"),
-    Column("role", "role"),
-    Column("host", "host:pid"),
-    Column("type", "type"),
-    Column("replicas", "replicas/quota"),
-    Column("workers", "workers"),
-)
-
-
-def _key(instance_id: str, agent_type: str | None) -> str:
-    # JSON keeps (instance, type) pairs distinct whatever characters the ids hold.
-    return json.dumps([instance_id, agent_type])
-
+_VALUES = operator.attrgetter(*(c.key for c in render.COLUMNS))
 
 InstanceRows: TypeAlias = list[tuple[str, str | None, list[Text]]]
 """(row key, agent type, cells) of each row of one instance."""
 
 
-def _shown(instance: InstanceView) -> tuple[Any, ...]:
-    """Everything of ``instance`` its rows show (not its heartbeat time)."""
-    return (
-        instance.online,
-        instance.hostname,
-        instance.pid,
-        instance.role,
-        instance.is_leader,
-        len(instance.workers),
-        tuple(instance.replicas.items()),
-        tuple(instance.quota.items()),
-        instance.scale_note,
-    )
+def _cut(text: str, cut: int | None) -> str:
+    return text if cut is None or len(text) <= cut else text[: cut - 1] + ELLIPSIS
 
 
-def instance_rows(instance: InstanceView, styles: CellStyles) -> InstanceRows:
+def _style(role: str, row: InstanceRow, value: str, styles: CellStyles) -> Style | str:
+    if role == "leader":
+        return styles.marker("leader")
+    if role == "status":
+        return styles.status(value) if value else ""
+    if role == "short":
+        return styles.marker("short") if "replicas" in row.flags else ""
+    return ""
+
+
+def instance_rows(instance: InstanceView, styles: CellStyles, now: int = 0) -> InstanceRows:
     """One row per type the instance runs or should run; the first row names it."""
-    types: list[str | None] = [*sorted(set(instance.replicas) | set(instance.quota))] or [None]
-    state = "online" if instance.online else "offline"
-    host = f"{instance.hostname or DASH}:{instance.pid if instance.pid is not None else DASH}"
-    rows: InstanceRows = []
-    for i, agent_type in enumerate(types):
-        first = i == 0
-        if agent_type is None:
-            replicas = Text(DASH, justify="right")
-        else:
-            have = instance.replicas.get(agent_type, 0)
-            quota = instance.quota.get(agent_type)
-            shown = f"{have}/{quota}" if quota is not None else f"{have}"
-            short = quota is not None and have != quota
-            if short and instance.scale_note:
-                # Say why, in the instance's own words (e.g. "skipped r0 (evicted...)").
-                shown = f"{shown} {instance.scale_note}"
-            replicas = Text(shown, style=styles.marker("short") if short else "", justify="right")
-        rows.append(
-            (
-                _key(instance.instance_id, agent_type),
-                agent_type,
-                [
-                    Text(LEADER if first and instance.is_leader else " ", styles.marker("leader")),
-                    cell(instance.instance_id if first else "", limit=32),
-                    cell(state if first else "", styles.status(state)),
-                    cell(instance.role if first else "", limit=10),
-                    cell(host if first else "", limit=40),
-                    cell(agent_type or DASH, limit=24),
-                    replicas,
-                    cell(str(len(instance.workers)) if first else ""),
-                ],
-            )
+    return [
+        (
+            row.key,
+            row.agent_type,
+            [
+                Text(
+                    _cut(value, spec.cut),
+                    style=_style(spec.role, row, value, styles),
+                    justify=spec.justify,
+                    no_wrap=True,
+                    end="",
+                )
+                for spec, value in zip(render.COLUMNS, _VALUES(row), strict=True)
+            ],
         )
-    return rows
+        for row in render.fields(instance, now)
+    ]
 
 
 class InstancesView(Vertical):
@@ -104,7 +78,8 @@ class InstancesView(Vertical):
         super().__init__(**kwargs)
         self._targets: dict[str, tuple[str, str | None]] = {}
         self._built: dict[str, tuple[tuple[Any, ...], InstanceRows]] = {}
-        """instance id -> what its rows show (:func:`_shown`) and the rows made from it."""
+        """instance id -> what its rows show (:func:`byconsole.render.instances.shown`) and
+        the rows made from it."""
         self._built_styles: CellStyles | None = None
 
     def compose(self) -> ComposeResult:
@@ -122,15 +97,16 @@ class InstancesView(Vertical):
         order: list[str] = []
         cells: dict[str, list[Text]] = {}
         targets: dict[str, tuple[str, str | None]] = {}
+        now = snapshot.generated_at
         for instance in snapshot.instances:
-            shown = _shown(instance)
+            shown = render.shown(instance, now)
             kept = self._built.get(instance.instance_id)
             # An instance's heartbeat changes every refresh, its rows seldom: rows are
             # made (and diffed) only for instances whose shown values changed.
             if kept is not None and kept[0] == shown:
                 rows, fresh = kept[1], False
             else:
-                rows, fresh = instance_rows(instance, styles), True
+                rows, fresh = instance_rows(instance, styles, now), True
             built.setdefault(instance.instance_id, (shown, rows))
             for key, agent_type, row in rows:
                 if key in targets:

@@ -1,18 +1,17 @@
 """View 3: agent types — queue depth and health, routing, denylist and scale targets.
 
 Every type that has tasks is listed: those a worker, producer or target names, and
-those found only from their streams (marked ``(unreg)``). The health columns are the
-snapshot's :class:`~worker_runtime.snapshot.TypeView` fields, read on Redis's clock.
-
-Queue depth is :func:`worker_runtime.snapshot.queue_depth` (undelivered + pending), the
-figure the Metrics view, the history, ``--snapshot`` and Prometheus show too.
+those found only from their streams (marked ``(unreg)``). What a row shows is
+:mod:`byconsole.render.types`; this view sorts, cuts and paints it.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rich.style import Style
 from rich.text import Text
 from textual import getters
 from textual.app import ComposeResult
@@ -21,109 +20,59 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from byconsole.formatting import age
-from byconsole.outcomes import STILL_ROUTABLE
+from byconsole.formatting import DASH
+from byconsole.render import types as render
+from byconsole.render.columns import ColumnSpec
+from byconsole.render.types import UNREGISTERED_SHORT, TypeRow
 from byconsole.styles import CellStyles
-from byconsole.text import safe_text
-from byconsole.tui.views.cells import DASH, cell, number
+from byconsole.text import ELLIPSIS
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 from byconsole.tui.widgets.static_text import show_text
 from worker_runtime.snapshot import FleetSnapshot, TypeView
 
-COLUMNS: tuple[Column, ...] = (
-    Column("type", "type"),
-    Column("depth", "depth"),
-    Column("oldest", "oldest"),
-    Column("idle", "idle"),
-    Column("deliveries", "deliv"),
-    Column("groups", "grp"),
-    # A paused type is the next thing to see (its who/why can be long).
-    Column("paused", "paused"),
-    Column("routable", "routable"),
-    Column("dead", "dead"),
-    Column("undelivered", "undeliv"),
-    Column("pending", "pending"),
-    Column("denied", "denied"),
-    Column("target", "target"),
-    Column("overrides", "overrides"),
-)
-"""Most telling first, so an 80-column terminal shows whether the tasks flow: depth,
-how old the oldest waiting task is, how long the stuck one has been held and how often
-delivered, and more than one consumer group; then who serves it and the rest."""
+COLUMNS: tuple[Column, ...] = tuple(Column(c.key, c.header, c.width) for c in render.COLUMNS)
+""":data:`byconsole.render.types.COLUMNS`, in their order."""
 
-UNREGISTERED = " (unreg)"
-"""After a type found only from its streams (no worker, producer or target names it)."""
+_VALUES = operator.attrgetter(*(c.key for c in render.COLUMNS))
 
 
-def _ids(ids: list[str], limit: int = 3) -> str:
-    shown = ", ".join(safe_text(i, 24) for i in ids[:limit])
-    more = f" +{len(ids) - limit}" if len(ids) > limit else ""
-    return f"{len(ids)}: {shown}{more}" if ids else "0"
+def _cut(text: str, cut: int | None) -> str:
+    return text if cut is None or len(text) <= cut else text[: cut - 1] + ELLIPSIS
 
 
-def _elapsed(ms: int | None) -> Text:
-    return Text(DASH if ms is None else age(0, ms), justify="right", end="")
+def _style(spec: ColumnSpec, row: TypeRow, value: str, styles: CellStyles) -> Style | str:
+    flagged = spec.key in row.flags
+    if spec.role == "backlog":
+        return styles.marker("pending") if flagged else ""
+    if spec.role == "alert":
+        return styles.marker("denied") if flagged else ""
+    if spec.role == "routable":
+        return styles.status("online" if flagged else "offline")
+    if spec.role == "paused":
+        return styles.status("suspended") if value != DASH else ""
+    return ""
+
+
+def row_cells(row: TypeRow, styles: CellStyles) -> list[Text]:
+    """The cells of one type row (values already safe: only cut and painted here)."""
+    out: list[Text] = []
+    for spec, value in zip(render.COLUMNS, _VALUES(row), strict=True):
+        text = Text(
+            _cut(value, spec.cut),
+            style=_style(spec, row, value, styles),
+            justify=spec.justify,
+            no_wrap=True,
+            end="",
+        )
+        if spec.role == "name" and not row.registered:
+            text.append(UNREGISTERED_SHORT, styles.marker("pending"))
+        out.append(text)
+    return out
 
 
 def type_cells(view: TypeView, styles: CellStyles) -> list[Text]:
     """The cells of one type row."""
-    overrides = ", ".join(
-        f"{safe_text(i, 24)}={n}" for i, n in sorted(view.overrides.items())[:4]
-    ) + (" …" if len(view.overrides) > 4 else "")
-    name = cell(view.name, limit=32)
-    if not view.registered:
-        name.append(UNREGISTERED, styles.marker("pending"))
-    groups = len(view.groups)
-    return [
-        name,
-        number(view.depth, styles.marker("pending") if view.depth else ""),
-        _elapsed(view.oldest_undelivered_ms),
-        _elapsed(view.oldest_pending_ms),
-        number(view.max_deliveries),
-        number(groups, styles.marker("denied") if groups > 1 else ""),
-        _paused_cell(view, styles),
-        cell(
-            _ids(view.workers),
-            styles.status("online") if view.workers else styles.status("offline"),
-        ),
-        number(view.dead, styles.marker("denied") if view.dead else ""),
-        number(view.undelivered),
-        number(view.pending),
-        cell(
-            _ids(view.denied)
-            + (f" · {len(view.denied_routable)} {STILL_ROUTABLE}" if view.denied_routable else ""),
-            styles.marker("denied") if view.denied else "",
-            limit=140,
-        ),
-        number(view.target) if view.target is not None else Text(DASH, justify="right"),
-        cell(overrides or DASH, limit=120),
-    ]
-
-
-def pause_text(view: TypeView) -> str:
-    """``paused 2/2 · by: why`` (workers reporting it / workers that apply it), or ``""``.
-
-    ``+N denylisted`` counts the by-framework workers paused by their denylist; a type
-    no longer paused that some worker still reports reads ``resuming``.
-    """
-    if not view.paused:
-        return f"resuming ({view.pause_applied} left)" if view.pause_applied else ""
-    parts = ["paused"]
-    if view.pause_workers:
-        parts[0] += f" {view.pause_applied}/{view.pause_workers}"
-    if view.pause_denylisted:
-        parts.append(f"+{len(view.pause_denylisted)} denylisted")
-    who = safe_text(view.paused_by or "?", 24)
-    why = f": {safe_text(view.paused_reason, 32)}" if view.paused_reason else ""
-    return " ".join(parts) + f" · {who}{why}"
-
-
-def _paused_cell(view: TypeView, styles: CellStyles) -> Text:
-    text = pause_text(view)
-    if not text:
-        return Text(DASH, end="")
-    # Already safe (safe_text above): no second pass that could cut it differently.
-    return Text(text, style=styles.status("suspended"), no_wrap=True, end="")
+    return row_cells(render.fields(view), styles)
 
 
 def _descending(value: Callable[[TypeView], int | None]) -> Callable[[TypeView], int]:
