@@ -165,7 +165,10 @@ VERBS: tuple[Verb, ...] = (
         "Deny",
         "stop a worker consuming one type (its other types are unaffected)",
         Args.TYPE_WORKER,
+        # It takes the worker out of the type's routing, like evict and drain do.
+        Confirm.ASK,
         cli=("type", "deny"),
+        warning="Leaves the type's routing; its other types are unaffected (allow lifts it).",
     ),
     Verb(A.ALLOW, "Allow", "lift a deny", Args.TYPE_WORKER, cli=("type", "allow")),
     Verb(
