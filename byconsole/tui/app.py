@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App
 from textual.css.query import QueryError
 from textual.message import Message
@@ -44,6 +44,7 @@ from byconsole.tui.release import release_after_paint
 from byconsole.tui.screens.find import FindLoaders
 from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
 from byconsole.tui.views.metrics import MetricsView
+from byconsole.tui.widgets.ordered_input import key_target
 from byconsole.web.identity import web_role, web_user
 from worker_runtime.dead_letters import DeadLetter
 from worker_runtime.lookup import LookupResult, SessionTimeline
@@ -174,6 +175,18 @@ class ConsoleApp(App[int]):
                 return f"signed in as {safe_text(user, 40)}, a viewer"
             return "started with --read-only"
         return f"context {safe_text(self.context_name, 40)} is marked read-only"
+
+    async def on_event(self, event: events.Event) -> None:
+        """A key for a text input is applied as it arrives, before the next key is routed.
+
+        See :mod:`byconsole.tui.widgets.ordered_input`: otherwise a bound key (Backspace,
+        Escape) acts after the characters typed behind it.
+        """
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            target = key_target(self.screen, event)
+            if target is not None and await target.apply_key(event):
+                return
+        await super().on_event(event)
 
     def on_mount(self) -> None:
         """Show the start-up notice, if any."""

@@ -115,7 +115,10 @@ class MonitorScreen(Screen[None]):
             Binding(str(i), f"show_view('{view}')", title, show=False)
             for i, (view, title) in enumerate(VIEWS, start=1)
         ),
-        Binding("slash", "filter", "Filter", key_display="/"),
+        # Priority: it runs as the key is read, so the keys typed behind the / reach
+        # the filter it opens (a binding otherwise waits until the key has bubbled up,
+        # and they would have gone to the table, where e or d are actions).
+        Binding("slash", "filter", "Filter", key_display="/", priority=True),
         Binding("escape", "jump_back", "Back", show=False),
         Binding("p", "pending", "Pending", show=False),
         Binding("left_square_bracket", "history_range(-1)", "Shorter range", show=False),
