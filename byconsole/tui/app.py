@@ -168,13 +168,19 @@ class ConsoleApp(App[int]):
         )
 
     def read_only_reason(self) -> str:
-        """Why the console is read-only: the flag, or the context's setting."""
+        """Why the console is read-only: the web viewer role, the context, or the flag.
+
+        ``byconsole serve`` passes ``--read-only`` to a viewer's console, and to every
+        console when its context is read-only: the role or the context is the reason.
+        """
+        context = self.contexts.get(self.context_name or "")
         if self.read_only_flag:
             user = web_user()
             if user and web_role() == "viewer":  # byconsole serve made it read-only
                 return f"signed in as {safe_text(user, 40)}, a viewer"
-            return "started with --read-only"
-        return f"context {safe_text(self.context_name, 40)} is marked read-only"
+        if context is not None and context.read_only:
+            return f"context {safe_text(self.context_name, 40)} is marked read-only"
+        return "started with --read-only"
 
     async def on_event(self, event: events.Event) -> None:
         """A key for a text input is applied as it arrives, before the next key is routed.
@@ -514,6 +520,8 @@ class ConsoleApp(App[int]):
             self.main_screen = self._make_main_screen()
             await self.push_screen(self.main_screen)
         await old.aclose()
+        if self.read_only:  # the reason may have changed with the context
+            self.main_screen.read_only_why = self.read_only_reason()
         mode = f" (read-only: {self.read_only_reason()})" if self.read_only else ""
         self.notify(f"context {safe_text(name, 40)}: {self.backend.endpoint}{mode}", markup=False)
 
@@ -543,7 +551,8 @@ def run_tui(
     Args:
         redis_settings: the endpoint to open (already resolved by the CLI).
         refresh: seconds between refreshes.
-        read_only: no action keys.
+        read_only: ``--read-only`` was given: no action keys in any context (without
+            it, a context marked read-only is read-only and a writable one is not).
         context: the named context in use, if any.
         config_path: the config file holding the contexts (default path when None).
 
