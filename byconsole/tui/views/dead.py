@@ -10,7 +10,7 @@ control sequence).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 from rich.text import Text
 from textual import getters, on
@@ -18,21 +18,16 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from byconsole.formatting import DASH, age_step, clock, payload_excerpt
-from byconsole.text import safe_text
-from byconsole.tui.views.cells import cell, number
+from byconsole.formatting import DASH, clock
+from byconsole.render import dead as render
+from byconsole.render.dead import CONTROL_PLANE_LABEL as CONTROL_PLANE_LABEL
+from byconsole.render.dead import DeadRow
+from byconsole.text import ELLIPSIS, safe_text
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 from worker_runtime.dead_letters import DeadLetter
 
-COLUMNS: tuple[Column, ...] = (
-    Column("type", "type"),
-    Column("id", "id"),
-    Column("died", "died"),
-    Column("attempts", "att"),
-    Column("worker", "worker"),
-    Column("error", "error"),
-    Column("payload", "payload"),
-)
+COLUMNS: tuple[Column, ...] = tuple(Column(c.key, c.header, c.width) for c in render.COLUMNS)
+"""The table's columns: :data:`byconsole.render.dead.COLUMNS`."""
 
 LIMIT = 200
 """Dead letters read per type (the newest)."""
@@ -46,23 +41,28 @@ def row_key(dead: DeadLetter) -> str:
     return f"{dead.agent_type}\x00{dead.entry_id}"
 
 
-CONTROL_PLANE_LABEL = "cp:"
-"""How the type column marks by-framework's control-plane dead letters."""
+def _cell(cut: int | None, value: str, style: str, justify: Literal["left", "right"]) -> Text:
+    if cut is not None and len(value) > cut:
+        value = value[: cut - 1] + ELLIPSIS
+    return Text(value, style=style, no_wrap=True, end="", justify=justify)
+
+
+def paint(row: DeadRow) -> list[Text]:
+    """One row's cells, laid out by :data:`byconsole.render.dead.COLUMNS` (values are
+    already safe): a control-plane letter's type in italics, the error in red."""
+    cells = []
+    for spec in render.COLUMNS:
+        value = getattr(row, spec.key)
+        style = "italic" if spec.key == "type" and row.read_only else ""
+        if spec.key == "error" and value != DASH:
+            style = "red"
+        cells.append(_cell(spec.cut, value, style, spec.justify))
+    return cells
 
 
 def dead_cells(dead: DeadLetter, now_ms: int) -> list[Text]:
     """One row: every value made safe, the payload as a one-line excerpt."""
-    died = age_step(now_ms - dead.buried_at)[0] if dead.buried_at else DASH
-    kind = f"{CONTROL_PLANE_LABEL}{dead.agent_type}" if dead.read_only else dead.agent_type
-    return [
-        cell(kind, "italic" if dead.read_only else "", limit=24),
-        cell(dead.entry_id, limit=24),
-        cell(died),
-        number(dead.attempts),
-        cell(dead.worker_id or DASH, limit=28),
-        cell(dead.error or DASH, "red", limit=60),
-        cell(payload_excerpt(dead, 60) or DASH, limit=60),
-    ]
+    return paint(render.fields(dead, now_ms))
 
 
 def detail_text(dead: DeadLetter | None, total: int, now_ms: int | None = None) -> Text:
