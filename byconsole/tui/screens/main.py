@@ -182,7 +182,7 @@ class MonitorScreen(Screen[None]):
             with TabPane(f"5 {VIEWS[4][1]}", id="events"):
                 yield EventsView(id="events-view")
             with TabPane(f"6 {VIEWS[5][1]}", id="dead"):
-                yield DeadView(id="dead-view")
+                yield DeadView(id="dead-view", actions=not self.read_only)
             with TabPane(f"7 {VIEWS[6][1]}", id="health"):
                 yield HealthView(id="health-view")
         yield Footer(compact=True)
@@ -516,13 +516,15 @@ class OperatorScreen(MonitorScreen):
             spec = SPECS.get(Action(parameters[0]))
         if spec is None:
             return True
+        if spec.per_worker and self.is_mounted and self.active_view == "dead":
+            return False  # hidden: the Dead view's keys are R and P
         if spec.per_worker and self.is_mounted and self.active_view != "workers":
             return None
         if spec.action in TYPE_ACTIONS:
             return True if not self.is_mounted or self.active_view == "types" else None
         dead_action = spec.action in DEAD_ACTIONS
         if self.is_mounted and dead_action != (self.active_view == "dead"):
-            return None if dead_action else True
+            return not dead_action  # R and P: shown in the Dead view only
         return True
 
     # -- the action keys ------------------------------------------------------------------------

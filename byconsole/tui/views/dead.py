@@ -100,15 +100,31 @@ class DeadView(Vertical):
     status_line = getters.query_one("#dead-status", Static)
     detail_pane = getters.query_one("#dead-detail", Static)
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, actions: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.actions = actions
+        """Requeue and purge are bound here (not in a read-only console)."""
         self.items: dict[str, DeadLetter] = {}
         self.error: str = ""
         self.now_ms: int | None = None
 
     def on_mount(self) -> None:
-        """The pane follows the table's cursor (the table posts no highlight message)."""
+        """The pane follows the table's cursor, and the cursor the rows in view."""
         self.watch(self.table, "cursor_row", self._show_selected, init=False)
+        self.watch(self.table, "scroll_y", self._follow_scroll, init=False)
+
+    def _follow_scroll(self) -> None:
+        """Scrolled (wheel, scrollbar): the cursor moves onto the nearest row in view, so
+        the pane never describes a row the operator cannot see (and R/P act on it)."""
+        table = self.table
+        keys = table.ordered_keys()
+        if not keys:
+            return
+        top = int(table.scroll_y)
+        page = max(1, table.scrollable_content_region.height - 1)
+        row = min(max(table.cursor_row, top), top + page - 1, len(keys) - 1)
+        if row != table.cursor_row:
+            table.move_to(keys[row])
 
     def compose(self) -> ComposeResult:
         """The table, the selected letter, a one-line summary."""
@@ -150,7 +166,8 @@ class DeadView(Vertical):
             status += f"  ·  newest {len(order) - control:,} shown"
         if control:
             status += f"  ·  {control:,} by-framework control-plane (cp:, read-only)"
-        status += "  ·  R requeue  ·  P purge (this one or all of its type)"
+        if self.actions:
+            status += "  ·  R requeue  ·  P purge (this one or all of its type)"
         self.status_line.update(Text(status))
         self._show_selected()
 
