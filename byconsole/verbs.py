@@ -128,7 +128,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         A.FORCE_EVICT,
         "Force evict",
-        "also cancel running tasks (other workers reclaim them)",
+        "also cancel running tasks (handed back to their stream, run again elsewhere)",
         Args.WORKER,
         Confirm.ASK,
         cli=("worker", "evict"),
