@@ -207,9 +207,11 @@ async def test_read_only_keys_say_why_and_the_legend_explains_markers(
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
         legend = _screen(app)
-        app.screen.query_one(VerticalScroll).scroll_end(animate=False)
-        await pilot.pause(0.2)
-        legend += _screen(app)  # the rest of it, scrolled into view at 80x24
+        scroll = app.screen.query_one(VerticalScroll)
+        while scroll.scroll_y < scroll.max_scroll_y:  # the rest of it, page by page at 80x24
+            scroll.scroll_page_down(animate=False)
+            await pilot.pause(0.1)
+            legend += _screen(app)
         for marker in ("●", "!chat", "pending", "applied", "on start", "stale", "draining"):
             assert marker in legend
 
