@@ -7,14 +7,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from redis.asyncio import Redis
 from textual.pilot import Pilot
 
 from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import StaticBackend
+from byconsole.tui.screens.confirm import ConfirmScreen
+from byconsole.tui.screens.prompt import ChoiceScreen
 from byconsole.tui.views.dead import DeadView, row_key
-from tests.tui.conftest import until
+from tests.tui.conftest import KEYS, AppFactory, until
 from tests.tui.fleet_data import NOW, sample_dead, sample_snapshot
 from worker_runtime.dead_letters import DeadLetter, parse_dead_letter
+from worker_runtime.models import now_ms
 
 
 def _many(n: int) -> list[DeadLetter]:
@@ -111,3 +115,39 @@ async def test_the_read_only_dead_view_offers_no_requeue_or_purge() -> None:
         assert "4 dead letters" in status
         assert "requeue" not in status and "purge" not in status
         assert not _footer_keys(app) & {"R", "P"}
+
+
+async def test_after_a_real_requeue_the_cursor_is_on_the_next_letter(
+    redis: Redis, fleet: dict[str, list[str]], make_app: AppFactory
+) -> None:
+    ids = []
+    for i in range(6):
+        task = {"task_id": f"t{i}", "agent_type": "chat", "payload": {"n": i}}
+        fields: dict[Any, Any] = {
+            "kind": "task",
+            "data": json.dumps(task),
+            "error": f"ValueError: bad {i}",
+            "worker_id": "w-1",
+            "buried_at": str(now_ms()),
+        }
+        ids.append(str(await redis.xadd(KEYS.dead_letter_stream("chat"), fields)))
+    app = make_app()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await until(pilot, lambda: app.main_screen.snapshot is not None)
+        await pilot.press("6")
+        view = app.main_screen.dead_view
+        await until(pilot, lambda: view.table.row_count == 6)
+        await pilot.press("down", "down")  # newest first: t3
+        chosen = view.selected()
+        assert chosen is not None and chosen.task_id == "t3"
+        await pilot.press("R")
+        await until(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.press("enter")  # this dead letter
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press(*"fixed", "enter", "enter")
+        await until(pilot, lambda: view.table.row_count == 5)
+        await pilot.pause(0.5)  # a refresh or two more
+        after = view.selected()
+        assert after is not None and after.task_id == "t2"  # the next row, in place
+        assert view.table.cursor_row == 2
+        assert "t2" in _pane(view)
