@@ -44,7 +44,11 @@ from byconsole.tui.release import release_after_paint
 from byconsole.tui.screens.find import FindLoaders
 from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
 from byconsole.tui.views.metrics import MetricsView
-from byconsole.tui.widgets.ordered_input import key_target
+from byconsole.tui.widgets.ordered_input import (
+    keep_escape_before_symbols,
+    key_target,
+    split_escape,
+)
 from byconsole.web.identity import web_role, web_user
 from worker_runtime.dead_letters import DeadLetter
 from worker_runtime.lookup import LookupResult, SessionTimeline
@@ -55,6 +59,8 @@ from worker_runtime.settings import ConfigError, RedisSettings
 from worker_runtime.snapshot import FleetSnapshot, WorkerDetail
 
 _HERE = Path(__file__).parent
+
+keep_escape_before_symbols()
 
 BACKOFF_CAP = 10.0
 """Longest wait between two attempts while Redis is down (seconds)."""
@@ -189,9 +195,11 @@ class ConsoleApp(App[int]):
         Escape) acts after the characters typed behind it.
         """
         if isinstance(event, events.Key) and not event.is_forwarded:
-            target = key_target(self.screen, event)
-            if target is not None and await target.apply_key(event):
-                return
+            for key in split_escape(self.screen, event):
+                target = key_target(self.screen, key)
+                if target is None or not await target.apply_key(key):
+                    await super().on_event(key)
+            return
         await super().on_event(event)
 
     def on_mount(self) -> None:

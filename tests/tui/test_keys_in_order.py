@@ -110,3 +110,27 @@ async def test_the_reason_keeps_a_backspace_in_order() -> None:
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await burst(pilot, *"disk fulk", "backspace", "l")
         assert app.screen.query_one("#reason", Input).value == "disk full"
+
+
+async def test_escape_and_slash_merged_by_the_terminal_start_a_new_filter() -> None:
+    # A terminal sends Escape then / in one read as alt+slash (Alt+key is ESC + key).
+    app = _app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        view = app.main_screen.workers_view
+        await until(pilot, lambda: view.table.row_count > 0)
+        await burst(pilot, "slash", *"chat")
+        assert view.filter_text == "chat"
+        app._driver.send_message(events.Key("alt+slash", "/"))  # type: ignore[union-attr]
+        await burst(pilot, *"embed")
+        assert view.filter_input.value == "embed"
+        assert view.filter_text == "embed"
+
+
+async def test_a_key_typed_right_after_enter_in_the_filter_reaches_the_table() -> None:
+    app = _app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        view = app.main_screen.workers_view
+        await until(pilot, lambda: view.table.row_count > 0)
+        await burst(pilot, "slash", *"chat", "enter", "3")
+        assert view.filter_text == "chat"
+        assert app.main_screen.active_view == "types"

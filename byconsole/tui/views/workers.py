@@ -388,6 +388,7 @@ class WorkersView(Vertical):
         yield OrderedInput(
             placeholder="filter: words to match, as you type (Enter keeps, Esc clears)",
             id="filter",
+            enter_focuses="workers-table",
         )
         yield KeyedTable(COLUMNS, id="workers-table", fixed_columns=2, render=self._cells_of)
         yield Static(id="workers-status")

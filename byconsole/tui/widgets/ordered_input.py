@@ -13,6 +13,7 @@ in one queue, and a key that moves the focus does so before the next key is rout
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from textual import events
@@ -24,9 +25,10 @@ class OrderedInput(Input):
     """An :class:`~textual.widgets.Input` whose keys are applied in arrival order.
 
     Args:
-        enter_focuses: the id of the widget Enter moves the focus to, at once, instead
-            of submitting (the confirmation dialog's reason: Enter goes to the button,
-            so a second Enter typed with it presses the button).
+        enter_focuses: the id of the widget Enter moves the focus to, at once, as well
+            as submitting (the confirmation dialog's reason: Enter goes to the button,
+            so a second Enter typed with it presses the button; the filter: the keys
+            typed after Enter reach the table).
         **kwargs: as :class:`~textual.widgets.Input`.
     """
 
@@ -49,6 +51,7 @@ class OrderedInput(Input):
                 self.replace(event.character, *selection)
             return True
         if event.key == "enter" and self.enter_focuses is not None:
+            await self.action_submit()
             self.screen.set_focus(self.screen.query_one(f"#{self.enter_focuses}"))
             return True
         active = self.screen.active_bindings.get(event.key)
@@ -81,3 +84,50 @@ def key_target(screen: Screen[Any], event: events.Key) -> OrderedInput | None:
     if target is not focused:
         screen.set_focus(target)
     return target
+
+
+def split_escape(screen: Screen[Any], event: events.Key) -> list[events.Key]:
+    """The keys an Alt key stands for when it reaches an input: Escape, then the key.
+
+    A terminal sends Alt+KEY as Escape followed by KEY, so an Escape typed quickly
+    before another key (within the terminal parser's escape delay, or in the same
+    read) arrives as one ``alt+KEY``. No input here binds an Alt key, so at an input it
+    is read as the two keys the operator typed; so is a merged Escape before a symbol
+    (:func:`keep_escape_before_symbols`) wherever the focus is. Any other key is itself.
+    """
+    key = event.key
+    if not key.startswith("alt+") or key in screen.active_bindings:
+        return [event]
+    rest = key.removeprefix("alt+")
+    symbol = event.character is not None and not event.character.isalnum()
+    if not symbol and not isinstance(screen.focused, OrderedInput):
+        return [event]
+    return [events.Key("escape", "\x1b"), events.Key(rest, event.character)]
+
+
+def keep_escape_before_symbols() -> None:
+    """Make the terminal parser report Escape + a symbol read together as ``alt+KEY``.
+
+    Textual's parser turns Escape + a letter into ``alt+letter`` but drops the Escape
+    before a symbol (``\\x1b/`` becomes a bare ``/``), so Escape then ``/`` typed
+    quickly left the filter open with the new text appended to the old. Reported as
+    ``alt+slash``, :func:`split_escape` gives both keys back. Idempotent.
+    """
+    from textual import _xterm_parser
+
+    parser = _xterm_parser.XTermParser
+    original = parser._sequence_to_key_events
+    if getattr(original, "keeps_escape", False):
+        return
+
+    def with_alt(
+        self: _xterm_parser.XTermParser, sequence: str, alt: bool = False
+    ) -> Iterable[events.Key]:
+        for event in original(self, sequence, alt):
+            if alt and len(sequence) == 1 and not event.key.startswith(("alt+", "escape")):
+                yield events.Key(f"alt+{event.key}", event.character)
+            else:
+                yield event
+
+    with_alt.keeps_escape = True  # type: ignore[attr-defined]
+    parser._sequence_to_key_events = with_alt  # type: ignore[method-assign]
