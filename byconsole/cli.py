@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from byconsole import memory
 from byconsole.config import Context, default_config_path, load_config, resolve_settings
@@ -179,7 +180,8 @@ examples:
   byconsole worker list --type chat
   byconsole worker suspend worker-01 --reason "maintenance window" --wait
 
-Redis URL precedence: --redis-url > BYAI_REDIS_URL > REDIS_URL > --context > redis://localhost:6379/0
+Redis URL precedence: --redis-url-file / BYAI_REDIS_URL_FILE > --redis-url > BYAI_REDIS_URL >
+REDIS_URL > REDIS_HOST / REDIS_PORT (by-framework's) > --context > redis://localhost:6379/0
 (REDIS_CLUSTER_HOST / REDIS_CLUSTER_PORT select Redis Cluster and key schema v2).
 exit codes: 0 ok, 1 a check failed or the target does not exist, 2 usage error or Redis unreachable,
 3 --wait on a worker that cannot confirm (a by-framework worker: the command was sent).
@@ -991,6 +993,10 @@ def _main(argv: list[str]) -> int:
             # Imported here: the console stack (Textual) is only loaded when needed.
             from byconsole.tui.demo import run_demo
 
+            problem = console_terminal_problem()
+            if problem:
+                _say(problem)
+                return EXIT_ERROR
             return int(run_demo(read_only=read_only, refresh=args.refresh))
         if args.command is None and not args.snapshot:
             # The flag only: the console follows the context it is switched to, and
@@ -1012,7 +1018,7 @@ def _main(argv: list[str]) -> int:
         _say(_scrub(message, settings))
         return EXIT_ERROR
     except _target_errors() as exc:
-        _say(str(exc.args[0] if exc.args else exc), prefix="byconsole: ")
+        _say(str(exc.args[0] if exc.args else exc))
         return EXIT_FAILED
     except ValueError as exc:  # e.g. a scale count out of bounds
         _say(str(exc))
@@ -1023,13 +1029,32 @@ def _main(argv: list[str]) -> int:
             from byconsole.headless.render_prom import render_prom_down
 
             sys.stdout.write(render_prom_down())
-        _say(redis_error_line(exc, endpoint=settings.endpoint, url=settings.url))
+        line = redis_error_line(exc, endpoint=settings.endpoint, url=settings.url)
+        if getattr(args, "write", False) and isinstance(exc, RedisTimeoutError | TimeoutError):
+            line += f"; {UNANSWERED_WRITE}"
+        if getattr(args, "format", None) == "json":
+            _print_down_json(line, settings)
+        _say(line)
         return EXIT_ERROR
     except Exception as exc:  # a bug must still not dump a traceback on an operator
         if os.environ.get("BYCONSOLE_DEBUG"):
             traceback.print_exc()
         _say(_scrub(f"internal error: {type(exc).__name__}: {exc}", settings))
         return EXIT_ERROR
+
+
+UNANSWERED_WRITE = (
+    "Redis did not answer: a write it already received applies when it answers again "
+    "(check with --snapshot or worker info before sending it again)"
+)
+"""After a write command timed out: whether it was written is unknown (a frozen or
+partitioned Redis answers nothing), so the operator is told how to find out."""
+
+
+def _print_down_json(line: str, settings: RedisSettings) -> None:
+    """``--format json`` with Redis unreachable: still one JSON document on stdout, so a
+    pipe into ``jq`` reads why instead of nothing (as ``prom`` prints ``byconsole_up 0``)."""
+    headless.print_json({"up": False, "error": line, "redis": {"endpoint": settings.endpoint}})
 
 
 def _target_errors() -> tuple[type[Exception], ...]:
@@ -1057,9 +1082,37 @@ def _read_only_message(
     return f"'{what}' changes the fleet and {why}"
 
 
+STDERR_NOT_A_TERMINAL = (
+    "the console draws on stderr (Textual's terminal driver writes there), and stderr is not "
+    "a terminal here: run it without 2>…, or use --snapshot / a subcommand for output to a file"
+)
+"""Why the console refuses to start with stderr redirected (README, "Running the console")."""
+
+
+def console_terminal_problem() -> str | None:
+    """Why the live console cannot draw here, if it cannot.
+
+    Textual's terminal driver draws on the process's stderr (no option draws on
+    ``/dev/tty``), so ``byconsole 2>file`` would paint the screen into the file and leave
+    the terminal blank. At a terminal (stdout one) with stderr redirected, say so instead.
+    ``TEXTUAL_DRIVER`` set (``byconsole serve`` runs the console in a web driver) draws
+    elsewhere.
+    """
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return None
+    out, err = sys.__stdout__, sys.__stderr__
+    if out is None or err is None or not out.isatty() or err.isatty():
+        return None
+    return STDERR_NOT_A_TERMINAL
+
+
 def _run_tui(
     settings: RedisSettings, args: argparse.Namespace, read_only: bool, context: str | None
 ) -> int:
+    problem = console_terminal_problem()
+    if problem:
+        _say(problem)
+        return EXIT_ERROR
     try:
         from byconsole.tui.app import run_tui
     except ImportError as exc:

@@ -148,7 +148,7 @@ def worker_fields(detail: WorkerDetail, now: int) -> list[Field]:
         ("known", "yes" if detail.known else "no"),
         ("lifecycle", w.lifecycle or "active"),
         ("applied lifecycle", _or_dash(w.applied_lifecycle)),
-        ("command", w.command_state.value if w.command_state else DASH),
+        ("command", w.command_text or DASH),
         ("status", w.status.value),
         ("runtime status", _or_dash(detail.runtime_status or w.runtime_status)),
         ("runtime", _or_dash(w.runtime)),

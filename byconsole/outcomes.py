@@ -41,6 +41,72 @@ class ScaleStep:
             what = "unchanged"
         return f"{safe_text(self.instance_id, 40)}: {self.running} running -> {self.after} ({what})"
 
+    def outcome(self) -> str:
+        """What the scale leaves of this instance's slots: drained ones stay empty, a
+        restart (not a scale) is what replaces a replica (README, "Restart, stop and
+        pinned calls")."""
+        change = self.after - self.running
+        if change < 0:
+            return (
+                f"{safe_text(self.instance_id, 40)}: {-change} drained, not rebuilt: "
+                f"the slot stays empty until {_scaled_again(self.after)}"
+            )
+        if change > 0:
+            return (
+                f"{safe_text(self.instance_id, 40)}: {change} new replica(s) under new ids; "
+                "the running ones are kept (restart replaces a replica)"
+            )
+        return f"{safe_text(self.instance_id, 40)}: every replica kept"
+
+
+def _scaled_again(after: int) -> str:
+    return "the type is scaled again" if after == 0 else "scaled up again"
+
+
+SCALE_RELATIONS = (
+    "drain / stop: a replica finishes its tasks and exits, its slot stays empty until "
+    "the next scale; restart: it exits and its instance replaces it under a new id; "
+    "scale T 0: every replica of the type drains"
+)
+"""How the verbs that remove a replica relate (the scale plan says it beside a drain)."""
+
+
+def plan_outcomes(steps: list[ScaleStep]) -> list[str]:
+    """Per instance what a scale leaves (:meth:`ScaleStep.outcome`), then, when any
+    replica drains, how drain, stop, restart and scale relate."""
+    lines = [step.outcome() for step in steps if step.after != step.running]
+    if any(step.after < step.running for step in steps):
+        lines.append(SCALE_RELATIONS)
+    return lines
+
+
+def unscalable(snapshot: FleetSnapshot, agent_type: str, instance_id: str | None) -> str | None:
+    """Why nothing can scale ``agent_type``, or ``None`` when an instance can.
+
+    Only a worker_runtime instance runs replicas to a target: a type served only by
+    workers of other runtimes (by-framework, which starts no replicas) is not scaled by
+    any target, and "converged" would be a lie.
+    """
+    if instance_id is not None:
+        return None  # an instance named by the operator: its own lease says
+    if any(i.online and serves(i, agent_type) for i in snapshot.instances):
+        return None
+    workers = [
+        w
+        for w in snapshot.workers
+        if agent_type in w.agent_types and w.runtime is not None and not w.instance_id
+    ]
+    if not workers:
+        return None
+    runtimes = sorted({w.runtime or "" for w in workers})
+    shown = ", ".join(safe_text(w.worker_id, 40) for w in workers[:5])
+    more = f" +{len(workers) - 5}" if len(workers) > 5 else ""
+    return (
+        f"nothing can scale {safe_text(agent_type, 80)}: it is served only by "
+        f"{' and '.join(runtimes)} worker(s) ({shown}{more}), which cannot scale; "
+        "no worker_runtime instance serves it"
+    )
+
 
 def serves(instance: InstanceView, agent_type: str) -> bool:
     """The instance runs the type or holds a quota for it (the others are not listed)."""
@@ -138,6 +204,14 @@ FORCE_WARNINGS: dict[str, str] = {
     "do (Java interrupts them), its TypeScript SDK ignores force and lets them finish (its "
     "lease does not say which SDK it runs)",
 }
+"""Keyed by the runtime its lease shows (:func:`~worker_runtime.verdicts.runtime_of`): a
+lease without capabilities is by-framework's, whose SDK may not cancel."""
+
+EVICTED_WHEN = (
+    "It reads applied only once its process is gone and owns no pending entry "
+    "(until then: applied · finishing N, or pending: still owns N entries)"
+)
+"""How an eviction is confirmed (:func:`~worker_runtime.verdicts.eviction_progress`)."""
 """What ``--force`` on an eviction does, by the runtime that holds the lease (README,
 "by-framework compatibility"; by-framework's runners: Python ``WorkerRunner`` skips
 its wait for in-flight tasks, Java ``WorkerRunner.handlePostEvictionShutdownIfNeeded``
@@ -172,6 +246,7 @@ def action_warning(action: str, runtimes: list[str | None]) -> str:
             elif kind == "offline":
                 parts.append("offline: it exits when it next starts")
         parts.append("Leaves routing and drops its lease; it takes no new tasks.")
+        parts.append(EVICTED_WHEN)
     elif action == "drain" and "by-framework" in kinds:
         parts.append(DRAIN_AS_EVICT)
     elif action in ("deny", "allow") and "by-framework" in kinds:

@@ -228,8 +228,6 @@ VERBS: tuple[Verb, ...] = (
         "set keys of a type's runtime configuration; every replica applies it without restarting",
         Args.TYPE_CONFIG,
         cli=("config", "set"),
-        # The console's JSON editor is not built yet; the CLI sets a configuration.
-        tui=False,
         warning=(
             "Every replica of the type runs on_cleanup() then on_init(config); "
             "by-framework workers cannot apply it."
@@ -248,6 +246,50 @@ NOT_VERBS: dict[AdminAction, str] = {
 """Audited actions no operator types, and who writes them."""
 
 BY_ACTION: dict[AdminAction, Verb] = {verb.action: verb for verb in VERBS}
+
+
+@dataclass(frozen=True, slots=True)
+class Form:
+    """A verb offered under the name an operator looks for, that writes (and is audited
+    as) other verbs of the table: ``stop`` is a drain for one replica and ``scale … 0``
+    for an instance's replicas or a type.
+
+    Attributes:
+        name: what the operator types or picks (``stop``).
+        label: for buttons, toasts and the console's help.
+        help: one sentence, the same in the console's help and palette.
+        writes: per scope (``replica``, ``instance``, ``type``), the verb it writes.
+        cli: its CLI subcommands ``(group, name)``.
+        warning: what its confirmation always says (how it relates to the other verbs).
+    """
+
+    name: str
+    label: str
+    help: str
+    writes: tuple[tuple[str, AdminAction], ...]
+    cli: tuple[tuple[str, str], ...]
+    warning: str
+
+    def writes_for(self, scope: str) -> AdminAction:
+        """The verb written for ``scope`` (``KeyError`` for a scope it has not)."""
+        return dict(self.writes)[scope]
+
+
+STOP = Form(
+    "stop",
+    "Stop",
+    "stop for good, not replaced: a replica (drain), an instance's or a type's (scale 0)",
+    (("replica", A.DRAIN), ("instance", A.SCALE), ("type", A.SCALE)),
+    cli=(("worker", "stop"), ("type", "stop")),
+    warning=(
+        "Stopped replicas finish their in-flight tasks and exit; nothing replaces them: "
+        "the slots stay empty until the type is scaled again (restart is the verb that "
+        "replaces). scale T 0 is the fleet-wide form of stop."
+    ),
+)
+
+FORMS: tuple[Form, ...] = (STOP,)
+"""Verbs under another name (written and audited as the verbs they map to)."""
 
 
 def verb(action: AdminAction) -> Verb:

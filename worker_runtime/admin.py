@@ -42,7 +42,6 @@ from worker_runtime.messages import (
     envelope_action,
 )
 from worker_runtime.models import (
-    VERDICT_SENTENCES,
     AdminAction,
     AdminState,
     Capability,
@@ -56,6 +55,7 @@ from worker_runtime.models import (
     Verdict,
     now_ms,
     parse_pauses,
+    verdict_text,
 )
 from worker_runtime.names import check_agent_type, check_utf8, check_worker_id
 from worker_runtime.pause import hold_type_pause, pauses_itself, type_members
@@ -65,6 +65,7 @@ from worker_runtime.pipeline import Batch
 from worker_runtime.quota import MAX_SCALE as MAX_SCALE
 from worker_runtime.quota import check_scale_count as check_scale_count
 from worker_runtime.quota import parse_count as parse_count
+from worker_runtime.quota import parse_count_any
 from worker_runtime.restarts import (
     RestartOutcome,
     RestartResult,
@@ -83,7 +84,12 @@ from worker_runtime.type_config import (
     merged,
 )
 from worker_runtime.type_config import TypeConfigError as TypeConfigError
-from worker_runtime.verdicts import is_applied, superseded_by, superseded_line
+from worker_runtime.verdicts import (
+    eviction_progress,
+    is_applied,
+    superseded_by,
+    superseded_line,
+)
 
 # Stamp and write the admin hash with Redis's clock, never a console's: consoles with
 # skewed clocks must not order each other's commands (one an hour ahead used to block
@@ -188,6 +194,9 @@ class ActionResult:
     """This process's monotonic time of the write (latency without comparing clocks)."""
 
 
+_GROUPS_EXAMINED = 16
+"""Consumer groups of one type stream searched for a worker's pending entries."""
+
 _LIFECYCLE_ACTIONS = frozenset(
     {
         AdminAction.SUSPEND,
@@ -210,10 +219,14 @@ class WaitOutcome:
             confirmed (timeout, unconfirmable, or superseded).
         superseded: the admin hash that replaced the command (another operator's or
             another admin's later write): the command will never be applied.
+        progress: an eviction not confirmed in time: how far it got, in the words of
+            :func:`~worker_runtime.verdicts.eviction_progress` (``applied · finishing 3``,
+            ``pending: still owns 2 entries``).
     """
 
     latency: float | None
     superseded: AdminState | None = None
+    progress: str | None = None
 
     @property
     def superseded_line(self) -> str | None:
@@ -290,16 +303,19 @@ def verdict_sentence(
     error: str = "",
 ) -> str:
     """:data:`VERDICT_SENTENCES`'s sentence for ``verdict``, its fields filled in."""
-    text = VERDICT_SENTENCES[verdict]
     listed = result is not None and result.action in (AdminAction.DENY, AdminAction.ALLOW)
-    if verdict is Verdict.UNCONFIRMABLE and listed:
-        text = LISTED_AT_BEAT
-    return text.format(
-        latency=(waited.latency if waited and waited.latency is not None else 0.0),
+    template = LISTED_AT_BEAT if verdict is Verdict.UNCONFIRMABLE and listed else None
+    latency = waited.latency if waited and waited.latency is not None else None
+    if verdict is Verdict.APPLIED and latency is None:
+        latency = 0.0  # applied with nothing waited for: confirmed at once
+    return verdict_text(
+        verdict,
+        latency=latency,
         timeout=timeout,
-        runtime=result.runtime if result is not None else "",
+        runtime=result.runtime if result is not None else None,
         superseded=(waited.superseded_line if waited else None) or "",
         error=error,
+        template=template,
     )
 
 
@@ -896,6 +912,10 @@ class WorkerManager:
         if not result.confirmable:
             return WaitOutcome(None)
         lifecycle = result.action in _LIFECYCLE_ACTIONS
+        # An eviction is applied once the process is gone and owns no pending entry.
+        evicting = result.action in (AdminAction.EVICT, AdminAction.FORCE_EVICT)
+        served: set[str] = set()
+        progress: str | None = None
         deadline = time.monotonic() + timeout
         while True:
             admin: AdminState | None = None
@@ -908,7 +928,16 @@ class WorkerManager:
                 admin = AdminState.parse(raw_admin)
             else:
                 lease = await self.get_lease(result.worker_id)
-            applied = is_applied(result.action, result.updated_at, lease, result.agent_type, admin)
+            owned = 0
+            if evicting:
+                if lease is not None:
+                    served.update(lease.agent_types)
+                else:
+                    owned = await self.owned_entries(result.worker_id, sorted(served))
+                progress = eviction_progress(result.updated_at, lease, owned).label
+            applied = is_applied(
+                result.action, result.updated_at, lease, result.agent_type, admin, owned
+            )
             if applied:
                 return WaitOutcome(max(0.0, time.monotonic() - result.written_at))
             if admin is not None:
@@ -916,8 +945,43 @@ class WorkerManager:
                 if overtaken is not None:
                     return WaitOutcome(None, overtaken)
             if applied is None or time.monotonic() >= deadline:
-                return WaitOutcome(None)
+                return WaitOutcome(None, progress=progress)
             await asyncio.sleep(poll)
+
+    async def owned_entries(self, worker_id: str, agent_types: Sequence[str] = ()) -> int:
+        """Entries pending under consumer ``worker_id`` on its types' streams, any group.
+
+        The types are its declared ones plus ``agent_types`` (those its lease named: an
+        evicted worker may have dropped its registration). Each command names one key,
+        so a cluster answers it like a single Redis.
+        """
+        declared = await self.redis.smembers(self.keys.worker_agent_types(worker_id))
+        types = sorted(set(agent_types) | {str(t) for t in declared or ()})
+        if not types:
+            return 0
+        pipe = self.redis.pipeline(transaction=False)
+        for agent_type in types:
+            pipe.xinfo_groups(self.keys.type_stream(agent_type))
+        replies = await pipe.execute(raise_on_error=False)
+        pairs = [
+            (agent_type, str(group["name"]))
+            for agent_type, groups in zip(types, replies, strict=True)
+            if isinstance(groups, list)
+            for group in groups[:_GROUPS_EXAMINED]
+            if isinstance(group, dict) and group.get("name") and group.get("pending")
+        ]
+        if not pairs:
+            return 0
+        pipe = self.redis.pipeline(transaction=False)
+        for agent_type, group_name in pairs:
+            pipe.xpending(self.keys.type_stream(agent_type), group_name)
+        owned = 0
+        for summary in await pipe.execute(raise_on_error=False):
+            consumers = summary.get("consumers") if isinstance(summary, dict) else None
+            for consumer in consumers or ():
+                if isinstance(consumer, dict) and consumer.get("name") == worker_id:
+                    owned += parse_count_any(consumer.get("pending")) or 0
+        return owned
 
     # -- restart and stop (README, "Restart, stop and pinned calls") -------------------
 

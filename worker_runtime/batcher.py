@@ -35,7 +35,7 @@ from redis.exceptions import ResponseError
 
 from worker_runtime.byframework import queue_status_counters, snapshot_json
 from worker_runtime.connection import LOOP_ERRORS
-from worker_runtime.envelope import record_json
+from worker_runtime.envelope import APPEND_ANSWERS, quote_session, record_json
 from worker_runtime.jsontext import compact_json
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.models import Execution, ExecutionState, now_ms
@@ -114,12 +114,14 @@ end
     + _EXPIRE_TAIL
 )
 
-# A session registry's fields of one flush (a JSON [field, value, ...] list, for the
-# reason above), written in slices that stay within Lua's limit on unpacked values.
+# A session registry's fields of one flush, field, value, ... as plain arguments (the
+# values are execution records, JSON themselves: escaped into one JSON argument here and
+# decoded by cjson there cost both sides more than the extra arguments), written in
+# slices of whole pairs that stay within Lua's limit on unpacked values. ARGV: ttl,
+# then the fields.
 _WRITE_REGISTRY = """
-local fields = cjson.decode(ARGV[2])
-for i = 1, #fields, 1000 do
-  redis.call('HSET', KEYS[1], unpack(fields, i, math.min(i + 999, #fields)))
+for i = 2, #ARGV, 1000 do
+  redis.call('HSET', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 return 1
@@ -174,6 +176,8 @@ class _Pending:
     finishes: list[tuple[Execution, bool]] = field(default_factory=list)
     """(execution, start_was_written)"""
     outputs: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    answers: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    """Per session the :func:`~worker_runtime.envelope.answer_item` of each finished task."""
     registry: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     """Session registry fields ([field, value, ...]) of a refused write, to write again."""
     counters: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -187,6 +191,8 @@ class _Pending:
         self.starts.update(newer.starts)
         self.finishes.extend(newer.finishes)
         self.outputs.extend(newer.outputs)
+        for session_id, items in newer.answers.items():
+            self.answers[session_id].extend(items)
         for session_id, fields in newer.registry.items():
             self.registry[session_id].extend(fields)
         for name, count in newer.counters.items():
@@ -397,6 +403,15 @@ class Batcher:
         self._pending.outputs.append((session_id, fields))
         self._queued()
 
+    def answer(self, session_id: str, item: str) -> None:
+        """Append a finished envelope task's data messages to a session's data stream.
+
+        ``item``: :func:`~worker_runtime.envelope.answer_item`, joined into its
+        entries by Redis (:data:`~worker_runtime.envelope.APPEND_ANSWERS`).
+        """
+        self._pending.answers[session_id].append(item)
+        self._queued()
+
     # -- flushing ----------------------------------------------------------------------
 
     async def _run(self) -> None:
@@ -464,6 +479,19 @@ class Batcher:
                 )
             appended = writes.slot(command)
             checks.append((appended, self._on_outputs(session_id, outputs, retry, refused)))
+        for session_id, items in batch.answers.items():
+            answered = writes.slot(
+                pipe.eval(
+                    APPEND_ANSWERS,
+                    1,
+                    self.keys.session_data_stream(session_id),
+                    SESSION_STREAM_MAXLEN,
+                    SESSION_TTL_S,
+                    quote_session(session_id),
+                    *items,
+                )
+            )
+            checks.append((answered, self._on_answers(session_id, items, retry, refused)))
         for name, count in batch.counters.items():
             counted = writes.slot(pipe.hincrby(self.keys.type_stats, name, count))
             checks.append((counted, self._on_counter(name, count, retry, refused)))
@@ -485,7 +513,7 @@ class Batcher:
                     1,
                     self.keys.session_registry(session_id),
                     SESSION_TTL_S,
-                    compact_json(fields),
+                    *fields,
                 )
             )
             checks.append((registered, _on_registry(session_id, fields, retry, refused)))
@@ -621,6 +649,22 @@ class Batcher:
                 retry.size += len(outputs)
             elif isinstance(reply, str | bytes):
                 # Appended; only the TTL was refused (logged, as a lone EXPIRE was).
+                text = reply.decode() if isinstance(reply, bytes) else reply
+                refused.append(ResponseError(text))
+
+        return check
+
+    @staticmethod
+    def _on_answers(
+        session_id: str, items: list[str], retry: _Pending, refused: list[BaseException]
+    ) -> Callable[[Any], None]:
+        def check(reply: Any) -> None:
+            if isinstance(reply, BaseException):
+                # Nothing of the script was written (see APPEND_ANSWERS): all again.
+                refused.append(reply)
+                retry.answers[session_id].extend(items)
+                retry.size += len(items)
+            elif isinstance(reply, str | bytes):
                 text = reply.decode() if isinstance(reply, bytes) else reply
                 refused.append(ResponseError(text))
 

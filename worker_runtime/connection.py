@@ -463,6 +463,22 @@ def sentinel_detail(exc: BaseException) -> str | None:
     return f"{head.replace('No master', 'no primary')} ({why})"
 
 
+_NO_PASSWORD_REPLIES = (
+    "NOAUTH",
+    "HELLO must be called with the client already authenticated",
+    "Authentication required",
+)
+"""What Redis answers a client that sent no password: ``NOAUTH`` to a command, the
+long ``HELLO`` text to a RESP3 handshake (redis-py sends ``HELLO 3`` without ``AUTH``
+when the URL has no password)."""
+
+
+def no_password_given(exc: BaseException) -> bool:
+    """Redis needs a password and the client sent none (not: sent a wrong one)."""
+    text = str(exc)
+    return any(reply in text for reply in _NO_PASSWORD_REPLIES)
+
+
 def redis_error_line(
     exc: BaseException, *, endpoint: str | None = None, url: str | None = None
 ) -> str:
@@ -484,6 +500,8 @@ def redis_error_line(
         return f"{shown} is not a Redis server (it does not answer in the Redis protocol)"
     # Redact before cutting, so a cut can never leave half a password behind.
     detail = redact(sentinel_detail(exc) or one_line(exc), url, shown=endpoint)[:DETAIL_LIMIT]
+    if isinstance(exc, AuthenticationError) and no_password_given(exc):
+        return f"{where} requires a password (NOAUTH)"
     if isinstance(exc, AuthenticationError):
         return f"{where} refused the credentials: {detail}"
     refusal = acl_refusal(exc)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worker_runtime.audit import audit_fields, write_audit
+from worker_runtime.audit import audit_fields, redis_user, write_audit
 from worker_runtime.envelope import HOPS_FIELD, parse_envelope, read_envelope, to_task
 from worker_runtime.excerpts import (
     Excerpt,
@@ -69,6 +69,9 @@ MAX_BATCH = 10_000
 
 REQUEUE_CHUNK_BYTES = 32 * 1024 * 1024
 """Stored bytes of dead letters a requeue reads and appends at a time."""
+
+PURGE_CHUNK = 1_000
+"""Ids one ``XDEL`` of a purge names."""
 
 SIZE_PROBE = 16
 """Bytes of each field read to learn a letter's size (the excerpt's stored lengths)."""
@@ -298,6 +301,16 @@ class DeadLetters:
         self.redis = redis
         self.keys = keys
         self.operator = operator
+        self._redis_user: str | None = None
+
+    async def _audit(
+        self, action: AdminAction, agent_type: str, reason: str | None, details: str
+    ) -> None:
+        """One audit entry naming the OS user and the Redis ACL user (asked once)."""
+        if self._redis_user is None:
+            self._redis_user = await redis_user(self.redis)
+        fields = audit_fields(self.operator, action, agent_type, reason, details, self._redis_user)
+        await write_audit(self.redis, self.keys, fields)
 
     async def count(self, agent_type: str) -> int:
         """How many dead letters the type has."""
@@ -363,11 +376,34 @@ class DeadLetters:
         eid, raw = entries[0]
         return parse_dead_letter(agent_type, str(eid), raw)
 
-    async def _sizes(self, agent_type: str, entry_ids: list[str] | None) -> list[tuple[str, int]]:
+    async def ids(self, agent_type: str, upto: str | None = None) -> list[str]:
+        """The ids of the type's dead letters, oldest first, at most :data:`MAX_BATCH`.
+
+        With ``upto`` (the newest letter an operator was shown) only those at or before
+        it: stream ids only grow, so that is exactly the letters there were then, less
+        any removed since. Reads no payload.
+        """
+        return [eid for eid, _size in await self._sizes(agent_type, None, upto)]
+
+    async def count_newer(self, agent_type: str, entry_id: str) -> int:
+        """How many of the type's dead letters came after ``entry_id`` (at most
+        :data:`MAX_BATCH`): those an action frozen at that letter left alone."""
+        if not _is_entry_id(entry_id):
+            return 0
+        stream = self.keys.dead_letter_stream(agent_type)
+        read = RangeRead(stream, f"({entry_id}", "+", MAX_BATCH, reverse=False)
+        (found,) = await read_excerpts(self.redis, [read], limit=1)
+        return len(found)
+
+    async def _sizes(
+        self, agent_type: str, entry_ids: list[str] | None, upto: str | None = None
+    ) -> list[tuple[str, int]]:
         """``(entry id, stored bytes)`` of the chosen dead letters, reading no payload."""
         stream = self.keys.dead_letter_stream(agent_type)
         if entry_ids is None:
-            read = RangeRead(stream, "-", "+", MAX_BATCH, reverse=False)
+            if upto is not None and not _is_entry_id(upto):
+                return []
+            read = RangeRead(stream, "-", upto or "+", MAX_BATCH, reverse=False)
             (found,) = await read_excerpts(self.redis, [read], limit=SIZE_PROBE)
         else:
             valid = [eid for eid in entry_ids if _is_entry_id(eid)]
@@ -410,9 +446,15 @@ class DeadLetters:
         return moved
 
     async def requeue(
-        self, agent_type: str, entry_ids: list[str] | None, reason: str | None
+        self,
+        agent_type: str,
+        entry_ids: list[str] | None,
+        reason: str | None,
+        upto: str | None = None,
     ) -> list[str]:
-        """Put dead letters back on the type's stream (``None``: all of them).
+        """Put dead letters back on the type's stream (``None``: all of them, or with
+        ``upto`` all of them up to that one, see :meth:`ids`), by id: a letter that dies
+        meanwhile is left where it is.
 
         In chunks of at most :data:`REQUEUE_CHUNK_BYTES` (one letter at least): only a
         chunk is ever in memory, whatever the letters hold (README "Huge entries").
@@ -420,7 +462,7 @@ class DeadLetters:
         Returns:
             The dead-letter entry ids requeued (unknown ids are skipped).
         """
-        sizes = await self._sizes(agent_type, entry_ids)
+        sizes = await self._sizes(agent_type, entry_ids, upto)
         stream = self.keys.type_stream(agent_type)
         dead_stream = self.keys.dead_letter_stream(agent_type)
         ids: list[str] = []
@@ -431,37 +473,27 @@ class DeadLetters:
             # What was moved is audited even when a later chunk failed.
             if ids:
                 details = f"type={agent_type} count={len(ids)} ids={','.join(ids[:5])}"
-                await write_audit(
-                    self.redis,
-                    self.keys,
-                    audit_fields(
-                        self.operator, AdminAction.DEAD_REQUEUE, agent_type, reason, details
-                    ),
-                )
+                await self._audit(AdminAction.DEAD_REQUEUE, agent_type, reason, details)
         return ids
 
-    async def purge(self, agent_type: str, entry_ids: list[str] | None, reason: str | None) -> int:
-        """Delete dead letters for good (``None``: all of the type's). Returns how many."""
+    async def purge(
+        self,
+        agent_type: str,
+        entry_ids: list[str] | None,
+        reason: str | None,
+        upto: str | None = None,
+    ) -> int:
+        """Delete dead letters for good; returns how many were deleted.
+
+        ``None``: every letter there is now (or with ``upto``, up to that one: see
+        :meth:`ids`). Always by id (``XDEL``), never the whole stream, so a letter that
+        dies while this runs is kept; one key, so a cluster is no different.
+        """
         dead_stream = self.keys.dead_letter_stream(agent_type)
-        batch = Batch(self.redis.pipeline(transaction=False))
-        if entry_ids is None:
-            removed = batch.slot(batch.pipe.xlen(dead_stream))
-            batch.pipe.delete(dead_stream)
-            what = "all"
-        else:
-            removed = batch.slot(batch.pipe.xdel(dead_stream, *entry_ids))
-            what = ",".join(entry_ids[:5])
-        await batch.execute()
-        count = int(removed.value)
-        await write_audit(
-            self.redis,
-            self.keys,
-            audit_fields(
-                self.operator,
-                AdminAction.DEAD_PURGE,
-                agent_type,
-                reason,
-                f"type={agent_type} count={count} ids={what}",
-            ),
-        )
+        chosen = await self.ids(agent_type, upto) if entry_ids is None else list(entry_ids)
+        count = 0
+        for start in range(0, len(chosen), PURGE_CHUNK):
+            count += int(await self.redis.xdel(dead_stream, *chosen[start : start + PURGE_CHUNK]))
+        details = f"type={agent_type} count={count} ids={','.join(chosen[:5])}"
+        await self._audit(AdminAction.DEAD_PURGE, agent_type, reason, details)
         return count

@@ -451,7 +451,7 @@ _DATA_TAIL = (
     ',"function_call":null,"function_response":null,"tool_calls":null,'
     '"tool_responses":null}}]},"state_msg":"","artifact_url":"","metadata":{}}'
 )
-"""The constant end of a ``DataMessage`` with a text answer (see :func:`_data_messages`)."""
+"""The constant end of a ``DataMessage`` with a text answer (see :func:`data_messages_of`)."""
 
 _random = random.Random()
 """Ids of data messages (by-framework's are uuid4 hex, upper case): unique, no syscall."""
@@ -464,41 +464,127 @@ _quote = json.encoder.encode_basestring_ascii
 writes it): always valid UTF-8, whatever the text holds."""
 
 
-def _data_messages(envelope: Envelope, events: list[tuple[str, str]]) -> list[dict[str, str]]:
-    """Session data stream entries as by-framework's emitter writes them, one per event.
+ANSWER_SEP = "\x1f"
+"""Separates the parts of an :func:`answer_item`. Every part is JSON text written by
+:data:`_quote` (control characters escaped) or digits, so none can hold it."""
 
-    A ``DataMessage`` of by-framework's emitter (``to_redis_payload``) with a text
-    answer: its JSON, fields in its order. ``events``: (event type, content). Two
-    entries per task made building and encoding these dicts the envelope path's
-    largest cost: the parts the entries of a task share are written once, and each
-    entry is joined from them with its event type, id and content.
+
+def _parts(envelope: Envelope, answer: str | None) -> list[str]:
+    """The parts of a task's data messages that are not the same for every message.
+
+    In order: trace id, agent type, message id, parent message id (each a JSON
+    string), ``timestamp`` (ms), ``created`` (s), ``agentId`` (JSON), the end of
+    stream's id, the answer's id ("" when there is no answer), the answer (JSON).
     """
     agent = _quote(envelope.target_agent_type)
-    message_id = _quote(envelope.message_id)
-    parent = _quote(envelope.parent_message_id)
-    agent_id = agent if agent != '""' else "null"
     now = time.time()
-    head = (
-        f'{{"trace_id":{_quote(envelope.trace_id)},"session_id":{_quote(envelope.session_id)},'
-        '"event_type":'
+    ids = _random.getrandbits(256)
+    return [
+        _quote(envelope.trace_id),
+        agent,
+        _quote(envelope.message_id),
+        _quote(envelope.parent_message_id),
+        str(int(now * 1000)),
+        str(int(now)),
+        agent if agent != '""' else "null",
+        f"{ids >> 128:032X}",
+        "" if answer is None else f"{ids & ((1 << 128) - 1):032X}",
+        "" if answer is None else _quote(answer),
+    ]
+
+
+def quote_session(session_id: str) -> str:
+    """A session id as :data:`APPEND_ANSWERS` takes it (JSON text)."""
+    return _quote(session_id)
+
+
+def answer_item(envelope: Envelope, execution: Execution, output: Any) -> str:
+    """A finished root execution's data messages, packed for :data:`APPEND_ANSWERS`.
+
+    Two ~650-byte ``DataMessage`` entries per task, built and sent from here, were
+    the largest cost the envelope path had over the native one (building them, then
+    packing and writing them to the socket): only the parts that differ between
+    tasks travel, one argument per task, and Redis joins them into the entries
+    :func:`result_messages` returns, byte for byte.
+    """
+    # As by-framework's worker: a failed execution sends no answer, only the end.
+    text = None if execution.error else answer_text(output)
+    return ANSWER_SEP.join(_parts(envelope, text))
+
+
+_DATA_BODY = (
+    '","created":{created},"model":"","object":"","contentType":"text",'
+    '"agentId":{agent_id},"orderId":{message_id},"parentOrderId":{parent},'
+    '"objectType":null,"status":null,"choices":[{{"index":0,"finish_reason":"",'
+    '"delta":{{"role":"assistant","content":'
+)
+
+
+def data_messages_of(session_id: str, item: str) -> list[dict[str, str]]:
+    """The session data stream entries of an :func:`answer_item`, as Redis writes them.
+
+    A ``DataMessage`` of by-framework's emitter (``to_redis_payload``) with a text
+    answer, fields in its order: ``finalAnswer`` (when there is an answer), then
+    ``appStreamResponse``, the end of the stream the client waits for. The same
+    template as :data:`APPEND_ANSWERS`.
+    """
+    trace, agent, message_id, parent, ms, created, agent_id, end_id, answer_id, answer = item.split(
+        ANSWER_SEP
     )
+    head = f'{{"trace_id":{trace},"session_id":{_quote(session_id)},"event_type":'
     middle = (
         f',"source_agent_type":{agent},"message_id":{message_id},'
-        f'"parent_message_id":{parent},"timestamp":{int(now * 1000)},"data":{{"id":"'
+        f'"parent_message_id":{parent},"timestamp":{ms},"data":{{"id":"'
     )
-    body = (
-        f'","created":{int(now)},"model":"","object":"","contentType":"text",'
-        f'"agentId":{agent_id},"orderId":{message_id},"parentOrderId":{parent},'
-        '"objectType":null,"status":null,"choices":[{"index":0,"finish_reason":"",'
-        '"delta":{"role":"assistant","content":'
+    body = _DATA_BODY.format(
+        created=created, agent_id=agent_id, message_id=message_id, parent=parent
     )
+    events = [(f'"{FINAL_ANSWER}"', answer_id, answer)] if answer_id else []
+    events.append((f'"{STREAM_END}"', end_id, '""'))
     return [
-        {
-            "data": f"{head}{_quote(event_type)}{middle}{_random.getrandbits(128):032X}"
-            f"{body}{_quote(content)}{_DATA_TAIL}"
-        }
-        for event_type, content in events
+        {"data": f"{head}{event}{middle}{entry_id}{body}{content}{_DATA_TAIL}"}
+        for event, entry_id, content in events
     ]
+
+
+# A session's answers of one flush (see answer_item): each joined into its data
+# messages with data_messages_of's template and appended as a plain XADD would
+# (MAXLEN ~), then the stream's TTL set once. Under maxmemory Redis refuses the first
+# XADD, and with it the whole script, so a refused batch is retried whole and never
+# half-written; once the entries are in, a refused EXPIRE is returned as text (the
+# batch must not be appended again). ARGV: maxlen, ttl, the session id (JSON), items.
+APPEND_ANSWERS = """
+local head = '{"trace_id":'
+local call, find, sub = redis.call, string.find, string.sub
+local function add(f, event, id, content)
+  call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'data',
+    head .. f[1] .. ',"session_id":' .. ARGV[3] .. ',"event_type":' .. event
+    .. ',"source_agent_type":' .. f[2] .. ',"message_id":' .. f[3]
+    .. ',"parent_message_id":' .. f[4] .. ',"timestamp":' .. f[5] .. ',"data":{"id":"' .. id
+    .. '","created":' .. f[6] .. ',"model":"","object":"","contentType":"text","agentId":'
+    .. f[7] .. ',"orderId":' .. f[3] .. ',"parentOrderId":' .. f[4]
+    .. ',"objectType":null,"status":null,"choices":[{"index":0,"finish_reason":"",'
+    .. '"delta":{"role":"assistant","content":' .. content .. TAIL)
+end
+for i = 4, #ARGV do
+  local item, f, from = ARGV[i], {}, 1
+  for k = 1, 9 do
+    local at = find(item, '\\31', from, true)
+    f[k] = sub(item, from, at - 1)
+    from = at + 1
+  end
+  f[10] = sub(item, from)
+  if f[9] ~= '' then
+    add(f, '"finalAnswer"', f[9], f[10])
+  end
+  add(f, '"appStreamResponse"', f[8], '""')
+end
+local ttl = redis.pcall('EXPIRE', KEYS[1], ARGV[2])
+if type(ttl) == 'table' and ttl.err then
+  return 'EXPIRE refused: ' .. ttl.err
+end
+return 1
+""".replace("TAIL", "'" + _DATA_TAIL + "'", 1)
 
 
 def answer_text(output: Any) -> str | None:
@@ -520,13 +606,10 @@ def result_messages(envelope: Envelope, execution: Execution, output: Any) -> li
     """The data stream entries a by-framework client reads for a finished root execution.
 
     ``finalAnswer`` with the answer (none for a failure, as by-framework), then
-    ``appStreamResponse``, the end of the stream the client waits for.
+    ``appStreamResponse``, the end of the stream the client waits for (what
+    :data:`APPEND_ANSWERS` writes for :func:`answer_item`).
     """
-    # As by-framework's worker: a failed execution sends no answer, only the end.
-    text = None if execution.error else answer_text(output)
-    events = [] if text is None else [(FINAL_ANSWER, text)]
-    events.append((STREAM_END, ""))
-    return _data_messages(envelope, events)
+    return data_messages_of(envelope.session_id, answer_item(envelope, execution, output))
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,6 +67,7 @@ from worker_runtime.models import (
     Alert,
     InstanceLease,
     Lease,
+    Lifecycle,
     MetricsPoint,
     TierPoint,
     now_ms,
@@ -115,6 +116,7 @@ from worker_runtime.views import (
     executions,
     fleet_metrics,
     leader_view,
+    owned_by_worker,
     type_view,
     with_pauses,
 )
@@ -454,14 +456,16 @@ class FleetReader:
             return []
         return [None if isinstance(r, Exception) else r for r in await self._execute(queue)]
 
-    async def _run_named(self, commands: Mapping[str, _Cmd]) -> tuple[dict[str, Any], set[str]]:
-        """One round trip of named commands: replies by name, and the names that failed.
+    async def _run_named(
+        self, commands: Mapping[str, _Cmd]
+    ) -> tuple[dict[str, Any], dict[str, Exception]]:
+        """One round trip of named commands: replies by name, and the errors by name.
 
         A failed command's reply is ``None``, as with :meth:`_run`.
         """
         replies = await self._execute(list(commands.values()))
         named = dict(zip(commands, replies, strict=True))
-        failed = {name for name, reply in named.items() if isinstance(reply, Exception)}
+        failed = {name: reply for name, reply in named.items() if isinstance(reply, Exception)}
         return {n: None if n in failed else r for n, r in named.items()}, failed
 
     def _worker_batches(
@@ -838,6 +842,26 @@ class FleetReader:
         if clock and "redis_time" in failed1:
             self._time_allowed = False  # an ACL without +time: ages stay unknown
         redis_now = time_ms(r1.get("redis_time")) if clock else None
+        # An index key of another Redis type reads as empty, like any bad reply; it is
+        # named so a front end can say the fleet it shows may be missing (a "0 workers"
+        # that is really an unreadable registry).
+        index_keys = {
+            "workers": k.workers,
+            "types": k.agent_types,
+            "instances": k.instances,
+            "leader_lock": k.leader_lock,
+            "leader_epoch": k.leader_epoch,
+            "targets": k.scale_targets,
+            "history": k.metrics_history,
+            "events": k.audit_stream,
+            "administered": k.admin_workers,
+            "pauses": k.type_pauses,
+        }
+        wrong_type = sorted(
+            key
+            for name, key in index_keys.items()
+            if name in failed1 and str(failed1[name]).startswith("WRONGTYPE")
+        )
 
         def indexes() -> tuple[list[str], list[MetricsPoint], list[Any]]:
             # Worker ids get a larger bound than other names: a worker in the registry
@@ -985,6 +1009,7 @@ class FleetReader:
             now,
             ttls,
             hints,
+            owned_by_worker(type_data),
         )
         # The parsed leases are about ten objects per worker: freeing them when this
         # method returns would hold the loop. The thread below drops the last
@@ -1046,6 +1071,7 @@ class FleetReader:
             cluster=isinstance(self.redis, RedisCluster),
             read_ms=round((time.perf_counter() - started) * 1000, 2),
             round_trips=self.round_trips,
+            wrong_type=wrong_type,
         )
         return FleetSnapshot(
             generated_at=now,
@@ -1233,7 +1259,13 @@ class FleetReader:
                 counter = await self._pending_of(worker_id, types)
             view_lease = {**lease_obj, "active_jobs": counter}
         ttl = r1["ttl"] if isinstance(r1["ttl"], int) else None
-        view = build_worker_view(worker_id, view_lease, admin, declared, denied, now, ttl)
+        owned = 0
+        if raw_lease is None and admin.known_lifecycle is Lifecycle.EVICTED:
+            # An eviction is applied once the worker owns no pending entry either.
+            owned = await self._pending_of(worker_id, types)
+        view = build_worker_view(
+            worker_id, view_lease, admin, declared, denied, now, ttl, owned=owned
+        )
         active_snaps = mapping(r1["active_snapshots"])
         history_snaps = mapping(r1["history_snapshots"])
         active = executions(execution_order(r1["active"], active_snaps), active_snaps, limit)

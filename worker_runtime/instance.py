@@ -78,6 +78,9 @@ log = logging.getLogger(__name__)
 _TRIM_EVERY_BEATS = 12
 _MAX_SKIPPED = 1_000
 """At most this many evicted or drained ids are stepped over to find a free one."""
+
+EVICTED_SKIP = "evicted by an operator"
+"""Why an evicted replica's id is skipped (until an operator resumes or clears it)."""
 _KEEP_RESTARTS = 32
 """How many restarts (old id -> replacement) an instance lease reports: the latest."""
 _PAUSE_ACTIONS = (CommandAction.PAUSE_TYPE, CommandAction.RESUME_TYPE)
@@ -300,7 +303,7 @@ class WorkerInstance:
             if not await register(replica):
                 if not skip_evicted:
                     return None
-                self.skipped[worker_id] = "evicted by an operator"
+                self.skipped[worker_id] = EVICTED_SKIP
                 continue
             self.replicas[worker_id] = replica
             self._loops[worker_id] = self._start_loops(replica)
@@ -400,6 +403,10 @@ class WorkerInstance:
             )
             if self.scaled and not restarting:
                 self.drained_slots += 1
+        elif not draining:
+            # Evicted: never started again under its id, nor replaced on an unscaled
+            # instance, until an operator resumes or clears it (see reconcile).
+            self.skipped[replica.worker_id] = EVICTED_SKIP
         replica.ended.set()
         replica.notify()
         ctx = self._require_ctx()
@@ -557,6 +564,7 @@ class WorkerInstance:
                 for replica in self._serving():
                     if replica.set_scaled_off(set()):  # no quota any more: serve every type
                         await publish(replica)
+                await self._restore_resumed()
                 return
             await self._forget_resumed_skips()
             quota = wanted
@@ -616,6 +624,31 @@ class WorkerInstance:
         if blocked:
             parts.append(blocked)
         return "; ".join(parts)
+
+    async def _restore_resumed(self) -> None:
+        """Without a scale target: restart the evicted replicas an operator has resumed.
+
+        An unscaled instance runs its ``--replicas`` count and does not replace an
+        evicted replica; once the operator resumes (or clears) it, it starts again
+        under its id (the lowest free one), up to that count. Under the scale lock.
+        """
+        evicted = {wid for wid, why in self.skipped.items() if why == EVICTED_SKIP}
+        if not evicted:
+            return
+        await self._forget_resumed_skips()
+        resumed = evicted.difference(self.skipped)
+        restarting = sum(1 for r in self.replicas.values() if r.restarting and not r.ended.is_set())
+        for _ in resumed:
+            if len(self._serving()) + restarting >= self.initial_replicas:
+                break
+            try:
+                replica = await self.add_replica(skip_evicted=False)
+            except WorkerIdInUseError as exc:
+                log.warning("cannot start a resumed replica: %s", exc)
+                break
+            if replica is None:
+                break
+            log.info("%s: resumed by an operator; started again", replica.worker_id)
 
     async def _forget_resumed_skips(self) -> None:
         """An evicted id an operator has since resumed or cleared may be started again."""

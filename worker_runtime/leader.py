@@ -149,7 +149,9 @@ class LeaderElection:
 
     async def _depose(self, why: str) -> None:
         value, self._value = self._value, None
-        log.warning("instance %s is no longer leader: %s", self.ctx.instance_id, why)
+        # A requested stop gives the lease up on purpose: nothing for an operator to act on.
+        level = logging.INFO if why == "stopping" else logging.WARNING
+        log.log(level, "instance %s is no longer leader: %s", self.ctx.instance_id, why)
         await self.on_deposed()
         if value is not None and why == "stopping":
             with contextlib.suppress(*LOOP_ERRORS):

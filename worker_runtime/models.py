@@ -914,7 +914,7 @@ class Verdict(StrEnum):
 
 
 VERDICT_SENTENCES: dict[Verdict, str] = {
-    Verdict.APPLIED: "applied by the worker in {latency:.3f} s",
+    Verdict.APPLIED: "applied by the worker{in_latency}",
     Verdict.PENDING: "pending until the worker confirms (within one heartbeat; --wait to wait)",
     Verdict.TIMEOUT: "not confirmed by the worker within {timeout:g} s",
     Verdict.OFFLINE: "the worker is offline: it applies this state when it starts",
@@ -924,5 +924,32 @@ VERDICT_SENTENCES: dict[Verdict, str] = {
     Verdict.FAILED: "not written: {error}",
     Verdict.REFUSED: "refused: {error}",
 }
-"""One sentence per verdict (``str.format`` fields: latency, timeout, runtime,
-superseded, error)."""
+"""One sentence per verdict (``str.format`` fields: in_latency, timeout, runtime,
+superseded, error); :func:`verdict_text` fills them in."""
+
+
+def verdict_text(
+    verdict: Verdict,
+    *,
+    latency: float | None = None,
+    timeout: float = 0.0,
+    runtime: str | None = None,
+    superseded: str = "",
+    error: str = "",
+    template: str | None = None,
+) -> str:
+    """:data:`VERDICT_SENTENCES`'s sentence for ``verdict`` (or ``template``), filled in.
+
+    What the operator is told of a command, whether a wait just measured it (the CLI,
+    the console's toast) or a snapshot shows it (the ``cmd`` column, the legend): the
+    latency is left out when unknown, an unnamed runtime is by-framework's (the one
+    that cannot confirm).
+    """
+    text = VERDICT_SENTENCES[verdict] if template is None else template
+    return text.format(
+        in_latency="" if latency is None else f" in {latency:.3f} s",
+        timeout=timeout,
+        runtime=runtime or "by-framework",
+        superseded=superseded,
+        error=error,
+    )

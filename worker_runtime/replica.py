@@ -22,10 +22,10 @@ from worker_runtime.context import RUNTIME_VERSION, RuntimeContext
 from worker_runtime.envelope import (
     ATTEMPT_FIELD,
     Envelope,
+    answer_item,
     client_record,
     is_terminal,
     new_execution_id,
-    result_messages,
 )
 from worker_runtime.health import enqueued_at
 from worker_runtime.jsontext import safe_text
@@ -651,8 +651,7 @@ class Replica:
                 if envelope is None:
                     ctx.batcher.output(task.session_id, _output_fields(execution, output))
                 else:
-                    for message in result_messages(envelope, execution, output):
-                        ctx.batcher.output(task.session_id, message)
+                    ctx.batcher.answer(task.session_id, answer_item(envelope, execution, output))
             self.inflight.pop(key, None)
             self.offer_slots()
 

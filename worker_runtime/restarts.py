@@ -130,3 +130,70 @@ def restart_verdict(
         replacement=replacement,
         latency=latency,
     )
+
+
+@dataclass(slots=True)
+class RollingProgress:
+    """What the progress events of a rolling restart add up to so far.
+
+    Fed the very :class:`RestartOutcome` events :meth:`WorkerManager.rolling_restart`
+    yields (the ones ``byconsole type restart`` prints a line for), in order.
+
+    Attributes:
+        total: the replicas the restart was asked for (grows if more report).
+        order: replica ids in the order their first event came.
+        latest: each replica's latest event.
+    """
+
+    total: int = 0
+    order: list[str] = field(default_factory=list)
+    latest: dict[str, RestartOutcome] = field(default_factory=dict)
+
+    def add(self, outcome: RestartOutcome) -> str:
+        """Record ``outcome``; its progress line (``replica 2/4 w-b -> w-f: replaced``)."""
+        if outcome.worker_id not in self.latest:
+            self.order.append(outcome.worker_id)
+        self.latest[outcome.worker_id] = outcome
+        self.total = max(self.total, len(self.order))
+        return self.line(outcome.worker_id)
+
+    def line(self, worker_id: str) -> str:
+        """One replica's progress: its place, old id -> new id, and where it is."""
+        outcome = self.latest[worker_id]
+        place = f"replica {self.order.index(worker_id) + 1}/{self.total}"
+        if outcome.state is RestartState.REPLACED and outcome.replacement:
+            took = f" in {outcome.latency:.1f} s" if outcome.latency is not None else ""
+            return f"{place} {worker_id} -> {outcome.replacement}: replaced{took}"
+        if outcome.state is RestartState.SENT:
+            return (
+                f"{place} {worker_id}: restarting (finishing its tasks, then waiting for "
+                "its replacement online)"
+            )
+        return f"{place} {outcome.line}"
+
+    @property
+    def replaced(self) -> int:
+        """Replicas replaced under a new id."""
+        return sum(1 for o in self.latest.values() if o.state is RestartState.REPLACED)
+
+    @property
+    def restarting(self) -> list[str]:
+        """Replicas sent the restart and not replaced yet (down or about to go down)."""
+        return [w for w in self.order if self.latest[w].state is RestartState.SENT]
+
+    @property
+    def failed(self) -> list[RestartOutcome]:
+        """Every replica that ended other than replaced (refused, halted, pending, failed)."""
+        return [
+            self.latest[w]
+            for w in self.order
+            if self.latest[w].state not in (RestartState.SENT, RestartState.REPLACED)
+        ]
+
+    def summary(self) -> str:
+        """``2 of 4 replica(s) replaced`` (the CLI's last line), and what did not."""
+        ended = [w for w in self.order if self.latest[w].state is not RestartState.SENT]
+        text = f"{self.replaced} of {len(ended)} replica(s) replaced"
+        if self.failed:
+            text += f"; not replaced: {', '.join(o.worker_id for o in self.failed[:5])}"
+        return text

@@ -20,8 +20,10 @@ from worker_runtime.models import (
     Lease,
     MetricsPoint,
     Status,
+    Verdict,
     empty_dict,
     empty_list,
+    verdict_text,
 )
 
 MAX_WORKER_ID = 65_536
@@ -30,19 +32,36 @@ id is an identity: a worker registered under a 10 kB id must still be listed, wh
 
 
 class CommandState(StrEnum):
-    """Whether the worker has confirmed the operator's latest admin state."""
+    """Whether the worker has confirmed the operator's latest admin state, as a snapshot
+    shows it: each state is one outcome :class:`~worker_runtime.models.Verdict` (its
+    value, and its one sentence, :meth:`sentence`), never a phrasing of its own."""
 
-    PENDING = "pending"
+    PENDING = Verdict.PENDING.value
     """The admin hash is newer than what the worker's lease says it applied."""
-    APPLIED = "applied"
+    APPLIED = Verdict.APPLIED.value
     """The worker's lease confirms the latest admin state (shown for
     :data:`APPLIED_FADE_MS` after the command, then the column goes blank)."""
     ON_START = "on start"
-    """The worker is offline: it applies the admin state when it starts."""
-    SENT = "sent"
+    """:attr:`Verdict.OFFLINE <worker_runtime.models.Verdict.OFFLINE>`: the worker is
+    offline and applies the admin state when it starts (the column says when)."""
+    SENT = Verdict.SENT.value
     """An eviction sent to a worker that cannot confirm: it ends when its lease goes."""
-    UNCONFIRMABLE = "unconfirmable"
+    UNCONFIRMABLE = Verdict.UNCONFIRMABLE.value
     """Sent to a worker that never reports what it applied (by-framework)."""
+
+    @property
+    def verdict(self) -> Verdict:
+        """The outcome this state is."""
+        return Verdict.OFFLINE if self is CommandState.ON_START else Verdict(self.value)
+
+    def sentence(self, latency: float | None = None, runtime: str | None = None) -> str:
+        """The verdict's one sentence (:data:`~worker_runtime.models.VERDICT_SENTENCES`).
+
+        Args:
+            latency: seconds from the command to the worker's confirmation, when known.
+            runtime: the worker's runtime (an unconfirmable one's).
+        """
+        return verdict_text(self.verdict, latency=latency, runtime=runtime)
 
 
 APPLIED_FADE_MS = 60_000
@@ -95,6 +114,9 @@ class WorkerView(Lease):
     admin_updated_at: int | None = None
     admin_updated_by: str | None = None
     command_state: CommandState | None = None
+    command_label: str = ""
+    """What the ``cmd`` column says: the state, and for an eviction how far it has got
+    (``applied · finishing 3``, ``pending: still owns 2 entries``)."""
     runtime: str | None = None
     """``worker_runtime`` or ``by-framework`` (from the lease's shape); ``None``: no lease."""
     lease_age_ms: int | None = None
@@ -104,6 +126,20 @@ class WorkerView(Lease):
     def model_post_init(self, context: Any, /) -> None:
         """One shared set of given-field names (frozen: see :func:`share_given_fields`)."""
         share_given_fields(self)
+
+    @property
+    def command_text(self) -> str:
+        """The ``cmd`` column: :attr:`command_label`, else the state's own word."""
+        if self.command_label:
+            return self.command_label
+        return self.command_state.value if self.command_state is not None else ""
+
+    @property
+    def command_sentence(self) -> str | None:
+        """What came of the operator's latest command, in its verdict's one sentence (a
+        lease says which admin state it applied, not when: no latency here)."""
+        state = self.command_state
+        return None if state is None else state.sentence(runtime=self.runtime)
 
 
 class InstanceView(BaseModel):
@@ -291,6 +327,9 @@ class RedisInfo(BaseModel):
     read_ms: float | None = None
     round_trips: int = 0
     error: str | None = None
+    wrong_type: list[str] = Field(default_factory=empty_list)
+    """Index keys (the worker registry, the type index …) holding another Redis type than
+    docs/protocol.md says: read as empty, so what the snapshot shows may be missing."""
 
 
 class MetricsView(BaseModel):

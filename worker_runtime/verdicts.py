@@ -14,6 +14,7 @@ it without pulling in the reader's views.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from worker_runtime.models import (
@@ -145,19 +146,73 @@ _ACTION_LIFECYCLE: dict[str, Lifecycle] = {
 """The lifecycle each lifecycle verb writes to the admin hash (a clear: none, active)."""
 
 
+@dataclass(frozen=True, slots=True)
+class EvictionProgress:
+    """How far an eviction has got (:func:`eviction_progress`).
+
+    Attributes:
+        done: the process is gone (no lease) and owns no pending entry: applied in full.
+        applied: its worker applied it (its lease says so), or it is done.
+        label: what the console's ``cmd`` column and its outcome say, e.g.
+            ``applied · finishing 3`` or ``pending: still owns 2 entries``.
+    """
+
+    done: bool
+    applied: bool
+    label: str
+
+
+def eviction_progress(updated_at: int, lease: Lease | None, owned: int = 0) -> EvictionProgress:
+    """The one rule for what an eviction's state is called (README, "How the runtime behaves").
+
+    * no lease and no pending entry under its name: ``applied`` (done);
+    * no lease but entries still pending under its name (a runtime that lets its tasks
+      run on after dropping its lease, or cancelled tasks not yet reclaimed):
+      ``pending: still owns N entries``;
+    * a lease reporting this eviction applied (``lifecycle: evicted`` and this write's
+      ``admin_applied_at``) while its tasks finish: ``applied · finishing N``
+      (``applied · exiting`` once none run);
+    * a lease of a worker that never confirms: ``sent``; any other lease: ``pending``.
+
+    Args:
+        updated_at: the eviction's stamp (admin ``updated_at``).
+        lease: the worker's lease now, ``None`` when the key is absent.
+        owned: entries pending under the worker's name on its types' streams.
+    """
+    if lease is None:
+        if owned > 0:
+            entries = "entry" if owned == 1 else "entries"
+            return EvictionProgress(False, False, f"pending: still owns {owned} {entries}")
+        return EvictionProgress(True, True, "applied")
+    if not lease.supports(Capability.CONFIRM):
+        return EvictionProgress(False, False, "sent")
+    if (
+        lease.lifecycle == Lifecycle.EVICTED.value
+        and lease.admin_applied_at is not None
+        and lease.admin_applied_at == updated_at
+    ):
+        running = lease.active_jobs or 0
+        return EvictionProgress(
+            False, True, f"applied · finishing {running}" if running else "applied · exiting"
+        )
+    return EvictionProgress(False, False, "pending")
+
+
 def is_applied(
     action: str,
     updated_at: int,
     lease: Lease | None,
     agent_type: str | None = None,
     admin: AdminState | None = None,
+    owned: int = 0,
 ) -> bool | None:
     """Whether the worker has applied an operator command, judged from its lease.
 
     The one confirmation rule (README, "How the runtime behaves"):
 
     * evict / force-evict: applied once the lease is gone (the worker drops it itself
-      when it complies; by-framework does too);
+      when it complies; by-framework does too) and no entry is pending under its name
+      any more (``owned``; see :func:`eviction_progress`);
     * drain: applied when the lease reports ``draining`` for this write (below), or
       once the lease is gone (a draining worker may exit before it rewrites its lease);
     * deny / allow: applied when the lease's ``denied_types`` lists (no longer lists)
@@ -183,14 +238,17 @@ def is_applied(
         lease: the worker's lease now, ``None`` when the key is absent.
         agent_type: the type of a deny / allow.
         admin: the admin hash now, when read.
+        owned: an eviction: entries still pending under the worker's name.
 
     Returns:
         ``True`` applied, ``False`` not yet, ``None`` when waiting can never confirm
         it (stop waiting).
     """
     if action in (AdminAction.EVICT, AdminAction.FORCE_EVICT):
-        if lease is None:
+        if eviction_progress(updated_at, lease, owned).done:
             return True
+        if lease is None:
+            return False
         return None if admin is not None and superseded_by(action, updated_at, admin) else False
     if action in (AdminAction.DENY, AdminAction.ALLOW):
         if lease is None or agent_type is None or not lease.supports(Capability.CONFIRM):

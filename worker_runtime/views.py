@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from worker_runtime.models import (
+    AdminAction,
     AdminState,
     Capability,
     Execution,
@@ -36,13 +37,24 @@ from worker_runtime.snapshot import (
     WorkerView,
     queue_depth,
 )
-from worker_runtime.verdicts import derive_status, is_applied, lifecycle_action, runtime_of
+from worker_runtime.verdicts import (
+    derive_status,
+    eviction_progress,
+    is_applied,
+    lifecycle_action,
+    runtime_of,
+    superseded_by,
+)
 
 # -- a worker's view from its raw parts --------------------------------------------
 
 
 def derive_command_state(
-    admin: AdminState, lease: Lease | None, status: Status, now: int | None = None
+    admin: AdminState,
+    lease: Lease | None,
+    status: Status,
+    now: int | None = None,
+    owned: int = 0,
 ) -> CommandState | None:
     """Whether the worker has confirmed the operator's latest admin state.
 
@@ -57,6 +69,11 @@ def derive_command_state(
     :data:`APPLIED_FADE_MS` after the command: by then a foreign worker has long applied
     a push, and an offline worker may well have applied the state before it went (the
     lifecycle column still shows it); ``pending`` and ``sent`` wait for the worker.
+
+    An eviction follows :func:`~worker_runtime.verdicts.eviction_progress` (``owned``:
+    entries pending under the worker's name): ``applied`` once the worker reports it
+    while its tasks finish (it does not fade until they have), ``pending`` while a
+    worker without a lease still owns entries. :func:`command_label` words it.
     """
     if admin.updated_at is None and admin.lifecycle is None:
         return None
@@ -64,6 +81,17 @@ def derive_command_state(
     if admin.lifecycle and admin.known_lifecycle is None:
         # A lifecycle this runtime does not know: no worker of ours applies it.
         return CommandState.UNCONFIRMABLE
+    if evicted and lease is not None and status is not Status.OFFLINE:
+        progress = eviction_progress(admin.updated_at or 0, lease, owned)
+        if not lease.supports(Capability.CONFIRM):
+            return CommandState.SENT
+        if superseded_by(AdminAction.EVICT, admin.updated_at or 0, admin) is None and (
+            progress.applied
+        ):
+            return CommandState.APPLIED  # still finishing: shown until the lease goes
+        return CommandState.PENDING
+    if evicted and owned > 0:
+        return CommandState.PENDING  # gone from the lease, not from its entries
     if lease is None or status is Status.OFFLINE:
         state = CommandState.APPLIED if evicted else CommandState.ON_START
     elif not lease.supports(Capability.CONFIRM):
@@ -89,6 +117,28 @@ _FADING = frozenset({CommandState.APPLIED, CommandState.UNCONFIRMABLE, CommandSt
 """The states that end once the command is :data:`APPLIED_FADE_MS` old."""
 
 
+def command_label(
+    state: CommandState | None,
+    admin: AdminState,
+    lease: Lease | None,
+    status: Status,
+    owned: int = 0,
+) -> str:
+    """What the ``cmd`` column says: the state, with how far an eviction has got
+    (``applied · finishing 3``, ``pending: still owns 2 entries``); ``""`` for none."""
+    if state is None:
+        return ""
+    if admin.known_lifecycle is Lifecycle.EVICTED and state in (
+        CommandState.APPLIED,
+        CommandState.PENDING,
+    ):
+        live = lease if status is not Status.OFFLINE else None
+        progress = eviction_progress(admin.updated_at or 0, live, owned)
+        if progress.label.startswith(state.value):
+            return progress.label
+    return state.value
+
+
 def build_worker_view(
     worker_id: str,
     lease_obj: Any,
@@ -99,6 +149,7 @@ def build_worker_view(
     ttl_ms: int | None = None,
     seen_ttl_ms: int | None = None,
     unrenewed_ms: int | None = None,
+    owned: int = 0,
 ) -> WorkerView:
     """The operator's view of one worker from its raw parts.
 
@@ -113,6 +164,8 @@ def build_worker_view(
         ttl_ms: the lease key's remaining TTL (``PTTL``), when read.
         seen_ttl_ms: the most TTL the reader ever saw left on this (foreign) lease.
         unrenewed_ms: how long the reader has seen the same foreign beat.
+        owned: entries pending under its name on its types' streams (an eviction is
+            applied only once it owns none).
     """
     lease: Lease | None
     valid = True
@@ -123,6 +176,7 @@ def build_worker_view(
         lease = Lease.parse(lease_obj if valid else {})
     # A malformed lease says nothing trustworthy: stale, whatever its TTL.
     status = derive_status(lease, now, ttl_ms, seen_ttl_ms, unrenewed_ms) if valid else Status.STALE
+    state = derive_command_state(admin, lease, status, now, owned)
     # Every value below is already validated (lease, admin) or derived here, so the
     # view is built without a second validation pass: this runs once per worker per
     # refresh. The validated fields are copied as one dict rather than read one by one.
@@ -145,7 +199,8 @@ def build_worker_view(
         runtime_status=runtime_status,
         admin_updated_at=admin.updated_at,
         admin_updated_by=admin.writer,
-        command_state=derive_command_state(admin, lease, status, now),
+        command_state=state,
+        command_label=command_label(state, admin, lease, status, owned),
         runtime=runtime_of(lease),
         lease_age_ms=(now - lease.last_seen) if lease and lease.last_seen is not None else None,
         lease_valid=valid,
@@ -177,11 +232,13 @@ def build_workers(
     now: int,
     ttls: Sequence[int | None],
     hints: Mapping[str, tuple[int | None, int | None]] | None = None,
+    owned: Mapping[str, int] | None = None,
 ) -> list[WorkerView]:
     """Every worker's view, in ``worker_ids`` order (``ttls``: the leases' PTTLs;
     ``hints``: per foreign lease what the reader saw of it over its reads, see
-    :func:`build_worker_view`)."""
+    :func:`build_worker_view`; ``owned``: entries pending per consumer name)."""
     seen = hints or {}
+    owns = owned or {}
     return [
         build_worker_view(
             wid,
@@ -192,6 +249,7 @@ def build_workers(
             now,
             ttls[i],
             *seen.get(wid, (None, None)),
+            owns.get(wid, 0),
         )
         for i, wid in enumerate(worker_ids)
     ]
@@ -335,6 +393,15 @@ def type_view(
         groups=list(q.groups),
         consumers=dict(sorted(q.consumers.items())),
     )
+
+
+def owned_by_worker(type_data: Mapping[str, TypeReplies]) -> dict[str, int]:
+    """Per consumer name (a worker id), its entries pending on every type stream read."""
+    out: dict[str, int] = {}
+    for td in type_data.values():
+        for name, count in td.queue.consumers.items():
+            out[name] = out.get(name, 0) + count
+    return out
 
 
 def denied_by_worker(type_data: Mapping[str, TypeReplies]) -> dict[str, set[str]]:

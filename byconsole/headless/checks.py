@@ -202,3 +202,13 @@ def _age_failures(types: list[TypeView], max_age: float) -> list[str]:
                 f"max-age: type {safe_text(t.name, 60)} {', '.join(late)} > {shown_limit}"
             )
     return failures
+
+
+def unreadable_keys(snapshot: FleetSnapshot) -> list[str]:
+    """One warning per index key of the wrong Redis type: what the snapshot shows may be
+    missing (a registry that is not a set lists no worker, which is not "0 workers")."""
+    return [
+        f"{safe_text(key, 200)} holds the wrong Redis type (WRONGTYPE): read as empty, "
+        "so the fleet shown may be incomplete (docs/protocol.md gives each key's type)"
+        for key in snapshot.redis.wrong_type
+    ]

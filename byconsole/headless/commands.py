@@ -38,8 +38,17 @@ from byconsole.headless.snapshot import (  # noqa: F401  (re-exported for the su
     fail,
     print_json,
     run_snapshot,
+    warn_unreadable,
 )
-from byconsole.outcomes import DRAIN_AS_EVICT, plan_scale, serves, unconverged, wait_converged
+from byconsole.outcomes import (
+    DRAIN_AS_EVICT,
+    plan_outcomes,
+    plan_scale,
+    serves,
+    unconverged,
+    unscalable,
+    wait_converged,
+)
 from byconsole.styles import ansi_style
 from byconsole.text import safe_text
 from worker_runtime.admin import (
@@ -97,13 +106,13 @@ async def worker_list(session: Session, args: argparse.Namespace) -> int:
         workers = shown
     if args.json:
         print_json([w.model_dump(mode="json") for w in workers])
-        return 0
+        return warn_unreadable(session, snapshot)
     from byconsole.headless.plain_table import worker_list_view, write_block
 
     write_block(worker_list_view(workers, snapshot.generated_at), sys.stdout)
     if hidden:
         sys.stdout.write(f"{hidden} offline worker(s) not shown (--all to list them)\n")
-    return 0
+    return warn_unreadable(session, snapshot)
 
 
 async def worker_info(session: Session, args: argparse.Namespace) -> int:
@@ -144,6 +153,9 @@ async def _report(
     note = verdict_sentence(verdict, result, waited, timeout=getattr(args, "timeout", 0.0))
     if verdict is Verdict.SUPERSEDED:
         note = safe_text(note, 200)
+    progress = waited.progress if waited is not None and verdict is Verdict.TIMEOUT else None
+    if progress:
+        note = f"{note} ({progress})"  # an eviction: how far it got
     if args.json:
         print_json(
             {
@@ -157,6 +169,7 @@ async def _report(
                 "confirmation": result.confirmation.value,
                 **({"superseded": superseded} if superseded is not None else {}),
                 **({"requested": result.requested.value} if result.requested else {}),
+                **({"progress": progress} if progress else {}),
             }
         )
     else:
@@ -633,6 +646,9 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
         if instance is not None and instance not in {i.instance_id for i in before.instances}:
             raise NotFoundError(f"unknown instance: {instance}; --force sets it anyway")
     steps = plan_scale(before, agent_type, instance, args.count)
+    nothing_scales = unscalable(before, agent_type, instance)
+    if nothing_scales and not args.force:
+        raise RefusedError(f"{nothing_scales} (--force writes the target anyway)")
     manager = session.manager()
     result = await manager.apply(
         AdminAction.SCALE,
@@ -661,6 +677,8 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
     ]
     lagging = unconverged(after, agent_type, instance)
     state = "converged" if not lagging else ("timeout" if args.wait else "pending")
+    if nothing_scales and not serving:
+        state = "unscalable"
     notes = {i.instance_id: i.scale_note for i in after.instances if i.scale_note}
     if args.json:
         print_json(
@@ -674,6 +692,7 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
                     for p in steps
                 ],
                 "state": state,
+                **({"unscalable": nothing_scales} if state == "unscalable" else {}),
                 "latency_s": latency,
                 "quotas": {i.instance_id: i.quota.get(agent_type) for i in serving},
                 "replicas": {i.instance_id: i.replicas.get(agent_type, 0) for i in serving},
@@ -687,9 +706,13 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
         emit(session.out, Text("  will:" if steps else "  will: no live instance serves it"))
         for step in steps:
             emit(session.out, Text(f"    {step.describe()}"))
+        for line in plan_outcomes(steps):
+            emit(session.out, Text(f"    {line}"))
         if instance is not None:
             emit(session.out, Text("    other instances are left unchanged"))
-        if state == "converged" and latency is not None:
+        if state == "unscalable":
+            note = f"target written, nothing runs it: {nothing_scales}"
+        elif state == "converged" and latency is not None:
             note = f"converged in {latency * 1000:.0f} ms"
         elif state == "converged":
             note = "already converged"
@@ -819,6 +842,9 @@ async def dead_list(session: Session, args: argparse.Namespace) -> int:
     dl = _dead(session)
     items = await dl.newest(args.agent_type, args.limit)
     total = await dl.count(args.agent_type)
+    # No dead letters and a name nothing knows: a typo, refused as ``--type`` refuses it.
+    if not total and not await session.manager().type_known(args.agent_type):
+        raise NotFoundError(f"unknown agent type: {safe_text(args.agent_type, 120)}")
     if args.json:
         print_json({"type": args.agent_type, "total": total, "dead": [_dead_doc(d) for d in items]})
         return 0

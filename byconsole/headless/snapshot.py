@@ -132,6 +132,14 @@ def fail(session: Session, message: str) -> None:
     sys.stderr.flush()
 
 
+def warn_unreadable(session: Session, snapshot: FleetSnapshot) -> int:
+    """Warn of index keys read as empty for their wrong type; 1 when there were any."""
+    lines = chk.unreadable_keys(snapshot)
+    for line in lines:
+        fail(session, f"warning: {line}")
+    return 1 if lines else 0
+
+
 def _scoped(snapshot: FleetSnapshot, agent_type: str | None) -> FleetSnapshot:
     if agent_type is None:
         return snapshot
@@ -167,9 +175,9 @@ async def run_snapshot(session: Session, args: argparse.Namespace, checks: chk.C
         from byconsole.headless.plain_table import snapshot_view, write_block
 
         write_block(snapshot_view(scoped), sys.stdout)
-    code = 0
+    code = warn_unreadable(session, snapshot)
     if agent_type is not None and not scoped.types and not scoped.workers:
-        fail(session, f"unknown agent type: {safe_text(agent_type)}")
+        fail(session, f"error: unknown agent type: {safe_text(agent_type)}")
         code = 1
     failures = chk.run_checks(snapshot, checks, agent_type)
     for line in failures:

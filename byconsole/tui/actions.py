@@ -6,13 +6,15 @@ Pure data; no Textual, no Redis.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from byconsole.verbs import VERBS, Args, Verb
+from byconsole.verbs import FORMS, VERBS, Args, Form, Verb
 from worker_runtime.models import AdminAction, Verdict
 
 if TYPE_CHECKING:  # the result is only held here; the backend writes it
+    import asyncio
+
     from worker_runtime.admin import ActionResult
     from worker_runtime.restarts import RestartResult
 
@@ -70,7 +72,8 @@ KEYS: dict[Action, ActionKey] = {
     Action.DEAD_REQUEUE: ActionKey("R", where="Dead view"),
     Action.DEAD_LETTER: ActionKey("D", footer=False, where="p on Types"),
     Action.DEAD_PURGE: ActionKey("P", where="Dead view"),
-    Action.RESTART: ActionKey("t", footer=False),
+    Action.RESTART: ActionKey("t", footer=False, where="Instances, Types: rolling"),
+    Action.CONFIG_SET: ActionKey("c", footer=False, where="Types view"),
 }
 """The key of every verb the console offers (``Verb.tui``)."""
 
@@ -137,6 +140,51 @@ BY_BINDING: dict[str, ActionSpec] = {binding_name(spec.action): spec for spec in
 """The specs by Textual action name."""
 
 
+FORM_KEYS: dict[str, ActionKey] = {
+    "stop": ActionKey("K", footer=False),
+}
+"""The key of every verb offered under another name (:data:`byconsole.verbs.FORMS`)."""
+
+
+def form_binding(form: Form) -> str:
+    """The Textual action string a form's key runs (``form('stop')``)."""
+    return f"form({form.name!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class FormSpec:
+    """How one :class:`~byconsole.verbs.Form` is offered in the console: its key."""
+
+    form: Form
+    key: str
+    where: str = ""
+
+    @property
+    def key_display(self) -> str:
+        """How the key is shown."""
+        return self.key
+
+    @property
+    def label(self) -> str:
+        """For the palette and the help screen."""
+        return self.form.label
+
+    @property
+    def help(self) -> str:
+        """One line for the help screen and the palette."""
+        where = f" ({self.where})" if self.where else ""
+        return f"{self.form.label}: {self.form.help}{where}"
+
+
+FORM_SPECS: tuple[FormSpec, ...] = tuple(
+    FormSpec(f, FORM_KEYS[f.name].key, FORM_KEYS[f.name].where) for f in FORMS
+)
+"""Every form the console offers, keyed (a form without a key fails at import)."""
+
+ROLLING_VIEWS = ("types", "instances")
+"""Where ``t`` restarts every replica of the selection, one at a time (not one worker)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ActionRequest:
     """A confirmed action, with its targets frozen at the moment the operator chose it.
@@ -152,6 +200,10 @@ class ActionRequest:
         entry_ids: the dead letters of a requeue / purge (empty: all of ``agent_type``),
             or the pending entry to dead-letter.
         group: the consumer group the pending entry to dead-letter is pending in.
+        upto: a requeue / purge of all of ``agent_type``'s dead letters: the newest one
+            the operator was shown. Only letters up to it are touched (``entry_ids``,
+            when set, are exactly those); letters that died later are left alone.
+        shown: how many dead letters the confirmation named (``upto`` set).
     """
 
     action: Action
@@ -163,13 +215,28 @@ class ActionRequest:
     plan: str = ""
     entry_ids: tuple[str, ...] = ()
     group: str | None = None
+    upto: str | None = None
+    shown: int = 0
+
+    @property
+    def rolling(self) -> bool:
+        """A restart of a type's (or an instance's) replicas, one at a time."""
+        return (
+            self.action is Action.RESTART
+            and not self.worker_ids
+            and bool(self.agent_type or self.instance_id)
+        )
 
     @property
     def targets(self) -> tuple[str, ...]:
         """What the action acts on, as shown to the operator."""
-        if self.action is Action.SCALE:
+        if self.action is Action.SCALE or self.rolling:
             where = f"@{self.instance_id}" if self.instance_id else ""
-            return (f"{self.agent_type}{where}",)
+            return (f"{self.agent_type or 'every type'}{where}",)
+        if self.action is Action.CONFIG_SET:
+            return (self.agent_type or "",)
+        if self.action in ENTRY_ACTIONS and self.upto is not None:
+            return (f"{self.shown:,} dead letters of {self.agent_type}",)
         if self.action in ENTRY_ACTIONS:
             return self.entry_ids or (f"every dead letter of {self.agent_type}",)
         if self.action in TYPE_ACTIONS:
@@ -194,6 +261,9 @@ class ActionOutcome:
         superseded: ``superseded by <verb> at <time> by <user>`` when a later write
             overtook the command before the worker applied it (it never will).
         restart: the restart sent (a restart: applied once its replacement is online).
+        later: the write still waiting for Redis when the action's deadline came (Redis
+            silent: frozen, partitioned); it ends with this target's real outcome, which
+            the console reports when it comes. Its outcome is ``timeout`` meanwhile.
     """
 
     target: str
@@ -206,6 +276,7 @@ class ActionOutcome:
     note: str = ""
     superseded: str | None = None
     restart: RestartResult | None = None
+    later: asyncio.Task[ActionOutcome] | None = field(default=None, compare=False)
 
     @property
     def online(self) -> bool:
@@ -229,7 +300,7 @@ class ActionOutcome:
         An entry action (no result) is done when written: no worker takes part.
         """
         if not self.sent:
-            return Verdict.FAILED
+            return Verdict.TIMEOUT if self.later is not None else Verdict.FAILED
         if self.restart is not None:  # applied only once a replacement holds a lease
             return Verdict.APPLIED if self.latency is not None else Verdict.TIMEOUT
         if self.result is None or self.latency is not None:

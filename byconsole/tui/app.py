@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from textual.css.query import QueryError
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
+from textual.widgets import Footer
 
 from byconsole import memory
 from byconsole.config import Context, health_policy, load_contexts, resolve_settings
@@ -38,17 +40,20 @@ from byconsole.tui.actions import (
     ActionOutcome,
     ActionRequest,
 )
-from byconsole.tui.backend import Backend, RedisBackend
+from byconsole.tui.backend import SEND_DEADLINE, Backend, RedisBackend
 from byconsole.tui.palette import ConsoleCommands
 from byconsole.tui.release import release_after_paint
+from byconsole.tui.screens.config_editor import ConfigEditorScreen
 from byconsole.tui.screens.find import FindLoaders
 from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
 from byconsole.tui.views.metrics import MetricsView
+from byconsole.tui.widgets.header import FleetHeader
 from byconsole.tui.widgets.ordered_input import (
     keep_escape_before_symbols,
     key_target,
     split_escape,
 )
+from byconsole.tui.widgets.restart_progress import RestartProgress
 from byconsole.web.identity import web_role, web_user
 from worker_runtime.dead_letters import DeadLetter
 from worker_runtime.lookup import LookupResult, SessionTimeline
@@ -132,6 +137,7 @@ class ConsoleApp(App[int]):
         self.snapshot: FleetSnapshot | None = None
         self.failures = 0
         self.polls = 0
+        self._rolling_runs = 0
         self._timer: Timer | None = None
         self._polling = False
         self._poll_again = False
@@ -282,7 +288,15 @@ class ConsoleApp(App[int]):
         """Read one snapshot and post it (or the failure) to the app."""
         self.polls += 1
         try:
+            header: FleetHeader | None = self.main_screen.header
+        except QueryError:  # not mounted yet, or shutting down
+            header = None
+        if header is not None:  # how long Redis is silent, while it is (FleetHeader)
+            header.reading_since = header.clock()
+        try:
             snapshot = await self.backend.read()
+            if header is not None:  # Redis answered: what follows is ours, not its
+                header.reading_since = None
             # A large fleet's rows are built and counted now, in threads, not when it
             # is shown.
             await self.main_screen.workers_view.prepare_ahead(snapshot)
@@ -294,6 +308,9 @@ class ConsoleApp(App[int]):
             self.post_message(self.PollFailed(self.backend.describe(exc)))
         else:
             self.post_message(self.FleetUpdated(snapshot))
+        finally:
+            if header is not None:
+                header.reading_since = None
 
     def _schedule_next(self, delay: float) -> None:
         self._polling = False
@@ -342,15 +359,30 @@ class ConsoleApp(App[int]):
     @work(group="actions", exit_on_error=False)
     async def perform(self, request: ActionRequest) -> list[ActionOutcome]:
         """Send an action, report it, then report the workers' confirmations."""
+        if request.action is Action.CONFIG_SET and request.agent_type:
+            self.push_screen(
+                ConfigEditorScreen(
+                    request.agent_type,
+                    self.backend.read_config,
+                    self.backend.set_config,
+                    self.backend.config_reports,
+                )
+            )
+            return []
+        if request.rolling:
+            await self.rolling_restart(request)
+            self.request_poll()
+            return []
         label = SPECS[request.action].label
         if request.agent_type and request.action in (Action.DENY, Action.ALLOW, *TYPE_ACTIONS):
             label = f"{label} {safe_text(request.agent_type, 30)}"
-        outcomes = await self.backend.send(request)
-        failed = [o for o in outcomes if not o.sent]
+        outcomes = await self._send_with_progress(label, request)
+        failed = [o for o in outcomes if not o.sent and o.later is None]
         sent = [o for o in outcomes if o.sent]
         if failed:
             lines = "\n".join(f"{safe_text(o.target, 40)}: {o.error}" for o in failed[:5])
             self.notify(f"{label} failed:\n{lines}", severity="error", markup=False, timeout=8)
+        self._report_unanswered(label, outcomes)
         # An entry action, or a type action no live worker can confirm: its note.
         noted = request.action in TYPE_ACTIONS and all(o.result is None for o in sent)
         if sent and (request.action in ENTRY_ACTIONS or noted):
@@ -399,6 +431,114 @@ class ConsoleApp(App[int]):
             self.request_poll()
             return list(confirmed) + failed
         return outcomes
+
+    async def _send_with_progress(self, label: str, request: ActionRequest) -> list[ActionOutcome]:
+        """Send, saying so at once (``sending…``) and counting the targets' writes in
+        the header (``suspend: 3/5 sent``) until every one ended or the deadline came."""
+        total = len(request.targets)
+        self.notify(
+            f"{label}: sending to {_names_of(list(request.targets))}…", markup=False, timeout=3
+        )
+        try:
+            header: FleetHeader | None = self.main_screen.header
+        except QueryError:  # shutting down
+            header = None
+
+        def progress(ended: int, of: int) -> None:
+            if header is not None:
+                header.activity = f"{label}: {ended}/{of} sent"
+
+        try:
+            outcomes = await self.backend.send(request, progress=progress)
+        finally:
+            if header is not None:
+                header.activity = ""
+        if total > 1:
+            counts = Counter(
+                "sent" if o.sent else "timeout" if o.later is not None else "failed"
+                for o in outcomes
+            )
+            done = ", ".join(f"{counts[k]} {k}" for k in ("sent", "failed", "timeout") if counts[k])
+            self.notify(f"{label} {total} targets: {done}", markup=False, timeout=5)
+        return outcomes
+
+    def _report_unanswered(self, label: str, outcomes: list[ActionOutcome]) -> None:
+        """Targets Redis did not answer by the deadline: said now, each followed up."""
+        late = [o for o in outcomes if o.later is not None]
+        if not late:
+            return
+        self.notify(
+            f"{label}: no reply from Redis for {_names(late)} (timeout: {late[0].error}); "
+            "each is reported when Redis answers",
+            severity="warning",
+            markup=False,
+            timeout=8,
+        )
+        for o in late:
+            self._follow_late(label, o)
+
+    @work(group="late-actions", exit_on_error=False)
+    async def _follow_late(self, label: str, outcome: ActionOutcome) -> None:
+        """A write that outlived the action's deadline: its real outcome, when it comes."""
+        assert outcome.later is not None
+        started = time.monotonic()
+        done = await outcome.later
+        target = safe_text(done.target, 40)
+        after = f"{time.monotonic() - started + self.backend_deadline:.0f}"
+        if not done.sent:
+            self.notify(
+                f"{label} {target} failed after {after} s: {done.error}",
+                severity="error",
+                markup=False,
+                timeout=8,
+            )
+            return
+        self.notify(
+            f"{label} {target}: Redis answered after {after} s; the command is written",
+            markup=False,
+            timeout=6,
+        )
+        self.request_poll()
+        timeout = RESTART_TIMEOUT if done.restart is not None else CONFIRM_TIMEOUT
+        confirmed = await self.backend.confirm(done, timeout)
+        self._report_confirmations(label, [confirmed])
+        self.request_poll()
+
+    @property
+    def backend_deadline(self) -> float:
+        """The backend's deadline for an action's writes (a static one has none)."""
+        return float(getattr(self.backend, "deadline", SEND_DEADLINE))
+
+    async def rolling_restart(self, request: ActionRequest) -> None:
+        """Follow a rolling restart in a panel above the footer (README, "Restart, stop
+        and pinned calls"), fed the runtime's progress events; the operator keeps
+        working meanwhile. A toast says how it ended."""
+        title = f"Restart {request.targets[0]}"
+        main = self.main_screen
+        if not isinstance(main, OperatorScreen):
+            return
+        total = len(main.replicas_of(request.agent_type, request.instance_id))
+        self._rolling_runs += 1
+        panel = RestartProgress(title, total, id=f"restart-progress-{self._rolling_runs}")
+        for old in main.query(RestartProgress):
+            if old.ended is not None:
+                await old.remove()  # a finished run makes way for the new one
+        await main.mount(panel, before=main.query_one(Footer))
+        error: str | None = None
+        try:
+            async for outcome in self.backend.rolling_restart(request):
+                panel.add(outcome)
+                self.request_poll()
+        except Exception as exc:  # an outage or a refusal ends the run, shown
+            error = self.backend.describe(exc)
+        summary = panel.finish(error)
+        failed = error is not None or bool(panel.progress.failed)
+        self.notify(
+            f"{title}: {summary}",
+            severity="warning" if failed else "information",
+            markup=False,
+            timeout=10 if failed else 6,
+        )
 
     def _report_confirmations(self, label: str, outcomes: list[ActionOutcome]) -> None:
         scaled = [o for o in outcomes if o.command == "scale"]
@@ -479,8 +619,23 @@ class ConsoleApp(App[int]):
                 markup=False,
                 timeout=6,
             )
+        finishing = [o for o in waiting if o.note.startswith("applied") and not o.error]
+        waiting = [o for o in waiting if o not in finishing]
+        for o in finishing:
+            # The worker applied the eviction; its tasks still run (it exits after them).
+            self.notify(
+                f"{label} {safe_text(o.target, 40)}: {o.note}"
+                + (" (it exits once they finish)" if "finishing" in o.note else ""),
+                markup=False,
+                timeout=8,
+            )
         if waiting:
             errors = {o.error for o in waiting if o.error}
+            errors |= {
+                o.note.removeprefix("pending: ")
+                for o in waiting
+                if o.note.startswith("pending") and not o.error
+            }
             why = f" ({'; '.join(sorted(errors))})" if errors else ""
             self.notify(
                 f"{label} not confirmed by {_names(waiting)} within "
@@ -539,6 +694,11 @@ class ConsoleApp(App[int]):
 
 
 _TYPE_VERBS = frozenset(a.value for a in TYPE_ACTIONS)
+
+
+def _names_of(targets: list[str], limit: int = 3) -> str:
+    names = ", ".join(safe_text(t, 32) for t in targets[:limit])
+    return names + (f" +{len(targets) - limit}" if len(targets) > limit else "")
 
 
 def _names(outcomes: list[ActionOutcome], limit: int = 3) -> str:

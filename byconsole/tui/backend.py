@@ -11,8 +11,10 @@ fleet); it has no Redis and refuses actions.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from byconsole import memory
 from byconsole.outcomes import running_line, wait_converged
@@ -44,19 +46,33 @@ from worker_runtime.dead_letters import DeadLetter, DeadLetters
 from worker_runtime.fleet import FleetReader
 from worker_runtime.health import HealthPolicy
 from worker_runtime.lookup import Lookup, LookupResult, SessionTimeline
+from worker_runtime.models import TypeConfig
 from worker_runtime.pending import NotPendingError, PendingEntries, PendingPage
 from worker_runtime.redact import redact
-from worker_runtime.restarts import RestartResult, RestartState
+from worker_runtime.restarts import RestartOutcome, RestartResult, RestartState
 from worker_runtime.settings import RedisSettings
 from worker_runtime.snapshot import FleetSnapshot, MetricsView, WorkerDetail, WorkerView
+from worker_runtime.type_config import ConfigChange, ConfigOutcome
 
 # redis-py's cluster client can raise more than RedisError mid-failover (see
 # worker_runtime.connection.LOOP_ERRORS); an action must report it, not vanish.
+ROLLING_STEP_TIMEOUT = 60.0
+"""How long a rolling restart waits for one replica's replacement before it halts that
+instance (the replica finishes its tasks first)."""
+
 _WAIT_ERRORS: tuple[type[Exception], ...] = (*LOOP_ERRORS, TimeoutError)
 _ACTION_ERRORS: tuple[type[Exception], ...] = (*_WAIT_ERRORS, ValueError)
 
 READ_TIMEOUT = 8.0
 """Seconds a refresh may take before the console calls Redis slow and shows it."""
+
+SEND_DEADLINE = 8.0
+"""Seconds an action's writes may take, all targets together (they go concurrently):
+then the console reports every target, the unanswered ones as ``timeout`` (their writes
+go on, and each is reported when Redis answers it)."""
+
+Progress = Callable[[int, int], None]
+"""Called as targets' writes end: ``(ended, total)``."""
 
 
 class Backend(Protocol):
@@ -73,8 +89,14 @@ class Backend(Protocol):
         """One worker in depth; raises on outage."""
         ...
 
-    async def send(self, request: ActionRequest) -> list[ActionOutcome]:
-        """Write an action for every target; never raises (errors are outcomes)."""
+    async def send(
+        self, request: ActionRequest, progress: Progress | None = None
+    ) -> list[ActionOutcome]:
+        """Write an action for every target; never raises (errors are outcomes).
+
+        The targets are written concurrently and the whole action is bounded
+        (:data:`SEND_DEADLINE`); ``progress`` hears of each target's write ending.
+        """
         ...
 
     async def confirm(self, outcome: ActionOutcome, timeout: float) -> ActionOutcome:
@@ -96,6 +118,30 @@ class Backend(Protocol):
 
     async def read_session(self, session_id: str) -> SessionTimeline:
         """A session's executions in order and its traces; raises on outage."""
+        ...
+
+    def rolling_restart(self, request: ActionRequest) -> AsyncIterator[RestartOutcome]:
+        """A rolling restart's progress events (:meth:`WorkerManager.rolling_restart`,
+        the ones the CLI prints); raises on outage or a refused request."""
+        ...
+
+    async def read_config(self, agent_type: str) -> TypeConfig:
+        """A type's stored runtime configuration; raises on outage."""
+        ...
+
+    async def set_config(
+        self,
+        agent_type: str,
+        values: Mapping[str, Any],
+        unset: Sequence[str],
+        reason: str | None,
+    ) -> ConfigChange:
+        """Write keys of a type's configuration through :meth:`WorkerManager.apply`;
+        raises ``TypeConfigError`` (refused, nothing written) or on outage."""
+        ...
+
+    async def config_reports(self, change: ConfigChange) -> dict[str, ConfigOutcome]:
+        """Each live replica's report on ``change`` now (one read, no wait)."""
         ...
 
     def set_history_range(self, history_range: str) -> None:
@@ -121,6 +167,54 @@ def _describe(exc: BaseException, url: str | None) -> str:
     return safe_text(f"{type(exc).__name__}: {redact(text, url)}", limit=160)
 
 
+async def send_each(
+    targets: list[str],
+    send_one: Callable[[str], Awaitable[ActionOutcome]],
+    deadline: float,
+    progress: Progress | None = None,
+) -> list[ActionOutcome]:
+    """Send to every target at once and return, in order, what each came to by ``deadline``.
+
+    ``send_one`` never raises (an error is its outcome). A target Redis has not
+    answered by then is ``timeout``: its write is not cancelled (it may be in Redis's
+    socket already, and would apply unseen), it goes on as the outcome's ``later`` task,
+    whose own outcome the console reports when Redis answers or the socket times out.
+    """
+    tasks = [asyncio.ensure_future(send_one(target)) for target in targets]
+    ended = 0
+    open_ = True
+
+    def tick(_: object) -> None:
+        nonlocal ended
+        ended += 1
+        if progress is not None and open_:
+            progress(ended, len(tasks))
+
+    if progress is not None:
+        progress(0, len(tasks))
+    for task in tasks:
+        task.add_done_callback(tick)
+    started = time.monotonic()
+    if tasks:
+        await asyncio.wait(tasks, timeout=deadline)
+    open_ = False
+    waited = time.monotonic() - started
+    outcomes: list[ActionOutcome] = []
+    for target, task in zip(targets, tasks, strict=True):
+        if task.done():
+            outcomes.append(task.result())
+            continue
+        outcomes.append(
+            ActionOutcome(
+                target,
+                sent=False,
+                error=f"no reply from Redis within {waited:.0f} s (still trying)",
+                later=task,
+            )
+        )
+    return outcomes
+
+
 class RedisBackend:
     """A live fleet behind one Redis (or cluster) connection.
 
@@ -129,6 +223,7 @@ class RedisBackend:
             so an outage surfaces at once and the app's backoff decides when to retry.
         read_timeout: seconds before a slow refresh is abandoned and reported.
         policy: alert thresholds (the context's); by-framework's defaults when None.
+        deadline: seconds an action's writes may take together (:data:`SEND_DEADLINE`).
     """
 
     def __init__(
@@ -137,10 +232,12 @@ class RedisBackend:
         *,
         read_timeout: float = READ_TIMEOUT,
         policy: HealthPolicy | None = None,
+        deadline: float = SEND_DEADLINE,
     ) -> None:
         self.settings = settings
         self.endpoint = settings.endpoint
         self.read_timeout = read_timeout
+        self.deadline = deadline
         self.redis = create_redis(settings, retries=0)
         self.reader = FleetReader(
             self.redis,
@@ -190,10 +287,22 @@ class RedisBackend:
         async with asyncio.timeout(self.read_timeout):
             return await Lookup(self.redis, self.settings.keys).session(session_id)
 
-    async def send(self, request: ActionRequest) -> list[ActionOutcome]:
-        """Write the action for each target through :class:`WorkerManager`."""
+    async def send(
+        self, request: ActionRequest, progress: Progress | None = None
+    ) -> list[ActionOutcome]:
+        """Write the action for each target through :class:`WorkerManager`.
+
+        Workers are written concurrently, under one deadline for them all
+        (:func:`send_each`): five targets behind a partition take one deadline, not five
+        socket timeouts in a row.
+        """
         if request.action is Action.SCALE:
-            return [await self._send_scale(request)]
+            return await send_each(
+                list(request.targets[:1]),
+                lambda _: self._send_scale(request),
+                self.deadline,
+                progress,
+            )
         if request.action in TYPE_ACTIONS:
             return await self._send_type(request)
         if request.action in PENDING_ACTIONS:
@@ -201,8 +310,18 @@ class RedisBackend:
         if request.action in DEAD_ACTIONS:
             return [await self._send_dead(request)]
         if request.action is Action.RESTART:
-            return [await self._send_restart(request, w) for w in request.worker_ids]
-        return [await self._send_one(request, worker_id) for worker_id in request.worker_ids]
+            return await send_each(
+                list(request.worker_ids),
+                lambda w: self._send_restart(request, w),
+                self.deadline,
+                progress,
+            )
+        return await send_each(
+            list(request.worker_ids),
+            lambda w: self._send_one(request, w),
+            self.deadline,
+            progress,
+        )
 
     async def _send_restart(self, request: ActionRequest, worker_id: str) -> ActionOutcome:
         """Restart one replica (README, "Restart, stop and pinned calls"); refused before
@@ -229,6 +348,38 @@ class RedisBackend:
         if done.state is RestartState.REPLACED:
             return replace(outcome, latency=done.latency or 0.0, note=line)
         return replace(outcome, note=line)
+
+    async def rolling_restart(self, request: ActionRequest) -> AsyncIterator[RestartOutcome]:
+        """The progress events of a rolling restart of the request's type / instance."""
+        async for outcome in self.manager.rolling_restart(
+            request.agent_type,
+            instance_id=request.instance_id,
+            reason=request.reason,
+            timeout=ROLLING_STEP_TIMEOUT,
+        ):
+            yield outcome
+
+    async def read_config(self, agent_type: str) -> TypeConfig:
+        """The stored configuration (version 0 and empty when never set)."""
+        return await self.manager.get_type_config(agent_type)
+
+    async def set_config(
+        self,
+        agent_type: str,
+        values: Mapping[str, Any],
+        unset: Sequence[str],
+        reason: str | None,
+    ) -> ConfigChange:
+        """The one dispatch writes it (validated by the runtime, audited with the diff)."""
+        change = await self.manager.apply(
+            Action.CONFIG_SET, agent_type=agent_type, values=values, unset=unset, reason=reason
+        )
+        assert isinstance(change, ConfigChange)  # a config set writes the type's configuration
+        return change
+
+    async def config_reports(self, change: ConfigChange) -> dict[str, ConfigOutcome]:
+        """One read of the replicas' reports (``wait_config`` with no wait)."""
+        return await self.manager.wait_config(change, timeout=0)
 
     async def _send_scale(self, request: ActionRequest) -> ActionOutcome:
         target = request.targets[0]
@@ -259,17 +410,24 @@ class RedisBackend:
         if agent_type is None:
             return ActionOutcome(target, sent=False, error="no type")
         dead = DeadLetters(self.redis, self.settings.keys, self.manager.operator)
+        # Exactly the letters the dialog named: its frozen ids, or all up to its bound.
         ids = list(request.entry_ids) or None
+        upto = request.upto
         try:
             if request.action is Action.DEAD_REQUEUE:
-                count = len(await dead.requeue(agent_type, ids, request.reason))
+                count = len(await dead.requeue(agent_type, ids, request.reason, upto))
                 note = f"{count} requeued to the {safe_text(agent_type, 30)} stream"
             else:
-                count = await dead.purge(agent_type, ids, request.reason)
+                count = await dead.purge(agent_type, ids, request.reason, upto)
                 note = f"{count} dead letter(s) of {safe_text(agent_type, 30)} purged"
             left = await dead.count(agent_type)
+            late = await dead.count_newer(agent_type, upto) if upto else 0
         except _ACTION_ERRORS as exc:
             return ActionOutcome(target, sent=False, error=self.describe(exc))
+        if upto and count < request.shown:
+            note += f" (of the {request.shown:,} shown: the rest were already gone)"
+        if late:
+            note += f"; {late:,} arrived after the dialog opened, left untouched"
         return ActionOutcome(
             target,
             sent=True,
@@ -376,6 +534,9 @@ class RedisBackend:
         if waited.superseded_line is not None:
             # Overtaken by a later write: never applied, so never reported as such.
             return replace(outcome, superseded=waited.superseded_line)
+        if waited.latency is None and waited.progress:
+            # An eviction not done in time: how far it got (applied · finishing 3 …).
+            return replace(outcome, note=waited.progress)
         return replace(outcome, latency=waited.latency)
 
     def describe(self, exc: BaseException) -> str:
@@ -466,13 +627,38 @@ class StaticBackend:
         """The fixed timeline, or an empty one."""
         return self.sessions.get(session_id) or SessionTimeline(session_id=session_id)
 
-    async def send(self, request: ActionRequest) -> list[ActionOutcome]:
+    async def send(
+        self, request: ActionRequest, progress: Progress | None = None
+    ) -> list[ActionOutcome]:
         """Refuse: a static snapshot has nothing to act on."""
         return [ActionOutcome(t, sent=False, error="static snapshot") for t in request.targets]
 
     async def confirm(self, outcome: ActionOutcome, timeout: float) -> ActionOutcome:
         """Nothing to wait for."""
         return outcome
+
+    async def rolling_restart(self, request: ActionRequest) -> AsyncIterator[RestartOutcome]:
+        """Refuse: a static snapshot has nothing to restart."""
+        raise UnsupportedCommandError("static snapshot: nothing to restart")
+        yield  # pragma: no cover  (an async generator, like the live one)
+
+    async def read_config(self, agent_type: str) -> TypeConfig:
+        """No configuration is stored in a static snapshot."""
+        return TypeConfig()
+
+    async def set_config(
+        self,
+        agent_type: str,
+        values: Mapping[str, Any],
+        unset: Sequence[str],
+        reason: str | None,
+    ) -> ConfigChange:
+        """Refuse: a static snapshot has nothing to configure."""
+        raise UnsupportedCommandError("static snapshot: nothing to configure")
+
+    async def config_reports(self, change: ConfigChange) -> dict[str, ConfigOutcome]:
+        """No replica reports."""
+        return {}
 
     def describe(self, exc: BaseException) -> str:
         """One display-safe line for an error."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 import shutil
 import tempfile
@@ -88,13 +89,13 @@ class DemoFleet:
 
     Attributes:
         heartbeat: seconds between worker heartbeats (short, so changes show fast).
-        log_path: where the workers' log goes (never the terminal the console owns).
+        log_path: where the workers' log goes (never the terminal the console owns); by
+            default a file of its own per run (two demos on one machine never share one),
+            made when the fleet starts.
     """
 
     heartbeat: float = 1.0
-    log_path: Path = field(
-        default_factory=lambda: Path(tempfile.gettempdir()) / "byconsole-demo.log"
-    )
+    log_path: Path | None = None
     settings: RedisSettings | None = None
     instances: list[WorkerInstance] = field(default_factory=list)
     suspended: str | None = None
@@ -222,6 +223,10 @@ class DemoFleet:
 
     def _quiet_logs(self) -> None:
         # The console owns the terminal: worker logs go to a file.
+        if self.log_path is None:
+            fd, name = tempfile.mkstemp(prefix="byconsole-demo-", suffix=".log")
+            os.close(fd)
+            self.log_path = Path(name)
         handler = logging.FileHandler(self.log_path)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
         runtime_log = logging.getLogger("worker_runtime")
@@ -240,7 +245,7 @@ async def _run(*, read_only: bool = False, refresh: float = 1.0) -> int:
         url = fleet.settings.url
         # Printed before the console takes the screen (and shown in a toast): a second
         # terminal can attach a worker or a CLI to this Redis.
-        print(f"byconsole demo: Redis at {url}", flush=True)
+        print(f"byconsole demo: Redis at {url}; worker log: {fleet.log_path}", flush=True)
         app = ConsoleApp(
             RedisBackend(fleet.settings),
             refresh=refresh,

@@ -11,7 +11,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
 from byconsole.text import safe_text
-from byconsole.tui.actions import ACTIONS
+from byconsole.tui.actions import ACTIONS, FORM_SPECS
 from byconsole.tui.screens.main import VIEWS, OperatorScreen
 
 if TYPE_CHECKING:
@@ -50,6 +50,14 @@ class ConsoleCommands(Provider):
                         f"{spec.label} ({spec.key_display})",
                         partial(main.request_action, spec.action),
                         spec.help,
+                    )
+                )
+            for form in FORM_SPECS:
+                out.append(
+                    PaletteCommand(
+                        f"{form.label} ({form.key_display})",
+                        partial(main.action_form, form.form.name),
+                        form.help,
                     )
                 )
             out.append(

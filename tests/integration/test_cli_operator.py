@@ -152,6 +152,8 @@ async def test_dead_letters_list_show_requeue_purge(
     assert await redis.xlen(stream) == 0
     audit = [(e["action"], e["target"], e["reason"]) for e in await _audit(redis)]
     assert audit == [("dead-requeue", "chat", "bug fixed"), ("dead-purge", "chat", "noise")]
+    # Like every audited action, each names the Redis ACL user that wrote it.
+    assert [e["redis_user"] for e in await _audit(redis)] == ["default", "default"]
 
 
 def test_a_url_that_is_not_redis_says_so(tmp_path: Path) -> None:

@@ -36,7 +36,18 @@ ADMIN_PASSWORD = "Adm1n-S3cret-pw"
 
 _READ = ["-@all", "+@read", "+@connection", "+eval_ro", "+evalsha_ro"]
 # +time: commands are stamped (and periods numbered) by Redis's clock inside scripts.
-_ADMIN_WRITES = ["+hset", "+del", "+sadd", "+srem", "+xadd", "+eval", "+evalsha", "+time"]
+# +xdel: dead-letter requeue and purge delete by id (never the whole stream).
+_ADMIN_WRITES = [
+    "+hset",
+    "+del",
+    "+sadd",
+    "+srem",
+    "+xadd",
+    "+xdel",
+    "+eval",
+    "+evalsha",
+    "+time",
+]
 # The audit entry records who Redis authenticated (ACL WHOAMI, after -@dangerous).
 _WHOAMI = "+acl|whoami"
 ACL_RULES: dict[str, list[str]] = {

@@ -208,7 +208,7 @@ async def test_read_only_keys_say_why_and_the_legend_explains_markers(
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
         legend = _screen(app)
         scroll = app.screen.query_one(VerticalScroll)
-        while scroll.scroll_y < scroll.max_scroll_y:  # the rest of it, page by page at 80x24
+        while scroll.scroll_y < scroll.max_scroll_y:  # the rest of it, a page at a time at 80x24
             scroll.scroll_page_down(animate=False)
             await pilot.pause(0.1)
             legend += _screen(app)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import pytest
@@ -62,3 +63,20 @@ async def test_the_demo_producer_survives_an_outage() -> None:
             await task
     # Traffic resumed after the three failed submissions: nothing stopped the loop.
     assert producer.calls > 3 and fleet.submitted >= 2 and "chat" in producer.submitted
+
+
+def test_each_demo_logs_to_a_file_of_its_own() -> None:
+    first, second = demo.DemoFleet(), demo.DemoFleet()
+    try:
+        first._quiet_logs()
+        second._quiet_logs()
+        assert first.log_path is not None and second.log_path is not None
+        assert first.log_path != second.log_path
+        assert first.log_path.exists() and first.log_path.name.startswith("byconsole-demo-")
+    finally:
+        for fleet in (first, second):
+            if fleet._log_handler is not None:
+                logging.getLogger("worker_runtime").removeHandler(fleet._log_handler)
+                fleet._log_handler.close()
+            if fleet.log_path is not None:
+                fleet.log_path.unlink(missing_ok=True)

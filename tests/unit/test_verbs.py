@@ -16,13 +16,15 @@ import pytest
 from textual.binding import Binding
 
 from byconsole.cli import build_parser
-from byconsole.tui.actions import ACTIONS, KEYS, SPECS, verb_binding
+from byconsole.tui.actions import ACTIONS, FORM_SPECS, KEYS, SPECS, form_binding, verb_binding
 from byconsole.tui.screens.help import help_table
 from byconsole.tui.screens.main import OperatorScreen
 from byconsole.verbs import (
     ALL_RUNTIMES,
     BY_ACTION,
+    FORMS,
     NOT_VERBS,
+    STOP,
     VERBS,
     Args,
     Confirm,
@@ -128,9 +130,9 @@ def test_every_verb_reaches_both_front_ends_with_the_tables_text() -> None:
     assert _cli_gaps(VERBS) == []
     assert _tui_gaps(VERBS) == []
     assert all(v.cli is not None for v in VERBS)
-    # The console's deliberate gaps: it lists live workers, an offline one is forgotten
-    # from the CLI; a configuration is set from the CLI for now.
-    assert {v.action for v in VERBS if not v.tui} == {AdminAction.FORGET, AdminAction.CONFIG_SET}
+    # The console's deliberate gap: it lists live workers, an offline one is forgotten
+    # from the CLI.
+    assert {v.action for v in VERBS if not v.tui} == {AdminAction.FORGET}
     assert set(KEYS) == {v.action for v in VERBS if v.tui}
     assert [s.verb for s in ACTIONS] == [v for v in VERBS if v.tui]
 
@@ -337,3 +339,21 @@ def test_each_verdict_has_one_sentence_and_follows_the_result_and_its_wait() -> 
     assert "at its next heartbeat" in verdict_sentence(Verdict.UNCONFIRMABLE, denied)
     assert verdict_sentence(Verdict.SUPERSEDED, _result(), overtaken).startswith("superseded by")
     assert verdict_sentence(Verdict.REFUSED, error="unknown worker") == "refused: unknown worker"
+
+
+def test_every_form_reaches_both_front_ends_and_writes_verbs_of_the_table() -> None:
+    """``stop``: the CLI's ``worker stop`` / ``type stop`` and the console's key, help line
+    and palette entry, written as the drain / scale rows it maps to."""
+    root = build_parser()
+    bound = {b.action for b in OperatorScreen.BINDINGS if isinstance(b, Binding)}
+    helped = " ".join(_flat(str(cell)) for cell in help_table(read_only=False).columns[1].cells)
+    for form in FORMS:
+        for group, name in form.cli:
+            assert _cli_command(root, group, name) is not None, (form.name, group, name)
+        assert {action for _, action in form.writes} <= set(BY_ACTION)
+        assert form_binding(form) in bound
+        spec = next(f for f in FORM_SPECS if f.form is form)
+        assert _flat(spec.help) in helped
+    assert STOP.writes_for("replica") is AdminAction.DRAIN
+    assert STOP.writes_for("type") is AdminAction.SCALE
+    assert "scale T 0" in STOP.warning

@@ -11,20 +11,23 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from byconsole.styles import CellStyles
-from byconsole.tui.actions import ACTIONS
+from byconsole.tui.actions import ACTIONS, FORM_SPECS
+from worker_runtime.snapshot import CommandState
+
+_FADES = dict.fromkeys(
+    (CommandState.APPLIED, CommandState.UNCONFIRMABLE, CommandState.ON_START),
+    " (fades after a minute)",
+)
+"""How long a state stays in the column, beside its sentence."""
 
 LEGEND: tuple[tuple[str, str, str], ...] = (
     ("●", "marked", "marked: the next action applies to every marked worker"),
     ("!chat", "denied", "types: the worker is denied for chat"),
     ("★", "leader", "instances: the elected leader"),
-    ("pending", "pending", "cmd: the worker has not confirmed the command yet"),
-    ("applied", "applied", "cmd: confirmed by the worker (fades after a minute)"),
-    ("on start", "on start", "cmd: the worker is offline; it applies it on start (fades)"),
-    ("sent", "pending", "cmd: an eviction sent to a worker that cannot confirm; ends on its exit"),
-    (
-        "unconfirmable",
-        "",
-        "cmd: sent to a worker that never confirms (by-framework); fades after a minute",
+    # The cmd column's states, each said in its outcome verdict's one sentence.
+    *(
+        (state.value, state.value, f"cmd: {state.sentence()}{_FADES.get(state, '')}")
+        for state in CommandState
     ),
     ("STALE", "warning", "status line: Redis is unreachable, the data is old"),
     ("depth", "", "queue depth = undelivered + pending (dead letters apart)"),
@@ -96,6 +99,8 @@ def help_table(read_only: bool) -> Table:
     for spec in ACTIONS:
         note = " (asks to confirm, with a reason)" if spec.destructive else ""
         table.add_row(spec.key_display, spec.help + note)
+    for form in FORM_SPECS:
+        table.add_row(form.key_display, form.help + " (asks to confirm, with a reason)")
     table.add_row("", "Several marked workers: the action applies to all, after a confirmation")
     return table
 

@@ -22,16 +22,19 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
-from byconsole.outcomes import plan_scale
+from byconsole.outcomes import plan_outcomes, plan_scale, unscalable
 from byconsole.text import safe_text
 from byconsole.tui.actions import (
     ACTIONS,
     BY_BINDING,
     DEAD_ACTIONS,
+    FORM_SPECS,
+    ROLLING_VIEWS,
     SPECS,
     TYPE_ACTIONS,
     Action,
     ActionRequest,
+    form_binding,
     verb_binding,
 )
 from byconsole.tui.screens.confirm import ConfirmScreen
@@ -50,7 +53,7 @@ from byconsole.tui.views.types import TypesView
 from byconsole.tui.views.workers import WorkersView
 from byconsole.tui.widgets.header import FleetHeader
 from byconsole.tui.widgets.keyed_table import KeyedTable
-from byconsole.verbs import Args
+from byconsole.verbs import STOP, Args
 from worker_runtime.dead_letters import DeadLetter
 from worker_runtime.snapshot import FleetSnapshot
 
@@ -471,6 +474,7 @@ class OperatorScreen(MonitorScreen):
             Binding(spec.key, verb_binding(spec.action), spec.label, show=spec.footer)
             for spec in ACTIONS
         ),
+        *(Binding(f.key, form_binding(f.form), f.label, show=False) for f in FORM_SPECS),
         Binding("space", "mark", "Mark", show=False),
     ]
 
@@ -514,10 +518,17 @@ class OperatorScreen(MonitorScreen):
         spec = BY_BINDING.get(action)
         if action == "verb" and parameters and isinstance(parameters[0], str):
             spec = SPECS.get(Action(parameters[0]))
+        if action == "form":
+            views = ("workers", *ROLLING_VIEWS)
+            return True if not self.is_mounted or self.active_view in views else None
         if spec is None:
             return True
         if spec.per_worker and self.is_mounted and self.active_view == "dead":
             return False  # hidden: the Dead view's keys are R and P
+        if spec.action is Action.RESTART and self.is_mounted:
+            return True if self.active_view in ("workers", *ROLLING_VIEWS) else None
+        if spec.action is Action.CONFIG_SET:
+            return True if not self.is_mounted or self.active_view == "types" else None
         if spec.per_worker and self.is_mounted and self.active_view != "workers":
             return None
         if spec.action in TYPE_ACTIONS:
@@ -541,6 +552,11 @@ class OperatorScreen(MonitorScreen):
             self.action_dead_letter()
             return
         self.request_action(action)
+
+    def action_form(self, name: str) -> None:
+        """A form's key (``K``: stop), bound from :data:`FORM_SPECS`."""
+        if name == STOP.name:
+            self.request_stop()
 
     def action_dead_letter(self) -> None:
         """``D``: acts on the pending screen; here, on Types, it opens that screen."""
@@ -571,7 +587,11 @@ class OperatorScreen(MonitorScreen):
         """Ask what is needed (type, count, confirmation), then hand the request up."""
         # What to ask for follows the verb's argument shape (byconsole/verbs.py).
         args = SPECS[action].verb.args
-        if args is Args.TYPE_COUNT:
+        if action is Action.RESTART and self.active_view in ROLLING_VIEWS:
+            request = await self._rolling_request()
+        elif args is Args.TYPE_CONFIG:
+            request = self._config_request()
+        elif args is Args.TYPE_COUNT:
             request = await self._scale_request()
         elif args is Args.DEAD_ENTRIES:
             request = await self._dead_request(action)
@@ -584,6 +604,127 @@ class OperatorScreen(MonitorScreen):
             if request.action is not Action.SCALE and self.workers_view.marks:
                 # The marks were the targets (one or many): done with them.
                 self.workers_view.clear_marks()
+
+    def _selected_scope(self) -> tuple[str | None, str | None] | None:
+        """``(agent type, instance id)`` of the Types or Instances view's cursor."""
+        if self.active_view == "types":
+            view = self.types_view.selected()
+            return (view.name, None) if view is not None else None
+        if self.active_view == "instances":
+            selected = self.instances_view.selected()
+            return (selected[1], selected[0]) if selected is not None else None
+        return None
+
+    def replicas_of(self, agent_type: str | None, instance_id: str | None) -> list[str]:
+        """Live replicas serving the scope, as the last snapshot lists them."""
+        workers = self.snapshot.workers if self.snapshot else []
+        return sorted(
+            w.worker_id
+            for w in workers
+            if w.runtime is not None
+            and (agent_type is None or agent_type in w.agent_types)
+            and (instance_id is None or w.instance_id == instance_id)
+        )
+
+    async def _rolling_request(self) -> ActionRequest | None:
+        """``t`` on Types / Instances: a rolling restart of the selection's replicas."""
+        scope = self._selected_scope()
+        if scope is None:
+            self.notify("Nothing selected.", severity="warning")
+            return None
+        agent_type, instance_id = scope
+        ids = self.replicas_of(agent_type, instance_id)
+        if not ids:
+            self.notify("No live replica serves it.", severity="warning")
+            return None
+        what = safe_text(agent_type or "every type", 40)
+        where = f" on {safe_text(instance_id, 40)}" if instance_id else ""
+        warning = (
+            f"Rolling restart of {what}{where}: one replica at a time per instance, each "
+            "replacement online (a new worker id) before the next goes; a replica that is "
+            "not replaced halts its instance. "
+            + SPECS[Action.RESTART].verb.warning_for(
+                [w.runtime for w in self.workers_view.workers_by_id(ids)]
+            )
+        )
+        reason = await self.app.push_screen_wait(
+            ConfirmScreen(f"Restart {what}{where}", ids, warning=warning, destructive=True)
+        )
+        if reason is None:
+            return None
+        return ActionRequest(
+            Action.RESTART, agent_type=agent_type, instance_id=instance_id, reason=reason or None
+        )
+
+    def _config_request(self) -> ActionRequest | None:
+        """``c`` on Types: the app opens the type's configuration editor."""
+        if self.active_view != "types":
+            self.notify("Pick a type in the Types view (3).", severity="warning")
+            return None
+        view = self.types_view.selected()
+        if view is None:
+            self.notify("No type selected.", severity="warning")
+            return None
+        return ActionRequest(Action.CONFIG_SET, agent_type=view.name)
+
+    @work(exclusive=True, group="operator")
+    async def request_stop(self) -> None:
+        """``K``: stop the selection for good (README, "Restart, stop and pinned calls"),
+        written as the verb the stop form maps to (a drain, or a scale to 0)."""
+        request = await self._stop_request()
+        if request is not None:
+            self.post_message(self.ActionRequested(request))
+            if self.workers_view.marks and request.action is Action.DRAIN:
+                self.workers_view.clear_marks()
+
+    async def _stop_request(self) -> ActionRequest | None:
+        view = self.active_view
+        if view == "workers":
+            ids = self.workers_view.target_ids()
+            if not ids:
+                self.notify("No worker selected.", severity="warning")
+                return None
+            scope, targets = "replica", list(ids)
+            what = f"{len(ids)} replica(s): each drains (finishes its tasks, exits)"
+            agent_type: str | None = None
+            instance_id: str | None = None
+        else:
+            selected = self._selected_scope()
+            if selected is None or selected[0] is None:
+                self.notify("No type selected.", severity="warning")
+                return None
+            agent_type, instance_id = selected
+            scope = "instance" if instance_id else "type"
+            targets = self.replicas_of(agent_type, instance_id) or [selected[0]]
+            where = f"on {safe_text(instance_id, 40)}" if instance_id else "fleet-wide"
+            what = (
+                f"every replica of {safe_text(agent_type, 40)} {where}: "
+                f"scale {safe_text(agent_type, 40)} 0"
+                + (f" --instance {safe_text(instance_id, 40)}" if instance_id else "")
+            )
+            ids = ()
+        reason = await self.app.push_screen_wait(
+            ConfirmScreen(
+                f"{STOP.label} {'replica' if scope == 'replica' else safe_text(agent_type, 40)}",
+                targets,
+                warning=f"Stops {what}. {STOP.warning}",
+                destructive=True,
+            )
+        )
+        if reason is None:
+            return None
+        written = STOP.writes_for(scope)
+        if written is Action.DRAIN:
+            return ActionRequest(written, tuple(ids), reason=reason or None)
+        steps = plan_scale(self.snapshot, agent_type or "", instance_id, 0) if self.snapshot else []
+        return ActionRequest(
+            written,
+            agent_type=agent_type,
+            instance_id=instance_id,
+            count=0,
+            reason=reason or None,
+            plan="; ".join(s.describe() for s in steps) or "no live instance serves it",
+        )
 
     async def _worker_request(self, action: Action) -> ActionRequest | None:
         spec = SPECS[action]
@@ -640,27 +781,45 @@ class OperatorScreen(MonitorScreen):
             return None
         agent_type = dead.agent_type
         known = self.snapshot.type(agent_type) if self.snapshot else None
-        total = known.dead if known else 0
+        # "All" is frozen now, at what the operator is shown: the rows' ids when the view
+        # holds every letter of the type, else the newest row as the bound (stream ids
+        # only grow). Letters that die while the dialog is open are left alone.
+        rows = sorted(
+            (d.entry_id for d in self.dead_view.items.values() if d.agent_type == agent_type),
+            key=_entry_order,
+        )
+        whole = len(rows) >= (known.dead if known else 0)
+        total = len(rows) if whole else (known.dead if known else 0)
         one = f"this dead letter ({safe_text(dead.entry_id, 30)})"
         every = f"all {total:,} dead letters of {safe_text(agent_type, 30)}"
         scope = await self._choose(f"{spec.label} what?", [one, every]) if total > 1 else one
         if scope is None:
             return None
-        ids = (dead.entry_id,) if scope == one else ()
+        ids = (dead.entry_id,) if scope == one else (tuple(rows) if whole else ())
+        upto = None if scope == one else rows[-1]
         where = (
             "back on its stream, attempts reset" if action is Action.DEAD_REQUEUE else "for good"
         )
+        listed = [f"{total:,} dead letters of {agent_type} (up to {upto})"] if upto else list(ids)
+        later = " Dead letters that arrive meanwhile are left alone." if upto else ""
         reason = await self.app.push_screen_wait(
             ConfirmScreen(
                 spec.label,
-                list(ids) or [f"every dead letter of {agent_type}"],
-                warning=f"{spec.label} {scope} {where}. Written to the audit log.",
+                listed,
+                warning=f"{spec.label} {scope} {where}. Written to the audit log.{later}",
                 destructive=spec.destructive,
             )
         )
         if reason is None:
             return None
-        return ActionRequest(action, agent_type=agent_type, entry_ids=ids, reason=reason or None)
+        return ActionRequest(
+            action,
+            agent_type=agent_type,
+            entry_ids=ids,
+            reason=reason or None,
+            upto=upto,
+            shown=total if upto else len(ids),
+        )
 
     async def _type_request(self, action: Action) -> ActionRequest | None:
         """Pause (confirm + reason) or resume the type under the cursor."""
@@ -739,6 +898,10 @@ class OperatorScreen(MonitorScreen):
                 return None
         current = _current_count(snapshot, agent_type, instance_id)
         where = f" on {safe_text(instance_id, 40)}" if instance_id else " (all instances)"
+        nothing_scales = unscalable(snapshot, agent_type, instance_id)
+        if nothing_scales:
+            self.notify(nothing_scales, severity="warning", markup=False, timeout=10)
+            return None
         count = await self.app.push_screen_wait(
             CountScreen(f"Scale {safe_text(agent_type, 30)}{where}", current, self.max_scale)
         )
@@ -751,6 +914,7 @@ class OperatorScreen(MonitorScreen):
         if shrinks or (current is not None and count < current):
             target = f"{agent_type}@{instance_id}" if instance_id else agent_type
             lines = [step.describe() for step in steps[:6]]
+            lines += plan_outcomes(steps[:6])
             if instance_id:
                 lines.append("other instances are left unchanged")
             reason = await self.app.push_screen_wait(
@@ -770,6 +934,12 @@ class OperatorScreen(MonitorScreen):
             reason=reason or None,
             plan=plan,
         )
+
+
+def _entry_order(entry_id: str) -> tuple[int, int]:
+    """A stream entry id's place in its stream (``ms-seq``, compared as numbers)."""
+    ms, _, seq = entry_id.partition("-")
+    return (int(ms) if ms.isdigit() else 0, int(seq) if seq.isdigit() else 0)
 
 
 def _current_count(snapshot: FleetSnapshot, agent_type: str, instance_id: str | None) -> int | None:

@@ -20,6 +20,8 @@ from worker_runtime.snapshot import CommandState, FleetSnapshot
 
 _STATUSES = ("online", "stale", "offline")
 _LIFECYCLES = ("active", "suspended", "draining", "evicted")
+NO_REPLY_AFTER = 3.0
+"""Seconds a refresh may wait for Redis before the header says ``NO REPLY for Ns``."""
 ALERT_SEPARATOR = "  │  "
 """Between the alert summary and the fleet counts on the second line."""
 
@@ -59,6 +61,10 @@ class FleetHeader(Widget):
     would keep the old snapshot alive."""
     received_at: reactive[float | None] = reactive[float | None](None)
     """Clock value when the last good snapshot arrived."""
+    activity: reactive[str] = reactive("")
+    """An action in flight (``suspend 3/5 sent``), shown beside the connection state."""
+    reading_since: float | None = None
+    """Clock value when the refresh in flight started (``None``: none in flight)."""
 
     def __init__(
         self,
@@ -113,6 +119,24 @@ class FleetHeader(Widget):
         """Colour the header on outage."""
         self.set_class(connected is False, "-disconnected")
 
+    def silent_for(self) -> float | None:
+        """Seconds the refresh in flight has waited for Redis, once longer than a read
+        takes; ``None`` otherwise.
+
+        A frozen or partitioned Redis answers nothing and refuses nothing, so the read
+        fails only when its timeout ends: until then the header says how long Redis has
+        been silent rather than CONNECTED. A read may take a while on a large fleet:
+        patience is the last read's time three times over plus a second, and never under
+        :data:`NO_REPLY_AFTER`.
+        """
+        if not self.connected or self.reading_since is None:
+            return None
+        waiting = max(0.0, self.clock() - self.reading_since)
+        read_s = 0.0
+        if self.snapshot is not None and self.snapshot.redis.read_ms is not None:
+            read_s = self.snapshot.redis.read_ms / 1000
+        return waiting if waiting > max(NO_REPLY_AFTER, 1.0 + 3 * read_s) else None
+
     def render(self) -> Group:
         """Both lines, each cut (never wrapped) to the width."""
         line = Text(no_wrap=True, overflow="ellipsis")
@@ -122,8 +146,11 @@ class FleetHeader(Widget):
         if self.read_only:
             line.append(" READ-ONLY", style="bold reverse")
         line.append(f"  {safe_text(self.endpoint, 60)}  ")
+        silent = self.silent_for()
         if self.connected is None:
             line.append("CONNECTING…", style="bold")
+        elif silent is not None:
+            line.append(f"NO REPLY for {silent:.0f}s", style="bold reverse")
         elif self.connected:
             line.append("CONNECTED", style="bold")
         else:
@@ -133,11 +160,18 @@ class FleetHeader(Widget):
         if self.received_at is not None:
             ago = max(0.0, self.clock() - self.received_at)
             line.append(f"  {ago:.0f}s ago")
-            if self.connected is False:
+            if self.connected is False or silent is not None:
                 line.append(" (STALE)", style="bold")
         snapshot = self.snapshot
-        if snapshot is not None and snapshot.redis.read_ms is not None and self.connected:
+        if (
+            snapshot is not None
+            and snapshot.redis.read_ms is not None
+            and self.connected
+            and silent is None
+        ):
             line.append(f"  read {snapshot.redis.read_ms:.0f} ms")
+        if self.activity:
+            line.append(f"  {safe_text(self.activity, 60)}", style="bold")
         second = Text(no_wrap=True, overflow="ellipsis", end="")
         if self.connected is False and self.error:
             second.append(self.error)
