@@ -999,7 +999,9 @@ def _main(argv: list[str]) -> int:
                 return EXIT_ERROR
             return int(run_demo(read_only=read_only, refresh=args.refresh))
         if args.command is None and not args.snapshot:
-            return _run_tui(settings, args, read_only, context_name)
+            # The flag only: the console follows the context it is switched to, and
+            # says which of the two made it read-only.
+            return _run_tui(settings, args, bool(args.read_only), context_name)
         if args.snapshot:
             return asyncio.run(
                 _with_client(settings, lambda s: headless.run_snapshot(s, args, checks), context)

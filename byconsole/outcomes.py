@@ -198,8 +198,8 @@ async def wait_converged(
 # -- warnings by the workers' runtimes ---------------------------------------------------
 
 FORCE_WARNINGS: dict[str, str] = {
-    "worker_runtime": "cancels its running tasks: their entries stay un-acked and another "
-    "worker reclaims them",
+    "worker_runtime": "cancels its running tasks and hands each back to its stream as a new "
+    "entry, which another worker runs again at once",
     "by-framework": "asks it to drop its running tasks: by-framework's Python and Java SDKs "
     "do (Java interrupts them), its TypeScript SDK ignores force and lets them finish (its "
     "lease does not say which SDK it runs)",

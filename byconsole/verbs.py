@@ -128,7 +128,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         A.FORCE_EVICT,
         "Force evict",
-        "also cancel running tasks (other workers reclaim them)",
+        "also cancel running tasks (handed back to their stream, run again elsewhere)",
         Args.WORKER,
         Confirm.ASK,
         cli=("worker", "evict"),
@@ -165,7 +165,10 @@ VERBS: tuple[Verb, ...] = (
         "Deny",
         "stop a worker consuming one type (its other types are unaffected)",
         Args.TYPE_WORKER,
+        # It takes the worker out of the type's routing, like evict and drain do.
+        Confirm.ASK,
         cli=("type", "deny"),
+        warning="Leaves the type's routing; its other types are unaffected (allow lifts it).",
     ),
     Verb(A.ALLOW, "Allow", "lift a deny", Args.TYPE_WORKER, cli=("type", "allow")),
     Verb(

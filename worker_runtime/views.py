@@ -65,7 +65,10 @@ def derive_command_state(
     starts (``on start``), except an eviction, which its missing lease fulfils. A
     worker that never confirms (by-framework) is ``sent`` while an eviction waits for
     its exit and ``unconfirmable`` otherwise, never pending. Given ``now``,
-    ``applied`` fades to ``None`` :data:`APPLIED_FADE_MS` after the command.
+    ``applied``, ``unconfirmable`` and ``on start`` fade to ``None``
+    :data:`APPLIED_FADE_MS` after the command: by then a foreign worker has long applied
+    a push, and an offline worker may well have applied the state before it went (the
+    lifecycle column still shows it); ``pending`` and ``sent`` wait for the worker.
 
     An eviction follows :func:`~worker_runtime.verdicts.eviction_progress` (``owned``:
     entries pending under the worker's name): ``applied`` once the worker reports it
@@ -92,7 +95,9 @@ def derive_command_state(
     if lease is None or status is Status.OFFLINE:
         state = CommandState.APPLIED if evicted else CommandState.ON_START
     elif not lease.supports(Capability.CONFIRM):
-        return CommandState.SENT if evicted else CommandState.UNCONFIRMABLE
+        if evicted:
+            return CommandState.SENT
+        state = CommandState.UNCONFIRMABLE
     elif not is_applied(
         lifecycle_action(admin.known_lifecycle), admin.updated_at or 0, lease, admin=admin
     ):
@@ -100,12 +105,16 @@ def derive_command_state(
     else:
         state = CommandState.APPLIED
     if (
-        state is CommandState.APPLIED
+        state in _FADING
         and now is not None
         and (admin.updated_at is None or now - admin.updated_at > APPLIED_FADE_MS)
     ):
         return None
     return state
+
+
+_FADING = frozenset({CommandState.APPLIED, CommandState.UNCONFIRMABLE, CommandState.ON_START})
+"""The states that end once the command is :data:`APPLIED_FADE_MS` old."""
 
 
 def command_label(

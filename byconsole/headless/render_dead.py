@@ -10,30 +10,26 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from byconsole.formatting import age, payload_excerpt, timestamp
+from byconsole.formatting import timestamp
+from byconsole.render import dead as render
 from byconsole.styles import ansi_style
 from byconsole.text import safe, safe_text
 from worker_runtime.dead_letters import DeadLetter
 
 
 def dead_table(items: Iterable[DeadLetter], now: int) -> Table:
-    """Newest first: id, when, attempts, worker, error, payload excerpt (all made safe)."""
+    """Newest first, the columns of :mod:`byconsole.render.dead` (values already safe)."""
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
-    table.add_column("ID", no_wrap=True)
-    table.add_column("Died", no_wrap=True)
-    table.add_column("Att", justify="right")
-    table.add_column("Worker", overflow="fold")
-    table.add_column("Error", overflow="fold", style=ansi_style("error"))
-    table.add_column("Payload", overflow="ellipsis", no_wrap=True, max_width=40)
+    for spec in render.COLUMNS:
+        if spec.key == "payload":
+            table.add_column(spec.header, overflow="ellipsis", no_wrap=True, max_width=40)
+        elif spec.key == "error":
+            table.add_column(spec.header, overflow="fold", style=ansi_style("error"))
+        else:
+            table.add_column(spec.header, justify=spec.justify, overflow="fold")
     for d in items:
-        table.add_row(
-            safe(d.entry_id, limit=40),
-            Text(f"{age(d.buried_at, now)} ago" if d.buried_at else "-"),
-            Text("-" if d.attempts is None else str(d.attempts)),
-            safe(d.worker_id or "-", limit=60),
-            safe(d.error or "-", limit=200),
-            Text(payload_excerpt(d, 60) or "-"),
-        )
+        row = render.fields(d, now)
+        table.add_row(*(Text(getattr(row, spec.key)) for spec in render.COLUMNS))
     return table
 
 

@@ -32,7 +32,8 @@ COLUMNS: tuple[ColumnSpec, ...] = (
     ColumnSpec("id", "worker", sort="id", role="id", cut=32),
     ColumnSpec("lifecycle", "lifecycle", sort="lifecycle", role="lifecycle", width=9),
     ColumnSpec("status", "status", sort="status", role="status", width=7),
-    ColumnSpec("cmd", "cmd", role="command", width=8),
+    # As wide as its longest state, "unconfirmable" (worker_runtime.snapshot.CommandState).
+    ColumnSpec("cmd", "cmd", role="command", width=13),
     ColumnSpec("reason", "reason", 5),
     ColumnSpec("jobs", "jobs", 2, "right", sort="jobs_n"),
     ColumnSpec("seen", "seen", 1, "right", sort="seen_rank"),

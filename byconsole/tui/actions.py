@@ -69,9 +69,9 @@ KEYS: dict[Action, ActionKey] = {
     Action.ALLOW: ActionKey("a", footer=False),
     Action.PAUSE_TYPE: ActionKey("z", footer=False, where="Types view"),
     Action.RESUME_TYPE: ActionKey("u", footer=False, where="Types view"),
-    Action.DEAD_REQUEUE: ActionKey("R", footer=False, where="Dead view"),
+    Action.DEAD_REQUEUE: ActionKey("R", where="Dead view"),
     Action.DEAD_LETTER: ActionKey("D", footer=False, where="p on Types"),
-    Action.DEAD_PURGE: ActionKey("P", footer=False, where="Dead view"),
+    Action.DEAD_PURGE: ActionKey("P", where="Dead view"),
     Action.RESTART: ActionKey("t", footer=False, where="Instances, Types: rolling"),
     Action.CONFIG_SET: ActionKey("c", footer=False, where="Types view"),
 }

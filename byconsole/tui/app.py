@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App
 from textual.css.query import QueryError
 from textual.message import Message
@@ -48,6 +48,11 @@ from byconsole.tui.screens.find import FindLoaders
 from byconsole.tui.screens.main import MonitorScreen, OperatorScreen
 from byconsole.tui.views.metrics import MetricsView
 from byconsole.tui.widgets.header import FleetHeader
+from byconsole.tui.widgets.ordered_input import (
+    keep_escape_before_symbols,
+    key_target,
+    split_escape,
+)
 from byconsole.tui.widgets.restart_progress import RestartProgress
 from byconsole.web.identity import web_role, web_user
 from worker_runtime.dead_letters import DeadLetter
@@ -59,6 +64,8 @@ from worker_runtime.settings import ConfigError, RedisSettings
 from worker_runtime.snapshot import FleetSnapshot, WorkerDetail
 
 _HERE = Path(__file__).parent
+
+keep_escape_before_symbols()
 
 BACKOFF_CAP = 10.0
 """Longest wait between two attempts while Redis is down (seconds)."""
@@ -173,13 +180,33 @@ class ConsoleApp(App[int]):
         )
 
     def read_only_reason(self) -> str:
-        """Why the console is read-only: the flag, or the context's setting."""
+        """Why the console is read-only: the web viewer role, the context, or the flag.
+
+        ``byconsole serve`` passes ``--read-only`` to a viewer's console, and to every
+        console when its context is read-only: the role or the context is the reason.
+        """
+        context = self.contexts.get(self.context_name or "")
         if self.read_only_flag:
             user = web_user()
             if user and web_role() == "viewer":  # byconsole serve made it read-only
                 return f"signed in as {safe_text(user, 40)}, a viewer"
-            return "started with --read-only"
-        return f"context {safe_text(self.context_name, 40)} is marked read-only"
+        if context is not None and context.read_only:
+            return f"context {safe_text(self.context_name, 40)} is marked read-only"
+        return "started with --read-only"
+
+    async def on_event(self, event: events.Event) -> None:
+        """A key for a text input is applied as it arrives, before the next key is routed.
+
+        See :mod:`byconsole.tui.widgets.ordered_input`: otherwise a bound key (Backspace,
+        Escape) acts after the characters typed behind it.
+        """
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            for key in split_escape(self.screen, event):
+                target = key_target(self.screen, key)
+                if target is None or not await target.apply_key(key):
+                    await super().on_event(key)
+            return
+        await super().on_event(event)
 
     def on_mount(self) -> None:
         """Show the start-up notice, if any."""
@@ -656,6 +683,8 @@ class ConsoleApp(App[int]):
             self.main_screen = self._make_main_screen()
             await self.push_screen(self.main_screen)
         await old.aclose()
+        if self.read_only:  # the reason may have changed with the context
+            self.main_screen.read_only_why = self.read_only_reason()
         mode = f" (read-only: {self.read_only_reason()})" if self.read_only else ""
         self.notify(f"context {safe_text(name, 40)}: {self.backend.endpoint}{mode}", markup=False)
 
@@ -690,7 +719,8 @@ def run_tui(
     Args:
         redis_settings: the endpoint to open (already resolved by the CLI).
         refresh: seconds between refreshes.
-        read_only: no action keys.
+        read_only: ``--read-only`` was given: no action keys in any context (without
+            it, a context marked read-only is read-only and a writable one is not).
         context: the named context in use, if any.
         config_path: the config file holding the contexts (default path when None).
 

@@ -166,6 +166,9 @@ async def test_deny_and_allow_choose_the_type(
             "embed",
         ]
         await pilot.press("down", "enter")
+        # Deny takes the worker out of the type's routing: it asks first.
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        app.screen.query_one("#confirm", Button).press()
         await until_async(lambda: redis.sismember(KEYS.type_denied("embed"), "w-2"))
         assert not await redis.sismember(KEYS.type_denied("chat"), "w-2")
         await until(pilot, lambda: "!embed" in table.get_cell("w-2", "types").plain)

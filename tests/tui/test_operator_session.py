@@ -13,7 +13,7 @@ from typing import Any
 from redis.asyncio import Redis
 from rich.console import Console
 from textual.containers import VerticalScroll
-from textual.widgets import Input, Static
+from textual.widgets import Button, Input, Static
 
 from byconsole.config import Context
 from byconsole.headless.render_prom import render_prom
@@ -454,6 +454,8 @@ async def test_deny_toast_names_the_type(redis_url: str) -> None:
             await pilot.press("x")
             await until(pilot, lambda: isinstance(app.screen, ChoiceScreen))
             await pilot.press("down", "enter")  # embed
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            app.screen.query_one("#confirm", Button).press()
             await until(
                 pilot, lambda: any(f"Deny embed applied by {wid}" in t for t in _toasts(app))
             )

@@ -168,7 +168,9 @@ def test_tui_branch_gets_the_resolved_settings(
         {
             "endpoint": "redis://:***@prod:6380/0",
             "refresh": 0.5,
-            "read_only": True,
+            # The flag only: the console reads the context's read_only itself, so that
+            # switching to a writable context is writable and the notice names the context.
+            "read_only": False,
             "context": "prod",
             "config_path": str(config),
         }

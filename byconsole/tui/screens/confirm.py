@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.text import Text
-from textual import events, getters, on
+from textual import getters, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Static
+from textual.widgets import Button, Static
 
 from byconsole.text import safe_text
+from byconsole.tui.widgets.ordered_input import OrderedInput
 
 MAX_LISTED = 6
 
@@ -23,7 +24,8 @@ class ConfirmScreen(ModalScreen[str | None]):
     Focus starts on *Cancel*, so a stray Enter never confirms. A printable key typed
     anywhere in the dialog goes to the reason field (the reason is usually typed first),
     so no keystroke is lost; Enter in the reason field moves to the confirm button rather
-    than confirming. A hint line shows these keys.
+    than confirming. Keys are applied in the order typed, however fast
+    (:mod:`byconsole.tui.widgets.ordered_input`). A hint line shows these keys.
 
     Args:
         verb: the action (``Evict``), used for the title and the button.
@@ -34,7 +36,7 @@ class ConfirmScreen(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    reason_input = getters.query_one("#reason", Input)
+    reason_input = getters.query_one("#reason", OrderedInput)
     cancel_button = getters.query_one("#cancel", Button)
     confirm_button = getters.query_one("#confirm", Button)
 
@@ -51,8 +53,6 @@ class ConfirmScreen(ModalScreen[str | None]):
         self.targets = list(targets)
         self.warning = warning
         self.destructive = destructive
-        self._typed = 0
-        """Where the next key typed outside the reason field goes in it."""
 
     def compose(self) -> ComposeResult:
         """Title, targets, consequence, reason input, buttons."""
@@ -67,11 +67,13 @@ class ConfirmScreen(ModalScreen[str | None]):
             if self.warning:
                 yield Static(Text(self.warning), id="dialog-warning")
             # No select-on-focus: the first key typed moves focus here, and a selection
-            # would let the second key replace the first.
-            yield Input(
+            # would let the second key replace the first. Enter moves to the confirm
+            # button at once, so an Enter typed right behind it presses the button.
+            yield OrderedInput(
                 placeholder="reason (recorded in the audit log)",
                 id="reason",
                 select_on_focus=False,
+                enter_focuses="confirm",
             )
             yield Static(
                 Text(
@@ -90,40 +92,10 @@ class ConfirmScreen(ModalScreen[str | None]):
         """Default to Cancel."""
         self.cancel_button.focus()
 
-    def on_key(self, event: events.Key) -> None:
-        """A printable key typed while a button has focus belongs to the reason.
-
-        Keys typed quickly were all queued to the button that had focus before the
-        first one moved it, so this must not ask where focus is *now*: a printable key
-        that reaches the screen was not taken by the reason field (which stops every
-        printable key it inserts), so it goes there. Keys typed after those reach the
-        field directly and may be handled first, so keys arriving here are inserted at
-        :attr:`_typed`, after the ones that came this way before them, keeping the
-        order they were typed in.
-        """
-        if not event.is_printable or not event.character:
-            return
-        event.stop()
-        event.prevent_default()
-        reason = self.reason_input
-        at = min(self._typed, len(reason.value))
-        cursor = reason.cursor_position
-        reason.value = reason.value[:at] + event.character + reason.value[at:]
-        self._typed = at + len(event.character)
-        reason.cursor_position = cursor + len(event.character) if cursor >= at else cursor
-        self.set_focus(reason)
-
-    @on(events.DescendantFocus)
-    def _focus_moved(self, event: events.DescendantFocus) -> None:
-        # An operator who tabs to a button and types adds to the end of the reason.
-        if isinstance(event.widget, Button):
-            self._typed = len(self.reason_input.value)
-
-    @on(Input.Submitted, "#reason")
-    def _reason_entered(self) -> None:
-        # Synchronously (focus() is deferred): an Enter typed right after this one,
-        # already queued, must press the confirm button, not submit the reason again.
-        self.set_focus(self.confirm_button)
+    @property
+    def typing_field(self) -> OrderedInput | None:
+        """Where a printable key typed while a button has focus goes: the reason."""
+        return self.reason_input if self.is_mounted else None
 
     @on(Button.Pressed, "#confirm")
     def _confirmed(self) -> None:

@@ -51,11 +51,35 @@ def _pairs(title: str, pairs: list[tuple[str, object]]) -> Table:
     return table
 
 
+EXECUTION_COLUMNS: tuple[tuple[str, int | None], ...] = (
+    ("execution", 24),
+    ("type", 16),
+    ("state", 10),
+    ("started", 16),
+    ("took", 10),
+    ("error", None),
+)
+"""The execution tables' columns and fixed widths, each the most its cell can hold (the
+error takes the rest): widths sized to the rows would move every column whenever a
+refresh brings a longer id or error."""
+
+
+def newest_first(executions: list[Execution]) -> list[Execution]:
+    """By start, newest first; an execution whose start is unknown last."""
+    return sorted(executions, key=lambda e: (e.started_at is None, -(e.started_at or 0)))
+
+
 def _executions(title: str, executions: list[Execution], now: int) -> Table:
     table = Table(title=title, title_justify="left", title_style="bold", expand=True)
-    for column in ("execution", "type", "state", "started", "took", "error"):
-        table.add_column(column, overflow="ellipsis", no_wrap=True)
-    for e in executions:
+    for column, width in EXECUTION_COLUMNS:
+        table.add_column(
+            column,
+            overflow="ellipsis",
+            no_wrap=True,
+            width=width,
+            ratio=1 if width is None else None,
+        )
+    for e in newest_first(executions):
         took: str = DASH
         if e.started_at:
             end = e.finished_at or now
@@ -64,7 +88,7 @@ def _executions(title: str, executions: list[Execution], now: int) -> Table:
             Text(safe_text(e.execution_id, 24)),
             Text(safe_text(e.agent_type, 16)),
             Text(safe_text(e.state, 10)),
-            Text(clock(e.started_at)),
+            Text(clock(e.started_at, now)),
             Text(took),
             Text(safe_text(e.error, 60)),
         )

@@ -14,7 +14,10 @@ from byconsole.styles import CellStyles
 from byconsole.tui.actions import ACTIONS, FORM_SPECS
 from worker_runtime.snapshot import CommandState
 
-_FADES = {CommandState.APPLIED: " (fades after a minute)"}
+_FADES = dict.fromkeys(
+    (CommandState.APPLIED, CommandState.UNCONFIRMABLE, CommandState.ON_START),
+    " (fades after a minute)",
+)
 """How long a state stays in the column, beside its sentence."""
 
 LEGEND: tuple[tuple[str, str, str], ...] = (
@@ -36,7 +39,7 @@ LIFECYCLE_HELP: dict[str, str] = {
     "active": "takes tasks",
     "suspended": "takes no new tasks; running ones finish",
     "draining": "leaving: finishes in-flight tasks, then exits",
-    "evicted": "out of routing, lease dropped",
+    "evicted": "out of routing: running tasks finish (--force cancels them), then it exits",
 }
 STATUS_HELP: dict[str, str] = {
     "online": "lease renewed within two heartbeats",
@@ -74,9 +77,10 @@ NAVIGATION: tuple[tuple[str, str], ...] = (
     ("p", "On Types: the selected type's pending entries (owner, idle, deliveries)"),
     ("g / :", "Find an id: task, execution, message, session or trace (s: its session)"),
     ("o / O", "Sort by the next column / reverse the order"),
+    ("\u2190 / \u2192", "Scroll a table sideways (columns a narrow terminal pushes off)"),
     ("[ / ]", "Metrics view: shorter / longer time range (15m 1h 6h 24h 7d)"),
     ("ctrl+p", "Command palette: every action, views, contexts"),
-    ("?", "This help"),
+    ("?", "This help (Esc, q or ? closes it)"),
     ("q", "Quit"),
 )
 
@@ -91,7 +95,7 @@ def help_table(read_only: bool) -> Table:
     if read_only:
         table.add_row("", Text("read-only: action keys are not bound", style="bold"))
         return table
-    table.add_row("space", "Mark / unmark a worker for a bulk action")
+    table.add_row("space", "Mark / unmark the worker under the cursor, then move down a row")
     for spec in ACTIONS:
         note = " (asks to confirm, with a reason)" if spec.destructive else ""
         table.add_row(spec.key_display, spec.help + note)

@@ -122,7 +122,10 @@ class MonitorScreen(Screen[None]):
             Binding(str(i), f"show_view('{view}')", title, show=False)
             for i, (view, title) in enumerate(VIEWS, start=1)
         ),
-        Binding("slash", "filter", "Filter", key_display="/"),
+        # Priority: it runs as the key is read, so the keys typed behind the / reach
+        # the filter it opens (a binding otherwise waits until the key has bubbled up,
+        # and they would have gone to the table, where e or d are actions).
+        Binding("slash", "filter", "Filter", key_display="/", priority=True),
         Binding("escape", "jump_back", "Back", show=False),
         Binding("p", "pending", "Pending", show=False),
         Binding("left_square_bracket", "history_range(-1)", "Shorter range", show=False),
@@ -186,7 +189,7 @@ class MonitorScreen(Screen[None]):
             with TabPane(f"5 {VIEWS[4][1]}", id="events"):
                 yield EventsView(id="events-view")
             with TabPane(f"6 {VIEWS[5][1]}", id="dead"):
-                yield DeadView(id="dead-view")
+                yield DeadView(id="dead-view", actions=not self.read_only)
             with TabPane(f"7 {VIEWS[6][1]}", id="health"):
                 yield HealthView(id="health-view")
         yield Footer(compact=True)
@@ -532,6 +535,8 @@ class OperatorScreen(MonitorScreen):
             return True if not self.is_mounted or self.active_view in views else None
         if spec is None:
             return True
+        if spec.per_worker and self.is_mounted and self.active_view == "dead":
+            return False  # hidden: the Dead view's keys are R and P
         if spec.action is Action.RESTART and self.is_mounted:
             return True if self.active_view in ("workers", *ROLLING_VIEWS) else None
         if spec.action is Action.CONFIG_SET:
@@ -542,7 +547,7 @@ class OperatorScreen(MonitorScreen):
             return True if not self.is_mounted or self.active_view == "types" else None
         dead_action = spec.action in DEAD_ACTIONS
         if self.is_mounted and dead_action != (self.active_view == "dead"):
-            return None if dead_action else True
+            return not dead_action  # R and P: shown in the Dead view only
         return True
 
     # -- the action keys ------------------------------------------------------------------------

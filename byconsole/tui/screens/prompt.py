@@ -14,6 +14,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from byconsole.text import safe_text
+from byconsole.tui.widgets.ordered_input import OrderedInput
 
 
 class CountScreen(ModalScreen[int | None]):
@@ -37,7 +38,8 @@ class CountScreen(ModalScreen[int | None]):
         """Title, the number input, an error line."""
         with Vertical(id="dialog"):
             yield Static(Text(self.title_text, style="bold"), id="dialog-title")
-            yield Input(
+            # Keys applied in the order typed: Backspace then a digit in one read.
+            yield OrderedInput(
                 value="" if self.current is None else str(self.current),
                 placeholder=f"replicas (0-{self.maximum})",
                 type="integer",

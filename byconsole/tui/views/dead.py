@@ -10,7 +10,7 @@ control sequence).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 from rich.text import Text
 from textual import getters, on
@@ -18,21 +18,16 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from byconsole.formatting import DASH, age_step, clock, payload_excerpt
-from byconsole.text import safe_text
-from byconsole.tui.views.cells import cell, number
+from byconsole.formatting import DASH, clock
+from byconsole.render import dead as render
+from byconsole.render.dead import CONTROL_PLANE_LABEL as CONTROL_PLANE_LABEL
+from byconsole.render.dead import DeadRow
+from byconsole.text import ELLIPSIS, safe_text
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 from worker_runtime.dead_letters import DeadLetter
 
-COLUMNS: tuple[Column, ...] = (
-    Column("type", "type"),
-    Column("id", "id"),
-    Column("died", "died"),
-    Column("attempts", "att"),
-    Column("worker", "worker"),
-    Column("error", "error"),
-    Column("payload", "payload"),
-)
+COLUMNS: tuple[Column, ...] = tuple(Column(c.key, c.header, c.width) for c in render.COLUMNS)
+"""The table's columns: :data:`byconsole.render.dead.COLUMNS`."""
 
 LIMIT = 200
 """Dead letters read per type (the newest)."""
@@ -46,23 +41,28 @@ def row_key(dead: DeadLetter) -> str:
     return f"{dead.agent_type}\x00{dead.entry_id}"
 
 
-CONTROL_PLANE_LABEL = "cp:"
-"""How the type column marks by-framework's control-plane dead letters."""
+def _cell(cut: int | None, value: str, style: str, justify: Literal["left", "right"]) -> Text:
+    if cut is not None and len(value) > cut:
+        value = value[: cut - 1] + ELLIPSIS
+    return Text(value, style=style, no_wrap=True, end="", justify=justify)
+
+
+def paint(row: DeadRow) -> list[Text]:
+    """One row's cells, laid out by :data:`byconsole.render.dead.COLUMNS` (values are
+    already safe): a control-plane letter's type in italics, the error in red."""
+    cells = []
+    for spec in render.COLUMNS:
+        value = getattr(row, spec.key)
+        style = "italic" if spec.key == "type" and row.read_only else ""
+        if spec.key == "error" and value != DASH:
+            style = "red"
+        cells.append(_cell(spec.cut, value, style, spec.justify))
+    return cells
 
 
 def dead_cells(dead: DeadLetter, now_ms: int) -> list[Text]:
     """One row: every value made safe, the payload as a one-line excerpt."""
-    died = age_step(now_ms - dead.buried_at)[0] if dead.buried_at else DASH
-    kind = f"{CONTROL_PLANE_LABEL}{dead.agent_type}" if dead.read_only else dead.agent_type
-    return [
-        cell(kind, "italic" if dead.read_only else "", limit=24),
-        cell(dead.entry_id, limit=24),
-        cell(died),
-        number(dead.attempts),
-        cell(dead.worker_id or DASH, limit=28),
-        cell(dead.error or DASH, "red", limit=60),
-        cell(payload_excerpt(dead, 60) or DASH, limit=60),
-    ]
+    return paint(render.fields(dead, now_ms))
 
 
 def detail_text(dead: DeadLetter | None, total: int, now_ms: int | None = None) -> Text:
@@ -100,15 +100,31 @@ class DeadView(Vertical):
     status_line = getters.query_one("#dead-status", Static)
     detail_pane = getters.query_one("#dead-detail", Static)
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, actions: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.actions = actions
+        """Requeue and purge are bound here (not in a read-only console)."""
         self.items: dict[str, DeadLetter] = {}
         self.error: str = ""
         self.now_ms: int | None = None
 
     def on_mount(self) -> None:
-        """The pane follows the table's cursor (the table posts no highlight message)."""
+        """The pane follows the table's cursor, and the cursor the rows in view."""
         self.watch(self.table, "cursor_row", self._show_selected, init=False)
+        self.watch(self.table, "scroll_y", self._follow_scroll, init=False)
+
+    def _follow_scroll(self) -> None:
+        """Scrolled (wheel, scrollbar): the cursor moves onto the nearest row in view, so
+        the pane never describes a row the operator cannot see (and R/P act on it)."""
+        table = self.table
+        keys = table.ordered_keys()
+        if not keys:
+            return
+        top = int(table.scroll_y)
+        page = max(1, table.scrollable_content_region.height - 1)
+        row = min(max(table.cursor_row, top), top + page - 1, len(keys) - 1)
+        if row != table.cursor_row:
+            table.move_to(keys[row])
 
     def compose(self) -> ComposeResult:
         """The table, the selected letter, a one-line summary."""
@@ -150,7 +166,8 @@ class DeadView(Vertical):
             status += f"  ·  newest {len(order) - control:,} shown"
         if control:
             status += f"  ·  {control:,} by-framework control-plane (cp:, read-only)"
-        status += "  ·  R requeue  ·  P purge (this one or all of its type)"
+        if self.actions:
+            status += "  ·  R requeue  ·  P purge (this one or all of its type)"
         self.status_line.update(Text(status))
         self._show_selected()
 

@@ -41,6 +41,7 @@ from byconsole.styles import LIFECYCLE_ORDER, STATUS_ORDER, CellStyles
 from byconsole.text import ELLIPSIS, safe_text
 from byconsole.tui.release import release_after_paint
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
+from byconsole.tui.widgets.ordered_input import OrderedInput
 from byconsole.tui.widgets.static_text import show_text
 from worker_runtime.snapshot import FleetSnapshot, WorkerView
 
@@ -383,9 +384,11 @@ class WorkersView(Vertical):
     def compose(self) -> ComposeResult:
         """Breadcrumb (in a drill-down), filter input (hidden until ``/``), table, status."""
         yield Static(id="workers-crumb")
-        yield Input(
+        # Keys applied in the order typed (Escape, then / and a new filter, in one read).
+        yield OrderedInput(
             placeholder="filter: words to match, as you type (Enter keeps, Esc clears)",
             id="filter",
+            enter_focuses="workers-table",
         )
         yield KeyedTable(COLUMNS, id="workers-table", fixed_columns=2, render=self._cells_of)
         yield Static(id="workers-status")
