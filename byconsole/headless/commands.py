@@ -327,6 +327,11 @@ async def type_stop(session: Session, args: argparse.Namespace) -> int:
         raise NotFoundError(f"unknown agent type: {agent_type}")
     instance: str | None = args.instance
     if instance is None:
+        # A target nothing runs would read "stopped" while every worker keeps serving.
+        snapshot = await session.reader(history_limit=1, events_limit=1).read()
+        nothing_scales = unscalable(snapshot, agent_type, instance)
+        if nothing_scales:
+            raise RefusedError(f"{nothing_scales} (stop its workers with worker stop)")
         result = await manager.stop_type(agent_type, args.reason)
     else:
         result = await manager.stop_instance(agent_type, instance, args.reason)

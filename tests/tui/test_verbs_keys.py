@@ -292,5 +292,13 @@ async def test_scale_says_a_drained_slot_stays_empty_and_nothing_scales_a_by_fra
             assert "by-framework" in toast and "bf-1" in toast
             assert not isinstance(app.screen, CountScreen)
             assert await redis.hget(KEYS.scale_targets, "legacy") is None
+
+            # K (stop) on it is scale legacy 0: refused with the same sentence.
+            app.clear_notifications()
+            await pilot.press("K")
+            await until(pilot, lambda: any("nothing can scale legacy" in t for t in _toasts(app)))
+            assert next(t for t in _toasts(app) if "nothing can scale legacy" in t) == toast
+            assert not isinstance(app.screen, ConfirmScreen)
+            assert await redis.hget(KEYS.scale_targets, "legacy") is None
     finally:
         await instance.stop()

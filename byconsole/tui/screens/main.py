@@ -689,6 +689,13 @@ class OperatorScreen(MonitorScreen):
                 self.notify("No type selected.", severity="warning")
                 return None
             agent_type, instance_id = selected
+            nothing_scales = (
+                unscalable(self.snapshot, selected[0], instance_id) if self.snapshot else None
+            )
+            if nothing_scales:
+                # Stopping a type is scale T 0, which nothing here would run.
+                self.notify(nothing_scales, severity="warning", markup=False, timeout=10)
+                return None
             scope = "instance" if instance_id else "type"
             targets = self.replicas_of(agent_type, instance_id) or [selected[0]]
             where = f"on {safe_text(instance_id, 40)}" if instance_id else "fleet-wide"
