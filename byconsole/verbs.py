@@ -285,6 +285,29 @@ STOP = Form(
     ),
 )
 
+MAX_UNAVAILABLE_HELP = "replicas of one instance restarting at a time (default 1)"
+"""A rolling restart's ``max_unavailable`` (:meth:`WorkerManager.rolling_restart`): the
+CLI's ``type restart --max-unavailable`` and the console's restart confirmation."""
+
+
+def check_max_unavailable(text: str, largest: int) -> int:
+    """A rolling restart's ``max_unavailable`` as typed: a whole number from 1 to
+    ``largest`` (the replicas of the largest instance it rolls; more would change
+    nothing but what the operator believes).
+
+    Raises:
+        ValueError: one line saying why ``text`` is not one.
+    """
+    value = text.strip()
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise ValueError(f"max unavailable must be a whole number of 1 or more, not {text!r}")
+    if int(value) > largest:
+        raise ValueError(
+            f"max unavailable {int(value)} exceeds the largest instance's {largest} replica(s)"
+        )
+    return int(value)
+
+
 FORMS: tuple[Form, ...] = (STOP,)
 """Verbs under another name (written and audited as the verbs they map to)."""
 

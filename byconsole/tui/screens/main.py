@@ -11,6 +11,7 @@ Action keys run as: key -> prompts/confirmation (modal screens, awaited in a wor
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 
 from rich.text import Text
@@ -37,7 +38,7 @@ from byconsole.tui.actions import (
     form_binding,
     verb_binding,
 )
-from byconsole.tui.screens.confirm import ConfirmScreen
+from byconsole.tui.screens.confirm import ConfirmScreen, RollingConfirmScreen
 from byconsole.tui.screens.detail import DetailLoader, DetailScreen
 from byconsole.tui.screens.find import FindLoaders, FindPromptScreen, FindScreen
 from byconsole.tui.screens.help import HelpScreen
@@ -642,13 +643,24 @@ class OperatorScreen(MonitorScreen):
                 [w.runtime for w in self.workers_view.workers_by_id(ids)]
             )
         )
-        reason = await self.app.push_screen_wait(
-            ConfirmScreen(f"Restart {what}{where}", ids, warning=warning, destructive=True)
+        per_instance = Counter(
+            w.instance_id for w in self.workers_view.workers_by_id(ids) if w.instance_id
         )
+        dialog = RollingConfirmScreen(
+            f"Restart {what}{where}",
+            ids,
+            largest=max(per_instance.values(), default=1),
+            warning=warning,
+        )
+        reason = await self.app.push_screen_wait(dialog)
         if reason is None:
             return None
         return ActionRequest(
-            Action.RESTART, agent_type=agent_type, instance_id=instance_id, reason=reason or None
+            Action.RESTART,
+            agent_type=agent_type,
+            instance_id=instance_id,
+            reason=reason or None,
+            max_unavailable=dialog.max_unavailable,
         )
 
     def _config_request(self) -> ActionRequest | None:
