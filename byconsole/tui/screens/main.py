@@ -762,9 +762,11 @@ class OperatorScreen(MonitorScreen):
         reason: str | None = None
         if spec.destructive or len(ids) > 1:
             verb = spec.label if agent_type is None else f"{spec.label} {agent_type} for"
-            # By what each target runs (a forced eviction is ignored by one runtime).
-            runtimes = [w.runtime for w in self.workers_view.workers_by_id(ids)]
-            warning = spec.verb.warning_for(runtimes)
+            # By what each target's lease says (a forced eviction cancels on some only).
+            targets = self.workers_view.workers_by_id(ids)
+            warning = spec.verb.warning_for(
+                [w.runtime for w in targets], [w.force_evict for w in targets]
+            )
             reason = await self.app.push_screen_wait(
                 ConfirmScreen(
                     safe_text(verb, 60),
