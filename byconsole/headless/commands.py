@@ -51,6 +51,7 @@ from byconsole.outcomes import (
 )
 from byconsole.styles import ansi_style
 from byconsole.text import safe_text
+from byconsole.verbs import verb
 from worker_runtime.admin import (
     ActionResult,
     TypePauseResult,
@@ -169,6 +170,11 @@ async def _report(
                 "confirmation": result.confirmation.value,
                 **({"superseded": superseded} if superseded is not None else {}),
                 **({"requested": result.requested.value} if result.requested else {}),
+                **(
+                    {"force_evict": result.force_evict.value if result.force_evict else None}
+                    if result.action == AdminAction.FORCE_EVICT
+                    else {}
+                ),
                 **({"progress": progress} if progress else {}),
             }
         )
@@ -216,6 +222,11 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
     description = f"{result.action} {shown}"
     if result.requested is not None:
         description = f"{result.requested} {shown} ({DRAIN_AS_EVICT})"
+    if action is AdminAction.FORCE_EVICT and not args.json:
+        # What force does to its running tasks, as this worker's lease says (the
+        # console's confirmation reads the same row).
+        said = verb(action).warning_for([result.runtime], [result.force_evict])
+        emit(session.out, Text(f"force: {said}"))
     return await _report(session, args, result, description)
 
 
