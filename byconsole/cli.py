@@ -28,7 +28,15 @@ from byconsole.config import select_context as pick_context
 from byconsole.headless import checks as chk
 from byconsole.headless import snapshot as headless
 from byconsole.text import safe_text
-from byconsole.verbs import ALL_RUNTIMES, Args, Verb, cli_flag_verb, cli_verbs, verb
+from byconsole.verbs import (
+    ALL_RUNTIMES,
+    MAX_UNAVAILABLE_HELP,
+    Args,
+    Verb,
+    cli_flag_verb,
+    cli_verbs,
+    verb,
+)
 from worker_runtime.connection import create_redis, redis_error_line
 from worker_runtime.history import RANGES
 from worker_runtime.models import AdminAction
@@ -444,7 +452,7 @@ def _type_restart_args(tsub: argparse._SubParsersAction[_Parser], parents: list[
         metavar="N",
         type=_positive_int,
         default=1,
-        help="replicas of one instance restarting at a time (default 1)",
+        help=MAX_UNAVAILABLE_HELP,
     )
     _restart_flags(p, None)
     p.set_defaults(handler="type_restart", write=True)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from byconsole.text import safe_text
-from worker_runtime.models import now_ms
+from worker_runtime.models import ForceEvict, now_ms
 from worker_runtime.quota import compute_quotas
 from worker_runtime.snapshot import FleetSnapshot, InstanceView
 
@@ -197,15 +197,18 @@ async def wait_converged(
 
 # -- warnings by the workers' runtimes ---------------------------------------------------
 
-FORCE_WARNINGS: dict[str, str] = {
-    "worker_runtime": "cancels its running tasks and hands each back to its stream as a new "
+FORCE_WARNINGS: dict[ForceEvict, str] = {
+    ForceEvict.CANCELS: "cancels its running tasks and hands each back to its stream as a new "
     "entry, which another worker runs again at once",
-    "by-framework": "asks it to drop its running tasks: by-framework's Python and Java SDKs "
-    "do (Java interrupts them), its TypeScript SDK ignores force and lets them finish (its "
-    "lease does not say which SDK it runs)",
+    ForceEvict.PER_SDK: "may not cancel its running tasks: by-framework's Java SDK interrupts "
+    "them, its Python SDK only skips its wait and lets them finish, its TypeScript SDK "
+    "ignores force and lets them finish (its lease does not say which SDK it runs)",
 }
-"""Keyed by the runtime its lease shows (:func:`~worker_runtime.verdicts.runtime_of`): a
-lease without capabilities is by-framework's, whose SDK may not cancel."""
+"""Keyed by what the worker's lease says a forced eviction does with its running tasks
+(:attr:`~worker_runtime.models.Lease.on_force_evict`)."""
+
+ALL_FORCE_EVICTS: list[ForceEvict | None] = [*ForceEvict, None]
+"""Every kind of force-evict target, for a warning shown before any target is known."""
 
 EVICTED_WHEN = (
     "It reads applied only once its process is gone and owns no pending entry "
@@ -230,21 +233,27 @@ LIST_AT_NEXT_BEAT = (
 """A deny / allow toward by-framework workers (their heartbeat loops read it)."""
 
 
-def action_warning(action: str, runtimes: list[str | None]) -> str:
+def action_warning(
+    action: str,
+    runtimes: list[str | None],
+    force_evicts: Sequence[ForceEvict | None] = ALL_FORCE_EVICTS,
+) -> str:
     """The confirmation warning of ``action`` on workers run by ``runtimes``.
 
-    From what each target's lease says it runs, never one static sentence: the same
-    ``--force`` cancels tasks on one runtime and is ignored on another. ``None`` (no
-    lease): the worker is offline and applies the state when it starts.
+    From what each target's lease says, never one static sentence: the same ``--force``
+    cancels tasks on one worker and is ignored by another, so a forced eviction's
+    warning follows ``force_evicts``, each target's
+    :attr:`~worker_runtime.snapshot.WorkerView.force_evict` (``None``: no lease, the
+    worker is offline and applies the state when it starts).
     """
     kinds = sorted({r or "offline" for r in runtimes})
     parts: list[str] = []
     if action == "force-evict":
-        for kind in kinds:
-            if kind in FORCE_WARNINGS:
-                parts.append(f"{kind}: {FORCE_WARNINGS[kind]}")
-            elif kind == "offline":
-                parts.append("offline: it exits when it next starts")
+        for force in ForceEvict:
+            if force in force_evicts:
+                parts.append(FORCE_WARNINGS[force])
+        if None in force_evicts:
+            parts.append("offline: it exits when it next starts")
         parts.append("Leaves routing and drops its lease; it takes no new tasks.")
         parts.append(EVICTED_WHEN)
     elif action == "drain" and "by-framework" in kinds:

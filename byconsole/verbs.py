@@ -15,10 +15,11 @@ No Textual, no Rich, nothing heavy at import: the CLI's ``--help`` reads this ta
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from worker_runtime.models import AdminAction
+from worker_runtime.models import AdminAction, ForceEvict
 
 
 class Args(StrEnum):
@@ -91,15 +92,22 @@ class Verb:
         """Asks for confirmation before it is written."""
         return self.confirm is not Confirm.NONE
 
-    def warning_for(self, runtimes: list[str | None]) -> str:
+    def warning_for(
+        self,
+        runtimes: list[str | None],
+        force_evicts: Sequence[ForceEvict | None] | None = None,
+    ) -> str:
         """The confirmation's warning for targets run by ``runtimes`` (``None``: offline).
 
         What each runtime does with the verb (README, "by-framework compatibility"), or
-        the verb's own warning when no runtime changes it.
+        the verb's own warning when no runtime changes it. A forced eviction's follows
+        what the targets' leases say it does with running tasks (``force_evicts``, each
+        worker's ``WorkerView.force_evict``; not given: every kind, as ``--help`` says).
         """
-        from byconsole.outcomes import action_warning  # heavy: only when asked
+        from byconsole.outcomes import ALL_FORCE_EVICTS, action_warning  # heavy: when asked
 
-        return action_warning(self.name, runtimes) or self.warning
+        forces = ALL_FORCE_EVICTS if force_evicts is None else force_evicts
+        return action_warning(self.name, runtimes, forces) or self.warning
 
 
 ALL_RUNTIMES: list[str | None] = ["worker_runtime", "by-framework", None]
@@ -287,6 +295,29 @@ STOP = Form(
         "replaces). scale T 0 is the fleet-wide form of stop."
     ),
 )
+
+MAX_UNAVAILABLE_HELP = "replicas of one instance restarting at a time (default 1)"
+"""A rolling restart's ``max_unavailable`` (:meth:`WorkerManager.rolling_restart`): the
+CLI's ``type restart --max-unavailable`` and the console's restart confirmation."""
+
+
+def check_max_unavailable(text: str, largest: int) -> int:
+    """A rolling restart's ``max_unavailable`` as typed: a whole number from 1 to
+    ``largest`` (the replicas of the largest instance it rolls; more would change
+    nothing but what the operator believes).
+
+    Raises:
+        ValueError: one line saying why ``text`` is not one.
+    """
+    value = text.strip()
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise ValueError(f"max unavailable must be a whole number of 1 or more, not {text!r}")
+    if int(value) > largest:
+        raise ValueError(
+            f"max unavailable {int(value)} exceeds the largest instance's {largest} replica(s)"
+        )
+    return int(value)
+
 
 FORMS: tuple[Form, ...] = (STOP,)
 """Verbs under another name (written and audited as the verbs they map to)."""

@@ -47,6 +47,7 @@ from worker_runtime.models import (
     Capability,
     Command,
     CommandAction,
+    ForceEvict,
     InstanceLease,
     Lease,
     Lifecycle,
@@ -184,6 +185,9 @@ class ActionResult:
     requested: AdminAction | None = None
     """The verb asked for when another was written in its place (a drain toward a
     by-framework worker is written as an eviction without force)."""
+    force_evict: ForceEvict | None = None
+    """What a forced eviction does with the target's running tasks, as its lease says
+    (:attr:`Lease.on_force_evict`); ``None``: no lease."""
 
     @property
     def confirmable(self) -> bool:
@@ -1489,6 +1493,7 @@ class _Target:
             confirmation,
             runtime=self.runtime,
             pushed=pushed,
+            force_evict=self.lease.on_force_evict if self.lease is not None else None,
         )
 
     def _confirmation(self, action: AdminAction) -> Confirmation:

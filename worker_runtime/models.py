@@ -296,6 +296,11 @@ class Lease(BaseModel):
             return capability.value in self.capabilities
         return self.is_worker_runtime and capability is not Capability.BF_ENVELOPE
 
+    @property
+    def on_force_evict(self) -> ForceEvict:
+        """What this worker does with its running tasks on a forced eviction."""
+        return ForceEvict.PER_SDK if self.is_by_framework else ForceEvict.CANCELS
+
     @classmethod
     def parse(cls, raw: Any) -> Lease:
         """Parse a lease from whatever the online key holds; never raises."""
@@ -364,6 +369,20 @@ class Capability(StrEnum):
     CONFIG = "config"
     """Applies a type's runtime configuration without a restart (``on_cleanup`` then
     ``on_init(config)``) and reports the outcome in ``config_reports``."""
+
+
+class ForceEvict(StrEnum):
+    """What a worker does with its running tasks when evicted with force, as its lease
+    tells (docs/protocol.md, the ``force`` on evict table): read once here, so every
+    warning about a forced eviction follows the worker, not a runtime's name."""
+
+    CANCELS = "cancels"
+    """Cancels them; their entries stay un-acked and another worker reclaims them
+    (worker_runtime)."""
+    PER_SDK = "per-sdk"
+    """Up to its SDK, which the lease does not say (by-framework's leases look alike):
+    Java interrupts them; Python only skips its wait for them and TypeScript never reads
+    ``force``, so both let them finish."""
 
 
 WORKER_RUNTIME_CAPABILITIES = tuple(Capability)

@@ -17,6 +17,7 @@ from worker_runtime.models import (
     Alert,
     AuditEvent,
     Execution,
+    ForceEvict,
     Lease,
     MetricsPoint,
     Status,
@@ -119,6 +120,9 @@ class WorkerView(Lease):
     (``applied · finishing 3``, ``pending: still owns 2 entries``)."""
     runtime: str | None = None
     """``worker_runtime`` or ``by-framework`` (from the lease's shape); ``None``: no lease."""
+    force_evict: ForceEvict | None = None
+    """What a forced eviction does with its running tasks (:attr:`Lease.on_force_evict`);
+    ``None``: no lease (it exits when it next starts)."""
     lease_age_ms: int | None = None
     lease_valid: bool = True
     """False when the online key held something that was not a JSON object."""

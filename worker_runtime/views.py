@@ -202,6 +202,7 @@ def build_worker_view(
         command_state=state,
         command_label=command_label(state, admin, lease, status, owned),
         runtime=runtime_of(lease),
+        force_evict=lease.on_force_evict if lease is not None else None,
         lease_age_ms=(now - lease.last_seen) if lease and lease.last_seen is not None else None,
         lease_valid=valid,
     )

@@ -51,6 +51,7 @@ from byconsole.outcomes import (
 )
 from byconsole.styles import ansi_style
 from byconsole.text import safe_text
+from byconsole.verbs import verb
 from worker_runtime.admin import (
     ActionResult,
     TypePauseResult,
@@ -169,6 +170,11 @@ async def _report(
                 "confirmation": result.confirmation.value,
                 **({"superseded": superseded} if superseded is not None else {}),
                 **({"requested": result.requested.value} if result.requested else {}),
+                **(
+                    {"force_evict": result.force_evict.value if result.force_evict else None}
+                    if result.action == AdminAction.FORCE_EVICT
+                    else {}
+                ),
                 **({"progress": progress} if progress else {}),
             }
         )
@@ -216,6 +222,11 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
     description = f"{result.action} {shown}"
     if result.requested is not None:
         description = f"{result.requested} {shown} ({DRAIN_AS_EVICT})"
+    if action is AdminAction.FORCE_EVICT and not args.json:
+        # What force does to its running tasks, as this worker's lease says (the
+        # console's confirmation reads the same row).
+        said = verb(action).warning_for([result.runtime], [result.force_evict])
+        emit(session.out, Text(f"force: {said}"))
     return await _report(session, args, result, description)
 
 
@@ -327,6 +338,11 @@ async def type_stop(session: Session, args: argparse.Namespace) -> int:
         raise NotFoundError(f"unknown agent type: {agent_type}")
     instance: str | None = args.instance
     if instance is None:
+        # A target nothing runs would read "stopped" while every worker keeps serving.
+        snapshot = await session.reader(history_limit=1, events_limit=1).read()
+        nothing_scales = unscalable(snapshot, agent_type, instance)
+        if nothing_scales:
+            raise RefusedError(f"{nothing_scales} (stop its workers with worker stop)")
         result = await manager.stop_type(agent_type, args.reason)
     else:
         result = await manager.stop_instance(agent_type, instance, args.reason)

@@ -204,6 +204,8 @@ class ActionRequest:
             the operator was shown. Only letters up to it are touched (``entry_ids``,
             when set, are exactly those); letters that died later are left alone.
         shown: how many dead letters the confirmation named (``upto`` set).
+        max_unavailable: a rolling restart's replicas of one instance restarting at a
+            time (:func:`~byconsole.verbs.check_max_unavailable`).
     """
 
     action: Action
@@ -217,6 +219,7 @@ class ActionRequest:
     group: str | None = None
     upto: str | None = None
     shown: int = 0
+    max_unavailable: int = 1
 
     @property
     def rolling(self) -> bool:

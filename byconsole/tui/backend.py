@@ -354,6 +354,7 @@ class RedisBackend:
         async for outcome in self.manager.rolling_restart(
             request.agent_type,
             instance_id=request.instance_id,
+            max_unavailable=request.max_unavailable,
             reason=request.reason,
             timeout=ROLLING_STEP_TIMEOUT,
         ):

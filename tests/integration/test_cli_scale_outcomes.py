@@ -70,3 +70,21 @@ async def test_scale_plan_says_a_drained_slot_stays_empty_and_restart_replaces(
         assert "not rebuilt" not in up.out
     finally:
         await chat.stop()
+
+
+async def test_type_stop_of_a_type_only_by_framework_serves_is_refused_like_scale(
+    redis: Redis, redis_url: str, tmp_path: Path
+) -> None:
+    env = cli_env(redis_url, tmp_path)
+    await _by_framework_worker(redis, "bf-1", "legacy")
+    scale = await asyncio.to_thread(run, ["scale", "legacy", "0"], env)
+    stop = await asyncio.to_thread(run, ["type", "stop", "legacy", "--wait"], env)
+    assert stop.code == 1, stop.out
+    assert "nothing can scale legacy" in stop.err and "bf-1" in stop.err
+    end = "no worker_runtime instance serves it"
+    sentence = "nothing can scale" + stop.err.split("nothing can scale", 1)[1].split(end)[0] + end
+    assert sentence in scale.err  # the same sentence as scale's refusal
+    assert "stopped" not in stop.out + stop.err
+    assert await redis.hget(K.scale_targets, "legacy") is None  # nothing written
+    audited = await redis.xrange(K.audit_stream)
+    assert not audited

@@ -292,5 +292,75 @@ async def test_scale_says_a_drained_slot_stays_empty_and_nothing_scales_a_by_fra
             assert "by-framework" in toast and "bf-1" in toast
             assert not isinstance(app.screen, CountScreen)
             assert await redis.hget(KEYS.scale_targets, "legacy") is None
+
+            # K (stop) on it is scale legacy 0: refused with the same sentence.
+            app.clear_notifications()
+            await pilot.press("K")
+            await until(pilot, lambda: any("nothing can scale legacy" in t for t in _toasts(app)))
+            assert next(t for t in _toasts(app) if "nothing can scale legacy" in t) == toast
+            assert not isinstance(app.screen, ConfirmScreen)
+            assert await redis.hget(KEYS.scale_targets, "legacy") is None
+    finally:
+        await instance.stop()
+
+
+class _RecordingBackend(RedisBackend):
+    """The live backend, keeping what each rolling restart was asked and yielded."""
+
+    def __init__(self, settings: RedisSettings) -> None:
+        super().__init__(settings)
+        self.asked: list[int] = []
+        self.events: list[tuple[str, str]] = []
+
+    async def rolling_restart(self, request: Any) -> Any:
+        self.asked.append(request.max_unavailable)
+        async for outcome in super().rolling_restart(request):
+            self.events.append((outcome.worker_id, outcome.state.value))
+            yield outcome
+
+
+async def test_t_asks_for_max_unavailable_refuses_bad_values_and_rolls_that_many_at_once(
+    redis_url: str,
+) -> None:
+    settings = RedisSettings(url=redis_url)
+    instance = make_instance(settings, _noop, ["mu"], "mu-a", replicas=2)
+    await instance.start()
+    try:
+        before = set(instance.worker_ids)
+        backend = _RecordingBackend(settings)
+        app = ConsoleApp(backend, refresh=0.2)
+        async with app.run_test(size=(120, 40), notifications=True) as pilot:
+            await until(pilot, lambda: app.main_screen.workers_view.table.row_count == 2)
+            await _on_types(app, pilot, "mu")
+            await pilot.press("t")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            screen = app.screen
+            field = screen.query_one("#max-unavailable", Input)
+            assert field.value == "1"
+            for bad, why in (
+                ("0", "a whole number of 1 or more"),
+                ("x", "a whole number of 1 or more"),
+                ("3", "exceeds the largest instance's 2 replica(s)"),
+            ):
+                field.value = bad
+                screen.query_one("#confirm").press()  # type: ignore[attr-defined]
+                await pilot.pause()
+                assert app.screen is screen  # stays in the dialog
+                error = _text(app, "#max-unavailable-error")
+                assert why in error and "\n" not in error
+            field.focus()
+            field.value = ""
+            await pilot.press("2", "enter")  # typed, Enter moves on to the reason
+            assert not _text(app, "#max-unavailable-error")
+            screen.query_one("#confirm").press()  # type: ignore[attr-defined]
+            await until(pilot, lambda: bool(app.main_screen.query(RestartProgress)))
+            panel = app.main_screen.query_one(RestartProgress)
+            await until(pilot, lambda: panel.ended is not None, timeout=40)
+            assert panel.ended == "done" and panel.progress.replaced == 2
+            assert backend.asked == [2]
+            # Both replicas of the one instance were sent before either was replaced.
+            states = [state for _, state in backend.events]
+            assert states[:2] == ["sent", "sent"], backend.events
+            assert set(instance.worker_ids).isdisjoint(before)
     finally:
         await instance.stop()

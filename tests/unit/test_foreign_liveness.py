@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from byconsole.outcomes import DRAIN_AS_EVICT, action_warning, denied_text
-from worker_runtime.models import AdminState, Lease, Status
+from worker_runtime.models import AdminState, ForceEvict, Lease, Status
 from worker_runtime.verdicts import derive_status, foreign_lease_ttl
 
 NOW = 1_000_000_000
@@ -50,9 +50,9 @@ def test_seed_002_shape_is_judged_by_its_90_s_ttl_and_30_s_beat() -> None:
 
 
 def test_force_and_drain_warnings_follow_the_targets_runtime() -> None:
-    ours = action_warning("force-evict", ["worker_runtime"])
+    ours = action_warning("force-evict", ["worker_runtime"], [ForceEvict.CANCELS])
     assert "cancels its running tasks" in ours and "TypeScript" not in ours
-    theirs = action_warning("force-evict", ["by-framework"])
+    theirs = action_warning("force-evict", ["by-framework"], [ForceEvict.PER_SDK])
     assert "TypeScript SDK ignores force" in theirs and "cancels its running" not in theirs
     assert DRAIN_AS_EVICT in action_warning("drain", ["by-framework", "worker_runtime"])
     assert action_warning("drain", ["worker_runtime"]) == ""

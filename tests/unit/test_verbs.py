@@ -41,7 +41,15 @@ from worker_runtime.admin import (
     verdict_of,
     verdict_sentence,
 )
-from worker_runtime.models import VERDICT_SENTENCES, AdminAction, AdminState, Lifecycle, Verdict
+from worker_runtime.models import (
+    VERDICT_SENTENCES,
+    AdminAction,
+    AdminState,
+    ForceEvict,
+    Lease,
+    Lifecycle,
+    Verdict,
+)
 from worker_runtime.restarts import RestartResult
 from worker_runtime.type_config import ConfigChange
 
@@ -154,7 +162,8 @@ def test_a_front_end_that_forgets_a_verb_fails_here() -> None:
 
 def test_the_console_warns_with_the_tables_text_by_the_targets_runtimes() -> None:
     force = verb(AdminAction.FORCE_EVICT)
-    ours, theirs = force.warning_for(["worker_runtime"]), force.warning_for(["by-framework"])
+    ours = force.warning_for(["worker_runtime"], [ForceEvict.CANCELS])
+    theirs = force.warning_for(["by-framework"], [ForceEvict.PER_SDK])
     assert "cancels" in ours and "TypeScript SDK ignores force" in theirs
     assert verb(AdminAction.EVICT).warning_for(["worker_runtime"]).startswith("Leaves routing")
     assert "no drain" in verb(AdminAction.DRAIN).warning_for(["by-framework"])
@@ -357,3 +366,32 @@ def test_every_form_reaches_both_front_ends_and_writes_verbs_of_the_table() -> N
     assert STOP.writes_for("replica") is AdminAction.DRAIN
     assert STOP.writes_for("type") is AdminAction.SCALE
     assert "scale T 0" in STOP.warning
+
+
+def test_the_force_evict_warning_follows_the_workers_capability_not_its_runtime_name() -> None:
+    """The lease says what a forced eviction does with running tasks (read once, into
+    the view); the warning reads that, whatever the runtime is called."""
+    from worker_runtime.views import build_worker_view
+
+    ours = Lease.parse({"worker_id": "w", "instance_id": "i", "capabilities": ["confirm"]})
+    theirs = Lease.parse({"version": 1, "token": "t", "last_seen": 1, "ip_address": "10.0.0.9"})
+    assert ours.on_force_evict is ForceEvict.CANCELS
+    assert theirs.on_force_evict is ForceEvict.PER_SDK
+    now = 2
+    views = {
+        wid: build_worker_view(wid, lease, AdminState(), ["chat"], [], now, ttl_ms=10_000)
+        for wid, lease in (("ours", ours), ("theirs", theirs), ("gone", None))
+    }
+    assert views["ours"].force_evict is ForceEvict.CANCELS
+    assert views["theirs"].force_evict is ForceEvict.PER_SDK
+    assert views["gone"].force_evict is None
+    force = verb(AdminAction.FORCE_EVICT)
+    cancels = force.warning_for(["by-framework"], [ForceEvict.CANCELS])
+    assert "cancels its running tasks" in cancels and "may not cancel" not in cancels
+    per_sdk = force.warning_for(["worker_runtime"], [ForceEvict.PER_SDK])
+    assert "may not cancel its running tasks" in per_sdk and "Python SDK only skips" in per_sdk
+    assert "cancels its running tasks" not in per_sdk
+    offline = force.warning_for([None], [None])
+    assert "exits when it next starts" in offline and "running tasks" not in offline
+    every = force.warning_for(ALL_RUNTIMES)  # --help: every kind
+    assert "cancels its running" in every and "may not cancel" in every

@@ -10,10 +10,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Input, Static
 
 from byconsole.text import safe_text
 from byconsole.tui.widgets.ordered_input import OrderedInput
+from byconsole.verbs import MAX_UNAVAILABLE_HELP, check_max_unavailable
 
 MAX_LISTED = 6
 
@@ -66,6 +67,7 @@ class ConfirmScreen(ModalScreen[str | None]):
             yield Static(Text(listed), id="dialog-targets")
             if self.warning:
                 yield Static(Text(self.warning), id="dialog-warning")
+            yield from self.fields()
             # No select-on-focus: the first key typed moves focus here, and a selection
             # would let the second key replace the first. Enter moves to the confirm
             # button at once, so an Enter typed right behind it presses the button.
@@ -88,6 +90,15 @@ class ConfirmScreen(ModalScreen[str | None]):
                     self.verb, id="confirm", variant="error" if self.destructive else "warning"
                 )
 
+    def fields(self) -> ComposeResult:
+        """Fields the action needs besides the reason (a subclass adds them)."""
+        yield from ()
+
+    def check(self) -> bool:
+        """Whether :meth:`fields` hold what the action needs; a subclass that says no
+        shows why and keeps the dialog open."""
+        return True
+
     def on_mount(self) -> None:
         """Default to Cancel."""
         self.cancel_button.focus()
@@ -99,9 +110,53 @@ class ConfirmScreen(ModalScreen[str | None]):
 
     @on(Button.Pressed, "#confirm")
     def _confirmed(self) -> None:
-        self.dismiss(self.reason_input.value.strip())
+        if self.check():
+            self.dismiss(self.reason_input.value.strip())
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
         """Close without acting."""
         self.dismiss(None)
+
+
+class RollingConfirmScreen(ConfirmScreen):
+    """A rolling restart's confirmation, which also asks how many replicas of one
+    instance restart at a time (README, "Restart, stop and pinned calls").
+
+    Confirmed only with a whole number from 1 to ``largest`` (the replicas of the
+    largest instance it rolls); anything else says why in one line and stays open.
+    :attr:`max_unavailable` holds the accepted value once dismissed.
+    """
+
+    def __init__(
+        self, verb: str, targets: Sequence[str], *, largest: int, warning: str = ""
+    ) -> None:
+        super().__init__(verb, targets, warning=warning, destructive=True)
+        self.largest = max(1, largest)
+        self.max_unavailable = 1
+
+    def fields(self) -> ComposeResult:
+        """The max-unavailable field (default 1) and its one-line reason when refused."""
+        yield Static(
+            Text(f"{MAX_UNAVAILABLE_HELP}: 1 to {self.largest}"), id="max-unavailable-label"
+        )
+        yield OrderedInput(value="1", id="max-unavailable", select_on_focus=False)
+        yield Static("", id="max-unavailable-error")
+
+    def check(self) -> bool:
+        """Accept the field's value, or show why not and focus it."""
+        field = self.query_one("#max-unavailable", Input)
+        error = self.query_one("#max-unavailable-error", Static)
+        try:
+            self.max_unavailable = check_max_unavailable(field.value, self.largest)
+        except ValueError as exc:
+            error.update(Text(safe_text(str(exc), 120)))
+            self.set_focus(field)
+            return False
+        error.update("")
+        return True
+
+    @on(Input.Submitted, "#max-unavailable")
+    def _max_entered(self) -> None:
+        if self.check():
+            self.set_focus(self.reason_input)

@@ -11,6 +11,7 @@ Action keys run as: key -> prompts/confirmation (modal screens, awaited in a wor
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 
 from rich.text import Text
@@ -37,7 +38,7 @@ from byconsole.tui.actions import (
     form_binding,
     verb_binding,
 )
-from byconsole.tui.screens.confirm import ConfirmScreen
+from byconsole.tui.screens.confirm import ConfirmScreen, RollingConfirmScreen
 from byconsole.tui.screens.detail import DetailLoader, DetailScreen
 from byconsole.tui.screens.find import FindLoaders, FindPromptScreen, FindScreen
 from byconsole.tui.screens.help import HelpScreen
@@ -659,13 +660,24 @@ class OperatorScreen(MonitorScreen):
                 [w.runtime for w in self.workers_view.workers_by_id(ids)]
             )
         )
-        reason = await self.app.push_screen_wait(
-            ConfirmScreen(f"Restart {what}{where}", ids, warning=warning, destructive=True)
+        per_instance = Counter(
+            w.instance_id for w in self.workers_view.workers_by_id(ids) if w.instance_id
         )
+        dialog = RollingConfirmScreen(
+            f"Restart {what}{where}",
+            ids,
+            largest=max(per_instance.values(), default=1),
+            warning=warning,
+        )
+        reason = await self.app.push_screen_wait(dialog)
         if reason is None:
             return None
         return ActionRequest(
-            Action.RESTART, agent_type=agent_type, instance_id=instance_id, reason=reason or None
+            Action.RESTART,
+            agent_type=agent_type,
+            instance_id=instance_id,
+            reason=reason or None,
+            max_unavailable=dialog.max_unavailable,
         )
 
     def _config_request(self) -> ActionRequest | None:
@@ -706,6 +718,13 @@ class OperatorScreen(MonitorScreen):
                 self.notify("No type selected.", severity="warning")
                 return None
             agent_type, instance_id = selected
+            nothing_scales = (
+                unscalable(self.snapshot, selected[0], instance_id) if self.snapshot else None
+            )
+            if nothing_scales:
+                # Stopping a type is scale T 0, which nothing here would run.
+                self.notify(nothing_scales, severity="warning", markup=False, timeout=10)
+                return None
             scope = "instance" if instance_id else "type"
             targets = self.replicas_of(agent_type, instance_id) or [selected[0]]
             where = f"on {safe_text(instance_id, 40)}" if instance_id else "fleet-wide"
@@ -760,9 +779,11 @@ class OperatorScreen(MonitorScreen):
         reason: str | None = None
         if spec.destructive or len(ids) > 1:
             verb = spec.label if agent_type is None else f"{spec.label} {agent_type} for"
-            # By what each target runs (a forced eviction is ignored by one runtime).
-            runtimes = [w.runtime for w in self.workers_view.workers_by_id(ids)]
-            warning = spec.verb.warning_for(runtimes)
+            # By what each target's lease says (a forced eviction cancels on some only).
+            targets = self.workers_view.workers_by_id(ids)
+            warning = spec.verb.warning_for(
+                [w.runtime for w in targets], [w.force_evict for w in targets]
+            )
             reason = await self.app.push_screen_wait(
                 ConfirmScreen(
                     safe_text(verb, 60),
