@@ -17,7 +17,7 @@ from worker_runtime.admin import WorkerManager
 from worker_runtime.connection import create_redis
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import CONSUMER_GROUP, Keys
-from worker_runtime.models import Lease, MetricsPoint, Status, now_ms
+from worker_runtime.models import Lease, MetricsPoint, Status, cut_text, now_ms
 from worker_runtime.settings import RedisSettings, load
 from worker_runtime.snapshot import CommandState
 
@@ -262,7 +262,10 @@ async def test_hostile_strings_are_kept_as_data(backend: Backend) -> None:
         hostile,
         [hostile],
     )
-    assert by_id["big"].hostname is None and by_id["big"].app_version == "1"  # oversize dropped
+    # An oversize field is cut with a marker saying how much was stored, never blanked.
+    big = by_id["big"]
+    assert big.hostname == cut_text("h" * 1_000_000) and big.app_version == "1"
+    assert big.hostname.endswith("… [1,000,000 chars, cut]") and len(big.hostname) < 5_000
     assert by_id["bytes"].lease_valid is False
     assert hostile in [t.name for t in snap.types]
     json.dumps(snap.model_dump(mode="json"))
