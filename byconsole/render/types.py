@@ -32,6 +32,9 @@ UNREGISTERED_SHORT = " (unreg)"
 MAX_IDS = 3
 """Worker ids the routable cell names before ``+N``."""
 
+DENIED_LIMIT = 2000
+"""Characters of the denylist cell (every id, whole, in all but hostile cases)."""
+
 COLUMNS: tuple[ColumnSpec, ...] = (
     ColumnSpec("type", "type", role="name", cut=32),
     ColumnSpec("depth", "depth", 0, "right", role="backlog"),
@@ -146,7 +149,7 @@ def fields(view: TypeView, now: int | None = None) -> TypeRow:
         routable=ids_text(view.workers),
         undelivered=str(view.undelivered),
         pending=str(view.pending),
-        denied=clean(denied_text(view.denied, view.denied_routable), 2000) or DASH,
+        denied=clean(denied_text(view.denied, view.denied_routable), DENIED_LIMIT) or DASH,
         overrides=overrides or DASH,
         flags=frozenset(flags),
     )

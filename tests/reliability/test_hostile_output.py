@@ -18,6 +18,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from byconsole.render.types import DENIED_LIMIT
 from byconsole.render.workers import REASON_WIDTH
 from byconsole.text import safe_text
 from tests.integration.cli_helpers import BYCONSOLE, cli_env
@@ -126,7 +127,7 @@ async def test_snapshot_table_shows_every_field_literally(
         assert safe_text(value, width) in table, field
     assert safe_text(LONG_ID, 80) in table  # the 10 kB id, cut with an ellipsis
     assert safe_text(TYPE, 80) in table
-    assert safe_text(LONG_ID, 200) in table  # in the type's denylist column
+    assert safe_text(LONG_ID, DENIED_LIMIT) in table  # in the type's denylist column
     assert safe_text(FIELDS["instance_id"][0], 80) in table  # instances table and leader
     assert "\\x1b]52;c;cHduZWQ=\\x07" in table and "\\u202e" in table and "\\u200b" in table
 
