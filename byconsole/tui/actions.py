@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from byconsole.text import safe_text
 from byconsole.verbs import FORMS, VERBS, Args, Form, Verb
 from worker_runtime.admin import WaitOutcome, verdict_sentence
 from worker_runtime.models import AdminAction, Verdict
@@ -328,7 +329,8 @@ class ActionOutcome:
         :attr:`verdict` (what the write alone says, before any wait)."""
         verdict = self.verdict if verdict is None else verdict
         if verdict is Verdict.SUPERSEDED:
-            return self.superseded or ""
+            # Another operator's text: cut and made safe, as the CLI prints it.
+            return safe_text(self.superseded or "", 200)
         waited = WaitOutcome(self.latency) if verdict is Verdict.APPLIED else None
         return verdict_sentence(
             verdict, self.result, waited, timeout, self.error or "", wait_hint=False
