@@ -305,8 +305,10 @@ def verdict_sentence(
     waited: WaitOutcome | None = None,
     timeout: float = 0.0,
     error: str = "",
+    wait_hint: bool = True,
 ) -> str:
-    """:data:`VERDICT_SENTENCES`'s sentence for ``verdict``, its fields filled in."""
+    """:data:`VERDICT_SENTENCES`'s sentence for ``verdict``, its fields filled in: the
+    CLI's line and the console's toast (``wait_hint=False``: it always waits)."""
     listed = result is not None and result.action in (AdminAction.DENY, AdminAction.ALLOW)
     template = LISTED_AT_BEAT if verdict is Verdict.UNCONFIRMABLE and listed else None
     latency = waited.latency if waited and waited.latency is not None else None
@@ -320,6 +322,7 @@ def verdict_sentence(
         superseded=(waited.superseded_line if waited else None) or "",
         error=error,
         template=template,
+        wait_hint=wait_hint,
     )
 
 

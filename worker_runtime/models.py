@@ -978,17 +978,24 @@ class Verdict(StrEnum):
 
 VERDICT_SENTENCES: dict[Verdict, str] = {
     Verdict.APPLIED: "applied by the worker{in_latency}",
-    Verdict.PENDING: "pending until the worker confirms (within one heartbeat; --wait to wait)",
+    Verdict.PENDING: "pending until the worker confirms within one heartbeat{wait_hint}",
     Verdict.TIMEOUT: "not confirmed by the worker within {timeout:g} s",
     Verdict.OFFLINE: "the worker is offline: it applies this state when it starts",
-    Verdict.SENT: "sent; confirmed when the worker exits and drops its lease (--wait to wait)",
+    Verdict.SENT: "sent; confirmed when the worker exits and drops its lease{wait_hint}",
     Verdict.UNCONFIRMABLE: "sent; a {runtime} worker cannot confirm it (it applies pushes at once)",
     Verdict.SUPERSEDED: "{superseded}",
     Verdict.FAILED: "not written: {error}",
     Verdict.REFUSED: "refused: {error}",
 }
 """One sentence per verdict (``str.format`` fields: in_latency, timeout, runtime,
-superseded, error); :func:`verdict_text` fills them in."""
+superseded, error, wait_hint); :func:`verdict_text` fills them in."""
+
+WAIT_HINTS: dict[Verdict, str] = {
+    Verdict.PENDING: " (--wait to wait)",
+    Verdict.SENT: " (--wait to wait)",
+}
+"""What a CLI operator can do about a command not yet confirmed (the ``wait_hint``
+field); the console always waits, so its toasts leave it out."""
 
 
 def verdict_text(
@@ -1000,13 +1007,14 @@ def verdict_text(
     superseded: str = "",
     error: str = "",
     template: str | None = None,
+    wait_hint: bool = True,
 ) -> str:
     """:data:`VERDICT_SENTENCES`'s sentence for ``verdict`` (or ``template``), filled in.
 
     What the operator is told of a command, whether a wait just measured it (the CLI,
     the console's toast) or a snapshot shows it (the ``cmd`` column, the legend): the
     latency is left out when unknown, an unnamed runtime is by-framework's (the one
-    that cannot confirm).
+    that cannot confirm); ``wait_hint=False`` leaves out :data:`WAIT_HINTS`.
     """
     text = VERDICT_SENTENCES[verdict] if template is None else template
     return text.format(
@@ -1015,4 +1023,5 @@ def verdict_text(
         runtime=runtime or "by-framework",
         superseded=superseded,
         error=error,
+        wait_hint=WAIT_HINTS.get(verdict, "") if wait_hint else "",
     )

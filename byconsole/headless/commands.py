@@ -217,7 +217,8 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
     try:
         result = await manager.apply(action, wid, reason=reason)
     except UnsupportedCommandError as exc:  # a drain its runtime cannot take
-        raise RefusedError(str(exc)) from None
+        # The verdict's sentence: the console's toast for the same refusal.
+        raise RefusedError(verdict_sentence(Verdict.REFUSED, error=str(exc))) from None
     assert isinstance(result, ActionResult)  # a worker verb writes one worker
     description = f"{result.action} {shown}"
     if result.requested is not None:

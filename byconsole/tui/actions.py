@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from byconsole.text import safe_text
 from byconsole.verbs import FORMS, VERBS, Args, Form, Verb
+from worker_runtime.admin import WaitOutcome, verdict_sentence
 from worker_runtime.models import AdminAction, Verdict
 
 if TYPE_CHECKING:  # the result is only held here; the backend writes it
@@ -267,6 +269,8 @@ class ActionOutcome:
         later: the write still waiting for Redis when the action's deadline came (Redis
             silent: frozen, partitioned); it ends with this target's real outcome, which
             the console reports when it comes. Its outcome is ``timeout`` meanwhile.
+        refused: nothing was written because the target cannot take it (an unknown
+            worker, a verb its runtime lacks): ``refused``, not ``failed``.
     """
 
     target: str
@@ -280,6 +284,7 @@ class ActionOutcome:
     superseded: str | None = None
     restart: RestartResult | None = None
     later: asyncio.Task[ActionOutcome] | None = field(default=None, compare=False)
+    refused: bool = False
 
     @property
     def online(self) -> bool:
@@ -303,7 +308,9 @@ class ActionOutcome:
         An entry action (no result) is done when written: no worker takes part.
         """
         if not self.sent:
-            return Verdict.TIMEOUT if self.later is not None else Verdict.FAILED
+            if self.later is not None:
+                return Verdict.TIMEOUT
+            return Verdict.REFUSED if self.refused else Verdict.FAILED
         if self.restart is not None:  # applied only once a replacement holds a lease
             return Verdict.APPLIED if self.latency is not None else Verdict.TIMEOUT
         if self.result is None or self.latency is not None:
@@ -315,3 +322,16 @@ class ActionOutcome:
         if not self.confirmable:
             return Verdict.UNCONFIRMABLE
         return Verdict.TIMEOUT
+
+    def sentence(self, timeout: float = 0.0, verdict: Verdict | None = None) -> str:
+        """The verdict's one sentence, the words the CLI prints for the same outcome
+        (:func:`~worker_runtime.admin.verdict_sentence`); ``verdict``: another than
+        :attr:`verdict` (what the write alone says, before any wait)."""
+        verdict = self.verdict if verdict is None else verdict
+        if verdict is Verdict.SUPERSEDED:
+            # Another operator's text: cut and made safe, as the CLI prints it.
+            return safe_text(self.superseded or "", 200)
+        waited = WaitOutcome(self.latency) if verdict is Verdict.APPLIED else None
+        return verdict_sentence(
+            verdict, self.result, waited, timeout, self.error or "", wait_hint=False
+        )

@@ -55,6 +55,7 @@ from byconsole.tui.widgets.ordered_input import (
 )
 from byconsole.tui.widgets.restart_progress import RestartProgress
 from byconsole.web.identity import web_role, web_user
+from worker_runtime.admin import verdict_of
 from worker_runtime.dead_letters import DeadLetter
 from worker_runtime.lookup import LookupResult, SessionTimeline
 from worker_runtime.models import Verdict
@@ -380,7 +381,7 @@ class ConsoleApp(App[int]):
         failed = [o for o in outcomes if not o.sent and o.later is None]
         sent = [o for o in outcomes if o.sent]
         if failed:
-            lines = "\n".join(f"{safe_text(o.target, 40)}: {o.error}" for o in failed[:5])
+            lines = "\n".join(f"{safe_text(o.target, 40)}: {o.sentence()}" for o in failed[:5])
             self.notify(f"{label} failed:\n{lines}", severity="error", markup=False, timeout=8)
         self._report_unanswered(label, outcomes)
         # An entry action, or a type action no live worker can confirm: its note.
@@ -422,7 +423,7 @@ class ConsoleApp(App[int]):
                     timeout=4,
                 )
             else:
-                self.notify(f"{label} sent to {_names(sent)}", markup=False, timeout=3)
+                self._report_written(label, sent)
             self.request_poll()
             confirmed = await asyncio.gather(
                 *(self.backend.confirm(o, CONFIRM_TIMEOUT) for o in sent)
@@ -487,7 +488,7 @@ class ConsoleApp(App[int]):
         after = f"{time.monotonic() - started + self.backend_deadline:.0f}"
         if not done.sent:
             self.notify(
-                f"{label} {target} failed after {after} s: {done.error}",
+                f"{label} {target} failed after {after} s: {done.sentence()}",
                 severity="error",
                 markup=False,
                 timeout=8,
@@ -540,6 +541,21 @@ class ConsoleApp(App[int]):
             timeout=10 if failed else 6,
         )
 
+    def _report_written(self, label: str, sent: list[ActionOutcome]) -> None:
+        """What the writes alone say of the targets the console now waits for, in the
+        CLI's words without ``--wait`` (``pending until the worker confirms …``, an
+        eviction's ``sent; confirmed when …``); the others are told once, by
+        :meth:`_report_confirmations`."""
+        said: dict[str, list[ActionOutcome]] = {}
+        for o in sent:
+            if o.result is None:
+                continue
+            verdict = verdict_of(o.result, None)
+            if verdict in (Verdict.PENDING, Verdict.SENT):
+                said.setdefault(o.sentence(verdict=verdict), []).append(o)
+        for sentence, same in said.items():
+            self.notify(f"{label} {_names(same)}: {sentence}", markup=False, timeout=3)
+
     def _report_confirmations(self, label: str, outcomes: list[ActionOutcome]) -> None:
         scaled = [o for o in outcomes if o.command == "scale"]
         for o in scaled:
@@ -566,27 +582,14 @@ class ConsoleApp(App[int]):
         by_verdict: dict[Verdict, list[ActionOutcome]] = {v: [] for v in Verdict}
         for o in outcomes:
             by_verdict[o.verdict].append(o)
-        applied = by_verdict[Verdict.APPLIED]
-        offline = by_verdict[Verdict.OFFLINE]
-        overtaken = by_verdict[Verdict.SUPERSEDED]
-        waiting = by_verdict[Verdict.TIMEOUT]
-        unconfirmable = by_verdict[Verdict.UNCONFIRMABLE]
+        applied = by_verdict.pop(Verdict.APPLIED)
+        waiting = by_verdict.pop(Verdict.TIMEOUT)
         if applied:
-            worst = max(o.latency or 0.0 for o in applied)
-            self.notify(
-                f"{label} applied by {_names(applied)} in {worst * 1000:.0f} ms",
-                markup=False,
-                timeout=5,
-            )
-        if offline:
-            self.notify(
-                f"{_names(offline)} offline: the {label.lower()} applies when it starts",
-                severity="warning",
-                markup=False,
-                timeout=6,
-            )
+            slowest = max(applied, key=lambda o: o.latency or 0.0)
+            self.notify(f"{label} {_names(applied)}: {slowest.sentence()}", markup=False, timeout=5)
+        unconfirmable = by_verdict[Verdict.UNCONFIRMABLE]
         denylisted = [o for o in unconfirmable if o.command in _TYPE_VERBS]
-        unconfirmable = [o for o in unconfirmable if o.command not in _TYPE_VERBS]
+        by_verdict[Verdict.UNCONFIRMABLE] = [o for o in unconfirmable if o not in denylisted]
         if denylisted:
             self.notify(
                 f"{label}: {_names(denylisted)} (by-framework) cannot apply a pause; done "
@@ -595,52 +598,33 @@ class ConsoleApp(App[int]):
                 markup=False,
                 timeout=8,
             )
-        for o in overtaken:
+        for verdict, group in by_verdict.items():
+            # The CLI's sentence for each; targets told apart only where it differs.
+            said: dict[str, list[ActionOutcome]] = {}
+            for o in group:
+                said.setdefault(o.sentence(), []).append(o)
+            for sentence, same in said.items():
+                warn = verdict in (Verdict.OFFLINE, Verdict.SUPERSEDED)
+                self.notify(
+                    f"{label} {_names(same)}: {sentence}",
+                    severity="warning" if warn else "information",
+                    markup=False,
+                    timeout=8 if warn else 6,
+                )
+        told: dict[tuple[str, bool], list[ActionOutcome]] = {}
+        for o in waiting:
+            # How far it got, as the CLI's --wait says it (``applied · finishing 3``:
+            # the worker applied the eviction and exits once its tasks finish).
+            detail = o.error or o.note
+            text = o.sentence(CONFIRM_TIMEOUT) + (f" ({detail})" if detail else "")
+            if "finishing" in o.note:
+                text += " — it exits once they finish"
+            finishing = o.note.startswith("applied") and not o.error
+            told.setdefault((text, finishing), []).append(o)
+        for (text, finishing), same in told.items():
             self.notify(
-                f"{label} {safe_text(o.target, 40)} not applied: {o.superseded}",
-                severity="warning",
-                markup=False,
-                timeout=8,
-            )
-        listed = [o for o in unconfirmable if o.command in ("deny", "allow")]
-        unconfirmable = [o for o in unconfirmable if o.command not in ("deny", "allow")]
-        if listed:
-            # by-framework reads its denylist at each heartbeat; nothing is pushed to it.
-            self.notify(
-                f"{label} written for {_names(listed)}: by-framework workers apply it at "
-                "their next heartbeat and never confirm (unconfirmable)",
-                markup=False,
-                timeout=6,
-            )
-        if unconfirmable:
-            self.notify(
-                f"{label} sent to {_names(unconfirmable)}: applied at once by push, but "
-                "by-framework workers never confirm (unconfirmable)",
-                markup=False,
-                timeout=6,
-            )
-        finishing = [o for o in waiting if o.note.startswith("applied") and not o.error]
-        waiting = [o for o in waiting if o not in finishing]
-        for o in finishing:
-            # The worker applied the eviction; its tasks still run (it exits after them).
-            self.notify(
-                f"{label} {safe_text(o.target, 40)}: {o.note}"
-                + (" (it exits once they finish)" if "finishing" in o.note else ""),
-                markup=False,
-                timeout=8,
-            )
-        if waiting:
-            errors = {o.error for o in waiting if o.error}
-            errors |= {
-                o.note.removeprefix("pending: ")
-                for o in waiting
-                if o.note.startswith("pending") and not o.error
-            }
-            why = f" ({'; '.join(sorted(errors))})" if errors else ""
-            self.notify(
-                f"{label} not confirmed by {_names(waiting)} within "
-                f"{CONFIRM_TIMEOUT:.0f} s: still pending{why}",
-                severity="warning",
+                f"{label} {_names(same)}: {text}",
+                severity="information" if finishing else "warning",
                 markup=False,
                 timeout=8,
             )

@@ -329,7 +329,9 @@ class RedisBackend:
         try:
             result = await self.manager.apply(Action.RESTART, worker_id, reason=request.reason)
         except (UnknownWorkerError, UnsupportedCommandError) as exc:
-            return ActionOutcome(worker_id, sent=False, error=safe_text(str(exc), limit=200))
+            return ActionOutcome(
+                worker_id, sent=False, error=safe_text(str(exc), limit=200), refused=True
+            )
         except _ACTION_ERRORS as exc:
             return ActionOutcome(worker_id, sent=False, error=self.describe(exc))
         assert isinstance(result, RestartResult)  # a restart writes one replica
@@ -496,9 +498,11 @@ class RedisBackend:
         except IncompleteRequestError:
             return ActionOutcome(worker_id, sent=False, error="incomplete request")
         except UnknownWorkerError:
-            return ActionOutcome(worker_id, sent=False, error="unknown worker")
+            return ActionOutcome(worker_id, sent=False, error="unknown worker", refused=True)
         except UnsupportedCommandError as exc:  # drain to a by-framework worker
-            return ActionOutcome(worker_id, sent=False, error=safe_text(str(exc), limit=160))
+            return ActionOutcome(
+                worker_id, sent=False, error=safe_text(str(exc), limit=160), refused=True
+            )
         except _ACTION_ERRORS as exc:
             return ActionOutcome(worker_id, sent=False, error=self.describe(exc))
         return ActionOutcome(worker_id, sent=True, result=result, agent_type=request.agent_type)

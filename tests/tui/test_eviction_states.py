@@ -114,7 +114,10 @@ async def test_force_evict_of_a_runtime_that_may_not_cancel_is_applied_only_once
         assert "TypeScript SDK ignores force" in screen.warning
         assert "still owns" in screen.warning
         screen.query_one("#confirm", Button).press()
-        await until(pilot, lambda: any("sent to bf-1" in t for t in _toasts(app)))
+        await until(
+            pilot,
+            lambda: any("bf-1: sent; confirmed when the worker exits" in t for t in _toasts(app)),
+        )
         # It drops its lease but its tasks run on: not applied while it owns them.
         await redis.delete(KEYS.worker_online("bf-1"))
 

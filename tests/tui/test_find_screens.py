@@ -212,6 +212,37 @@ async def test_keys_typed_fast_after_g_are_not_lost() -> None:
         assert screen.lookup_id == TASK
 
 
+async def test_backspace_and_a_character_in_one_read_in_the_find_prompt() -> None:
+    # ``tmux send-keys BSpace a``: both keys in one read; the Backspace acts first.
+    app = _app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _loaded(pilot)
+        await pilot.press("g")
+        await until(pilot, lambda: isinstance(app.screen, FindPromptScreen))
+        prompt = app.screen
+        assert isinstance(prompt, FindPromptScreen)
+        await until(pilot, lambda: prompt.focused is prompt.id_input)
+        await pilot.press(*"task-7f3b")
+        _type_fast(app, ["backspace", "a"])
+        await pilot.pause(0.2)
+        assert prompt.id_input.value == TASK
+        _type_fast(app, ["backspace", "backspace", "3", "b", "left", "a", "right", "backspace"])
+        await pilot.pause(0.2)
+        assert prompt.id_input.value == TASK
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, FindScreen))
+        assert getattr(app.screen, "lookup_id", None) == TASK
+
+
+async def test_a_backspace_typed_before_the_find_prompt_is_up_keeps_its_place() -> None:
+    app = _app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _loaded(pilot)
+        _type_fast(app, ["g", *"task-7f3b", "backspace", "a", "enter"])
+        await until(pilot, lambda: isinstance(app.screen, FindScreen))
+        assert getattr(app.screen, "lookup_id", None) == TASK
+
+
 async def test_an_unknown_id_says_so() -> None:
     app = _app()
     async with app.run_test(size=(120, 36)) as pilot:

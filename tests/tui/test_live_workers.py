@@ -43,7 +43,10 @@ async def test_suspend_then_drain_a_live_worker(backend: Backend) -> None:
             await until(pilot, lambda: table.get_cell(first, "cmd").plain == "applied")
             assert table.get_cell(first, "lifecycle").plain == "suspended"
             await until(
-                pilot, lambda: any(f"Suspend applied by {first} in" in t for t in _toasts(app))
+                pilot,
+                lambda: any(
+                    f"Suspend {first}: applied by the worker in" in t for t in _toasts(app)
+                ),
             )
             lease = await redis.get(keys.worker_online(first))
             assert lease is not None and '"lifecycle":"suspended"' in lease

@@ -457,9 +457,10 @@ async def test_deny_toast_names_the_type(redis_url: str) -> None:
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             app.screen.query_one("#confirm", Button).press()
             await until(
-                pilot, lambda: any(f"Deny embed applied by {wid}" in t for t in _toasts(app))
+                pilot,
+                lambda: any(f"Deny embed {wid}: applied by the worker" in t for t in _toasts(app)),
             )
-            assert any("Deny embed sent to" in t for t in _toasts(app))
+            assert any(f"Deny embed {wid}: pending until the worker" in t for t in _toasts(app))
             client: Redis = Redis.from_url(redis_url, decode_responses=True)
             try:
                 assert await client.smembers(KEYS.type_denied("embed")) == {wid}

@@ -52,7 +52,8 @@ async def test_z_pauses_the_selected_type_after_a_reason_and_u_resumes_it(
             await until_async(lambda: _paused(redis))
             assert '"reason":"incident"' in (await _paused(redis))["chat"]
             await until(
-                pilot, lambda: any("Pause chat applied by tp-r0" in m for m in _messages(app))
+                pilot,
+                lambda: any("Pause chat tp-r0: applied by the worker" in m for m in _messages(app)),
             )
             await until(
                 pilot, lambda: table.get_cell("chat", "paused").plain.startswith("paused 1/1 · ")
@@ -62,7 +63,10 @@ async def test_z_pauses_the_selected_type_after_a_reason_and_u_resumes_it(
             await pilot.press("u")  # resume: not destructive, no dialog
             await until_async(lambda: _not_paused(redis))
             await until(
-                pilot, lambda: any("Resume chat applied by tp-r0" in m for m in _messages(app))
+                pilot,
+                lambda: any(
+                    "Resume chat tp-r0: applied by the worker" in m for m in _messages(app)
+                ),
             )
             await until(pilot, lambda: table.get_cell("chat", "paused").plain == DASH)
             actions = [f["action"] for _, f in await stream_entries(redis, KEYS.audit_stream)]

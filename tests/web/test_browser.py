@@ -183,13 +183,13 @@ def test_an_operator_suspends_workers_through_the_confirm_dialog(
         page.wait_for_timeout(500)
         page.evaluate("window.__screen = ''")
         page.keyboard.press("Enter")
-        _seen(page, "Suspend sent to")
+        _seen(page, "pending until the worker")
 
         def applied() -> bool:
             return all(client.hget(K.worker_admin(w), "lifecycle") == "suspended" for w in WORKERS)
 
         until(applied, timeout=30)
-        _seen(page, "Suspend applied by")
+        _seen(page, "applied by the worker")
         _shot(page, tmp_path, "web-console-operator.png")
         entries: list[Any] = client.xrange(K.audit_stream) or []
         audit = [fields for _, fields in entries]

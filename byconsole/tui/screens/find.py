@@ -21,6 +21,7 @@ from textual import events, getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
@@ -41,6 +42,7 @@ from byconsole.timeline import (
     trace_fields,
     verdict,
 )
+from byconsole.tui.widgets.ordered_input import OrderedInput
 from worker_runtime.lookup import FoundItem, ItemState, LookupResult, SessionTimeline, TraceInfo
 from worker_runtime.models import now_ms
 
@@ -212,7 +214,7 @@ class FindPromptScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     CSS_PATH = CSS_PATH
 
-    id_input = getters.query_one("#find-id", Input)
+    id_input = getters.query_one("#find-id", OrderedInput)
 
     def __init__(self) -> None:
         super().__init__()
@@ -224,7 +226,7 @@ class FindPromptScreen(ModalScreen[str | None]):
         """Title, the id input, the keys."""
         with Vertical(id="dialog"):
             yield Static(Text("Find an id", style="bold"), id="dialog-title")
-            yield Input(
+            yield OrderedInput(
                 placeholder="task, execution, message, session or trace id",
                 id="find-id",
                 select_on_focus=False,
@@ -245,7 +247,9 @@ class FindPromptScreen(ModalScreen[str | None]):
 
         Keys typed quickly are queued to the widget that had focus before the prompt
         opened; the main screen hands them over here, in the order typed. Printable
-        keys go into the id, Enter submits it, Escape cancels.
+        keys go into the id, Backspace deletes the last one, Enter submits it, Escape
+        cancels. Once the input has the focus, the app applies the keys to it as they
+        arrive (:class:`~byconsole.tui.widgets.ordered_input.OrderedInput`).
         """
         if event.key == "escape":
             self.call_later(self.action_cancel)
@@ -255,6 +259,12 @@ class FindPromptScreen(ModalScreen[str | None]):
                 self._submit(self.id_input.value)
             else:
                 self._submit_early = True
+            return True
+        if event.key == "backspace":
+            if self.is_mounted:
+                self.id_input.action_delete_left()
+            else:
+                self._early = self._early[:-1]
             return True
         if not event.is_printable or not event.character:
             return False
@@ -324,7 +334,10 @@ class _LoadingScreen(ModalScreen[None]):
         except Exception as exc:  # outage or anything else: shown, never a crash
             body = Text(f"cannot look it up: {self.describe(exc)}")
         self.body = body
-        self.content.update(body)
+        try:
+            self.content.update(body)
+        except NoMatches:  # the app is closing: its screens went while the id was read
+            return
 
     async def read(self) -> RenderableType:
         """What to show (subclasses)."""
