@@ -34,8 +34,15 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bench.common import machine, redis_client, start_redis, write_results
-from bench.interleave import ainterleave, ratio_line, stats
+from bench.common import (
+    ainterleave,
+    machine,
+    ratio_line,
+    redis_client,
+    start_redis,
+    stats,
+    write_results,
+)
 from bench.throughput import run_system
 from worker_runtime.embedded import RedisServer
 from worker_runtime.keys import Keys

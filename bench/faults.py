@@ -34,12 +34,12 @@ import sys
 import time
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -336,6 +336,44 @@ class WorkerFleet:
     def logs(self) -> str:
         """Every process log, concatenated."""
         return "\n".join(p.read_text(errors="replace") for p in sorted(self.log_dir.glob("*.log")))
+
+
+class Rig(NamedTuple):
+    """A client of one scenario's private ``redis-server``, its fleet and journal."""
+
+    redis: Redis
+    fleet: WorkerFleet
+    journal: Path
+
+
+@contextlib.asynccontextmanager
+async def fault_rig(
+    workdir: Path,
+    *,
+    processes: int,
+    prefix: str,
+    env: dict[str, str] | None = None,
+    extra_args: Sequence[str] = (),
+) -> AsyncIterator[Rig]:
+    """A fresh ``redis-server`` and a :class:`WorkerFleet` on it, every worker online.
+
+    On the way out the fleet is killed (whatever the scenario left running), the client
+    closed and the server's files removed.
+    """
+    server = RedisServer(extra_args=extra_args).start()
+    journal = workdir / "journal.txt"
+    fleet = WorkerFleet(
+        server.url, journal, workdir / "logs", processes=processes, env=env, prefix=prefix
+    )
+    redis = Redis.from_url(server.url, decode_responses=True)
+    try:
+        fleet.start()
+        await fleet.wait_online(redis, Keys())
+        yield Rig(redis, fleet, journal)
+    finally:
+        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
+        await redis.aclose()
+        server.cleanup()
 
 
 async def until(

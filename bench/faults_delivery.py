@@ -34,6 +34,7 @@ from bench.faults import (
     ScenarioResult,
     WorkerFleet,
     completed_ids,
+    fault_rig,
     gone,
     mark_fault,
     pending_count,
@@ -176,21 +177,10 @@ async def redis_oom(workdir: Path, *, tasks: int = 40, oom_s: float = 4.0) -> Sc
     every task completes, exactly twice started (the failure and the retry).
     """
     keys = Keys()
-    server = RedisServer().start()
-    journal = workdir / "journal.txt"
-    fleet = WorkerFleet(
-        server.url,
-        journal,
-        workdir / "logs",
-        processes=1,
-        env={"BYAI_CONCURRENCY": str(max(tasks, 10))},
-        prefix="oom",
-    )
     result = ScenarioResult(f"Redis out of memory {oom_s:g} s (fail-once tasks)")
-    redis = Redis.from_url(server.url, decode_responses=True)
-    try:
-        fleet.start()
-        await fleet.wait_online(redis, keys)
+    async with fault_rig(
+        workdir, processes=1, env={"BYAI_CONCURRENCY": str(max(tasks, 10))}, prefix="oom"
+    ) as (redis, fleet, journal):
         started = time.monotonic()
         ids = await submit(redis, keys, [{"sleep": 1.0, "fail_once": True}] * tasks)
         await until(lambda: _started(journal, ids), 30, "every task started", 0.05)
@@ -204,10 +194,6 @@ async def redis_oom(workdir: Path, *, tasks: int = 40, oom_s: float = 4.0) -> Sc
         result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
         dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
         return await stopped_and_tallied(result, fleet, journal, ids, started, dead)
-    finally:
-        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
-        await redis.aclose()
-        server.cleanup()
 
 
 async def partition(
@@ -273,17 +259,11 @@ async def poison_stable_instance(
     tasks must run once each.
     """
     keys = Keys()
-    server = RedisServer().start()
-    journal = workdir / "journal.txt"
     env = {"BYAI_CONCURRENCY": "1", "BYAI_MAX_DELIVERIES": str(max_deliveries)}
-    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=1, env=env, prefix="pz")
     result = ScenarioResult(
         f"poison task, stable --instance (BYAI_MAX_DELIVERIES={max_deliveries})"
     )
-    redis = Redis.from_url(server.url, decode_responses=True)
-    try:
-        fleet.start()
-        await fleet.wait_online(redis, keys)
+    async with fault_rig(workdir, processes=1, env=env, prefix="pz") as (redis, fleet, journal):
         started = time.monotonic()
         producer = Producer(redis, keys)
         poison = await producer.submit(AGENT_TYPE, {"crash": True})
@@ -308,10 +288,6 @@ async def poison_stable_instance(
         result.exit_codes = await asyncio.to_thread(fleet.stop)
         result.logs = fleet.logs()
         return tallied(result, journal, ids, started, len(dead))
-    finally:
-        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
-        await redis.aclose()
-        server.cleanup()
 
 
 async def rolling_restarts(
@@ -323,15 +299,9 @@ async def rolling_restarts(
     dead-lettered and completes once the restarts end.
     """
     keys = Keys()
-    server = RedisServer().start()
-    journal = workdir / "journal.txt"
     env = {"BYAI_GRACE_PERIOD": "0.2", "BYAI_MAX_DELIVERIES": str(max_deliveries)}
-    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=1, env=env, prefix="roll")
     result = ScenarioResult(f"rolling restarts x{restarts} of a long task (SIGTERM)")
-    redis = Redis.from_url(server.url, decode_responses=True)
-    try:
-        fleet.start()
-        await fleet.wait_online(redis, keys)
+    async with fault_rig(workdir, processes=1, env=env, prefix="roll") as (redis, fleet, journal):
         started = time.monotonic()
         ids = await submit(redis, keys, [{"sleep": sleep}])
         codes: list[int | None] = []
@@ -353,10 +323,6 @@ async def rolling_restarts(
         result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
         dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
         return await stopped_and_tallied(result, fleet, journal, ids, started, dead)
-    finally:
-        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
-        await redis.aclose()
-        server.cleanup()
 
 
 async def direct_tasks_sigterm(
@@ -563,23 +529,17 @@ async def direct_tasks_stable_stop(
     and the direct tasks are queued behind one long task, never delivered.
     """
     keys = Keys()
-    server = RedisServer().start()
-    journal = workdir / "journal.txt"
     env = {
         "BYAI_GRACE_PERIOD": "0.3",
         "BYAI_CONCURRENCY": "1" if drain else str(max(tasks, 10)),
         "BYAI_OFFLINE_RETENTION": f"{retention:g}",
         "BYAI_JANITOR_INTERVAL": f"{janitor_every:g}",
     }
-    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=2, env=env, prefix="gs")
     how = "drained by an operator" if drain else "SIGTERM"
     result = ScenarioResult(
         f"Stable-id worker with direct tasks leaves for good ({how}), retention {retention:g} s"
     )
-    redis = Redis.from_url(server.url, decode_responses=True)
-    try:
-        fleet.start()
-        await fleet.wait_online(redis, keys)
+    async with fault_rig(workdir, processes=2, env=env, prefix="gs") as (redis, fleet, journal):
         producer = Producer(redis, keys)
         gone = fleet.worker_id(0)
         started = time.monotonic()
@@ -622,10 +582,6 @@ async def direct_tasks_stable_stop(
             1 for _, f in await entries(redis, keys.worker_stream(gone)) if f.get("kind") == "task"
         )
         return await stopped_and_tallied(result, fleet, journal, ids, started, dead)
-    finally:
-        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
-        await redis.aclose()
-        server.cleanup()
 
 
 def _log_ms(log: Path, needle: str) -> float | None:
@@ -731,18 +687,12 @@ async def forged_pushes(workdir: Path, *, tasks: int = 20, forged: int = 20) -> 
     from worker_runtime.models import Command, CommandAction, Lifecycle, now_ms
 
     keys = Keys()
-    server = RedisServer().start()
-    journal = workdir / "journal.txt"
     secret = "bench-control-secret-0123456789"
     env = {"BYAI_CONTROL_SECRET": secret}
-    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=1, env=env, prefix="fp")
     result = ScenarioResult(
         f"{forged} forged pushes (worker credential) on a busy worker with the control secret"
     )
-    redis = Redis.from_url(server.url, decode_responses=True)
-    try:
-        fleet.start()
-        await fleet.wait_online(redis, keys)
+    async with fault_rig(workdir, processes=1, env=env, prefix="fp") as (redis, fleet, journal):
         started = time.monotonic()
         ids = await submit(redis, keys, [{"sleep": 0.2}] * tasks)
         wid, stream = fleet.worker_id(0), keys.worker_stream(fleet.worker_id(0))
@@ -769,7 +719,3 @@ async def forged_pushes(workdir: Path, *, tasks: int = 20, forged: int = 20) -> 
         result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
         dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
         return await stopped_and_tallied(result, fleet, journal, ids, started, dead)
-    finally:
-        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
-        await redis.aclose()
-        server.cleanup()

@@ -38,6 +38,7 @@ from bench.faults import (
     ScenarioResult,
     WorkerFleet,
     completed_ids,
+    fault_rig,
     mark_fault,
     pending_count,
     read_journal,
@@ -169,15 +170,8 @@ async def oom_long_tasks(
     refused lapses, XCLAIM is not refused, and the other (idle) worker would take the
     live worker's running tasks and run them a second time.
     """
-    keys = Keys()
-    server = RedisServer().start()
-    journal = workdir / "journal.txt"
-    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=2, prefix="oom")
     result = ScenarioResult(f"Redis out of memory {oom_s:g} s under long tasks (2 workers)")
-    redis = Redis.from_url(server.url, decode_responses=True)
-    try:
-        fleet.start()
-        await fleet.wait_online(redis, keys)
+    async with fault_rig(workdir, processes=2, prefix="oom") as (redis, fleet, journal):
         started = time.monotonic()
         ids = await _submit(redis, [{"sleep": sleep}] * tasks)
 
@@ -196,10 +190,6 @@ async def oom_long_tasks(
         result.notes["pending_after"] = await _pending(redis)
         dead = len(await _dead(redis))
         return await stopped_and_tallied(result, fleet, journal, ids, started, dead)
-    finally:
-        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
-        await redis.aclose()
-        server.cleanup()
 
 
 async def _no_pending(redis: Redis) -> bool:

@@ -56,8 +56,10 @@ def _ms(value: Any) -> str:
     return _f(value, ",.1f", " ms")
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+def _table(header: str, rows: list[list[str]]) -> list[str]:
+    """A Markdown table; ``header`` is its cells joined by ``" | "``."""
+    cells = header.split(" | ")
+    lines = ["| " + " | ".join(cells) + " |", "|" + "|".join(" --- " for _ in cells) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return [*lines, ""]
 
@@ -108,18 +110,11 @@ def _fleet_listing(r: dict[str, Any]) -> list[str]:
         )
     lines += ["### Loopback", ""]
     lines += _table(
-        [
-            "workers",
-            "byconsole --snapshot",
-            "rq info",
-            "CLI speed-up",
-            "--format table (speed-up)",
-            "Redis commands (ours / rq)",
-            "FleetReader.read",
-            "rq Worker.all + fields",
-            "listing speed-up",
-            "peak RSS (ours / rq)",
-        ],
+        (
+            "workers | byconsole --snapshot | rq info | CLI speed-up | --format table (speed-up) | "
+            "Redis commands (ours / rq) | FleetReader.read | rq Worker.all + fields | "
+            "listing speed-up | peak RSS (ours / rq)"
+        ),
         rows,
     )
     delay = r.get("delay")
@@ -145,7 +140,7 @@ def _fleet_listing(r: dict[str, Any]) -> list[str]:
                 ]
             )
         lines += _table(
-            ["workers", "byconsole --snapshot (round trips)", "rq info (round trips)", "speed-up"],
+            "workers | byconsole --snapshot (round trips) | rq info (round trips) | speed-up",
             rows,
         )
     return lines
@@ -189,16 +184,10 @@ def _throughput(r: dict[str, Any]) -> list[str]:
         if "error" in v:
             rows.append([NAMES.get(system, system), "failed", "", "", "", "", "", v["error"][:80]])
     lines += _table(
-        [
-            "system",
-            "tasks/s",
-            "vs fastest peer",
-            "drain",
-            "worker CPU/task",
-            "Redis commands/task",
-            "Redis CPU",
-            "configuration",
-        ],
+        (
+            "system | tasks/s | vs fastest peer | drain | worker CPU/task | Redis commands/task | "
+            "Redis CPU | configuration"
+        ),
         rows,
     )
     c = r.get("ceiling", {})
@@ -248,7 +237,7 @@ def _throughput_results(r: dict[str, Any]) -> list[str]:
             ]
         )
     lines += _table(
-        ["runtime", "tasks/s median (min, max)", "worker CPU/task", "Redis commands/task"], rows
+        "runtime | tasks/s median (min, max) | worker CPU/task | Redis commands/task", rows
     )
     return lines
 
@@ -300,7 +289,7 @@ def _control(r: dict[str, Any]) -> list[str]:
         )
     elif isinstance(celery, str):
         rows.append(["celery", "1", "failed", celery, "", ""])
-    lines += _table(["mechanism", "workers", "p50", "p99", "max", "n"], rows)
+    lines += _table("mechanism | workers | p50 | p99 | max | n", rows)
     lines += [
         "arq, taskiq and dramatiq have no command channel to running workers; rq's "
         "(`send_shutdown_command`, `send_kill_horse_command`) sends without a reply.",
@@ -350,18 +339,11 @@ def _console(r: dict[str, Any]) -> list[str]:
             ]
         )
     lines += _table(
-        [
-            "workers",
-            "read + build",
-            "round trips",
-            "build",
-            "--snapshot json (time / RSS)",
-            "--snapshot table (time / RSS)",
-            "TUI first load",
-            "TUI 1% changed (update / painted)",
-            "TUI unchanged refresh",
-            "TUI peak RSS",
-        ],
+        (
+            "workers | read + build | round trips | build | --snapshot json (time / RSS) | "
+            "--snapshot table (time / RSS) | TUI first load | TUI 1% changed (update / painted) | "
+            "TUI unchanged refresh | TUI peak RSS"
+        ),
         rows,
     )
     return lines
@@ -381,7 +363,7 @@ def _heartbeat(r: dict[str, Any]) -> list[str]:
         key=lambda kv: -kv[1],
     )
     lines += _table(
-        ["figure", "value"],
+        "figure | value",
         [
             ["beats/s (expected)", f"{r['beats_per_s']:.1f} ({r['expected_beats_per_s']:.1f})"],
             ["Redis commands/s", f"{r['redis_commands_per_s']:,.0f}"],
@@ -400,7 +382,7 @@ def _hot(rows: list[dict[str, Any]], limit: int = 8) -> list[str]:
     for row in rows[:limit]:
         amount = f"{row['self_ms']:.0f} ms" if "self_ms" in row else f"{row['samples']} samples"
         out.append([f"{row['pct']:.1f}%", amount, f"`{row['function'][:90]}`"])
-    return _table(["share", "self", "function"], out)
+    return _table("share | self | function", out)
 
 
 def _profiles(r: dict[str, Any]) -> list[str]:
@@ -449,7 +431,7 @@ def _profiles(r: dict[str, Any]) -> list[str]:
             "",
         ]
         lines += _table(
-            ["share", "package"],
+            "share | package",
             [[f"{p['pct']:.0f}%", p["function"]] for p in table.get("packages", [])[:6]],
         )
         lines += _hot(table["top"])
@@ -481,7 +463,7 @@ def _worker_profile(worker: dict[str, Any] | None, kind: str) -> list[str]:
             "",
         ]
         lines += _table(
-            ["share", "package"],
+            "share | package",
             [[f"{p['pct']:.0f}%", p["function"]] for p in worker.get("packages", [])[:6]],
         )
         lines += _hot(worker["top"])
@@ -498,6 +480,41 @@ def _ratio(r: dict[str, Any], a: str, b: str) -> str:
     return f"{med:.2f}x / {low:.2f}x"
 
 
+JSON, RQ = "byconsole --snapshot --format json", "rq info"
+BASELINE = "the same, --baseline checkout"
+
+
+def _pair(
+    label: str,
+    r: dict[str, Any],
+    a: str,
+    a_name: str,
+    b: str,
+    b_name: str,
+    load: str = "",
+    unit: str = "s",
+    scale: float = 1.0,
+) -> list[str]:
+    """One interleaved comparison: A median (min), B median (min), A/B, load."""
+    return [label, a_name, _side(r[a], unit, scale), b_name, _side(r[b], unit, scale),
+            _ratio(r, a, b), load or f"{r['load_before']} -> {r['load_after']}"]  # fmt: skip
+
+
+def _cli_rows(label: str, r: dict[str, Any]) -> list[list[str]]:
+    """``byconsole`` against ``rq info``, its CPU time and the baseline checkout (when timed)."""
+    rows = [_pair(label, r, "byconsole_json", JSON, "rq_info", RQ)]
+    cpu = r.get("cpu")
+    if cpu:
+        rows.append(_pair(f"{label}, CPU", cpu, "byconsole_json", JSON, "rq_info", RQ,
+                          "(same runs)", "ms", 1000))  # fmt: skip
+    if "baseline_json" in r:
+        rows.append(_pair(f"{label}, vs baseline", r, "byconsole_json", JSON, "baseline_json",
+                          BASELINE, "(same runs)"))  # fmt: skip
+        rows.append(_pair(f"{label}, vs baseline, CPU", r["cpu"], "byconsole_json", JSON,
+                          "baseline_json", BASELINE, "(same runs)", "ms", 1000))  # fmt: skip
+    return rows
+
+
 def _headless(r: dict[str, Any]) -> list[str]:
     lines = [
         "## Headless paths, interleaved",
@@ -507,109 +524,20 @@ def _headless(r: dict[str, Any]) -> list[str]:
         "each comparison (a shared machine: the ratios, not the times, are the figures).",
         "",
     ]
-    rows = []
-    cold = r.get("cold_start")
-    if cold:
-        rows.append(
-            [
-                "cold start, empty Redis",
-                "byconsole --snapshot --format json",
-                _side(cold["byconsole_json"]),
-                "rq info",
-                _side(cold["rq_info"]),
-                _ratio(cold, "byconsole_json", "rq_info"),
-                f"{cold['load_before']} -> {cold['load_after']}",
-            ]
-        )
-        rows += _cpu_row("cold start, empty Redis", cold)
-        rows += _baseline_rows("cold start, empty Redis", cold)
+    rows = _cli_rows("cold start, empty Redis", r["cold_start"]) if r.get("cold_start") else []
     for n, row in r.get("sizes", {}).items():
-        tj = row["table_vs_json"]
-        rows.append(
-            [
-                f"{int(n):,} workers",
-                "--snapshot --format table",
-                _side(tj["table"]),
-                "--format json",
-                _side(tj["json"]),
-                _ratio(tj, "table", "json"),
-                f"{tj['load_before']} -> {tj['load_after']}",
-            ]
-        )
-        rf = row["read_vs_floor"]
-        rows.append(
-            [
-                f"{int(n):,} workers",
-                "FleetReader.read (read + build)",
-                _side(rf["read_build"], "ms"),
-                "bare pipelined read (floor)",
-                _side(rf["floor"], "ms"),
-                _ratio(rf, "read_build", "floor"),
-                f"{rf['load_before']} -> {rf['load_after']}",
-            ]
-        )
-        e2e = row.get("e2e_vs_rq")
-        if e2e:
-            rows.append(
-                [
-                    f"{int(n):,} workers (and {int(n):,} rq workers)",
-                    "byconsole --snapshot --format json",
-                    _side(e2e["byconsole_json"]),
-                    "rq info",
-                    _side(e2e["rq_info"]),
-                    _ratio(e2e, "byconsole_json", "rq_info"),
-                    f"{e2e['load_before']} -> {e2e['load_after']}",
-                ]
-            )
-            rows += _cpu_row(f"{int(n):,} workers", e2e)
-            rows += _baseline_rows(f"{int(n):,} workers", e2e)
-    lines += _table(["", "A", "A median (min)", "B", "B median (min)", "A/B", "load"], rows)
+        label = f"{int(n):,} workers"
+        rows.append(_pair(label, row["table_vs_json"], "table", "--snapshot --format table",
+                          "json", "--format json"))  # fmt: skip
+        rows.append(_pair(label, row["read_vs_floor"], "read_build",
+                          "FleetReader.read (read + build)", "floor",
+                          "bare pipelined read (floor)", unit="ms"))  # fmt: skip
+        if row.get("e2e_vs_rq"):
+            e2e = _cli_rows(label, row["e2e_vs_rq"])
+            e2e[0][0] = f"{label} (and {int(n):,} rq workers)"
+            rows += e2e
+    lines += _table(" | A | A median (min) | B | B median (min) | A/B | load", rows)
     return lines
-
-
-def _baseline_rows(label: str, r: dict[str, Any]) -> list[list[str]]:
-    """This checkout vs the ``--baseline`` one, wall and CPU, when it was timed."""
-    if "baseline_json" not in r:
-        return []
-    a, b = "byconsole --snapshot --format json", "the same, --baseline checkout"
-    return [
-        [
-            f"{label}, vs baseline",
-            a,
-            _side(r["byconsole_json"]),
-            b,
-            _side(r["baseline_json"]),
-            _ratio(r, "byconsole_json", "baseline_json"),
-            "(same runs)",
-        ],
-        [
-            f"{label}, vs baseline, CPU",
-            a,
-            _side(r["cpu"]["byconsole_json"], "ms", 1000),
-            b,
-            _side(r["cpu"]["baseline_json"], "ms", 1000),
-            _ratio(r["cpu"], "byconsole_json", "baseline_json"),
-            "(same runs)",
-        ],
-    ]
-
-
-def _cpu_row(label: str, r: dict[str, Any]) -> list[list[str]]:
-    """The CPU time (user + system) of an interleaved CLI pair, when it was recorded."""
-    cpu = r.get("cpu")
-    if not cpu:
-        return []
-    return [
-        [
-            f"{label}, CPU",
-            "byconsole --snapshot --format json",
-            _side(cpu["byconsole_json"], "ms", 1000),
-            "rq info",
-            _side(cpu["rq_info"], "ms", 1000),
-            _ratio(cpu, "byconsole_json", "rq_info"),
-            "(same runs)",
-        ]
-    ]
 
 
 def _console_stall(r: dict[str, Any]) -> list[str]:
@@ -651,7 +579,7 @@ def _console_stall(r: dict[str, Any]) -> list[str]:
             ["peak RSS", _f(f["peak_rss_mb"], ".0f", " MB")],
         ]
         lines += [f"Live fleet of {int(n):,} workers (real Redis backend):", ""]
-        lines += _table(["", ""], rows)
+        lines += _table(" | ", rows)
     for n, f in r.get("static", {}).items():
         if "error" in f:
             lines += [f"Static {n}: failed: {f['error']}", ""]
@@ -664,7 +592,7 @@ def _console_stall(r: dict[str, Any]) -> list[str]:
         rows += [[f"{k} (until painted)", _ms(v)] for k, v in f["latency_ms"].items()]
         rows.append(["peak RSS", _f(f["peak_rss_mb"], ".0f", " MB")])
         lines += [f"Synthetic fleet of {int(n):,} workers:", ""]
-        lines += _table(["", ""], rows)
+        lines += _table(" | ", rows)
     return lines
 
 
@@ -695,7 +623,7 @@ def render(run: Run, notes: list[str] | None = None) -> str:
         "## Machine",
         "",
     ]
-    lines += _table(["", ""], [[k, v] for k, v in env.items()])
+    lines += _table(" | ", [[k, v] for k, v in env.items()])
     after = f", after: {run.load_after}" if run.load_after else ""
     lines += [
         f"Run started {run.started}, took {run.seconds / 60:.1f} min; load average before: "

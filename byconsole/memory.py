@@ -20,7 +20,8 @@ visible in one place and tested (``tests/unit/test_memory_policy.py``):
 The fleet reader, in the runtime, has its own threshold for building views in a thread
 (``worker_runtime.fleet.BUILD_OFF_LOOP_FROM``) and pauses the collector during a read;
 it leaves a collector the application turned off alone. Measured costs behind these
-figures are in BENCHMARKS.md (``bench/read_stall.py``, ``bench/console_stall.py``).
+figures are in BENCHMARKS.md (``bench/console_stall.py``; the fleet read alone:
+``git show baccccc:bench/read_stall.py``, a one-off script since removed).
 
 Standard library only: the launcher imports this before anything heavy.
 """

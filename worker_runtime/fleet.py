@@ -352,7 +352,7 @@ class FleetReader:
             (``gc.freeze``) before it runs again. The first collections after a
             large read otherwise walk the whole snapshot, twice (the young
             generation, then the next), each holding the event loop
-            (``bench/read_stall.py``). Frozen objects are still freed by reference
+            (``git show baccccc:bench/read_stall.py``). Frozen objects are still freed by reference
             counting; only cyclic garbage alive at that moment stays until someone
             thaws (``gc.unfreeze``): for callers that do so now and then, like the
             console. ``None`` (the default) freezes nothing.

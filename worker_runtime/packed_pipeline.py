@@ -3,8 +3,8 @@
 redis-py's ``Pipeline.execute`` turns every queued command into the Redis protocol on the
 event loop, writes it all in one call and reads every reply back to back. The fleet
 read's second round trip grows with the fleet (four arguments per worker): packing it
-on the loop holds the loop (``bench/read_stall.py``, BENCHMARKS.md), so a key pressed
-meanwhile waits.
+on the loop holds the loop (``git show baccccc:bench/read_stall.py``, a one-off script
+since removed), so a key pressed meanwhile waits.
 
 Here the same round trip is one :func:`execute`:
 

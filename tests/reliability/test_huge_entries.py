@@ -1,7 +1,8 @@
 """Huge entries: listings read excerpts, ``dead show`` prints the payload whole.
 
-Dead letters and a pending task of 2 MB each (50 MB ones in ``bench/huge_entries.py``)
-on a real ``redis-server``; the real ``byconsole`` lists them (``dead list``,
+Dead letters and a pending task of 2 MB each (50 MB ones in ``git show
+baccccc:bench/huge_entries.py``, a one-off script since removed) on a real
+``redis-server``; the real ``byconsole`` lists them (``dead list``,
 ``type pending``, ``find``) and shows one (``dead show``). A listing must be right
 (ids, errors, the payload's start, a visible "cut") while Redis sends only kilobytes
 for it: Redis's own count of bytes written to clients (``INFO stats``
