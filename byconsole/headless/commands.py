@@ -15,16 +15,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from rich.text import Text
-
 from byconsole.config import Context
 from byconsole.headless import checks as chk
+from byconsole.headless.plain_table import Fragment, emit
 from byconsole.headless.render_dead import dead_detail, dead_table, write_payload
 from byconsole.headless.render_find import find_view, session_view
 from byconsole.headless.render_pending import pending_table
 from byconsole.headless.render_table import (
     contexts_table,
-    emit,
     history_table,
     make_console,
     metrics_summary,
@@ -179,9 +177,8 @@ async def _report(
             }
         )
     else:
-        line = Text(f"{description}: written · ")
         role = {"applied": "success", "timeout": "alert", "superseded": "alert"}.get(state)
-        line.append(note, style=ansi_style(role) if role else "")
+        line = [(f"{description}: written · ", ""), (note, ansi_style(role) if role else "")]
         emit(session.out, line)
     if state in ("timeout", "superseded"):
         fail(session, f"check failed: {note}")
@@ -212,7 +209,7 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
         if args.json:
             print_json({"target": wid, "action": action.value, "forgotten": True})
         else:
-            emit(session.out, Text(f"forget {shown}: every key of the worker removed"))
+            emit(session.out, f"forget {shown}: every key of the worker removed")
         return 0
     try:
         result = await manager.apply(action, wid, reason=reason)
@@ -227,7 +224,7 @@ async def worker_action(session: Session, args: argparse.Namespace) -> int:
         # What force does to its running tasks, as this worker's lease says (the
         # console's confirmation reads the same row).
         said = verb(action).warning_for([result.runtime], [result.force_evict])
-        emit(session.out, Text(f"force: {said}"))
+        emit(session.out, f"force: {said}")
     return await _report(session, args, result, description)
 
 
@@ -246,9 +243,9 @@ def _restart_doc(outcome: RestartOutcome) -> dict[str, Any]:
     }
 
 
-def _restart_line(outcome: RestartOutcome) -> Text:
+def _restart_line(outcome: RestartOutcome) -> list[Fragment]:
     role = {"replaced": "success", "sent": ""}.get(outcome.state.value, "alert")
-    return Text(safe_text(outcome.line, 400), style=ansi_style(role) if role else "")
+    return [(safe_text(outcome.line, 400), ansi_style(role) if role else "")]
 
 
 async def worker_restart(session: Session, args: argparse.Namespace) -> int:
@@ -304,7 +301,7 @@ async def type_restart(session: Session, args: argparse.Namespace) -> int:
             }
         )
     else:
-        emit(session.out, Text(f"{len(replaced)} of {len(final)} replica(s) replaced"))
+        emit(session.out, f"{len(replaced)} of {len(final)} replica(s) replaced")
     if not final:
         raise NotFoundError(
             f"no live replica serves {agent_type}"
@@ -365,7 +362,7 @@ async def type_stop(session: Session, args: argparse.Namespace) -> int:
         line = f"stop {safe_text(agent_type, 80)}{where}: scale to 0 written"
         if left is not None:
             line += " · stopped" if not left else f" · still serving: {', '.join(left)}"
-        emit(session.out, Text(safe_text(line, 2000)))
+        emit(session.out, safe_text(line, 2000))
     if left:
         fail(session, f"check failed: {len(left)} replica(s) still serve {agent_type}{where}")
         return 1
@@ -384,13 +381,13 @@ async def config_get(session: Session, args: argparse.Namespace) -> int:
         return 0
     shown = safe_text(agent_type, 80)
     if stored.version == 0:
-        emit(session.out, Text(f"{shown}: no configuration set"))
+        emit(session.out, f"{shown}: no configuration set")
         return 0
     by = f" by {safe_text(stored.updated_by or '?', 80)}" if stored.updated_by else ""
-    emit(session.out, Text(f"{shown}: version {stored.version}{by}", style=ansi_style("heading")))
+    emit(session.out, [(f"{shown}: version {stored.version}{by}", ansi_style("heading"))])
     for key in sorted(stored.config):
         value = json.dumps(stored.config[key], sort_keys=True, ensure_ascii=False)
-        emit(session.out, Text(f"  {safe_text(key, 80)} = {safe_text(value, 400)}"))
+        emit(session.out, f"  {safe_text(key, 80)} = {safe_text(value, 400)}")
     return 0
 
 
@@ -440,16 +437,16 @@ async def config_set(session: Session, args: argparse.Namespace) -> int:
     else:
         emit(
             session.out,
-            Text(f"config set {shown}: version {change.version} written · {change.diff}"),
+            f"config set {shown}: version {change.version} written · {change.diff}",
         )
         for wid, outcome in sorted(outcomes.items()):
             line = f"  {safe_text(wid, 80)}: {outcome.state.value}"
             if outcome.error:
                 line += f" ({safe_text(outcome.error, 300)})"
             role = "success" if outcome.state is ConfigState.APPLIED else "alert"
-            emit(session.out, Text(line, style=ansi_style(role)))
+            emit(session.out, [(line, ansi_style(role))])
         if args.wait and not outcomes:
-            emit(session.out, Text("  no live replica (each reads it when it starts)"))
+            emit(session.out, "  no live replica (each reads it when it starts)")
     states = {o.state for o in outcomes.values()}
     bad = [w for w, o in outcomes.items() if o.state in (ConfigState.FAILED, ConfigState.PENDING)]
     if bad:
@@ -489,10 +486,10 @@ async def type_denylist(session: Session, args: argparse.Namespace) -> int:
     if args.json:
         print_json(denied)  # by-admin's shape: a plain list of worker ids
         return 0
-    emit(session.out, Text(f"Denylist of {safe_text(agent_type, 80)}", style=ansi_style("heading")))
+    emit(session.out, [(f"Denylist of {safe_text(agent_type, 80)}", ansi_style("heading"))])
     for wid in denied:
-        emit(session.out, Text(f"  {safe_text(wid, 120)}"))
-    emit(session.out, Text(f"{len(denied)} worker(s) denied"))
+        emit(session.out, f"  {safe_text(wid, 120)}")
+    emit(session.out, f"{len(denied)} worker(s) denied")
     return 0
 
 
@@ -605,9 +602,9 @@ def _print_pause(
     name = safe_text(result.agent_type, 80)
     why = f" ({safe_text(args.reason, 200)})" if args.reason else ""
     if args.action == "resume" and not result.was_paused:
-        emit(session.out, Text(f"resume {name}: it was not paused; resume sent anyway"))
+        emit(session.out, f"resume {name}: it was not paused; resume sent anyway")
     else:
-        emit(session.out, Text(f"{args.action} {name}: written{why}"))
+        emit(session.out, f"{args.action} {name}: written{why}")
 
     def ids(values: Sequence[str]) -> str:
         shown = ", ".join(safe_text(v, 80) for v in values[:10])
@@ -617,31 +614,29 @@ def _print_pause(
     if state == "applied" and ours:
         took = f" in {latency * 1000:.0f} ms" if latency is not None else ""
         line = f"  applied by every worker_runtime worker{took}: {ids(confirmed or ours)}"
-        emit(session.out, Text(line, style=ansi_style("success")))
+        emit(session.out, [(line, ansi_style("success"))])
     elif state == "timeout":
-        emit(session.out, Text(f"  not reported within {args.timeout:g} s: {ids(waits)}"))
+        emit(session.out, f"  not reported within {args.timeout:g} s: {ids(waits)}")
     elif ours:
         emit(
             session.out,
-            Text(f"  pending on {ids(ours)}: applied within a heartbeat (--wait to wait)"),
+            f"  pending on {ids(ours)}: applied within a heartbeat (--wait to wait)",
         )
     else:
-        emit(session.out, Text("  no live worker_runtime worker serves it"))
+        emit(session.out, "  no live worker_runtime worker serves it")
     if result.unconfirmable:
         verb = "denylisted" if args.action == "pause" else "taken off the denylist"
-        emit(session.out, Text(f"  {verb}: {ids([r.worker_id for r in result.unconfirmable])}"))
-        emit(session.out, Text(f"    {_DENYLIST_NOTE}"))
+        emit(session.out, f"  {verb}: {ids([r.worker_id for r in result.unconfirmable])}")
+        emit(session.out, f"    {_DENYLIST_NOTE}")
     elif result.denylisted and args.action == "resume":
-        emit(session.out, Text(f"  taken off the denylist: {ids(list(result.denylisted))}"))
+        emit(session.out, f"  taken off the denylist: {ids(list(result.denylisted))}")
     if result.kept:
-        emit(session.out, Text(f"  already denied by hand, left as is: {ids(list(result.kept))}"))
+        emit(session.out, f"  already denied by hand, left as is: {ids(list(result.kept))}")
     if result.offline:
         emit(
             session.out,
-            Text(
-                f"  offline: {ids(list(result.offline))} (a worker_runtime worker reads the "
-                "pause when it starts; a by-framework one is not denylisted)"
-            ),
+            f"  offline: {ids(list(result.offline))} (a worker_runtime worker reads the "
+            "pause when it starts; a by-framework one is not denylisted)",
         )
 
 
@@ -719,14 +714,14 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
     else:
         where = f" on {safe_text(instance, 80)}" if instance else ""
         head = f"scale {safe_text(agent_type, 80)}{where} to {args.count}: written"
-        emit(session.out, Text(head))
-        emit(session.out, Text("  will:" if steps else "  will: no live instance serves it"))
+        emit(session.out, head)
+        emit(session.out, "  will:" if steps else "  will: no live instance serves it")
         for step in steps:
-            emit(session.out, Text(f"    {step.describe()}"))
+            emit(session.out, f"    {step.describe()}")
         for line in plan_outcomes(steps):
-            emit(session.out, Text(f"    {line}"))
+            emit(session.out, f"    {line}")
         if instance is not None:
-            emit(session.out, Text("    other instances are left unchanged"))
+            emit(session.out, "    other instances are left unchanged")
         if state == "unscalable":
             note = f"target written, nothing runs it: {nothing_scales}"
         elif state == "converged" and latency is not None:
@@ -739,21 +734,15 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
             note = "pending: the instances converge within a heartbeat (--wait to wait)"
         emit(
             session.out,
-            Text(f"  did: {note}", style=ansi_style("success") if state == "converged" else ""),
+            [(f"  did: {note}", ansi_style("success") if state == "converged" else "")],
         )
         for i in serving:
             quota = i.quota.get(agent_type)
             emit(
                 session.out,
-                Text(
-                    f"    {safe_text(i.instance_id, 80)}: {i.replicas.get(agent_type, 0)} running"
-                    + ("" if quota is None else f", quota {quota}")
-                    + (
-                        f" ({safe_text(notes[i.instance_id], 200)})"
-                        if i.instance_id in notes
-                        else ""
-                    )
-                ),
+                f"    {safe_text(i.instance_id, 80)}: {i.replicas.get(agent_type, 0)} running"
+                + ("" if quota is None else f", quota {quota}")
+                + (f" ({safe_text(notes[i.instance_id], 200)})" if i.instance_id in notes else ""),
             )
     if state == "timeout":
         fail(session, f"check failed: scale not converged within {args.timeout:g} s")
@@ -789,7 +778,7 @@ async def metrics_snapshot(session: Session, args: argparse.Namespace) -> int:
             f"    {a.severity} {a.code} {safe_text(a.subject, 80)}: {safe_text(a.message, 300)}"
             for a in snapshot.alerts
         ]
-        emit(session.out, Text("\n".join(lines)))
+        emit(session.out, "\n".join(lines))
     return 0
 
 
@@ -808,19 +797,16 @@ async def metrics_history(session: Session, args: argparse.Namespace) -> int:
         emit(session.out, history_table(read.points))
         emit(
             session.out,
-            Text(f"{len(read.points)} point(s) over {read.history_range}, from {where}"),
+            f"{len(read.points)} point(s) over {read.history_range}, from {where}",
         )
     else:
         emit(
             session.out,
-            Text(
-                f"no metrics history over {read.history_range} yet"
-                " (the leader's collector writes it)"
-            ),
+            f"no metrics history over {read.history_range} yet (the leader's collector writes it)",
         )
     for source in sorted({p.source or "unknown" for p in read.foreign}):
         theirs = [p for p in read.foreign if (p.source or "unknown") == source]
-        title = Text(
+        title = (
             f"Written by another collector: {safe_text(source, 40)}"
             f" (depth = {depth_definition(source)})"
         )
@@ -867,7 +853,7 @@ async def dead_list(session: Session, args: argparse.Namespace) -> int:
         return 0
     emit(session.out, dead_table(items, now_ms()))
     shown = f"{len(items)} of {total}" if total > len(items) else f"{total}"
-    emit(session.out, Text(f"{shown} dead letter(s) of {safe_text(args.agent_type, 80)}"))
+    emit(session.out, f"{shown} dead letter(s) of {safe_text(args.agent_type, 80)}")
     return 0
 
 
@@ -901,20 +887,18 @@ async def _dead_list_all(session: Session, args: argparse.Namespace) -> int:
     now = now_ms()
     for agent_type, (total, items) in sorted(by_type.items()):
         shown = f"{len(items)} of {total}" if total > len(items) else f"{total}"
-        emit(session.out, Text(f"{safe_text(agent_type, 80)}: {shown} dead letter(s)", "bold"))
+        emit(session.out, [(f"{safe_text(agent_type, 80)}: {shown} dead letter(s)", "bold")])
         emit(session.out, dead_table(items, now))
     if cp_total:
         shown = f"{len(cp_items)} of {cp_total}" if cp_total > len(cp_items) else f"{cp_total}"
         title = f"by-framework control plane (read-only): {shown} dead letter(s)"
-        emit(session.out, Text(title, "bold"))
+        emit(session.out, [(title, "bold")])
         emit(session.out, dead_table(cp_items, now))
     total = sum(t for t, _ in by_type.values())
     emit(
         session.out,
-        Text(
-            f"{total} dead letter(s) over {len(by_type)} type(s)"
-            f" · {cp_total} in by-framework's control plane"
-        ),
+        f"{total} dead letter(s) over {len(by_type)} type(s)"
+        f" · {cp_total} in by-framework's control plane",
     )
     return 0
 
@@ -965,7 +949,7 @@ async def dead_write(session: Session, args: argparse.Namespace) -> int:
     if args.json:
         print_json({"type": agent_type, "action": args.action, "count": count, "left": left})
     else:
-        emit(session.out, Text(f"{note} · {left} left · audited"))
+        emit(session.out, f"{note} · {left} left · audited")
     return 0
 
 
@@ -1015,9 +999,9 @@ async def type_pending(session: Session, args: argparse.Namespace) -> int:
     groups = ", ".join(safe_text(g, 60) for g in page.groups) or "none"
     shown = f"{len(entries)} of {page.total}" if page.total > len(entries) else f"{page.total}"
     noun = "entry" if page.total == 1 else "entries"
-    emit(session.out, Text(f"{shown} {noun} pending in {name} · group(s): {groups}"))
+    emit(session.out, f"{shown} {noun} pending in {name} · group(s): {groups}")
     if page.next_cursor is not None:
-        emit(session.out, Text(f"next page: --cursor {safe_text(page.next_cursor, 200)!r}"))
+        emit(session.out, f"next page: --cursor {safe_text(page.next_cursor, 200)!r}")
     return 0
 
 
@@ -1047,11 +1031,9 @@ async def type_dead_letter(session: Session, args: argparse.Namespace) -> int:
         return 0
     emit(
         session.out,
-        Text(
-            f"dead-lettered {safe_text(done.entry_id, 40)} of {safe_text(done.agent_type, 80)} "
-            f"(group {safe_text(done.group, 60)}, owner {safe_text(done.consumer, 60)}, "
-            f"{done.deliveries} deliveries) as {safe_text(done.dead_letter_id, 40)} · audited"
-        ),
+        f"dead-lettered {safe_text(done.entry_id, 40)} of {safe_text(done.agent_type, 80)} "
+        f"(group {safe_text(done.group, 60)}, owner {safe_text(done.consumer, 60)}, "
+        f"{done.deliveries} deliveries) as {safe_text(done.dead_letter_id, 40)} · audited",
     )
     return 0
 
@@ -1108,8 +1090,8 @@ def list_contexts(
         return 0
     out = make_console()
     if not contexts:
-        emit(out, Text(f"no contexts defined ({path})"))
+        emit(out, f"no contexts defined ({path})")
         return 0
     emit(out, contexts_table(contexts, default))
-    emit(out, Text(f"{len(contexts)} context(s) in {path}"))
+    emit(out, f"{len(contexts)} context(s) in {path}")
     return 0

@@ -1,14 +1,15 @@
-"""Fixed-width tables for ``--snapshot --format table`` and ``worker list``.
+"""The headless layout engine: fixed-width tables, key-value blocks and lines of text.
 
-Rich's ``Table`` measures and wraps every cell (about 2 ms per row): 20 s for a
-10,000-worker snapshot on a busy machine, and at 80 columns it wrapped worker ids in
-the middle. Here every column is as wide as its widest cell, rows are padded with
-``str`` methods, and nothing is ever wrapped or cut by the table: when the lines do not
-fit the terminal, whole low-priority columns are dropped instead (ids, lifecycle and
-status never are). What the fleet tables show is :mod:`byconsole.render`'s; this
-module only lays it out. Cells hold text already made safe (:func:`byconsole.text.safe_text`);
-colour is an SGR prefix and reset around a cell, only on a terminal without
-``NO_COLOR``. Nothing here imports Rich's console or table machinery.
+Every headless output (``--snapshot --format table`` and the admin subcommands) is laid
+out here, without Rich or Textual. In a table every column is as wide as its widest
+cell, rows are padded with ``str`` methods, and nothing is wrapped or cut: when the
+lines do not fit the terminal, whole low-priority columns are dropped instead (ids,
+lifecycle and status never are), so a 10,000-row table costs string padding only and an
+id is never split. A key-value block (``worker info``, ``find``, ``dead show``) wraps
+long values to the terminal width instead. What the fleet tables show is
+:mod:`byconsole.render`'s; this module only lays it out. Cells hold text already made
+safe (:func:`byconsole.text.safe_text`) and are written as they are, never as markup;
+colour is an SGR prefix and reset around a run, only on a terminal without ``NO_COLOR``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import operator
 import os
 import sys
+import textwrap
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -38,12 +40,14 @@ from worker_runtime.snapshot import (
 )
 
 Fragment = tuple[str, str]
-"""A run of text and its Rich style name (``""`` for none)."""
+"""A run of text and its style (words of :data:`byconsole.styles.ANSI_STYLES`; ``""``: none)."""
 
 Cell = str | Fragment | tuple[Fragment, ...]
 """A cell: plain text, one styled run, or several runs."""
 
 GAP = "  "
+
+_COLOURS = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
 
 
 def cell_width(text: str) -> int:
@@ -164,12 +168,10 @@ class Painter:
 
     Args:
         colour: emit colour codes.
-        color_system: Rich's colour system name (``standard``, ``256``, ``truecolor``).
     """
 
-    def __init__(self, colour: bool, color_system: str = "standard") -> None:
+    def __init__(self, colour: bool) -> None:
         self.colour = colour
-        self.color_system = color_system
         self._codes: dict[str, tuple[str, str]] = {}
 
     def __call__(self, text: str, style: str) -> str:
@@ -182,31 +184,110 @@ class Painter:
         return f"{codes[0]}{text}{codes[1]}"
 
     def _sgr(self, style: str) -> tuple[str, str]:
-        # Only on a colour terminal: Rich's style parser is imported here, not before.
-        from rich.color import ColorSystem
-        from rich.style import Style
+        codes = [_SGR[word] for word in style.split() if word in _SGR]
+        if not codes:
+            return "", ""
+        return f"\x1b[{';'.join(codes)}m", "\x1b[0m"
 
-        system = {
-            "truecolor": ColorSystem.TRUECOLOR,
-            "256": ColorSystem.EIGHT_BIT,
-            "windows": ColorSystem.WINDOWS,
-        }.get(self.color_system, ColorSystem.STANDARD)
-        rendered = Style.parse(style).render("\x00", color_system=system)
-        prefix, _, suffix = rendered.partition("\x00")
-        return prefix, suffix
+
+_SGR: dict[str, str] = {
+    "bold": "1",
+    "dim": "2",
+    "italic": "3",
+    "underline": "4",
+    "reverse": "7",
+    **{name: str(30 + i) for i, name in enumerate(_COLOURS)},
+    **{f"bright_{name}": str(90 + i) for i, name in enumerate(_COLOURS)},
+}
+"""The words of :data:`byconsole.styles.ANSI_STYLES` as SGR parameters (the eight
+standard colours every terminal has; a word not listed is left out)."""
+
+
+@dataclass
+class KeyValues:
+    """Labelled values, one a line: labels in a column, a long value wrapped to the width.
+
+    A value wraps at spaces, and a word longer than the room starts a line and is cut
+    across lines, so nothing is lost on a narrow terminal; piped output (no width) keeps
+    each value on its line.
+    """
+
+    rows: list[tuple[str, Cell]] = field(default_factory=list)
+    title: str | None = None
+
+    def add(self, key: str, value: Cell) -> None:
+        """One more row (``key`` and ``value`` already safe)."""
+        self.rows.append((key, value))
+
+    def lines(self, width: int | None, paint: Painter) -> list[str]:
+        """Every line, values wrapped to ``width`` (``None``: not wrapped)."""
+        out: list[str] = []
+        if self.title:
+            out.append(paint(self.title, "bold"))
+        if not self.rows:
+            return out
+        label = max(cell_width(k) for k, _ in self.rows)
+        room = None if width is None else max(MIN_VALUE_WIDTH, width - label - len(GAP))
+        indent = " " * (label + len(GAP))
+        for key, value in self.rows:
+            head = paint(key, "bold") + " " * (label - cell_width(key)) + GAP
+            pieces = _wrapped(_fragments(value), room) or [()]
+            for n, piece in enumerate(pieces):
+                text = "".join(paint(t, st) for t, st in piece)
+                out.append(((head if n == 0 else indent) + text).rstrip())
+        return out
+
+
+MIN_VALUE_WIDTH = 20
+"""The narrowest a wrapped value gets, however long the labels."""
+
+
+def _wrapped(frags: tuple[Fragment, ...], room: int | None) -> list[tuple[Fragment, ...]]:
+    """A value as lines (each a tuple of styled runs) no wider than ``room``.
+
+    One styled run wraps at spaces; several runs are cut every ``room`` characters, each
+    piece keeping its run's style.
+    """
+    if room is None or sum(cell_width(t) for t, _ in frags) <= room:
+        return [frags]
+    if len(frags) == 1:
+        text, style = frags[0]
+        # A word longer than the room starts its own line and is cut across lines.
+        words = textwrap.wrap(text, room, break_long_words=False, break_on_hyphens=False)
+        return [
+            ((line[at : at + room], style),) for line in words for at in range(0, len(line), room)
+        ]
+    lines: list[tuple[Fragment, ...]] = []
+    line: list[Fragment] = []
+    left = room
+    for text, style in frags:
+        while text:
+            piece, text = text[:left], text[left:]
+            line.append((piece, style))
+            left -= len(piece)
+            if left == 0:
+                lines.append(tuple(line))
+                line, left = [], room
+    if line:
+        lines.append(tuple(line))
+    return lines
+
+
+Part = PlainTable | KeyValues | Sequence[Fragment] | str
+"""A piece of a block: a table, labelled values, a line of styled runs or plain text."""
 
 
 @dataclass
 class PlainBlock:
-    """Lines and tables printed one after the other."""
+    """Lines, key-value blocks and tables printed one after the other."""
 
-    parts: list[PlainTable | Sequence[Fragment] | str] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
 
     def lines(self, width: int | None, paint: Painter) -> list[str]:
         """Every line of the block."""
         out: list[str] = []
         for part in self.parts:
-            if isinstance(part, PlainTable):
+            if isinstance(part, PlainTable | KeyValues):
                 out += part.lines(width, paint)
             elif isinstance(part, str):
                 out.append(paint(part, ""))
@@ -215,8 +296,12 @@ class PlainBlock:
         return out
 
 
-def terminal_settings(stream: IO[str]) -> tuple[bool, int | None, str]:
-    """(colour, width, colour system) for ``stream``.
+Printable = PlainBlock | Part
+"""Anything :func:`emit` prints: a block, one of its parts, or a line."""
+
+
+def terminal_settings(stream: IO[str]) -> tuple[bool, int | None]:
+    """(colour, width) for ``stream``.
 
     Colour only on a terminal without ``NO_COLOR``. The width is the terminal's; piped
     output has no width limit unless ``COLUMNS`` sets one (scripts get every column).
@@ -235,24 +320,36 @@ def terminal_settings(stream: IO[str]) -> tuple[bool, int | None, str]:
             width = os.get_terminal_size(stream.fileno()).columns
         except (OSError, ValueError, AttributeError):
             width = 80
-    term = os.environ.get("COLORTERM", "")
-    system = (
-        "truecolor"
-        if term in ("truecolor", "24bit")
-        else "256"
-        if "256" in os.environ.get("TERM", "")
-        else "standard"
-    )
-    return colour, width, system
+    return colour, width
+
+
+@dataclass
+class Output:
+    """Where a command prints, with the colour and width of that stream (read once)."""
+
+    file: IO[str]
+    colour: bool
+    width: int | None
+
+    @classmethod
+    def to(cls, stream: IO[str] | None = None, *, stderr: bool = False) -> Output:
+        """An output on ``stream`` (stdout, or stderr with ``stderr=True``, by default)."""
+        out = stream or (sys.stderr if stderr else sys.stdout)
+        colour, width = terminal_settings(out)
+        return cls(out, colour, width)
+
+
+def emit(out: Output, what: Printable) -> None:
+    """Print ``what`` to ``out``, coloured and sized for it."""
+    block = what if isinstance(what, PlainBlock) else PlainBlock([what])
+    lines = block.lines(out.width, Painter(out.colour))
+    out.file.write("\n".join(lines) + "\n")
+    out.file.flush()
 
 
 def write_block(block: PlainBlock, stream: IO[str] | None = None) -> None:
     """Print ``block`` to ``stream`` (stdout), coloured and sized for it."""
-    out = stream or sys.stdout
-    colour, width, system = terminal_settings(out)
-    lines = block.lines(width, Painter(colour, system))
-    out.write("\n".join(lines) + "\n")
-    out.flush()
+    emit(Output.to(stream), block)
 
 
 # -- the fleet as plain tables -------------------------------------------------------------
@@ -425,11 +522,11 @@ def snapshot_view(snapshot: FleetSnapshot) -> PlainBlock:
     )
 
 
-def task_health_lines(snapshot: FleetSnapshot) -> list[PlainTable | Sequence[Fragment] | str]:
+def task_health_lines(snapshot: FleetSnapshot) -> list[Part]:
     """The window's execution figures, then every alert, worst first, as a table."""
     ex = snapshot.executions
     window = snapshot.slo.window
-    lines: list[PlainTable | Sequence[Fragment] | str] = [
+    lines: list[Part] = [
         [
             (f"Tasks (last {window}): ", ""),
             (f"completed {ex.completed}", ""),

@@ -1,43 +1,41 @@
-"""Dead letters as plain Rich renderables (the CLI's ``dead list`` and ``dead show``)."""
+"""Dead letters laid out plain (the CLI's ``dead list`` and ``dead show``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import IO
 
-from rich import box
-from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
-
-from byconsole.formatting import timestamp
+from byconsole.formatting import DASH, timestamp
+from byconsole.headless.plain_table import Cell, KeyValues, PlainBlock, PlainColumn, PlainTable
 from byconsole.render import dead as render
 from byconsole.styles import ansi_style
-from byconsole.text import safe, safe_text
+from byconsole.text import safe_text
 from worker_runtime.dead_letters import DeadLetter
 
+_COLUMNS = tuple(PlainColumn(c.header, c.priority, c.justify) for c in render.COLUMNS)
 
-def dead_table(items: Iterable[DeadLetter], now: int) -> Table:
-    """Newest first, the columns of :mod:`byconsole.render.dead` (values already safe)."""
-    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
-    for spec in render.COLUMNS:
-        if spec.key == "payload":
-            table.add_column(spec.header, overflow="ellipsis", no_wrap=True, max_width=40)
-        elif spec.key == "error":
-            table.add_column(spec.header, overflow="fold", style=ansi_style("error"))
-        else:
-            table.add_column(spec.header, justify=spec.justify, overflow="fold")
+
+def dead_table(items: Iterable[DeadLetter], now: int) -> PlainTable:
+    """Newest first, the columns of :mod:`byconsole.render.dead` (values already safe),
+    the error in red."""
+    error = ansi_style("error")
+    rows: list[Sequence[Cell]] = []
     for d in items:
         row = render.fields(d, now)
-        table.add_row(*(Text(getattr(row, spec.key)) for spec in render.COLUMNS))
-    return table
+        rows.append(
+            [
+                (row.error, error)
+                if spec.key == "error" and row.error != DASH
+                else getattr(row, spec.key)
+                for spec in render.COLUMNS
+            ]
+        )
+    return PlainTable(_COLUMNS, rows)
 
 
-def dead_detail(dead: DeadLetter) -> RenderableType:
+def dead_detail(dead: DeadLetter) -> PlainBlock:
     """Every field of one dead letter but the payload (:func:`write_payload` writes it)."""
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold", no_wrap=True)
-    grid.add_column(overflow="fold")
+    grid = KeyValues()
     rows = (
         ("id", dead.entry_id),
         ("type", dead.agent_type),
@@ -48,9 +46,9 @@ def dead_detail(dead: DeadLetter) -> RenderableType:
         ("error", dead.error or "-"),
     )
     for key, value in rows:
-        grid.add_row(key, safe(value, limit=2000))
+        grid.add(key, safe_text(value, limit=2000))
     size = len(dead.payload)
-    return Group(grid, Text(f"payload ({size:,} characters)", style="bold"))
+    return PlainBlock([grid, [(f"payload ({size:,} characters)", "bold")]])
 
 
 PAYLOAD_PIECE = 65_536

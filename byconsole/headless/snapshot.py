@@ -2,8 +2,8 @@
 
 ``byconsole --snapshot`` in CI runs once per job, so its start-up is part of what it
 costs. This module imports only what a snapshot needs (the fleet reader, the checks):
-no Rich console or table (the table format is written by :mod:`byconsole.headless.plain_table`,
-imported when asked for), no admin API, no Textual. :mod:`byconsole.headless.commands` re-exports
+no layout (the table format is written by :mod:`byconsole.headless.plain_table`, imported
+when asked for), no admin API, no Textual, no Rich. :mod:`byconsole.headless.commands` re-exports
 everything here for the admin subcommands.
 """
 
@@ -29,8 +29,8 @@ from worker_runtime.snapshot import FleetSnapshot
 if TYPE_CHECKING:
     from redis.asyncio import Redis
     from redis.asyncio.cluster import RedisCluster
-    from rich.console import Console
 
+    from byconsole.headless.plain_table import Output
     from worker_runtime.admin import WorkerManager
 
 
@@ -46,8 +46,8 @@ class RefusedError(RuntimeError):
 class Session:
     """What a command needs: the client, the key factory and where to print.
 
-    ``out`` and ``err`` are Rich consoles made on first use, so a path that never
-    prints through Rich (``--snapshot --format json``) never imports it.
+    ``out`` and ``err`` are made on first use, so a path that prints no layout
+    (``--snapshot --format json``) never imports it.
     """
 
     redis: Redis | RedisCluster
@@ -55,25 +55,25 @@ class Session:
     settings: RedisSettings
     policy: HealthPolicy | None = None
     """Alert thresholds (the context's); by-framework's defaults when ``None``."""
-    _consoles: dict[bool, Console] = field(default_factory=dict, init=False, repr=False)
+    _outputs: dict[bool, Output] = field(default_factory=dict, init=False, repr=False)
 
-    def _console(self, stderr: bool) -> Console:
-        console = self._consoles.get(stderr)
-        if console is None:
-            from byconsole.headless.render_table import make_console
+    def _output(self, stderr: bool) -> Output:
+        output = self._outputs.get(stderr)
+        if output is None:
+            from byconsole.headless.plain_table import Output
 
-            console = self._consoles[stderr] = make_console(stderr=stderr)
-        return console
-
-    @property
-    def out(self) -> Console:
-        """The console on stdout (colour only on a terminal)."""
-        return self._console(False)
+            output = self._outputs[stderr] = Output.to(stderr=stderr)
+        return output
 
     @property
-    def err(self) -> Console:
-        """The console on stderr."""
-        return self._console(True)
+    def out(self) -> Output:
+        """Where stdout is printed (colour only on a terminal)."""
+        return self._output(False)
+
+    @property
+    def err(self) -> Output:
+        """Where stderr is printed."""
+        return self._output(True)
 
     def reader(self, **kwargs: Any) -> FleetReader:
         """A fleet reader on this session's client (reading no tier of our history: no

@@ -94,3 +94,15 @@ async def test_the_probe_sees_what_other_paths_load(
     code, modules = _modules(tmp_path, *args)
     assert code == 0
     assert {"worker_runtime.admin", "byconsole.headless.commands", "tomllib"} <= modules
+
+
+async def test_admin_subcommands_lay_out_without_rich_layout(
+    redis: Redis, redis_url: str, tmp_path: Path
+) -> None:
+    # worker info prints key-value blocks and tables, the layouts Rich used to do.
+    await redis.sadd(K.workers, "w-1")
+    await redis.set(K.worker_online("w-1"), json.dumps({"worker_id": "w-1", "last_seen": now_ms()}))
+    code, modules = _modules(tmp_path, "--redis-url", redis_url, "worker", "info", "w-1")
+    assert code == 0
+    assert {"byconsole.headless.commands", "byconsole.headless.render_table"} <= modules
+    assert not modules & set(RICH_LAYOUT), sorted(modules & set(RICH_LAYOUT))

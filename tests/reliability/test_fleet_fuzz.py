@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.asyncio import Redis
 
-from byconsole.headless.plain_table import snapshot_view
-from byconsole.headless.render_table import emit, make_console, worker_detail_view
+from byconsole.headless.plain_table import emit, snapshot_view
+from byconsole.headless.render_table import make_console, worker_detail_view
 from worker_runtime.connection import create_redis
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import Keys

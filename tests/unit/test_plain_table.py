@@ -8,9 +8,12 @@ import re
 import pytest
 
 from byconsole.headless.plain_table import (
+    KeyValues,
+    Output,
     Painter,
     PlainBlock,
     cell_width,
+    emit,
     snapshot_view,
     worker_list_view,
     write_block,
@@ -117,3 +120,57 @@ def test_lifecycle_says_whether_the_worker_can_confirm() -> None:
     # The cmd column, as in the console.
     assert re.search(r"suspended\s+online\s+pending", rows["w-ours"])
     assert re.search(r"suspended\s+\w+\s+unconfirmable", rows["w-bf"])
+
+
+def test_key_values_wrap_long_values_under_their_label_and_lose_nothing() -> None:
+    long = "disk full " * 20 + "/var/lib/" + "x" * 70
+    block = KeyValues([("reason", long.strip()), ("id", "w-1")], "Admin state")
+    lines = plain(PlainBlock([block]), 60)
+    assert lines[0] == "Admin state" and lines[-1] == "id      w-1"
+    body = lines[1:-1]
+    assert len(body) > 3 and all(len(line) <= 60 for line in body)
+    assert body[0].startswith("reason  disk full")
+    assert all(line.startswith(" " * 8) and line[8] != " " for line in body[1:])
+    # Wrapping only breaks lines at spaces (or inside a word too long for one line).
+    assert "".join("".join(line[8:] for line in body).split()) == "".join(long.split())
+    assert body[-3].endswith("disk full") and body[-2].startswith(" " * 8 + "/var/lib/xx")
+    # Piped (no width): one line per value.
+    assert plain(PlainBlock([block]), None)[1] == "reason  " + long.strip()
+
+
+def test_key_values_keep_each_runs_colour_when_wrapped() -> None:
+    block = KeyValues([("a", (("x" * 30, ""), ("y" * 30, "red")))])
+    lines = block.lines(30, Painter(True))
+    bare = [SGR.sub("", line) for line in lines]
+    assert "".join(line[3:] for line in bare) == "x" * 30 + "y" * 30
+    assert all(len(line) <= 30 for line in bare)
+    assert "\x1b[31m" + "y" in lines[1] and "\x1b[31m" not in lines[0]
+
+
+def test_painter_writes_sgr_codes_of_the_style_words_only_when_asked() -> None:
+    assert Painter(True)("ok", "bold green") == "\x1b[1;32mok\x1b[0m"
+    assert Painter(True)("x", "italic cyan") == "\x1b[3;36mx\x1b[0m"
+    assert Painter(True)("x", "") == "x" and Painter(False)("x", "red") == "x"
+    assert Painter(True)("x", "blink-ish") == "x"  # an unknown word writes no code
+
+
+def test_output_is_plain_when_piped_or_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setenv("COLUMNS", "50")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    block = PlainBlock([[("red", "red")], KeyValues([("k", "v " * 40)])])
+    tty = Tty()
+    emit(Output.to(tty), block)
+    assert "\x1b[31mred\x1b[0m" in tty.getvalue()
+    assert max(len(SGR.sub("", line)) for line in tty.getvalue().splitlines()) <= 50
+    monkeypatch.setenv("NO_COLOR", "1")
+    muted = Tty()
+    emit(Output.to(muted), block)
+    assert "\x1b" not in muted.getvalue() and "red" in muted.getvalue()
+    piped = io.StringIO()
+    monkeypatch.delenv("NO_COLOR")
+    emit(Output.to(piped), block)
+    assert "\x1b" not in piped.getvalue()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from byconsole.render import alerts, dead, events, instances, types, workers
+from byconsole.render import alerts, dead, events, instances, pending, types, workers
 from byconsole.render.columns import ColumnSpec
 from tests.unit.test_import_contracts import imported_modules
 
@@ -34,12 +34,13 @@ RENDERED: tuple[tuple[ColumnSpec, ...], ...] = (
     instances.COLUMNS,
     alerts.COLUMNS,
     dead.COLUMNS,
+    pending.COLUMNS,
 )
 """Every render module's columns."""
 
-NOT_YET_RENDERED = ("tui/screens/pending.py",)
-"""Front-end tables still defining their own columns (pending entries):
-they move to ``render/`` next; the test fails once one is clean, so the list only shrinks."""
+NOT_YET_RENDERED: tuple[str, ...] = ()
+"""Front-end tables still defining their own columns (none now): the test fails once one
+is clean, so the list only shrinks."""
 
 
 def _within(module: str, root: str) -> bool:
@@ -152,29 +153,38 @@ def test_column_scan_catches_planted_definitions(tmp_path: Path, source: str, hi
 
 HEADLESS = ROOT / "byconsole" / "headless"
 
-RICH_WAITING = (
-    "commands.py",
-    "plain_table.py",
-    "render_dead.py",
-    "render_find.py",
-    "render_table.py",
-    "snapshot.py",
-)
-"""Headless modules that still import Rich: its ``Text`` and console (commands), the
-colour codes of a style (plain_table's painter), the key-value and find layouts that fold
-long values. The tables of the fleet, of pending entries and of alerts are plain; the list
-only shrinks (the test fails once one is clean)."""
+
+def ui_stack_imports(files: list[Path]) -> list[str]:
+    """``file:line module`` of every import of Textual or Rich in ``files``."""
+    return [
+        f"{p}:{line} {m}"
+        for p in files
+        for line, m in imported_modules(p)
+        if _within(m, "textual") or _within(m, "rich")
+    ]
 
 
-def test_headless_imports_no_textual_and_rich_only_where_listed() -> None:
+def test_headless_imports_neither_textual_nor_rich() -> None:
     files = sorted(HEADLESS.glob("*.py"))
     assert len(files) > 8
-    textual = [
-        f"{p}:{line} {m}" for p in files for line, m in imported_modules(p) if _within(m, "textual")
-    ]
-    assert textual == [], "the headless front end never loads Textual:\n" + "\n".join(textual)
-    rich = {p.name for p in files for _, m in imported_modules(p) if _within(m, "rich")}
-    assert rich == set(RICH_WAITING), "a headless module took up or dropped Rich: update the list"
+    found = ui_stack_imports(files)
+    assert found == [], "the headless front end lays out plain text:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from rich.text import Text\n",
+        "def late():\n    from rich.console import Console\n",
+        "import textual.app\n",
+    ],
+)
+def test_ui_stack_scan_catches_planted_imports(tmp_path: Path, source: str) -> None:
+    sneaky = tmp_path / "render_x.py"
+    sneaky.write_text(source, encoding="utf-8")
+    assert len(ui_stack_imports([sneaky])) >= 1
+    (tmp_path / "clean.py").write_text("from richer import x\n", encoding="utf-8")
+    assert ui_stack_imports([tmp_path / "clean.py"]) == []
 
 
 CLEANERS = {

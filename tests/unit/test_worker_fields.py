@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from byconsole.formatting import admin_fields, worker_fields
+from byconsole.headless.plain_table import Painter
 from byconsole.headless.render_table import worker_detail_view
 from byconsole.tui.screens.detail import render_detail
 from worker_runtime.models import AdminState, Status
@@ -50,7 +51,7 @@ def test_the_cli_and_the_tui_show_the_same_fields_and_values() -> None:
     admin = AdminState(lifecycle="suspended", reason="disk", updated_at=NOW - 1_000)
     for detail in (_detail(admin), _detail(AdminState())):
         fields = worker_fields(detail, NOW) + admin_fields(detail, NOW)
-        cli = _text(worker_detail_view(detail, NOW))
+        cli = "\n".join(worker_detail_view(detail, NOW).lines(160, Painter(False)))
         tui = _text(*render_detail(detail, NOW))
         for label, value in fields:
             assert label in cli and label in tui, label

@@ -25,11 +25,12 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import DataTable, Static
 
-from byconsole.formatting import DASH, age
-from byconsole.text import safe_text
+from byconsole.formatting import DASH
+from byconsole.render import pending as render
+from byconsole.render.pending import idle_text, owner_label
+from byconsole.text import ELLIPSIS, safe_text
 from byconsole.tui.actions import Action, ActionRequest
 from byconsole.tui.screens.confirm import ConfirmScreen
-from byconsole.tui.views.cells import cell, number
 from byconsole.tui.widgets.keyed_table import Column, KeyedTable
 from worker_runtime.pending import PendingEntry, PendingPage
 
@@ -42,22 +43,8 @@ Requester = Callable[[ActionRequest], None]
 LIMIT = 500
 """Pending entries read per refresh (the first in group and id order)."""
 
-COLUMNS: tuple[Column, ...] = (
-    Column("idle", "idle"),
-    Column("deliveries", "dlv"),
-    Column("owner", "owner"),
-    Column("task", "task"),
-    Column("kind", "kind"),
-    Column("id", "id"),
-    Column("group", "group"),
-    Column("payload", "payload"),
-)
-"""What an operator reads first on the left: how long, how often, who, which task."""
-
-
-def idle_text(idle_ms: int) -> str:
-    """Idle time as ``2m05s`` (exact to the second: this screen is about one entry)."""
-    return age(0, max(0, idle_ms))
+COLUMNS: tuple[Column, ...] = tuple(Column(c.key, c.header, c.width) for c in render.COLUMNS)
+"""The table's columns: :data:`byconsole.render.pending.COLUMNS`."""
 
 
 def row_key(entry: PendingEntry) -> str:
@@ -65,24 +52,18 @@ def row_key(entry: PendingEntry) -> str:
     return f"{entry.group}\x00{entry.entry_id}"
 
 
-def owner_label(entry: PendingEntry) -> str:
-    """The owner, marked when it holds no lease (its entry waits for a reclaim)."""
-    owner = entry.consumer or DASH
-    return f"{owner} (no lease)" if entry.owner_online is False else owner
-
-
 def pending_cells(entry: PendingEntry) -> list[Text]:
-    """One row, every value made safe."""
-    return [
-        cell(idle_text(entry.idle_ms)),
-        number(entry.deliveries, "red" if entry.deliveries > 1 else ""),
-        cell(owner_label(entry), "red" if entry.owner_online is False else "", limit=40),
-        cell(entry.task_id or DASH, limit=36),
-        cell(entry.kind),
-        cell(entry.entry_id, limit=24),
-        cell(entry.group, limit=24),
-        cell(entry.one_line_payload() or DASH, limit=60),
-    ]
+    """One row, laid out by :data:`byconsole.render.pending.COLUMNS` (values already
+    safe): a second delivery and an owner without a lease in red."""
+    row = render.fields(entry)
+    cells = []
+    for spec in render.COLUMNS:
+        value = getattr(row, spec.key)
+        if spec.cut is not None and len(value) > spec.cut:
+            value = value[: spec.cut - 1] + ELLIPSIS
+        style = "red" if spec.key in row.flags else ""
+        cells.append(Text(value, style=style, no_wrap=True, end="", justify=spec.justify))
+    return cells
 
 
 def detail_text(entry: PendingEntry | None, total: int) -> Text:
