@@ -157,3 +157,18 @@ class CellStyles:
     def marker(self, role: str) -> Style:
         """Style of a marker role (``pending``, ``applied``, ``marked``, ``denied`` …)."""
         return self.roles.get(role, Style())
+
+
+_COLOURS = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
+
+SGR_CODES: dict[str, str] = {
+    "bold": "1",
+    "dim": "2",
+    "italic": "3",
+    "underline": "4",
+    "reverse": "7",
+    **{name: str(30 + i) for i, name in enumerate(_COLOURS)},
+    **{f"bright_{name}": str(90 + i) for i, name in enumerate(_COLOURS)},
+}
+"""The words of :data:`ANSI_STYLES` as SGR parameters (the eight
+standard colours every terminal has; a word not listed is left out)."""

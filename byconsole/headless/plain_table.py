@@ -30,7 +30,7 @@ from byconsole.render import types as render_types
 from byconsole.render import workers as render_workers
 from byconsole.render.columns import ColumnSpec
 from byconsole.render.types import UNREGISTERED
-from byconsole.styles import PENDING_STYLE, ansi_style, lifecycle_style, status_style
+from byconsole.styles import PENDING_STYLE, SGR_CODES, ansi_style, lifecycle_style, status_style
 from byconsole.text import safe_text
 from worker_runtime.snapshot import (
     FleetSnapshot,
@@ -46,8 +46,6 @@ Cell = str | Fragment | tuple[Fragment, ...]
 """A cell: plain text, one styled run, or several runs."""
 
 GAP = "  "
-
-_COLOURS = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
 
 
 def cell_width(text: str) -> int:
@@ -184,23 +182,10 @@ class Painter:
         return f"{codes[0]}{text}{codes[1]}"
 
     def _sgr(self, style: str) -> tuple[str, str]:
-        codes = [_SGR[word] for word in style.split() if word in _SGR]
+        codes = [SGR_CODES[word] for word in style.split() if word in SGR_CODES]
         if not codes:
             return "", ""
         return f"\x1b[{';'.join(codes)}m", "\x1b[0m"
-
-
-_SGR: dict[str, str] = {
-    "bold": "1",
-    "dim": "2",
-    "italic": "3",
-    "underline": "4",
-    "reverse": "7",
-    **{name: str(30 + i) for i, name in enumerate(_COLOURS)},
-    **{f"bright_{name}": str(90 + i) for i, name in enumerate(_COLOURS)},
-}
-"""The words of :data:`byconsole.styles.ANSI_STYLES` as SGR parameters (the eight
-standard colours every terminal has; a word not listed is left out)."""
 
 
 @dataclass

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from byconsole.text import safe_text
 from byconsole.verbs import FORMS, VERBS, Args, Form, Verb
-from worker_runtime.admin import WaitOutcome, verdict_sentence
 from worker_runtime.models import AdminAction, Verdict
 
 if TYPE_CHECKING:  # the result is only held here; the backend writes it
@@ -331,6 +330,10 @@ class ActionOutcome:
         if verdict is Verdict.SUPERSEDED:
             # Another operator's text: cut and made safe, as the CLI prints it.
             return safe_text(self.superseded or "", 200)
+        # The admin module (and with it redis) is imported only when an outcome is
+        # phrased: the views and widgets importing this module never load Redis.
+        from worker_runtime.admin import WaitOutcome, verdict_sentence
+
         waited = WaitOutcome(self.latency) if verdict is Verdict.APPLIED else None
         return verdict_sentence(
             verdict, self.result, waited, timeout, self.error or "", wait_hint=False

@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
-from rich.console import Console
 
 from byconsole.headless import commands
+from byconsole.headless.plain_table import Output
 from byconsole.headless.snapshot import RefusedError
 from byconsole.tui.actions import Action, ActionOutcome, ActionRequest
 from byconsole.tui.app import CONFIRM_TIMEOUT, ConsoleApp
@@ -130,7 +130,7 @@ class _Session:
     def __init__(self, manager: _Manager) -> None:
         self._manager = manager
         self.buffer = io.StringIO()
-        self.out = Console(file=self.buffer, width=400, color_system=None)
+        self.out = Output(self.buffer, colour=False, width=400)
 
     def manager(self) -> _Manager:
         return self._manager
