@@ -56,7 +56,6 @@ from worker_runtime.models import (
     Verdict,
     now_ms,
     parse_pauses,
-    verdict_text,
 )
 from worker_runtime.names import check_agent_type, check_utf8, check_worker_id
 from worker_runtime.pause import hold_type_pause, pauses_itself, type_members
@@ -85,12 +84,14 @@ from worker_runtime.type_config import (
     merged,
 )
 from worker_runtime.type_config import TypeConfigError as TypeConfigError
+from worker_runtime.verdicts import LISTED_AT_BEAT as LISTED_AT_BEAT
+from worker_runtime.verdicts import WaitOutcome as WaitOutcome
 from worker_runtime.verdicts import (
     eviction_progress,
     is_applied,
     superseded_by,
-    superseded_line,
 )
+from worker_runtime.verdicts import verdict_sentence as verdict_sentence
 
 # Stamp and write the admin hash with Redis's clock, never a console's: consoles with
 # skewed clocks must not order each other's commands (one an hour ahead would block
@@ -215,30 +216,6 @@ _LIFECYCLE_ACTIONS = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
-class WaitOutcome:
-    """How a wait for a worker's confirmation ended (:meth:`WorkerManager.wait_outcome`).
-
-    Attributes:
-        latency: seconds from the write to the confirmation; ``None`` when it was not
-            confirmed (timeout, unconfirmable, or superseded).
-        superseded: the admin hash that replaced the command (another operator's or
-            another admin's later write): the command will never be applied.
-        progress: an eviction not confirmed in time: how far it got, in the words of
-            :func:`~worker_runtime.verdicts.eviction_progress` (``applied · finishing 3``,
-            ``pending: still owns 2 entries``).
-    """
-
-    latency: float | None
-    superseded: AdminState | None = None
-    progress: str | None = None
-
-    @property
-    def superseded_line(self) -> str | None:
-        """``superseded by <verb> at <time> by <user>``, when it was."""
-        return None if self.superseded is None else superseded_line(self.superseded)
-
-
-@dataclass(frozen=True, slots=True)
 class TypePauseResult:
     """What a ``pause_type`` / ``resume_type`` did.
 
@@ -279,13 +256,6 @@ class TypePauseResult:
         return tuple(r for r in self.results if not r.confirmable)
 
 
-LISTED_AT_BEAT = (
-    "written; a {runtime} worker applies it at its next heartbeat and cannot confirm it"
-)
-"""The unconfirmable sentence of a deny / allow: nothing is pushed, by-framework reads
-its denylist at each heartbeat."""
-
-
 def verdict_of(result: ActionResult, waited: WaitOutcome | None) -> Verdict:
     """The verdict on a written command; ``waited``: how a wait for it ended, if one ran."""
     if waited is not None and waited.superseded is not None:
@@ -297,33 +267,6 @@ def verdict_of(result: ActionResult, waited: WaitOutcome | None) -> Verdict:
     if waited is None:
         return Verdict.SENT if result.confirmation is Confirmation.LEASE_GONE else Verdict.PENDING
     return Verdict.APPLIED if waited.latency is not None else Verdict.TIMEOUT
-
-
-def verdict_sentence(
-    verdict: Verdict,
-    result: ActionResult | None = None,
-    waited: WaitOutcome | None = None,
-    timeout: float = 0.0,
-    error: str = "",
-    wait_hint: bool = True,
-) -> str:
-    """:data:`VERDICT_SENTENCES`'s sentence for ``verdict``, its fields filled in: the
-    CLI's line and the console's toast (``wait_hint=False``: it always waits)."""
-    listed = result is not None and result.action in (AdminAction.DENY, AdminAction.ALLOW)
-    template = LISTED_AT_BEAT if verdict is Verdict.UNCONFIRMABLE and listed else None
-    latency = waited.latency if waited and waited.latency is not None else None
-    if verdict is Verdict.APPLIED and latency is None:
-        latency = 0.0  # applied with nothing waited for: confirmed at once
-    return verdict_text(
-        verdict,
-        latency=latency,
-        timeout=timeout,
-        runtime=result.runtime if result is not None else None,
-        superseded=(waited.superseded_line if waited else None) or "",
-        error=error,
-        template=template,
-        wait_hint=wait_hint,
-    )
 
 
 class WorkerManager:

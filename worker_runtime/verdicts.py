@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from worker_runtime.models import (
     AdminAction,
@@ -24,7 +25,12 @@ from worker_runtime.models import (
     Lease,
     Lifecycle,
     Status,
+    Verdict,
+    verdict_text,
 )
+
+if TYPE_CHECKING:
+    from worker_runtime.admin import ActionResult
 
 DEFAULT_HEARTBEAT_INTERVAL = 5.0
 """Seconds; used when a lease does not say how often its worker beats."""
@@ -312,3 +318,61 @@ def runtime_of(lease: Lease | None) -> str | None:
     if lease is None:
         return None
     return "by-framework" if lease.is_by_framework else "worker_runtime"
+
+
+@dataclass(frozen=True, slots=True)
+class WaitOutcome:
+    """How a wait for a worker's confirmation ended (:meth:`WorkerManager.wait_outcome`).
+
+    Attributes:
+        latency: seconds from the write to the confirmation; ``None`` when it was not
+            confirmed (timeout, unconfirmable, or superseded).
+        superseded: the admin hash that replaced the command (another operator's or
+            another admin's later write): the command will never be applied.
+        progress: an eviction not confirmed in time: how far it got, in the words of
+            :func:`~worker_runtime.verdicts.eviction_progress` (``applied · finishing 3``,
+            ``pending: still owns 2 entries``).
+    """
+
+    latency: float | None
+    superseded: AdminState | None = None
+    progress: str | None = None
+
+    @property
+    def superseded_line(self) -> str | None:
+        """``superseded by <verb> at <time> by <user>``, when it was."""
+        return None if self.superseded is None else superseded_line(self.superseded)
+
+
+LISTED_AT_BEAT = (
+    "written; a {runtime} worker applies it at its next heartbeat and cannot confirm it"
+)
+"""The unconfirmable sentence of a deny / allow: nothing is pushed, by-framework reads
+its denylist at each heartbeat."""
+
+
+def verdict_sentence(
+    verdict: Verdict,
+    result: ActionResult | None = None,
+    waited: WaitOutcome | None = None,
+    timeout: float = 0.0,
+    error: str = "",
+    wait_hint: bool = True,
+) -> str:
+    """:data:`VERDICT_SENTENCES`'s sentence for ``verdict``, its fields filled in: the
+    CLI's line and the console's toast (``wait_hint=False``: it always waits)."""
+    listed = result is not None and result.action in (AdminAction.DENY, AdminAction.ALLOW)
+    template = LISTED_AT_BEAT if verdict is Verdict.UNCONFIRMABLE and listed else None
+    latency = waited.latency if waited and waited.latency is not None else None
+    if verdict is Verdict.APPLIED and latency is None:
+        latency = 0.0  # applied with nothing waited for: confirmed at once
+    return verdict_text(
+        verdict,
+        latency=latency,
+        timeout=timeout,
+        runtime=result.runtime if result is not None else None,
+        superseded=(waited.superseded_line if waited else None) or "",
+        error=error,
+        template=template,
+        wait_hint=wait_hint,
+    )

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from byconsole.text import safe_text
 from byconsole.verbs import FORMS, VERBS, Args, Form, Verb
 from worker_runtime.models import AdminAction, Verdict
+from worker_runtime.verdicts import WaitOutcome, verdict_sentence
 
 if TYPE_CHECKING:  # the result is only held here; the backend writes it
     import asyncio
@@ -324,16 +325,12 @@ class ActionOutcome:
 
     def sentence(self, timeout: float = 0.0, verdict: Verdict | None = None) -> str:
         """The verdict's one sentence, the words the CLI prints for the same outcome
-        (:func:`~worker_runtime.admin.verdict_sentence`); ``verdict``: another than
+        (:func:`~worker_runtime.verdicts.verdict_sentence`); ``verdict``: another than
         :attr:`verdict` (what the write alone says, before any wait)."""
         verdict = self.verdict if verdict is None else verdict
         if verdict is Verdict.SUPERSEDED:
             # Another operator's text: cut and made safe, as the CLI prints it.
             return safe_text(self.superseded or "", 200)
-        # The admin module (and with it redis) is imported only when an outcome is
-        # phrased: the views and widgets importing this module never load Redis.
-        from worker_runtime.admin import WaitOutcome, verdict_sentence
-
         waited = WaitOutcome(self.latency) if verdict is Verdict.APPLIED else None
         return verdict_sentence(
             verdict, self.result, waited, timeout, self.error or "", wait_hint=False
