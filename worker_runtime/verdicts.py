@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from worker_runtime.models import (
     AdminAction,
@@ -28,9 +28,6 @@ from worker_runtime.models import (
     Verdict,
     verdict_text,
 )
-
-if TYPE_CHECKING:
-    from worker_runtime.admin import ActionResult
 
 DEFAULT_HEARTBEAT_INTERVAL = 5.0
 """Seconds; used when a lease does not say how often its worker beats."""
@@ -351,9 +348,20 @@ LISTED_AT_BEAT = (
 its denylist at each heartbeat."""
 
 
+class ActionFacts(Protocol):
+    """What :func:`verdict_sentence` reads of an admin action's result (the admin
+    module's ``ActionResult`` has it); a protocol, so this module stays models-only."""
+
+    @property
+    def action(self) -> AdminAction: ...
+
+    @property
+    def runtime(self) -> str | None: ...
+
+
 def verdict_sentence(
     verdict: Verdict,
-    result: ActionResult | None = None,
+    result: ActionFacts | None = None,
     waited: WaitOutcome | None = None,
     timeout: float = 0.0,
     error: str = "",
