@@ -22,6 +22,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+STOP_WAIT_S = 5.0
+"""How long :meth:`RedisServer.stop` waits for the server to exit, after SIGTERM and
+again after SIGKILL."""
+
+
 class RedisServer:
     """A ``redis-server`` on a free loopback port, started and stopped by its owner.
 
@@ -82,14 +87,14 @@ class RedisServer:
         return out.stdout.strip()
 
     def stop(self) -> None:
-        """Terminate the server (kill if it does not exit within 5 s)."""
+        """Terminate the server (kill if it does not exit within :data:`STOP_WAIT_S`)."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(5)
+                self.proc.wait(STOP_WAIT_S)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-                self.proc.wait(5)
+                self.proc.wait(STOP_WAIT_S)
         self.proc = None
 
     def restart(self) -> None:

@@ -34,8 +34,8 @@ from typing import Any
 
 from worker_runtime.admin import WorkerManager
 from worker_runtime.connection import LOOP_ERRORS, create_redis
-from worker_runtime.embedded import RedisServer, free_port
-from worker_runtime.instance import WorkerInstance
+from worker_runtime.embedded import STOP_WAIT_S, RedisServer, free_port
+from worker_runtime.instance import STOP_BOUND_S, WorkerInstance
 from worker_runtime.messages import encode_task
 from worker_runtime.models import Role, Task
 from worker_runtime.producer import Producer
@@ -47,6 +47,13 @@ ORPHAN_TYPE = "ingest"
 """The demo's backlog nobody serves (found from its stream: an unregistered type)."""
 
 ORPHAN_TASKS = 40
+
+GRACE_S = 2.0
+"""The demo workers' grace period: in-flight tasks last at most 0.6 s."""
+
+FLEET_STOP_BOUND_S = GRACE_S + STOP_BOUND_S + 2 * STOP_WAIT_S
+"""The longest quitting the demo may take: the workers' bounded stops side by side,
+then Redis terminated (killed if it lingers)."""
 
 
 async def demo_handler(task: Task) -> dict[str, Any]:
@@ -129,7 +136,7 @@ class DemoFleet:
             lease_ttl=self.heartbeat * 4,
             metrics_interval=2.0,
             block_ms=500,
-            grace_period=2.0,
+            grace_period=GRACE_S,
             app_version="demo-1.0",
         )
 
@@ -210,7 +217,7 @@ class DemoFleet:
         # Side by side: each stop is bounded (grace + STOP_BOUND_S); one after the other
         # the operator would wait for the sum.
         await asyncio.gather(
-            *(instance.stop(grace=2.0) for instance in self.instances), return_exceptions=True
+            *(instance.stop(grace=GRACE_S) for instance in self.instances), return_exceptions=True
         )
         self.instances.clear()
         if self._server is not None:
@@ -253,6 +260,10 @@ async def _run(*, read_only: bool = False, refresh: float = 1.0) -> int:
             notice=f"demo Redis: {url} (byconsole --redis-url {url} … in another terminal)",
         )
         await app.run_async()
+        # The fleet's graceful stop takes a few seconds: said, so a quiet terminal
+        # after the console closes is not taken for a hang.
+        bound = f"at most {FLEET_STOP_BOUND_S:.0f} s"
+        print(f"stopping the demo's workers and Redis ({bound})…", flush=True)
     print(f"demo stopped; Redis was {url}; worker log: {fleet.log_path}")
     return app.return_code or 0
 

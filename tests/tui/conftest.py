@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from redis.asyncio import Redis
+from textual.app import App
+from textual.notifications import Notify
 from textual.pilot import Pilot
 
 from byconsole.tui.app import ConsoleApp
@@ -93,3 +95,27 @@ async def until(pilot: Pilot[Any], condition: Callable[[], object], timeout: flo
 
 # Polling an async check is the same everywhere in the suite.
 until_async = eventually
+
+
+@pytest.fixture(autouse=True)
+def toast_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep every toast an app raised, not only those still shown: a toast expires after
+    its timeout, and a slow machine may look for it later than that."""
+    on_notify = App._on_notify
+    clear = App.clear_notifications
+
+    def record(app: App[Any], event: Notify) -> None:
+        app.__dict__.setdefault("_toast_log", []).append(str(event.notification.message))
+        on_notify(app, event)
+
+    def forget(app: App[Any]) -> None:
+        app.__dict__["_toast_log"] = []
+        clear(app)
+
+    monkeypatch.setattr(App, "_on_notify", record)
+    monkeypatch.setattr(App, "clear_notifications", forget)
+
+
+def toasts(app: App[Any]) -> list[str]:
+    """Every toast ``app`` raised since it started or last cleared them, oldest first."""
+    return list(app.__dict__.get("_toast_log", []))

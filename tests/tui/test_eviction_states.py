@@ -24,13 +24,9 @@ from byconsole.tui.screens.confirm import ConfirmScreen
 from tests.handlers import STARTED_LIST
 from tests.integration.runtime_helpers import BIN, eventually, spawn_worker, stop_process
 from tests.redis_server import env_with
-from tests.tui.conftest import KEYS, AppFactory, until
+from tests.tui.conftest import KEYS, AppFactory, toasts, until
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import CONSUMER_GROUP
-
-
-def _toasts(app: Any) -> list[str]:
-    return [str(n.message) for n in app._notifications]
 
 
 async def test_a_graceful_eviction_shows_applied_finishing_while_tasks_run(
@@ -64,9 +60,9 @@ async def test_a_graceful_eviction_shows_applied_finishing_while_tasks_run(
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             app.screen.query_one("#confirm", Button).press()
             await until(
-                pilot, lambda: any("applied · finishing 3" in t for t in _toasts(app)), timeout=8
+                pilot, lambda: any("applied · finishing 3" in t for t in toasts(app)), timeout=8
             )
-            assert not any("still pending" in t for t in _toasts(app))
+            assert not any("still pending" in t for t in toasts(app))
 
             def cmd() -> str:
                 snap = app.main_screen.snapshot
@@ -116,7 +112,7 @@ async def test_force_evict_of_a_runtime_that_may_not_cancel_is_applied_only_once
         screen.query_one("#confirm", Button).press()
         await until(
             pilot,
-            lambda: any("bf-1: sent; confirmed when the worker exits" in t for t in _toasts(app)),
+            lambda: any("bf-1: sent; confirmed when the worker exits" in t for t in toasts(app)),
         )
         # It drops its lease but its tasks run on: not applied while it owns them.
         await redis.delete(KEYS.worker_online("bf-1"))
@@ -131,7 +127,7 @@ async def test_force_evict_of_a_runtime_that_may_not_cancel_is_applied_only_once
             "bf-1"
         )  # the detail screen's read
         assert detail.worker.command_text == "pending: still owns 2 entries"
-        await until(pilot, lambda: any("still owns 2 entries" in t for t in _toasts(app)))
-        assert not any("applied" in t for t in _toasts(app))
+        await until(pilot, lambda: any("still owns 2 entries" in t for t in toasts(app)))
+        assert not any("applied" in t for t in toasts(app))
         await redis.xack(stream, CONSUMER_GROUP, *ids)  # its tasks ended
         await until(pilot, lambda: cmd() == "applied")

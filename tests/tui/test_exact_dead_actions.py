@@ -15,12 +15,8 @@ from textual.widgets import Static
 from byconsole.tui.screens.confirm import ConfirmScreen
 from byconsole.tui.screens.prompt import ChoiceScreen
 from byconsole.tui.views.dead import DeadView
-from tests.tui.conftest import KEYS, AppFactory, until
+from tests.tui.conftest import KEYS, AppFactory, toasts, until
 from worker_runtime.models import now_ms
-
-
-def _toasts(app: Any) -> list[str]:
-    return [str(n.message) for n in app._notifications]
 
 
 async def _bury(redis: Redis, agent_type: str, n: int, start: int = 0) -> list[str]:
@@ -58,9 +54,9 @@ async def _all_of_type_while_more_die(
         )
         late = await _bury(redis, "chat", 3, start=5)  # die while the dialog is open
         await pilot.press(*reason, "enter", "enter")
-        await until(pilot, lambda: any("arrived" in t for t in _toasts(app)))
-        toasts = _toasts(app)
-    return toasts, shown, late
+        await until(pilot, lambda: any("arrived" in t for t in toasts(app)))
+        raised = toasts(app)
+    return raised, shown, late
 
 
 async def test_purge_all_deletes_only_the_letters_shown(

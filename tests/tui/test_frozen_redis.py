@@ -7,7 +7,6 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -16,14 +15,10 @@ from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import RedisBackend
 from byconsole.tui.screens.confirm import ConfirmScreen
 from tests.redis_server import RedisServer
-from tests.tui.conftest import KEYS, until, until_async, write_worker
+from tests.tui.conftest import KEYS, toasts, until, until_async, write_worker
 from worker_runtime.settings import RedisSettings
 
 WORKERS = [f"w-{i}" for i in range(1, 6)]
-
-
-def _toasts(app: Any) -> list[str]:
-    return [str(n.message) for n in app._notifications]
 
 
 @pytest.fixture
@@ -70,13 +65,13 @@ async def test_a_bulk_action_into_a_frozen_redis_is_bounded_and_reported(
             frozen_at = time.monotonic()
             await pilot.press("enter")
             # At once: the toast, and the header counting the writes.
-            await until(pilot, lambda: any("sending to" in t for t in _toasts(app)), 1.0)
+            await until(pilot, lambda: any("sending to" in t for t in toasts(app)), 1.0)
             await until(pilot, lambda: header.activity.endswith("0/5 sent"), 1.0)
 
             # One deadline for all five, not five socket timeouts in a row.
-            await until(pilot, lambda: any("5 targets: 5 timeout" in t for t in _toasts(app)))
+            await until(pilot, lambda: any("5 targets: 5 timeout" in t for t in toasts(app)))
             assert time.monotonic() - frozen_at < deadline + 2.0
-            assert any("no reply from Redis for" in t for t in _toasts(app))
+            assert any("no reply from Redis for" in t for t in toasts(app))
             assert header.activity == ""
 
             # Silent Redis: the header stops saying CONNECTED before the read times out.
@@ -89,7 +84,7 @@ async def test_a_bulk_action_into_a_frozen_redis_is_bounded_and_reported(
             # Each write is reported when Redis answers it.
             await until(
                 pilot,
-                lambda: sum("Redis answered after" in t for t in _toasts(app)) == 5,
+                lambda: sum("Redis answered after" in t for t in toasts(app)) == 5,
                 10.0,
             )
             for worker_id in WORKERS:

@@ -5,25 +5,18 @@ On a single Redis and on a real cluster (the console refreshing from v2 keys).
 
 from __future__ import annotations
 
-from typing import Any
-
 from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import RedisBackend
 from byconsole.tui.screens.confirm import ConfirmScreen
 from tests.backends import Backend
 from tests.integration.runtime_helpers import make_instance
 from tests.streams import stream_entries
-from tests.tui.conftest import until
+from tests.tui.conftest import toasts, until
 from worker_runtime.models import Task
 
 
 async def _noop(task: Task) -> None:
     return None
-
-
-def _toasts(app: Any) -> list[str]:
-    # The notifications the app raised (run_test(notifications=True) shows them).
-    return [notification.message for notification in app._notifications]
 
 
 async def test_suspend_then_drain_a_live_worker(backend: Backend) -> None:
@@ -44,9 +37,7 @@ async def test_suspend_then_drain_a_live_worker(backend: Backend) -> None:
             assert table.get_cell(first, "lifecycle").plain == "suspended"
             await until(
                 pilot,
-                lambda: any(
-                    f"Suspend {first}: applied by the worker in" in t for t in _toasts(app)
-                ),
+                lambda: any(f"Suspend {first}: applied by the worker in" in t for t in toasts(app)),
             )
             lease = await redis.get(keys.worker_online(first))
             assert lease is not None and '"lifecycle":"suspended"' in lease

@@ -27,17 +27,13 @@ from byconsole.tui.views.cells import clock
 from byconsole.tui.views.dead import DeadView
 from byconsole.tui.views.metrics import bars
 from tests.integration.runtime_helpers import make_instance
-from tests.tui.conftest import KEYS, AppFactory, until, until_async, write_worker
+from tests.tui.conftest import KEYS, AppFactory, toasts, until, until_async, write_worker
 from worker_runtime.fleet import FleetReader
 from worker_runtime.keys import CONSUMER_GROUP
 from worker_runtime.metrics import build_point
 from worker_runtime.models import AdminState, Task, now_ms
 from worker_runtime.settings import RedisSettings
 from worker_runtime.snapshot import WorkerDetail, WorkerView
-
-
-def _toasts(app: Any) -> list[str]:
-    return [str(n.message) for n in app._notifications]
 
 
 def _screen(app: ConsoleApp) -> str:
@@ -201,8 +197,8 @@ async def test_read_only_keys_say_why_and_the_legend_explains_markers(
         table = app.main_screen.workers_view.table
         await until(pilot, lambda: table.row_count == 3)
         await pilot.press("s")
-        await until(pilot, lambda: any("read-only: suspend" in t for t in _toasts(app)))
-        assert any("--read-only" in t for t in _toasts(app))
+        await until(pilot, lambda: any("read-only: suspend" in t for t in toasts(app)))
+        assert any("--read-only" in t for t in toasts(app))
         assert await redis.hgetall(KEYS.worker_admin("w-1")) == {}
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
@@ -271,7 +267,7 @@ async def test_dead_letters_view_requeue_and_purge(
         assert len(requeued) == 1
         fields = requeued[0][1]
         assert json.loads(fields["data"])["task_id"] == "t2" and "error" not in fields
-        await until(pilot, lambda: any("1 requeued" in t for t in _toasts(app)))
+        await until(pilot, lambda: any("1 requeued" in t for t in toasts(app)))
 
         # Purge all of the type.
         await pilot.press("P")
@@ -305,13 +301,11 @@ async def test_scale_says_what_will_happen_then_that_it_converged(redis_url: str
             # Before: the plan; after: converged, with running/quota per instance.
             await until(
                 pilot,
-                lambda: any(
-                    "scale-a: 1 running -> 2 (1 replica starts)" in t for t in _toasts(app)
-                ),
+                lambda: any("scale-a: 1 running -> 2 (1 replica starts)" in t for t in toasts(app)),
             )
             await until(
                 pilot,
-                lambda: any("converged in" in t and "scale-a 2/2" in t for t in _toasts(app)),
+                lambda: any("converged in" in t and "scale-a 2/2" in t for t in toasts(app)),
                 timeout=15,
             )
             assert await redis_target(redis_url) == "2"
@@ -328,7 +322,7 @@ async def test_scale_says_what_will_happen_then_that_it_converged(redis_url: str
             await pilot.press(*"less traffic", "enter", "enter")
             await until(
                 pilot,
-                lambda: any("converged in" in t and "scale-a 1/1" in t for t in _toasts(app)),
+                lambda: any("converged in" in t and "scale-a 1/1" in t for t in toasts(app)),
                 timeout=15,
             )
             assert await redis_target(redis_url) == "1"
@@ -416,10 +410,10 @@ async def test_a_writable_context_under_read_only_says_why(redis: Redis, redis_u
         await until(pilot, lambda: app.main_screen.workers_view.table.row_count == 1)
         await pilot.press("s")
         await until(
-            pilot, lambda: any("context prod is marked read-only" in t for t in _toasts(app))
+            pilot, lambda: any("context prod is marked read-only" in t for t in toasts(app))
         )
         await app.switch_context("dev")  # writable: the action keys come back
-        await until(pilot, lambda: any(t.startswith("context dev:") for t in _toasts(app)))
+        await until(pilot, lambda: any(t.startswith("context dev:") for t in toasts(app)))
         assert not app.read_only
     flagged = ConsoleApp(
         RedisBackend(RedisSettings(url=redis_url)),
@@ -434,10 +428,10 @@ async def test_a_writable_context_under_read_only_says_why(redis: Redis, redis_u
         # Still read-only, and the toast says why: the flag, not the context.
         await until(
             pilot,
-            lambda: any("(read-only: started with --read-only)" in t for t in _toasts(flagged)),
+            lambda: any("(read-only: started with --read-only)" in t for t in toasts(flagged)),
         )
         await pilot.press("s")
-        await until(pilot, lambda: any("read-only: suspend" in t for t in _toasts(flagged)))
+        await until(pilot, lambda: any("read-only: suspend" in t for t in toasts(flagged)))
     assert await redis.hgetall(KEYS.worker_admin("w-1")) == {}
 
 
@@ -458,9 +452,9 @@ async def test_deny_toast_names_the_type(redis_url: str) -> None:
             app.screen.query_one("#confirm", Button).press()
             await until(
                 pilot,
-                lambda: any(f"Deny embed {wid}: applied by the worker" in t for t in _toasts(app)),
+                lambda: any(f"Deny embed {wid}: applied by the worker" in t for t in toasts(app)),
             )
-            assert any(f"Deny embed {wid}: pending until the worker" in t for t in _toasts(app))
+            assert any(f"Deny embed {wid}: pending until the worker" in t for t in toasts(app))
             client: Redis = Redis.from_url(redis_url, decode_responses=True)
             try:
                 assert await client.smembers(KEYS.type_denied("embed")) == {wid}

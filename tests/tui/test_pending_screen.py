@@ -16,7 +16,7 @@ from byconsole.tui.backend import StaticBackend
 from byconsole.tui.screens.confirm import ConfirmScreen
 from byconsole.tui.screens.pending import OperatorPendingScreen, PendingScreen
 from byconsole.tui.views.dead import DeadView
-from tests.tui.conftest import KEYS, AppFactory, until
+from tests.tui.conftest import KEYS, AppFactory, toasts, until
 from tests.tui.fleet_data import HOSTILE_ID, sample_dead, sample_snapshot
 from worker_runtime.dead_letters import parse_control_plane
 from worker_runtime.keys import CONSUMER_GROUP
@@ -76,7 +76,7 @@ def sample_pending() -> PendingPage:
 
 
 def _toasted(app: ConsoleApp, text: str) -> bool:
-    return any(text in str(n.message) for n in app._notifications)
+    return any(text in t for t in toasts(app))
 
 
 def _control_plane() -> list[Any]:
@@ -148,7 +148,7 @@ async def test_read_only_pending_screen_has_no_dead_letter_key() -> None:
         await pilot.press("D")
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmScreen)
-        assert any("read-only" in str(n.message) for n in app._notifications)
+        assert any("read-only" in t for t in toasts(app))
 
 
 async def test_dead_view_shows_control_plane_letters_read_only() -> None:
@@ -169,7 +169,7 @@ async def test_dead_view_shows_control_plane_letters_read_only() -> None:
         await pilot.press("P")
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmScreen)
-        assert any("read-only here" in str(n.message) for n in app._notifications)
+        assert any("read-only here" in t for t in toasts(app))
 
 
 async def test_operator_dead_letters_a_stuck_entry_from_the_types_view(
@@ -206,9 +206,7 @@ async def test_operator_dead_letters_a_stuck_entry_from_the_types_view(
         assert [(f["action"], f["reason"]) for _, f in audit] == [("dead-letter", "hangs")]
         await until(
             pilot,
-            lambda: any(
-                "moved to the chat dead letters" in str(n.message) for n in app._notifications
-            ),
+            lambda: any("moved to the chat dead letters" in t for t in toasts(app)),
         )
 
 
@@ -234,7 +232,5 @@ async def test_dead_letter_without_a_reason_moves_nothing(
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("tab", "enter")  # straight to the confirm button, no reason
         await until(pilot, lambda: app.screen is screen)
-        await until(
-            pilot, lambda: any("reason is required" in str(n.message) for n in app._notifications)
-        )
+        await until(pilot, lambda: any("reason is required" in t for t in toasts(app)))
         assert await redis.xlen(KEYS.dead_letter_stream("chat")) == 0

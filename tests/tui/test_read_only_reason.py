@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 
 from byconsole import cli
 from byconsole.tui.app import ConsoleApp
-from tests.tui.conftest import KEYS, until, write_worker
+from tests.tui.conftest import KEYS, toasts, until, write_worker
 
 
 def _console(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> ConsoleApp:
@@ -26,10 +26,6 @@ def _console(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> ConsoleApp:
     assert cli.main(argv) == 0
     (app,) = built
     return app
-
-
-def _toasts(app: ConsoleApp) -> list[str]:
-    return [str(n.message) for n in app._notifications]
 
 
 def _config(tmp_path: Path, redis_url: str) -> Path:
@@ -52,14 +48,14 @@ async def test_a_read_only_context_says_so_and_a_writable_one_is_writable(
         await until(pilot, lambda: app.main_screen.workers_view.table.row_count == 1)
         assert app.read_only
         await pilot.press("s")
-        await until(pilot, lambda: any("read-only: suspend" in t for t in _toasts(app)))
-        notice = next(t for t in _toasts(app) if "read-only: suspend" in t)
+        await until(pilot, lambda: any("read-only: suspend" in t for t in toasts(app)))
+        notice = next(t for t in toasts(app) if "read-only: suspend" in t)
         assert "context prod is marked read-only" in notice
         assert "--read-only" not in notice
         await app.switch_context("dev")
-        await until(pilot, lambda: any(t.startswith("context dev:") for t in _toasts(app)))
+        await until(pilot, lambda: any(t.startswith("context dev:") for t in toasts(app)))
         assert not app.read_only
-        assert "(read-only" not in next(t for t in _toasts(app) if t.startswith("context dev:"))
+        assert "(read-only" not in next(t for t in toasts(app) if t.startswith("context dev:"))
         await until(pilot, lambda: app.main_screen.workers_view.table.row_count == 1)
         await pilot.press("s")
         await until(pilot, lambda: bool(_hash(redis)))
@@ -79,16 +75,16 @@ async def test_the_flag_keeps_every_context_read_only_and_says_so(
     async with app.run_test(size=(120, 36), notifications=True) as pilot:
         await until(pilot, lambda: app.main_screen.workers_view.table.row_count == 1)
         await pilot.press("s")
-        await until(pilot, lambda: any("(started with --read-only)" in t for t in _toasts(app)))
+        await until(pilot, lambda: any("(started with --read-only)" in t for t in toasts(app)))
         await app.switch_context("prod")
         app.clear_notifications()
         await pilot.press("s")
         await until(
-            pilot, lambda: any("(context prod is marked read-only)" in t for t in _toasts(app))
+            pilot, lambda: any("(context prod is marked read-only)" in t for t in toasts(app))
         )
         await app.switch_context("dev")
         assert app.read_only
         app.clear_notifications()
         await pilot.press("s")
-        await until(pilot, lambda: any("(started with --read-only)" in t for t in _toasts(app)))
+        await until(pilot, lambda: any("(started with --read-only)" in t for t in toasts(app)))
     assert await redis.hgetall(KEYS.worker_admin("w-1")) == {}

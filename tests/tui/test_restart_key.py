@@ -6,7 +6,6 @@ worker is refused before anything is written, with the reason."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import RedisBackend
@@ -14,16 +13,12 @@ from byconsole.tui.screens.confirm import ConfirmScreen
 from tests.backends import Backend
 from tests.integration.runtime_helpers import make_instance
 from tests.streams import stream_entries
-from tests.tui.conftest import until
+from tests.tui.conftest import toasts, until
 from worker_runtime.models import Task
 
 
 async def _noop(task: Task) -> None:
     return None
-
-
-def _toasts(app: Any) -> list[str]:
-    return [notification.message for notification in app._notifications]
 
 
 async def test_restart_key_replaces_a_replica_and_refuses_a_by_framework_one(
@@ -56,10 +51,10 @@ async def test_restart_key_replaces_a_replica_and_refuses_a_by_framework_one(
             app.screen.query_one("#confirm").press()  # type: ignore[attr-defined]
             await until(
                 pilot,
-                lambda: any(t.startswith(f"Restart {first}: replaced as ") for t in _toasts(app)),
+                lambda: any(t.startswith(f"Restart {first}: replaced as ") for t in toasts(app)),
                 timeout=30,
             )
-            toast = next(t for t in _toasts(app) if t.startswith(f"Restart {first}: replaced"))
+            toast = next(t for t in toasts(app) if t.startswith(f"Restart {first}: replaced"))
             new_id = toast.split("replaced as ")[1].split()[0]
             assert new_id != first
             await until(pilot, lambda: new_id in table.ordered_keys())
@@ -71,9 +66,9 @@ async def test_restart_key_replaces_a_replica_and_refuses_a_by_framework_one(
             app.screen.query_one("#confirm").press()  # type: ignore[attr-defined]
             await until(
                 pilot,
-                lambda: any(t.startswith("Restart failed:\nbf-1: ") for t in _toasts(app)),
+                lambda: any(t.startswith("Restart failed:\nbf-1: ") for t in toasts(app)),
             )
-            assert any("runs by-framework" in t for t in _toasts(app))
+            assert any("runs by-framework" in t for t in toasts(app))
             audit = [fields for _, fields in await stream_entries(redis, keys.audit_stream)]
             restarts = [e["target"] for e in audit if e["action"] == "restart"]
             assert restarts == [first]  # nothing written for bf-1

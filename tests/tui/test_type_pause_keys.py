@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from redis.asyncio import Redis
 from textual.widgets import Button, Input
@@ -13,11 +12,7 @@ from byconsole.tui.views.cells import DASH
 from tests.handlers import noop
 from tests.integration.runtime_helpers import make_instance
 from tests.streams import stream_entries
-from tests.tui.conftest import KEYS, AppFactory, until, until_async
-
-
-def _messages(app: Any) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+from tests.tui.conftest import KEYS, AppFactory, toasts, until, until_async
 
 
 async def _paused(redis: Redis) -> dict[str, str]:
@@ -53,7 +48,7 @@ async def test_z_pauses_the_selected_type_after_a_reason_and_u_resumes_it(
             assert '"reason":"incident"' in (await _paused(redis))["chat"]
             await until(
                 pilot,
-                lambda: any("Pause chat tp-r0: applied by the worker" in m for m in _messages(app)),
+                lambda: any("Pause chat tp-r0: applied by the worker" in m for m in toasts(app)),
             )
             await until(
                 pilot, lambda: table.get_cell("chat", "paused").plain.startswith("paused 1/1 · ")
@@ -64,9 +59,7 @@ async def test_z_pauses_the_selected_type_after_a_reason_and_u_resumes_it(
             await until_async(lambda: _not_paused(redis))
             await until(
                 pilot,
-                lambda: any(
-                    "Resume chat tp-r0: applied by the worker" in m for m in _messages(app)
-                ),
+                lambda: any("Resume chat tp-r0: applied by the worker" in m for m in toasts(app)),
             )
             await until(pilot, lambda: table.get_cell("chat", "paused").plain == DASH)
             actions = [f["action"] for _, f in await stream_entries(redis, KEYS.audit_stream)]
@@ -91,5 +84,5 @@ async def test_read_only_console_says_pause_is_disabled(
         await until(pilot, lambda: main.snapshot is not None and bool(main.snapshot.types))
         await pilot.press("3")
         await pilot.press("z")
-        await until(pilot, lambda: any("read-only: pause is disabled" in m for m in _messages(app)))
+        await until(pilot, lambda: any("read-only: pause is disabled" in m for m in toasts(app)))
         assert await _paused(redis) == {}
