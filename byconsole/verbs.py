@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from worker_runtime.models import AdminAction, ForceEvict
+from worker_runtime.models import WAIT_HINTS, AdminAction, ForceEvict, Verdict
 
 
 class Args(StrEnum):
@@ -70,6 +70,12 @@ class Verb:
         tui: whether the console offers it (a key).
         warning: what the confirmation says when the targets' runtimes add nothing
             (:meth:`warning_for`).
+        underway: what the operator is told once the write is done and its outcome is
+            awaited (the console's toast before it waits, the CLI's line without
+            ``--wait``: :meth:`underway_for`); empty when the verdict's own sentence
+            says it (:data:`~worker_runtime.models.VERDICT_SENTENCES`).
+        stand_in: what is said of a target that cannot apply the verb and was given
+            another write instead (a by-framework worker's denylist for a type pause).
     """
 
     action: AdminAction
@@ -81,6 +87,8 @@ class Verb:
     cli_flag: str | None = None
     tui: bool = True
     warning: str = ""
+    underway: str = ""
+    stand_in: str = ""
 
     @property
     def name(self) -> str:
@@ -109,11 +117,22 @@ class Verb:
         forces = ALL_FORCE_EVICTS if force_evicts is None else force_evicts
         return action_warning(self.name, runtimes, forces) or self.warning
 
+    def underway_for(self, *, wait_hint: bool) -> str:
+        """:attr:`underway`, with what a CLI operator can do about it (``--wait``) when
+        ``wait_hint``; the console always waits, so its toast leaves the hint out."""
+        return self.underway + (WAIT_HINTS[Verdict.PENDING] if wait_hint else "")
+
 
 ALL_RUNTIMES: list[str | None] = ["worker_runtime", "by-framework", None]
 """Every kind of target, for a warning shown before any target is known (CLI help)."""
 
 A = AdminAction
+
+_TYPE_UNDERWAY = (
+    "pending until every worker_runtime worker of the type reports it, within a heartbeat"
+)
+"""A type pause's or resume's: confirmed by each online worker_runtime worker's lease
+(``paused_types``; README, "Pausing a type")."""
 
 VERBS: tuple[Verb, ...] = (
     Verb(
@@ -167,6 +186,8 @@ VERBS: tuple[Verb, ...] = (
         "set a type's replica target (global, or for one instance)",
         Args.TYPE_COUNT,
         cli=("", "scale"),
+        # What the console and --wait wait for (outcomes.wait_converged).
+        underway="pending until every instance serving it runs its quota",
     ),
     Verb(
         A.DENY,
@@ -186,6 +207,13 @@ VERBS: tuple[Verb, ...] = (
         Args.TYPE,
         Confirm.ASK,
         cli=("type", "pause"),
+        underway=_TYPE_UNDERWAY,
+        # README, "Pausing a type": what holds on a by-framework worker.
+        stand_in=(
+            "by-framework cannot apply a pause: put on the type's denylist instead (it "
+            "stops taking the type's tasks within a heartbeat plus one blocking read, "
+            "leaves routing and reports nothing)"
+        ),
     ),
     Verb(
         A.RESUME_TYPE,
@@ -193,6 +221,12 @@ VERBS: tuple[Verb, ...] = (
         "a paused type's workers take its tasks again",
         Args.TYPE,
         cli=("type", "resume"),
+        underway=_TYPE_UNDERWAY,
+        # The resume removes exactly the denies the pause added (README, "Pausing a type").
+        stand_in=(
+            "by-framework cannot apply a resume: taken off the type's denylist instead (it "
+            "takes the type's tasks again within a heartbeat and reports nothing)"
+        ),
     ),
     Verb(
         A.DEAD_REQUEUE,
@@ -224,6 +258,11 @@ VERBS: tuple[Verb, ...] = (
         Args.WORKER,
         Confirm.ASK,
         cli=("worker", "restart"),
+        # Confirmed only by the instance reporting the new id (worker_runtime/restarts.py).
+        underway=(
+            "finishing in-flight tasks and exiting; its instance then starts a replacement "
+            "under a new worker id"
+        ),
         warning=(
             "Finishes its in-flight tasks and exits; its instance starts a replacement "
             "under a new worker id. A by-framework worker is refused (nothing would "

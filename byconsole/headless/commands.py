@@ -263,6 +263,10 @@ async def worker_restart(session: Session, args: argparse.Namespace) -> int:
         outcome = RestartOutcome(result.worker_id, RestartState.SENT, result.instance_id)
     if args.json:
         print_json(_restart_doc(outcome))
+    elif outcome.state is RestartState.SENT:
+        # Not waited for: what the restart does next, in the verb table's words.
+        underway = verb(AdminAction.RESTART).underway_for(wait_hint=True)
+        emit(session.out, f"restart {safe_text(result.worker_id, 80)}: sent · {underway}")
     else:
         emit(session.out, _restart_line(outcome))
     if outcome.state in (RestartState.SENT, RestartState.REPLACED):
@@ -519,11 +523,6 @@ async def type_deny_allow(session: Session, args: argparse.Namespace) -> int:
 
 # -- type pause / resume ----------------------------------------------------------------
 
-_DENYLIST_NOTE = (
-    "by-framework cannot apply a pause: paused by its denylist instead (it stops reading "
-    "the stream at its next heartbeat, leaves routing and reports nothing)"
-)
-
 
 async def type_pause(session: Session, args: argparse.Namespace) -> int:
     """``type pause T`` / ``type resume T`` (``--wait``: until every worker reports it)."""
@@ -535,8 +534,8 @@ async def type_pause(session: Session, args: argparse.Namespace) -> int:
             f"unknown agent type: {agent_type} (nothing declares it or has its stream); "
             "--force pauses it anyway"
         )
-    verb = AdminAction.PAUSE_TYPE if pause else AdminAction.RESUME_TYPE
-    result = await manager.apply(verb, agent_type=agent_type, reason=args.reason)
+    action = AdminAction.PAUSE_TYPE if pause else AdminAction.RESUME_TYPE
+    result = await manager.apply(action, agent_type=agent_type, reason=args.reason)
     assert isinstance(result, TypePauseResult)  # a type verb writes every worker of it
     latency: float | None = None
     waits = [r.worker_id for r in result.confirmable]
@@ -572,7 +571,7 @@ async def type_pause(session: Session, args: argparse.Namespace) -> int:
                 "unconfirmable": denylisted,
                 "kept_denied": list(result.kept),
                 "offline": list(result.offline),
-                "note": _DENYLIST_NOTE if denylisted or result.denylisted else "",
+                "note": verb(action).stand_in if denylisted or result.denylisted else "",
             }
         )
     else:
@@ -599,6 +598,7 @@ def _print_pause(
     latency: float | None,
 ) -> None:
     """The text report of a pause / resume: who applied it, who was denylisted."""
+    said = verb(result.action)  # the verb table's sentences for its outcome
     name = safe_text(result.agent_type, 80)
     why = f" ({safe_text(args.reason, 200)})" if args.reason else ""
     if args.action == "resume" and not result.was_paused:
@@ -618,16 +618,13 @@ def _print_pause(
     elif state == "timeout":
         emit(session.out, f"  not reported within {args.timeout:g} s: {ids(waits)}")
     elif ours:
-        emit(
-            session.out,
-            f"  pending on {ids(ours)}: applied within a heartbeat (--wait to wait)",
-        )
+        emit(session.out, f"  {ids(ours)}: {said.underway_for(wait_hint=True)}")
     else:
         emit(session.out, "  no live worker_runtime worker serves it")
     if result.unconfirmable:
-        verb = "denylisted" if args.action == "pause" else "taken off the denylist"
-        emit(session.out, f"  {verb}: {ids([r.worker_id for r in result.unconfirmable])}")
-        emit(session.out, f"    {_DENYLIST_NOTE}")
+        how = "denylisted" if args.action == "pause" else "taken off the denylist"
+        emit(session.out, f"  {how}: {ids([r.worker_id for r in result.unconfirmable])}")
+        emit(session.out, f"    {said.stand_in}")
     elif result.denylisted and args.action == "resume":
         emit(session.out, f"  taken off the denylist: {ids(list(result.denylisted))}")
     if result.kept:
@@ -731,7 +728,7 @@ async def scale(session: Session, args: argparse.Namespace) -> int:
         elif state == "timeout":
             note = f"not converged within {args.timeout:g} s"
         else:
-            note = "pending: the instances converge within a heartbeat (--wait to wait)"
+            note = verb(AdminAction.SCALE).underway_for(wait_hint=True)
         emit(
             session.out,
             [(f"  did: {note}", ansi_style("success") if state == "converged" else "")],

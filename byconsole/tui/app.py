@@ -54,6 +54,7 @@ from byconsole.tui.widgets.ordered_input import (
     split_escape,
 )
 from byconsole.tui.widgets.restart_progress import RestartProgress
+from byconsole.verbs import BY_ACTION
 from byconsole.web.identity import web_role, web_user
 from worker_runtime.admin import verdict_of
 from worker_runtime.dead_letters import DeadLetter
@@ -391,10 +392,10 @@ class ConsoleApp(App[int]):
                 self.notify(f"{label} {safe_text(o.target, 40)}: {o.note}", markup=False)
             self.request_poll()
             return outcomes
+        said = SPECS[request.action].verb  # the verb table's words for its outcome
         if sent and request.action is Action.RESTART:
             self.notify(
-                f"{label} sent to {_names(sent)}: finishing in-flight tasks, then replaced "
-                "under a new worker id",
+                f"{label} sent to {_names(sent)}: {said.underway_for(wait_hint=False)}",
                 markup=False,
                 timeout=4,
             )
@@ -418,12 +419,12 @@ class ConsoleApp(App[int]):
                 plan = f": {request.plan}" if request.plan else ""
                 self.notify(
                     f"{label} {_names(sent)} to {request.count} written{plan}; "
-                    "waiting for the replicas to converge",
+                    f"{said.underway_for(wait_hint=False)}",
                     markup=False,
                     timeout=4,
                 )
             else:
-                self._report_written(label, sent)
+                self._report_written(label, sent, said.underway_for(wait_hint=False))
             self.request_poll()
             confirmed = await asyncio.gather(
                 *(self.backend.confirm(o, CONFIRM_TIMEOUT) for o in sent)
@@ -541,17 +542,20 @@ class ConsoleApp(App[int]):
             timeout=10 if failed else 6,
         )
 
-    def _report_written(self, label: str, sent: list[ActionOutcome]) -> None:
+    def _report_written(self, label: str, sent: list[ActionOutcome], underway: str) -> None:
         """What the writes alone say of the targets the console now waits for, in the
         CLI's words without ``--wait`` (``pending until the worker confirms …``, an
-        eviction's ``sent; confirmed when …``); the others are told once, by
+        eviction's ``sent; confirmed when …``; a pending target of a verb with its own
+        ``underway`` sentence, that one: a type pause's); the others are told once, by
         :meth:`_report_confirmations`."""
         said: dict[str, list[ActionOutcome]] = {}
         for o in sent:
             if o.result is None:
                 continue
             verdict = verdict_of(o.result, None)
-            if verdict in (Verdict.PENDING, Verdict.SENT):
+            if verdict is Verdict.PENDING and underway:
+                said.setdefault(underway, []).append(o)
+            elif verdict in (Verdict.PENDING, Verdict.SENT):
                 said.setdefault(o.sentence(verdict=verdict), []).append(o)
         for sentence, same in said.items():
             self.notify(f"{label} {_names(same)}: {sentence}", markup=False, timeout=3)
@@ -587,17 +591,19 @@ class ConsoleApp(App[int]):
         if applied:
             slowest = max(applied, key=lambda o: o.latency or 0.0)
             self.notify(f"{label} {_names(applied)}: {slowest.sentence()}", markup=False, timeout=5)
-        unconfirmable = by_verdict[Verdict.UNCONFIRMABLE]
-        denylisted = [o for o in unconfirmable if o.command in _TYPE_VERBS]
-        by_verdict[Verdict.UNCONFIRMABLE] = [o for o in unconfirmable if o not in denylisted]
-        if denylisted:
-            self.notify(
-                f"{label}: {_names(denylisted)} (by-framework) cannot apply a pause; done "
-                "with the type's denylist instead (they stop reading it at their next "
-                "heartbeat and never confirm)",
-                markup=False,
-                timeout=8,
-            )
+        # Targets that cannot apply the verb and got another write instead (a type
+        # pause's denylist): the verb table's sentence for that write.
+        stood_in: dict[str, list[ActionOutcome]] = {}
+        others: list[ActionOutcome] = []
+        for o in by_verdict[Verdict.UNCONFIRMABLE]:
+            row = BY_ACTION.get(Action(o.command)) if o.command else None
+            if row is not None and row.stand_in:
+                stood_in.setdefault(row.stand_in, []).append(o)
+            else:
+                others.append(o)
+        by_verdict[Verdict.UNCONFIRMABLE] = others
+        for sentence, same in stood_in.items():
+            self.notify(f"{label} {_names(same)}: {sentence}", markup=False, timeout=8)
         for verdict, group in by_verdict.items():
             # The CLI's sentence for each; targets told apart only where it differs.
             said: dict[str, list[ActionOutcome]] = {}
@@ -675,9 +681,6 @@ class ConsoleApp(App[int]):
     async def on_unmount(self) -> None:
         """Close the connection pool."""
         await self.backend.aclose()
-
-
-_TYPE_VERBS = frozenset(a.value for a in TYPE_ACTIONS)
 
 
 def _names_of(targets: list[str], limit: int = 3) -> str:

@@ -4,6 +4,11 @@ For every :class:`~worker_runtime.models.Verdict`, one target's outcome is drive
 through the console (a fake backend whose send and confirm return it, toasts read
 back) and through the CLI's own reporting (``worker suspend|evict|drain`` with a fake
 manager): the toast contains the verdict's sentence, and so does the CLI's line.
+
+The verbs whose write is phrased by the verb table itself (``byconsole/verbs.py``:
+a restart, a scale, a type pause / resume once written, and what a by-framework worker
+got instead of a pause) are driven the same way through both front ends: a front end
+that words one of them itself fails here.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import argparse
 import io
 import sys
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,16 +28,20 @@ from byconsole.headless.snapshot import RefusedError
 from byconsole.tui.actions import Action, ActionOutcome, ActionRequest
 from byconsole.tui.app import CONFIRM_TIMEOUT, ConsoleApp
 from byconsole.tui.backend import Progress, StaticBackend
+from byconsole.verbs import VERBS, verb
 from tests.tui.conftest import until
 from tests.tui.fleet_data import sample_snapshot
 from worker_runtime.admin import (
     ActionResult,
     Confirmation,
+    TypePauseResult,
     UnsupportedCommandError,
     WaitOutcome,
     verdict_sentence,
 )
 from worker_runtime.models import AdminAction, AdminState, Verdict
+from worker_runtime.restarts import RestartResult
+from worker_runtime.snapshot import FleetSnapshot
 
 TARGET = "w-1"
 ADMIN_STAMP = 1_700_000_000_000
@@ -179,3 +189,169 @@ async def test_console_toast_and_cli_line_say_the_same_sentence(
         return
     line = await _cli_line(verdict, capsys)
     assert sentence in line, (sentence, line)
+
+
+# -- what the verb table says of a write ----------------------------------------------------
+
+TYPE = "chat"
+"""A type of the sample fleet, whose instances do not run their quota yet (host-a: 2/3)."""
+
+BY_FRAMEWORK = {"runtime": "by-framework", "confirmation": Confirmation.NONE}
+
+
+def _paused(action: AdminAction, **worker: Any) -> TypePauseResult:
+    """A pause / resume of ``TYPE`` written to the one worker ``TARGET``."""
+    theirs = worker.get("runtime") == "by-framework"
+    return TypePauseResult(
+        TYPE,
+        action,
+        ADMIN_STAMP,
+        results=(_result(action=action, **worker),),
+        denylisted=(TARGET,) if theirs else (),
+        was_paused=True,
+    )
+
+
+@dataclass(frozen=True)
+class Written:
+    """One verb's write: the console's request and what its backend sends back, and
+    the CLI's subcommand, its arguments and what its manager's ``apply`` returns."""
+
+    request: ActionRequest
+    outcomes: tuple[ActionOutcome, ...]
+    command: Callable[[Any, argparse.Namespace], Awaitable[int]]
+    args: dict[str, Any]
+    applied: object
+
+
+def _type_write(action: AdminAction, **worker: Any) -> Written:
+    paused = _paused(action, **worker)
+    return Written(
+        ActionRequest(action, agent_type=TYPE),
+        tuple(ActionOutcome(r.worker_id, True, r, agent_type=TYPE) for r in paused.results),
+        commands.type_pause,
+        {"agent_type": TYPE, "action": action.value.removesuffix("-type")},
+        paused,
+    )
+
+
+UNDERWAY: dict[AdminAction, Written] = {
+    AdminAction.RESTART: Written(
+        ActionRequest(AdminAction.RESTART, worker_ids=(TARGET,)),
+        (ActionOutcome(TARGET, True, restart=RestartResult(TARGET, "host-a:4242", ADMIN_STAMP)),),
+        commands.worker_restart,
+        {"worker_id": TARGET},
+        RestartResult(TARGET, "host-a:4242", ADMIN_STAMP),
+    ),
+    AdminAction.SCALE: Written(
+        ActionRequest(AdminAction.SCALE, agent_type=TYPE, count=3, plan="host-a: 2 -> 3"),
+        (ActionOutcome(TYPE, True, _result(action=AdminAction.SCALE), agent_type=TYPE),),
+        commands.scale,
+        {"agent_type": TYPE, "instance": None, "count": 3},
+        _result(action=AdminAction.SCALE),
+    ),
+    AdminAction.PAUSE_TYPE: _type_write(AdminAction.PAUSE_TYPE),
+    AdminAction.RESUME_TYPE: _type_write(AdminAction.RESUME_TYPE),
+}
+"""Every verb with an ``underway`` sentence, written to a worker_runtime target."""
+
+STAND_IN: dict[AdminAction, Written] = {
+    AdminAction.PAUSE_TYPE: _type_write(AdminAction.PAUSE_TYPE, **BY_FRAMEWORK),
+    AdminAction.RESUME_TYPE: _type_write(AdminAction.RESUME_TYPE, **BY_FRAMEWORK),
+}
+"""Every verb with a ``stand_in`` sentence, written to a by-framework worker."""
+
+
+class Sends(StaticBackend):
+    """Sends the write's outcomes; a confirmation finds nothing more (no Redis)."""
+
+    def __init__(self, outcomes: Sequence[ActionOutcome]) -> None:
+        super().__init__(sample_snapshot())
+        self.outcomes = list(outcomes)
+
+    async def send(
+        self, request: ActionRequest, progress: Progress | None = None
+    ) -> list[ActionOutcome]:
+        return list(self.outcomes)
+
+    async def confirm(self, outcome: ActionOutcome, timeout: float) -> ActionOutcome:
+        return outcome
+
+
+async def _written_toasts(written: Written) -> list[str]:
+    app = ConsoleApp(Sends(written.outcomes), refresh=3600, clock=lambda: 1.0)
+    async with app.run_test(size=(120, 36), notifications=True) as pilot:
+        await pilot.pause()
+        worker = app.perform(written.request)
+        await until(pilot, lambda: worker.is_finished)
+        return [str(n.message) for n in app._notifications]
+
+
+class _Writes:
+    """A manager whose ``apply`` returns the verb's write (no Redis written)."""
+
+    operator = "ops@test"
+
+    def __init__(self, applied: object) -> None:
+        self.applied = applied
+
+    async def apply(self, action: AdminAction, *_: Any, **__: Any) -> object:
+        return self.applied
+
+    async def type_known(self, agent_type: str) -> bool:
+        return True
+
+
+class _Reads:
+    async def read(self) -> FleetSnapshot:
+        return sample_snapshot()
+
+
+class _WriteSession(_Session):
+    def reader(self, **_: Any) -> _Reads:
+        return _Reads()
+
+
+async def _written_line(written: Written) -> str:
+    """What the CLI prints of the write without ``--wait`` (its text, not ``--json``)."""
+    session = _WriteSession(_Writes(written.applied))  # type: ignore[arg-type]
+    args = argparse.Namespace(
+        reason=None, force=False, json=False, wait=False, timeout=CONFIRM_TIMEOUT, **written.args
+    )
+    assert await written.command(session, args) == 0
+    return session.buffer.getvalue()
+
+
+def test_every_sentence_of_the_verb_table_is_driven_here() -> None:
+    assert set(UNDERWAY) == {v.action for v in VERBS if v.underway}
+    assert set(STAND_IN) == {v.action for v in VERBS if v.stand_in}
+
+
+@pytest.mark.parametrize("action", list(UNDERWAY), ids=[a.value for a in UNDERWAY])
+async def test_a_written_verb_is_said_in_the_verb_tables_words_by_both_front_ends(
+    action: AdminAction,
+) -> None:
+    """The toast said before the console waits, and the CLI's line when it does not."""
+    written = UNDERWAY[action]
+    said = verb(action)
+    toasts = await _written_toasts(written)
+    shown = written.request.targets[0] if action is AdminAction.SCALE else TARGET
+    toast = next((t for t in toasts if said.underway in t), None)
+    assert toast is not None and shown in toast, (said.underway, toasts)
+    assert "--wait" not in toast  # the console always waits
+    line = await _written_line(written)
+    assert said.underway_for(wait_hint=True) in line, (said.underway, line)
+    assert shown in line
+
+
+@pytest.mark.parametrize("action", list(STAND_IN), ids=[a.value for a in STAND_IN])
+async def test_what_a_by_framework_worker_got_instead_is_said_alike(action: AdminAction) -> None:
+    written = STAND_IN[action]
+    said = verb(action)
+    toasts = await _written_toasts(written)
+    assert any(said.stand_in in t and TARGET in t for t in toasts), (said.stand_in, toasts)
+    line = await _written_line(written)
+    assert said.stand_in in line and TARGET in line, (said.stand_in, line)
+    # A resume is not a pause: each verb has its own sentence.
+    other = AdminAction.RESUME_TYPE if action is AdminAction.PAUSE_TYPE else AdminAction.PAUSE_TYPE
+    assert verb(other).stand_in not in line

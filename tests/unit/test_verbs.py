@@ -174,6 +174,25 @@ def test_the_console_warns_with_the_tables_text_by_the_targets_runtimes() -> Non
         assert spec.destructive == (spec.verb.confirm is not Confirm.NONE)
 
 
+def test_a_verb_no_single_worker_confirms_is_phrased_by_the_table_once_written() -> None:
+    """A restart (confirmed by its instance), a scale (by the instances) and a type pause
+    or resume (by every worker of the type) say what is under way in the table's words,
+    in the console's toast and the CLI's line alike (``tests/tui/test_verdict_toasts.py``
+    drives both); a worker verb's written state is its verdict's sentence."""
+    assert {v.action for v in VERBS if v.underway} == {
+        AdminAction.RESTART,
+        AdminAction.SCALE,
+        AdminAction.PAUSE_TYPE,
+        AdminAction.RESUME_TYPE,
+    }
+    scale = verb(AdminAction.SCALE)
+    assert scale.underway_for(wait_hint=False) == scale.underway
+    assert scale.underway_for(wait_hint=True) == f"{scale.underway} (--wait to wait)"
+    # What a by-framework worker got instead follows the verb: a resume is not a pause.
+    assert verb(AdminAction.PAUSE_TYPE).stand_in.startswith("by-framework cannot apply a pause")
+    assert verb(AdminAction.RESUME_TYPE).stand_in.startswith("by-framework cannot apply a resume")
+
+
 # -- the one dispatch ---------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal, overload
 
 from rich.text import Text
 from textual import events, getters, on, work
@@ -56,7 +57,7 @@ from byconsole.tui.widgets.header import FleetHeader
 from byconsole.tui.widgets.keyed_table import KeyedTable
 from byconsole.verbs import STOP, Args
 from worker_runtime.dead_letters import DeadLetter
-from worker_runtime.snapshot import FleetSnapshot
+from worker_runtime.snapshot import FleetSnapshot, TypeView
 
 VIEWS: tuple[tuple[str, str], ...] = (
     ("workers", "Workers"),
@@ -68,6 +69,15 @@ VIEWS: tuple[tuple[str, str], ...] = (
     ("health", "Health"),
 )
 """Tab ids and titles, in key order (``1``-``7``)."""
+
+PICKS: dict[str, tuple[str, str]] = {
+    "workers": ("workers", "worker"),
+    "instances": ("an instance", "instance"),
+    "types": ("a type", "type"),
+    "dead": ("dead letters", "dead letter"),
+}
+"""View id -> what an action's key picks there, and the thing it needs: the words of
+the one guard every request builder starts with (:meth:`OperatorScreen._picked`)."""
 
 DeadLoader = Callable[[list[str], int], Awaitable[list[DeadLetter]]]
 """Reads the newest N dead letters of some types."""
@@ -618,15 +628,53 @@ class OperatorScreen(MonitorScreen):
                 # The marks were the targets (one or many): done with them.
                 self.workers_view.clear_marks()
 
-    def _selected_scope(self) -> tuple[str | None, str | None] | None:
-        """``(agent type, instance id)`` of the Types or Instances view's cursor."""
-        if self.active_view == "types":
-            view = self.types_view.selected()
-            return (view.name, None) if view is not None else None
-        if self.active_view == "instances":
+    @overload
+    def _picked(self, view: Literal["workers"]) -> tuple[str, ...] | None: ...
+    @overload
+    def _picked(self, view: Literal["instances"]) -> tuple[str, str | None] | None: ...
+    @overload
+    def _picked(self, view: Literal["types"]) -> TypeView | None: ...
+    @overload
+    def _picked(self, view: Literal["dead"]) -> DeadLetter | None: ...
+    def _picked(self, view: str) -> object:
+        """What the operator selected in ``view`` for an action: the marked workers
+        (else the one under the cursor), the instance row ``(instance id, agent type)``,
+        the type or the dead letter under the cursor.
+
+        Returns:
+            ``None`` after one warning when the operator is in another view (``Pick a
+            type in the Types view (3).``) or has nothing selected there (``No type
+            selected.``).
+        """
+        what = PICKS[view][0]
+        if self.active_view != view:
+            key, title = next((i, t) for i, (v, t) in enumerate(VIEWS, start=1) if v == view)
+            self.notify(f"Pick {what} in the {title} view ({key}).", severity="warning")
+            return None
+        selected: object
+        if view == "workers":
+            selected = self.workers_view.target_ids() or None
+        elif view == "instances":
             selected = self.instances_view.selected()
-            return (selected[1], selected[0]) if selected is not None else None
-        return None
+        elif view == "types":
+            selected = self.types_view.selected()
+        else:
+            selected = self.dead_view.selected()
+        if selected is None:
+            self._nothing_selected(view)
+        return selected
+
+    def _nothing_selected(self, view: str) -> None:
+        self.notify(f"No {PICKS[view][1]} selected.", severity="warning")
+
+    def _picked_scope(self) -> tuple[str | None, str | None] | None:
+        """``(agent type, instance id)`` of the Instances view's row, else of the Types
+        view's; ``None`` after :meth:`_picked`'s warning."""
+        if self.active_view == "instances":
+            row = self._picked("instances")
+            return (row[1], row[0]) if row is not None else None
+        view = self._picked("types")
+        return (view.name, None) if view is not None else None
 
     def replicas_of(self, agent_type: str | None, instance_id: str | None) -> list[str]:
         """Live replicas serving the scope, as the last snapshot lists them."""
@@ -641,9 +689,8 @@ class OperatorScreen(MonitorScreen):
 
     async def _rolling_request(self) -> ActionRequest | None:
         """``t`` on Types / Instances: a rolling restart of the selection's replicas."""
-        scope = self._selected_scope()
+        scope = self._picked_scope()
         if scope is None:
-            self.notify("Nothing selected.", severity="warning")
             return None
         agent_type, instance_id = scope
         ids = self.replicas_of(agent_type, instance_id)
@@ -682,12 +729,8 @@ class OperatorScreen(MonitorScreen):
 
     def _config_request(self) -> ActionRequest | None:
         """``c`` on Types: the app opens the type's configuration editor."""
-        if self.active_view != "types":
-            self.notify("Pick a type in the Types view (3).", severity="warning")
-            return None
-        view = self.types_view.selected()
+        view = self._picked("types")
         if view is None:
-            self.notify("No type selected.", severity="warning")
             return None
         return ActionRequest(Action.CONFIG_SET, agent_type=view.name)
 
@@ -704,29 +747,30 @@ class OperatorScreen(MonitorScreen):
     async def _stop_request(self) -> ActionRequest | None:
         view = self.active_view
         if view == "workers":
-            ids = self.workers_view.target_ids()
+            ids = self._picked("workers") or ()
             if not ids:
-                self.notify("No worker selected.", severity="warning")
                 return None
             scope, targets = "replica", list(ids)
             what = f"{len(ids)} replica(s): each drains (finishes its tasks, exits)"
             agent_type: str | None = None
             instance_id: str | None = None
         else:
-            selected = self._selected_scope()
-            if selected is None or selected[0] is None:
-                self.notify("No type selected.", severity="warning")
+            selected = self._picked_scope()
+            if selected is None:
                 return None
             agent_type, instance_id = selected
+            if agent_type is None:  # an instance's row without a type: stop scales a type
+                self._nothing_selected("types")
+                return None
             nothing_scales = (
-                unscalable(self.snapshot, selected[0], instance_id) if self.snapshot else None
+                unscalable(self.snapshot, agent_type, instance_id) if self.snapshot else None
             )
             if nothing_scales:
                 # Stopping a type is scale T 0, which nothing here would run.
                 self.notify(nothing_scales, severity="warning", markup=False, timeout=10)
                 return None
             scope = "instance" if instance_id else "type"
-            targets = self.replicas_of(agent_type, instance_id) or [selected[0]]
+            targets = self.replicas_of(agent_type, instance_id) or [agent_type]
             where = f"on {safe_text(instance_id, 40)}" if instance_id else "fleet-wide"
             what = (
                 f"every replica of {safe_text(agent_type, 40)} {where}: "
@@ -759,12 +803,8 @@ class OperatorScreen(MonitorScreen):
 
     async def _worker_request(self, action: Action) -> ActionRequest | None:
         spec = SPECS[action]
-        if self.active_view != "workers":
-            self.notify("Pick workers in the Workers view (1).", severity="warning")
-            return None
-        ids = self.workers_view.target_ids()
-        if not ids:
-            self.notify("No worker selected.", severity="warning")
+        ids = self._picked("workers")
+        if ids is None:
             return None
         agent_type: str | None = None
         if action in (Action.DENY, Action.ALLOW):
@@ -798,12 +838,8 @@ class OperatorScreen(MonitorScreen):
 
     async def _dead_request(self, action: Action) -> ActionRequest | None:
         spec = SPECS[action]
-        if self.active_view != "dead":
-            self.notify("Pick dead letters in the Dead view (6).", severity="warning")
-            return None
-        dead = self.dead_view.selected()
+        dead = self._picked("dead")
         if dead is None:
-            self.notify("No dead letter selected.", severity="warning")
             return None
         if dead.read_only:
             self.notify(
@@ -857,12 +893,8 @@ class OperatorScreen(MonitorScreen):
     async def _type_request(self, action: Action) -> ActionRequest | None:
         """Pause (confirm + reason) or resume the type under the cursor."""
         spec = SPECS[action]
-        if self.active_view != "types":
-            self.notify("Pick a type in the Types view (3).", severity="warning")
-            return None
-        view = self.types_view.selected()
+        view = self._picked("types")
         if view is None:
-            self.notify("No type selected.", severity="warning")
             return None
         if action is Action.RESUME_TYPE:
             if not view.paused:
@@ -911,9 +943,8 @@ class OperatorScreen(MonitorScreen):
         agent_type: str | None = None
         view = self.active_view
         if view == "instances":
-            selected = self.instances_view.selected()
+            selected = self._picked("instances")
             if selected is None:
-                self.notify("No instance selected.", severity="warning")
                 return None
             instance_id, agent_type = selected
         elif view == "types":
