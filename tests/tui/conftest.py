@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 from textual.app import App
-from textual.notifications import Notify
 from textual.pilot import Pilot
 
 from byconsole.tui.app import ConsoleApp
@@ -100,22 +99,26 @@ until_async = eventually
 @pytest.fixture(autouse=True)
 def toast_log(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep every toast an app raised, not only those still shown: a toast expires after
-    its timeout, and a slow machine may look for it later than that."""
-    on_notify = App._on_notify
+    its timeout, and a slow machine may look for it later than that. Kept when
+    ``notify`` is called, so a check right after an action sees its toasts."""
+    notify = App.notify
     clear = App.clear_notifications
 
-    def record(app: App[Any], event: Notify) -> None:
-        app.__dict__.setdefault("_toast_log", []).append(str(event.notification.message))
-        on_notify(app, event)
+    def record(app: App[Any], message: str, **options: Any) -> None:
+        severity = str(options.get("severity", "information"))
+        app.__dict__.setdefault("_toast_log", []).append((str(message), severity))
+        notify(app, message, **options)
 
     def forget(app: App[Any]) -> None:
         app.__dict__["_toast_log"] = []
         clear(app)
 
-    monkeypatch.setattr(App, "_on_notify", record)
+    monkeypatch.setattr(App, "notify", record)
     monkeypatch.setattr(App, "clear_notifications", forget)
 
 
-def toasts(app: App[Any]) -> list[str]:
-    """Every toast ``app`` raised since it started or last cleared them, oldest first."""
-    return list(app.__dict__.get("_toast_log", []))
+def toasts(app: App[Any], severity: str | None = None) -> list[str]:
+    """Every toast ``app`` raised since it started or last cleared them, oldest first
+    (only those of ``severity``, when given)."""
+    log: list[tuple[str, str]] = app.__dict__.get("_toast_log", [])
+    return [text for text, level in log if severity is None or level == severity]

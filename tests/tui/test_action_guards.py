@@ -15,7 +15,7 @@ from byconsole.tui.app import ConsoleApp
 from byconsole.tui.backend import Progress, StaticBackend
 from byconsole.tui.screens.main import VIEWS, OperatorScreen
 from byconsole.verbs import STOP
-from tests.tui.conftest import until
+from tests.tui.conftest import toasts, until
 from tests.tui.fleet_data import sample_snapshot
 
 EMPTY = sample_snapshot().model_copy(update={"workers": [], "instances": [], "types": []})
@@ -54,7 +54,7 @@ async def _warned(view: str, verb: Action | str, *, empty: bool) -> list[str]:
         await until(pilot, lambda: worker.is_finished)
         await pilot.pause()
         assert backend.sent == []
-        return [str(n.message) for n in app._notifications if n.severity == "warning"]
+        return toasts(app, severity="warning")
 
 
 NOTHING_SELECTED = [

@@ -22,7 +22,7 @@ from byconsole.tui.screens.confirm import ConfirmScreen
 from byconsole.tui.screens.prompt import CountScreen
 from byconsole.tui.widgets.restart_progress import RestartProgress
 from tests.integration.runtime_helpers import make_instance
-from tests.tui.conftest import KEYS, until, until_async
+from tests.tui.conftest import KEYS, toasts, until, until_async
 from worker_runtime.models import Task, now_ms
 from worker_runtime.settings import RedisSettings
 
@@ -48,10 +48,6 @@ class _Configured:
 
     async def on_cleanup(self) -> None:
         return None
-
-
-def _toasts(app: Any) -> list[str]:
-    return [str(n.message) for n in app._notifications]
 
 
 def _text(app: ConsoleApp, selector: str) -> str:
@@ -104,7 +100,7 @@ async def test_t_on_the_types_view_rolls_every_replica_with_progress(redis_url: 
             assert set(instance.worker_ids).isdisjoint(before)
             await until(
                 pilot,
-                lambda: any("Restart roll: 2 of 2 replica(s) replaced" in t for t in _toasts(app)),
+                lambda: any("Restart roll: 2 of 2 replica(s) replaced" in t for t in toasts(app)),
             )
     finally:
         await instance.stop()
@@ -287,8 +283,8 @@ async def test_scale_says_a_drained_slot_stays_empty_and_nothing_scales_a_by_fra
 
             await _on_types(app, pilot, "legacy")
             await pilot.press("S")
-            await until(pilot, lambda: any("nothing can scale legacy" in t for t in _toasts(app)))
-            toast = next(t for t in _toasts(app) if "nothing can scale legacy" in t)
+            await until(pilot, lambda: any("nothing can scale legacy" in t for t in toasts(app)))
+            toast = next(t for t in toasts(app) if "nothing can scale legacy" in t)
             assert "by-framework" in toast and "bf-1" in toast
             assert not isinstance(app.screen, CountScreen)
             assert await redis.hget(KEYS.scale_targets, "legacy") is None
@@ -296,8 +292,8 @@ async def test_scale_says_a_drained_slot_stays_empty_and_nothing_scales_a_by_fra
             # K (stop) on it is scale legacy 0: refused with the same sentence.
             app.clear_notifications()
             await pilot.press("K")
-            await until(pilot, lambda: any("nothing can scale legacy" in t for t in _toasts(app)))
-            assert next(t for t in _toasts(app) if "nothing can scale legacy" in t) == toast
+            await until(pilot, lambda: any("nothing can scale legacy" in t for t in toasts(app)))
+            assert next(t for t in toasts(app) if "nothing can scale legacy" in t) == toast
             assert not isinstance(app.screen, ConfirmScreen)
             assert await redis.hget(KEYS.scale_targets, "legacy") is None
     finally:

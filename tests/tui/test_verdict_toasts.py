@@ -29,7 +29,7 @@ from byconsole.tui.actions import Action, ActionOutcome, ActionRequest
 from byconsole.tui.app import CONFIRM_TIMEOUT, ConsoleApp
 from byconsole.tui.backend import Progress, StaticBackend
 from byconsole.verbs import VERBS, verb
-from tests.tui.conftest import until
+from tests.tui.conftest import toasts, until
 from tests.tui.fleet_data import sample_snapshot
 from worker_runtime.admin import (
     ActionResult,
@@ -118,7 +118,7 @@ async def _console_toasts(verdict: Verdict) -> list[str]:
         await pilot.pause()
         worker = app.perform(ActionRequest(CASES[verdict].action, worker_ids=(TARGET,)))
         await until(pilot, lambda: worker.is_finished)
-        return [str(n.message) for n in app._notifications]
+        return toasts(app)
 
 
 class _Manager:
@@ -284,7 +284,7 @@ async def _written_toasts(written: Written) -> list[str]:
         await pilot.pause()
         worker = app.perform(written.request)
         await until(pilot, lambda: worker.is_finished)
-        return [str(n.message) for n in app._notifications]
+        return toasts(app)
 
 
 class _Writes:
