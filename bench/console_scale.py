@@ -154,16 +154,10 @@ async def tui_child(url: str, count: int) -> dict[str, Any]:
             applied: list[float] = []
             original = main.show_snapshot
 
-            profiling: list[Any] = []
-
             def timed(snapshot: FleetSnapshot) -> None:
-                for profiler in profiling:
-                    profiler.start()
                 t = time.perf_counter()
                 original(snapshot)
                 applied.append(time.perf_counter() - t)
-                for profiler in profiling:
-                    profiler.stop()
 
             main.show_snapshot = timed  # type: ignore[method-assign]
 
@@ -194,19 +188,7 @@ async def tui_child(url: str, count: int) -> dict[str, Any]:
                     mapping={k: str(v) for k, v in state.model_dump(exclude_none=True).items()},
                 )
             await pipe.execute()
-            if os.environ.get("BENCH_PROFILE_TUI"):
-                from pyinstrument import Profiler
-
-                from bench.profiles import top_pyinstrument
-
-                # Only the table update (the read is profiled on its own).
-                profiler = Profiler(interval=0.0002, async_mode="disabled")
-                profiling.append(profiler)
-                await refresh("changed_1pct")
-                profiling.clear()
-                out["profile"] = top_pyinstrument(profiler.last_session)
-            else:
-                await refresh("changed_1pct")
+            await refresh("changed_1pct")
             suspended = sum(
                 1
                 for k in table.ordered_keys()
@@ -220,15 +202,13 @@ async def tui_child(url: str, count: int) -> dict[str, Any]:
     return out
 
 
-async def tui_figures(
-    url: str, count: int, fleet: list[SimInstance], profile: bool = False
-) -> dict[str, Any]:
+async def tui_figures(url: str, count: int, fleet: list[SimInstance]) -> dict[str, Any]:
     """Run :func:`tui_child` in its own process, beating ``fleet`` when it asks.
 
     Returns its figures and its peak RSS (GNU ``time``, as :func:`run_timed`).
     """
     gnu_time = shutil.which("time") or "/usr/bin/time"
-    env = worker_env(url, **({"BENCH_PROFILE_TUI": "1"} if profile else {}))
+    env = worker_env(url)
     with tempfile.TemporaryDirectory() as tmp:
         rss_file = Path(tmp) / "rss"
         child = [sys.executable, "-m", "bench.console_scale", "--tui-child", url, str(count)]

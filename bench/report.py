@@ -377,99 +377,6 @@ def _heartbeat(r: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _hot(rows: list[dict[str, Any]], limit: int = 8) -> list[str]:
-    out = []
-    for row in rows[:limit]:
-        amount = f"{row['self_ms']:.0f} ms" if "self_ms" in row else f"{row['samples']} samples"
-        out.append([f"{row['pct']:.1f}%", amount, f"`{row['function'][:90]}`"])
-    return _table("share | self | function", out)
-
-
-def _profiles(r: dict[str, Any]) -> list[str]:
-    n = r.get("workers", 0)
-    lines = [
-        "## 6. Profiles",
-        "",
-        "Where the time goes (`bench/profiles.py`; self time, i.e. in the function itself), "
-        f"for the targets this run missed: {r.get('only', 'see the command')}.",
-        "",
-    ]
-    st = r.get("startup")
-    if st:
-        lines += [
-            f"### CLI start-up: `import byconsole.cli` {st['byconsole']['import_ms']:.0f} ms, "
-            f"`import rq.cli` {st['rq']['import_ms']:.0f} ms (self time by package)",
-            "",
-        ]
-        lines += _hot(st["byconsole"]["top"])
-    rd = r.get("reader")
-    if rd:
-        lines += [
-            f"### `FleetReader.read()` at {n:,} workers (pyinstrument, 3 reads)",
-            "",
-            f"CPU per read: {rd['cpu_ms_gc_on']:.0f} ms with the garbage collector running, "
-            f"{rd['cpu_ms_gc_off']:.0f} ms with it disabled for the read "
-            f"({1 - rd['cpu_ms_gc_off'] / max(rd['cpu_ms_gc_on'], 1e-9):.0%} of the read is "
-            "collection of the objects it allocates).",
-            "",
-        ]
-        lines += _hot(rd["top"])
-    tui = r.get("tui")
-    if tui and "top" in tui:
-        lines += [
-            f"### TUI table update, 1% of {n:,} rows changed (pyinstrument)",
-            "",
-            f"The update took {_ms(tui.get('apply_ms'))} under the profiler.",
-            "",
-        ]
-        lines += _hot(tui["top"])
-    table = r.get("table")
-    if table and "top" in table:
-        lines += [
-            f"### `byconsole --snapshot --format table` at {n:,} workers "
-            f"({table['seconds']:.1f} s under py-spy)",
-            "",
-        ]
-        lines += _table(
-            "share | package",
-            [[f"{p['pct']:.0f}%", p["function"]] for p in table.get("packages", [])[:6]],
-        )
-        lines += _hot(table["top"])
-    static = r.get("static")
-    if static:
-        count = static.get("workers", 0)
-        for label, figures in static.items():
-            if not isinstance(figures, dict) or "top" not in figures:
-                continue
-            lines += [
-                f"### Console, {label}, synthetic fleet of {count:,} workers (pyinstrument, "
-                f"{_ms(figures.get('ms'))} under the profiler, waiting for I/O left out)",
-                "",
-            ]
-            lines += _hot(figures["top"])
-    for key, kind in (("worker", "no-op tasks"), ("worker_results", "no-op tasks, outputs stored")):
-        lines += _worker_profile(r.get(key), kind)
-    if len(lines) == 4:
-        lines += ["No profile ran (see the raw output).", ""]
-    return lines
-
-
-def _worker_profile(worker: dict[str, Any] | None, kind: str) -> list[str]:
-    lines: list[str] = []
-    if worker and "top" in worker:
-        lines += [
-            f"### `worker-runtime` draining 20,000 {kind} (py-spy, drain only: "
-            f"{worker['drain_s']:.2f} s)",
-            "",
-        ]
-        lines += _table(
-            "share | package",
-            [[f"{p['pct']:.0f}%", p["function"]] for p in worker.get("packages", [])[:6]],
-        )
-        lines += _hot(worker["top"])
-    return lines
-
-
 def _side(r: dict[str, Any], unit: str = "s", scale: float = 1.0) -> str:
     return f"{r['median'] * scale:.3f} {unit} (min {r['min'] * scale:.3f})"
 
@@ -605,7 +512,6 @@ SECTIONS = {
     "control": _control,
     "console": _console,
     "heartbeat": _heartbeat,
-    "profiles": _profiles,
 }
 
 

@@ -463,56 +463,55 @@ def interleaving(results: Mapping[str, Any]) -> tuple[bool | None, str]:
 
 
 # fmt: off
-GOALS: list[tuple[Goal, Lookup, tuple[str, ...]]] = [
-    # (target, how its figure is found, the profiles of bench.profiles that show where
-    # the time goes when it is missed)
+GOALS: list[tuple[Goal, Lookup]] = [
+    # (target, how its figure is found)
     (Goal("10,000 workers: longest event-loop stall during a refresh",
-          50, "at_most", "ms", "console_stall", "max", 10_000), live_stall, ("tui", "reader")),
+          50, "at_most", "ms", "console_stall", "max", 10_000), live_stall),
     (Goal("10,000 workers: keys pressed during a refresh answered",
-          50, "at_most", "ms", "console_stall", "max", 10_000), live_keys, ("tui", "reader")),
+          50, "at_most", "ms", "console_stall", "max", 10_000), live_keys),
     (Goal("10,000 workers: first paint of the Workers view after the read",
-          300, "below", "ms", "console_stall", size=10_000), live_first_paint, ("tui",)),
+          300, "below", "ms", "console_stall", size=10_000), live_first_paint),
     (Goal("10,000 workers: 1%-changed refresh painted after the read",
-          30, "below", "ms", "console_stall", size=10_000), live_changed, ("tui",)),
+          30, "below", "ms", "console_stall", size=10_000), live_changed),
     (Goal("10,000 workers: console peak RSS",
-          200, "below", "MB", "console_stall", size=10_000), live_rss, ("tui",)),
+          200, "below", "MB", "console_stall", size=10_000), live_rss),
     (Goal("100,000 workers: first paint after the read",
           1_000, "below", "ms", "console_stall --static", size=100_000),
-     static_first_paint, ("static",)),
+     static_first_paint),
     (Goal("100,000 workers: scroll (page down, end, home) until painted",
           100, "below", "ms", "console_stall --static", size=100_000),
-     _static_latency(("page down", "end", "home")), ("static",)),
+     _static_latency(("page down", "end", "home"))),
     (Goal("100,000 workers: filter (1%, cleared) until painted",
           100, "below", "ms", "console_stall --static", size=100_000),
-     _static_latency(("filter 1%", "filter cleared")), ("static",)),
+     _static_latency(("filter 1%", "filter cleared"))),
     (Goal("100,000 workers: sort (by jobs, reversed) until painted",
           100, "below", "ms", "console_stall --static", size=100_000),
-     _static_latency(("sort by jobs", "sort reversed")), ("static",)),
+     _static_latency(("sort by jobs", "sort reversed"))),
     (Goal("100,000 workers: console peak RSS",
-          1_024, "below", "MB", "console_stall --static", size=100_000), static_rss, ("static",)),
+          1_024, "below", "MB", "console_stall --static", size=100_000), static_rss),
     (Goal("10,000 workers: read + build / the floor (bare pipelined read, same fields)",
-          1.5, "at_most", "x", "headless_scale", size=10_000), read_vs_floor, ("reader",)),
+          1.5, "at_most", "x", "headless_scale", size=10_000), read_vs_floor),
     (Goal("10,000 workers: `--snapshot --format table` / our `--format json`",
-          1.5, "at_most", "x", "headless_scale", size=10_000), table_vs_json, ("table",)),
+          1.5, "at_most", "x", "headless_scale", size=10_000), table_vs_json),
     (Goal("10,000 workers: `--format table` speed-up over `rq info`, end to end",
           3, "at_least", "x", "fleet_listing", size=10_000),
-     _vs_rq("loopback", 10_000, "table"), ("table", "reader")),
+     _vs_rq("loopback", 10_000, "table")),
     (Goal("cold start: `byconsole --snapshot` / `rq info` (empty Redis)",
-          1.0, "at_most", "x", "headless_scale"), cold_start, ("startup",)),
+          1.0, "at_most", "x", "headless_scale"), cold_start),
     (Goal("1,000 workers, loopback: snapshot speed-up over `rq info`, end to end",
           2, "at_least", "x", "fleet_listing", size=1_000),
-     _vs_rq("loopback", 1_000), ("startup",)),
+     _vs_rq("loopback", 1_000)),
     (Goal("10,000 workers, loopback: snapshot speed-up over `rq info`, end to end",
           5, "at_least", "x", "fleet_listing", size=10_000),
-     _vs_rq("loopback", 10_000), ("reader", "startup")),
+     _vs_rq("loopback", 10_000)),
     (Goal("1,000 workers, ~1 ms round trip: snapshot speed-up over `rq info`",
           5, "at_least", "x", "fleet_listing (delay relay)", size=1_000),
-     _vs_rq("delayed", 1_000), ("startup",)),
+     _vs_rq("delayed", 1_000)),
     (Goal("runtime with task outputs stored: speed-up over the previous runtime",
-          2, "at_least", "x", "throughput --results --ab"), results_speedup, ("worker_results",)),
+          2, "at_least", "x", "throughput --results --ab"), results_speedup),
     (Goal("runtime with task outputs stored: throughput",
           10_000, "at_least", "tasks/s", "throughput --results --ab"),
-     results_rate, ("worker_results",)),
+     results_rate),
 ]
 # fmt: on
 
@@ -538,7 +537,7 @@ def evaluate(results: Mapping[str, Any], errors: Mapping[str, str] | None = None
     """Every target against the figures in ``results`` (benchmark name -> its JSON)."""
     errors = errors or {}
     table = Table()
-    for goal, lookup, _ in GOALS:
+    for goal, lookup in GOALS:
         bench = RESULTS_OF[goal.source.split()[0]]
         try:
             figure = lookup(results)
@@ -554,15 +553,6 @@ def evaluate(results: Mapping[str, Any], errors: Mapping[str, str] | None = None
         table.verdicts.append(Verdict(goal, figure, why))
     table.interleaved = interleaving(results)
     return table
-
-
-def profiles_for(table: Table) -> list[str]:
-    """The ``bench.profiles`` profiles behind the targets this run did not meet."""
-    wanted: list[str] = []
-    for verdict, (_, _, profiles) in zip(table.verdicts, GOALS, strict=True):
-        if verdict.met is False:
-            wanted += [p for p in profiles if p not in wanted]
-    return wanted
 
 
 def render(table: Table) -> list[str]:
