@@ -50,11 +50,6 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
         [*("--sizes", "100,1000,10000", "--repeats", "5", "--delay-ms", "1"), *LISTING],
         [*("--sizes", "100,1000", "--repeats", "2", "--delay-ms", "1"), *LISTING],
     ),
-    "headless": (
-        "bench.headless_scale",
-        ["--sizes", "1000,10000", "--repeats", "5"],
-        ["--sizes", "500", "--repeats", "2"],
-    ),
     "console_stall": (
         "bench.console_stall",
         ["--live", "10000", "--static", "100000", "--refreshes", "5", "--repeats", "5"],
@@ -87,12 +82,6 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
             "--celery-commands",
             "20",
         ],
-    ),
-    # 50,000 left to console_stall's 100,000 (the size bench/targets.py names): it took minutes.
-    "console": (
-        "bench.console_scale",
-        ["--sizes", "1000,10000", "--repeats", "3"],
-        ["--sizes", "1000,5000", "--repeats", "1"],
     ),
     "heartbeat": (
         "bench.heartbeat_load",

@@ -309,16 +309,20 @@ def static_rss(results: Mapping[str, Any]) -> Figure | None:
     return from_samples([r["peak_rss_mb"] for r in runs], "", size)
 
 
+def _listed(results: Mapping[str, Any], size: int) -> tuple[int, Any]:
+    return _sized(results["fleet_listing"]["loopback"], size)
+
+
 def read_vs_floor(results: Mapping[str, Any]) -> Figure | None:
     """``FleetReader.read()`` / the bare pipelined read, same run."""
-    size, row = _sized(results["headless"]["sizes"], 10_000)
+    size, row = _listed(results, 10_000)
     return ratio(row["read_vs_floor"], "read_build", "floor", "ms", size, ("read", "floor"))
 
 
 def table_vs_json(results: Mapping[str, Any]) -> Figure | None:
     """``--format table`` / ``--format json``, fresh processes."""
-    size, row = _sized(results["headless"]["sizes"], 10_000)
-    return ratio(row["table_vs_json"], "table", "json", "s", size)
+    size, row = _listed(results, 10_000)
+    return ratio(row, "table", "ours", "s", size, ("table", "json"))
 
 
 def _vs_rq(kind: Literal["loopback", "delayed"], size: int, ours: str = "ours") -> Lookup:
@@ -339,10 +343,8 @@ def _vs_rq(kind: Literal["loopback", "delayed"], size: int, ours: str = "ours") 
 
 def cold_start(results: Mapping[str, Any]) -> Figure | None:
     """``byconsole --snapshot`` start-up / ``rq info``'s, empty Redis."""
-    cold = results.get("headless", {}).get("cold_start")
-    if cold:
-        return ratio(cold, "byconsole_json", "rq_info", "s", None, ("byconsole", "rq info"))
-    return ratio(results["fleet_listing"]["startup"], "ours", "rq", "s", None)
+    startup = results["fleet_listing"]["startup"]
+    return ratio(startup, "ours", "rq", "s", None, ("byconsole", "rq info"))
 
 
 def results_speedup(results: Mapping[str, Any]) -> Figure | None:
@@ -397,20 +399,13 @@ def _interleaved(r: Mapping[str, Any]) -> tuple[int, bool]:
     return min(rounds, default=0), bool(r.get("load_before") and r.get("load_after"))
 
 
-def _headless_comparisons(r: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
-    out = [("cold start", *_interleaved(r["cold_start"]))] if "cold_start" in r else []
-    for n, row in r["sizes"].items():
-        for key in ("table_vs_json", "read_vs_floor", "e2e_vs_rq"):
-            if key in row:
-                out.append((f"{key} {int(n):,}", *_interleaved(row[key])))
-    return out
-
-
 def _listing_comparisons(r: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
     out = [("start-up", *_interleaved(_cli_sides(r["startup"])))] if "startup" in r else []
     for kind in ("loopback", "delayed"):
         for n, row in r.get(kind, {}).items():
             out.append((f"{kind} {int(n):,}", *_interleaved(_cli_sides(row))))
+            if "read_vs_floor" in row:
+                out.append((f"read_vs_floor {int(n):,}", *_interleaved(row["read_vs_floor"])))
     return out
 
 
@@ -430,7 +425,6 @@ def _peer_comparisons(r: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
 
 
 COMPARISONS.update(
-    headless=_headless_comparisons,
     fleet_listing=_listing_comparisons,
     throughput_results=_throughput_comparisons,
     throughput=_peer_comparisons,
@@ -490,14 +484,14 @@ GOALS: list[tuple[Goal, Lookup]] = [
     (Goal("100,000 workers: console peak RSS",
           1_024, "below", "MB", "console_stall --static", size=100_000), static_rss),
     (Goal("10,000 workers: read + build / the floor (bare pipelined read, same fields)",
-          1.5, "at_most", "x", "headless_scale", size=10_000), read_vs_floor),
+          1.5, "at_most", "x", "fleet_listing", size=10_000), read_vs_floor),
     (Goal("10,000 workers: `--snapshot --format table` / our `--format json`",
-          1.5, "at_most", "x", "headless_scale", size=10_000), table_vs_json),
+          1.5, "at_most", "x", "fleet_listing", size=10_000), table_vs_json),
     (Goal("10,000 workers: `--format table` speed-up over `rq info`, end to end",
           3, "at_least", "x", "fleet_listing", size=10_000),
      _vs_rq("loopback", 10_000, "table")),
     (Goal("cold start: `byconsole --snapshot` / `rq info` (empty Redis)",
-          1.0, "at_most", "x", "headless_scale"), cold_start),
+          1.0, "at_most", "x", "fleet_listing"), cold_start),
     (Goal("1,000 workers, loopback: snapshot speed-up over `rq info`, end to end",
           2, "at_least", "x", "fleet_listing", size=1_000),
      _vs_rq("loopback", 1_000)),
@@ -518,7 +512,6 @@ GOALS: list[tuple[Goal, Lookup]] = [
 
 RESULTS_OF = {
     "console_stall": "console_stall",
-    "headless_scale": "headless",
     "fleet_listing": "fleet_listing",
     "throughput": "throughput_results",
 }
