@@ -1,24 +1,28 @@
-"""Fleet listing: ``byconsole --snapshot --format json`` vs ``rq info``, same Redis, same run.
+"""Fleet listing: ``byconsole --snapshot`` vs ``rq info``, same Redis, same run.
 
     .venv/bin/python -m bench.fleet_listing [--sizes 100,1000,10000] [--repeats 5]
         [--delay-ms 1] [--delay-sizes 1000] [--table] [--no-netns] [--json PATH]
 
-For each fleet size N, on one private ``redis-server``:
+On one private ``redis-server``, every comparison interleaved (``bench.common``: A B C,
+C B A …, ``--repeats`` recorded rounds, median and min per side, load average before and
+after):
 
-* our fleet: N workers written by the runtime's own heartbeat (``bench.common``:
-  N/100 instances of 100 replicas over three agent types, one task queued per type);
-* rq's fleet: N ``rq.Worker`` objects registered with ``register_birth()`` (rq's own
-  API) on three queues, one job enqueued per queue.
+* start-up: ``byconsole --snapshot --format json`` vs ``rq info`` on an empty Redis;
+* per fleet size N: our N workers written by the runtime's own heartbeat
+  (``bench.common``: instances of 100 replicas over three agent types, one task queued
+  per type) beside N ``rq.Worker`` objects registered with rq's own ``register_birth()``
+  on three queues (one job each); each CLI as a fresh subprocess (interpreter start-up
+  included on both sides; with ``--table`` also ``--format table``): wall and CPU time,
+  peak RSS, Redis commands per listing (``INFO commandstats`` deltas, from one
+  unrecorded run of each side first);
+* per N, in process: ``FleetReader.read()`` (read + build, the time in its pipelined
+  round trips apart) against the floor, a bare pipelined read of the same keys with each
+  lease decoded from JSON and nothing else; and ``rq.Worker.all()``;
+* then both CLIs again with the client behind a delayed network path (``bench.netdelay``:
+  netns + netem when the kernel allows it, else a delay relay) at ``--delay-sizes``.
 
-Measured, each CLI as a fresh subprocess (interpreter start-up included on both sides),
-the CLIs of one size interleaved (``bench.common``: A B C, C B A …, ``--repeats``
-rounds after one unrecorded run of each that counts its Redis commands): wall time
-median and min, peak RSS, Redis commands per listing (``INFO commandstats`` deltas),
-the load average before and after; with ``--table`` also ``--format table`` against
-``rq info``. In process: ``FleetReader.read()`` time and round trips, and
-``rq.Worker.all()``. Then ``byconsole --snapshot`` and ``rq info`` again, interleaved,
-with the client behind a delayed network path (``bench.netdelay``: netns + netem when
-the kernel allows it, else a delay relay) at the ``--delay-sizes`` sizes (default: all).
+CPU time (user + system) sits beside wall time: on a shared machine it moves less with
+other people's load.
 """
 
 from __future__ import annotations
@@ -36,11 +40,13 @@ from pathlib import Path
 from typing import Any
 
 import redis as sync_redis
+from redis.asyncio import Redis
 from rq import Queue, Worker
 
 from bench.common import (
     BIN,
     TYPES,
+    ainterleave,
     calls_delta,
     command_calls,
     interleave,
@@ -50,6 +56,7 @@ from bench.common import (
     redis_client,
     run_timed,
     start_redis,
+    stats,
     versions,
     worker_env,
     write_results,
@@ -132,10 +139,12 @@ async def time_clis(
 
     One unrecorded run of each side first counts the Redis commands it sends (and warms
     the page cache); then ``repeats`` recorded rounds. Per side: median (``seconds``),
-    min, every run, peak RSS and the commands; plus the load average before and after.
+    min, every run, peak RSS and the commands; their CPU times under ``cpu``; plus the
+    load average before and after.
     """
     admin = redis_client(server.url)
     rss: dict[str, list[float]] = {name: [] for name in sides}
+    cpu: dict[str, list[float]] = {name: [] for name in sides}
     commands: dict[str, dict[str, int]] = {}
 
     def once(name: str) -> float:
@@ -148,6 +157,7 @@ async def time_clis(
                 f"(exit {done.returncode}): {' | '.join(tail)}"
             )
         rss[name].append(done.max_rss_mb)
+        cpu[name].append(done.cpu_seconds)
         return done.seconds
 
     try:
@@ -163,6 +173,8 @@ async def time_clis(
         "repeats": repeats,
         "load_before": timed["load_before"],
         "load_after": timed["load_after"],
+        # The first run of each side counted commands: it is no sample.
+        "cpu": {name: stats(samples[1:]) for name, samples in cpu.items()},
     }
     for name in sides:
         out[name] = {
@@ -177,21 +189,73 @@ async def time_clis(
     return out
 
 
-async def in_process(server: RedisServer, repeats: int) -> dict[str, Any]:
-    """``FleetReader.read()`` and ``rq.Worker.all()`` timed inside this process."""
+class TimedReader(FleetReader):
+    """A :class:`FleetReader` that adds up the time spent in its pipelined round trips."""
+
+    round_trip_s = 0.0
+
+    async def _run(self, queue: Any) -> list[Any]:
+        started = time.perf_counter()
+        try:
+            return await super()._run(queue)
+        finally:
+            self.round_trip_s += time.perf_counter() - started
+
+
+async def floor_read(redis: Redis, k: Keys) -> int:
+    """The bare read: the same keys in the same round trips, leases decoded, no models."""
+    pipe = redis.pipeline(transaction=False)
+    pipe.smembers(k.workers)
+    pipe.smembers(k.agent_types)
+    pipe.zrange(k.instances, 0, -1, withscores=True)
+    pipe.get(k.leader_lock)
+    pipe.hgetall(k.scale_targets)
+    first = await pipe.execute()
+    ids, types = sorted(first[0]), sorted(first[1])
+    pipe = redis.pipeline(transaction=False)
+    pipe.mget([k.worker_online(w) for w in ids])
+    for w in ids:
+        pipe.hgetall(k.worker_admin(w))
+        pipe.smembers(k.worker_agent_types(w))
+    for t in types:
+        pipe.smembers(k.type_workers(t))
+        pipe.smembers(k.type_denied(t))
+        pipe.xinfo_groups(k.type_stream(t))
+        pipe.xlen(k.type_stream(t))
+        pipe.xlen(k.dead_letter_stream(t))
+    replies = await pipe.execute(raise_on_error=False)
+    return len([json.loads(raw) if raw else None for raw in replies[0]])
+
+
+async def in_process(server: RedisServer, n: int, repeats: int) -> dict[str, Any]:
+    """``FleetReader.read()`` vs the floor (interleaved), and ``rq.Worker.all()``."""
     redis = redis_client(server.url)
-    reader = FleetReader(redis, Keys())
-    times: list[float] = []
+    keys = Keys()
+    reader = TimedReader(redis, keys)
+    trips: list[float] = []
+
+    async def read() -> float:
+        reader.round_trip_s = 0.0
+        started = time.perf_counter()
+        snap = await reader.read()
+        elapsed = (time.perf_counter() - started) * 1000
+        assert len(snap.workers) == n
+        trips.append(reader.round_trip_s * 1000)
+        return elapsed
+
+    async def floor() -> float:
+        started = time.perf_counter()
+        count = await floor_read(redis, keys)
+        elapsed = (time.perf_counter() - started) * 1000
+        assert count == n
+        return elapsed
+
     try:
         await reader.read()  # warm the connection
         before = command_calls(await redis.info("commandstats"))
         await reader.read()
         after = command_calls(await redis.info("commandstats"))
-        for _ in range(repeats):
-            started = time.perf_counter()
-            snap = await reader.read()
-            times.append((time.perf_counter() - started) * 1000)
-        workers = len(snap.workers)
+        versus = await ainterleave({"read_build": read, "floor": floor}, repeats)
     finally:
         await redis.aclose()
     conn = sync_redis.Redis.from_url(server.url)
@@ -203,12 +267,15 @@ async def in_process(server: RedisServer, repeats: int) -> dict[str, Any]:
         rq_times.append((time.perf_counter() - started) * 1000)
     conn.close()
     per_read = calls_delta(before, after)
+    trip_ms = statistics.median(trips[-repeats:])
     return {
-        "reader_ms": statistics.median(times),
+        "read_vs_floor": versus,
+        "reader_ms": versus["read_build"]["median"],
         "reader_round_trips": reader.round_trips,
+        "round_trips_ms": trip_ms,
+        "build_ms": versus["read_build"]["median"] - trip_ms,
         "reader_commands": sum(per_read.values()),
         "reader_commands_by_name": per_read,
-        "reader_workers": workers,
         "rq_worker_all_ms": statistics.median(rq_times),
     }
 
@@ -223,6 +290,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         "machine": machine(),
         "versions": versions("rq", "redis", "hiredis", "pydantic"),
         "sizes": sizes,
+        "repeats": args.repeats,
         "loopback": {},
         "delayed": {},
     }
@@ -265,7 +333,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             for t in TYPES:
                 await producer.submit(t, {})
             register_rq_workers(server.url, n)
-            row: dict[str, Any] = await in_process(server, args.repeats)
+            row: dict[str, Any] = await in_process(server, n, args.repeats)
             sides = {"ours": ours_cmd(server.url), "rq": rq_cmd(server.url)}
             if args.table:
                 sides["table"] = ours_cmd(server.url, "table")
@@ -293,9 +361,11 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 f"(mins: {row['speedup_min']:.1f}x){table} [load {row['load_before']} -> "
                 f"{row['load_after']}]"
             )
+            floor = row["read_vs_floor"]["floor"]
             print(
                 f"{n:>6,} workers, in process: FleetReader.read {row['reader_ms']:.1f} ms in "
-                f"{row['reader_round_trips']} round trips ({row['reader_commands']:,} commands) | "
+                f"{row['reader_round_trips']} round trips ({row['round_trips_ms']:.1f} ms; "
+                f"{row['reader_commands']:,} commands), floor {floor['median']:.1f} ms | "
                 f"rq Worker.all + fields {row['rq_worker_all_ms']:.1f} ms | "
                 f"{row['listing_speedup']:.1f}x faster"
             )
@@ -335,7 +405,7 @@ def main() -> int:
     """Parse flags, run, print, write JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="100,1000,10000")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument(
         "--delay-ms", type=float, default=1.0, help="added RTT for the second pass (0: none)"
     )

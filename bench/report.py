@@ -9,6 +9,7 @@ import argparse
 import json
 import platform
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,27 @@ def _table(header: str, rows: list[list[str]]) -> list[str]:
 
 
 # -- sections -------------------------------------------------------------------------------
+# Each section is a heading, a paragraph and tables; a table is its header and one row per
+# entry of the figures, its cells read by small functions (a missing figure raises a
+# LOOKUP_ERROR, which ``render`` reports as an incomplete section).
+
+Cells = list[tuple[str, Callable[[Any], str]]]
+"""A table's columns: (header, the cell of one row's figures)."""
+
+
+def _rows(columns: Cells, entries: list[Any]) -> list[str]:
+    """One table: a row per entry, a cell per column."""
+    header = " | ".join(h for h, _ in columns)
+    return _table(header, [[cell(e) for _, cell in columns] for e in entries])
+
+
+def _facts(rows: list[tuple[str, str]]) -> list[str]:
+    """A two-column table of labelled figures."""
+    return _table(" | ", [[k, v] for k, v in rows])
+
+
+def _sized(table: dict[str, Any]) -> list[tuple[int, Any]]:
+    return [(int(n), row) for n, row in table.items()]
 
 
 def _cli_time(side: dict[str, Any]) -> str:
@@ -72,135 +94,147 @@ def _cli_time(side: dict[str, Any]) -> str:
     return f"{side['seconds']:.3f} s{low}"
 
 
+def _cpu(row: dict[str, Any], a: str = "ours", b: str = "rq") -> str:
+    ca, cb = row["cpu"][a], row["cpu"][b]
+    return f"{ca['median'] * 1000:.0f} / {cb['median'] * 1000:.0f} ms"
+
+
+def _x(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """Ratio of medians / ratio of mins of two interleaved sides."""
+    med = a["median"] / b["median"] if b["median"] else float("inf")
+    low = a["min"] / b["min"] if b["min"] else float("inf")
+    return f"{med:.2f}x / {low:.2f}x"
+
+
+def _speedup(row: dict[str, Any], side: str) -> str:
+    return f"**{row['rq']['seconds'] / row[side]['seconds']:.1f}x**"
+
+
+LOOPBACK: Cells = [
+    ("workers", lambda e: f"{e[0]:,}"),
+    ("byconsole --snapshot", lambda e: _cli_time(e[1]["ours"])),
+    ("rq info", lambda e: _cli_time(e[1]["rq"])),
+    ("CLI speed-up", lambda e: _speedup(e[1], "ours")),
+    ("--format table (speed-up)",
+     lambda e: f"{_cli_time(e[1]['table'])}, {_speedup(e[1], 'table')}" if "table" in e[1]
+     else "n/a"),
+    ("table / json", lambda e: _x(e[1]["table"], e[1]["ours"]) if "table" in e[1] else "n/a"),
+    ("CPU (ours / rq)", lambda e: _cpu(e[1])),
+    ("Redis commands (ours / rq)",
+     lambda e: f"{e[1]['ours']['commands']:,} / {e[1]['rq']['commands']:,}"),
+    ("FleetReader.read (round trips: time, count)",
+     lambda e: f"{e[1]['reader_ms']:.1f} ms ({e[1]['round_trips_ms']:.1f} ms, "
+     f"{e[1]['reader_round_trips']})"),
+    ("read + build / floor", lambda e: _x(*(e[1]["read_vs_floor"][k] for k in ("read_build",
+                                                                             "floor")))),
+    ("rq Worker.all + fields", lambda e: f"{e[1]['rq_worker_all_ms']:.1f} ms"),
+    ("listing speed-up", lambda e: f"**{e[1]['listing_speedup']:.1f}x**"),
+    ("peak RSS (json / table / rq)",
+     lambda e: " / ".join(f"{e[1][k]['max_rss_mb']:.0f}" for k in ("ours", "table", "rq")
+                          if k in e[1]) + " MB"),
+]  # fmt: skip
+
+DELAYED: Cells = [
+    ("workers", lambda e: f"{e[0]:,}"),
+    ("byconsole --snapshot (round trips)",
+     lambda e: f"{_cli_time(e[1]['ours'])} (~{e[1]['ours']['implied_round_trips']:,.0f})"),
+    ("rq info (round trips)",
+     lambda e: f"{_cli_time(e[1]['rq'])} (~{e[1]['rq']['implied_round_trips']:,.0f})"),
+    ("speed-up", lambda e: _speedup(e[1], "ours")),
+]  # fmt: skip
+
+
 def _fleet_listing(r: dict[str, Any]) -> list[str]:
-    lines = ["## 1. Fleet listing: `byconsole --snapshot --format json` vs `rq info`", ""]
-    lines += [
+    lines = [
+        "## 1. Fleet listing: `byconsole --snapshot` vs `rq info`",
+        "",
         "Both fleets live in the same `redis-server`: ours written by the runtime's own "
         "heartbeat (`bench/common.py`, instances of 100 replicas over three agent "
         "types), rq's registered with `rq.Worker(...).register_birth()` on three queues. "
         "Each CLI runs as a fresh process (interpreter start-up included on both sides), "
-        "the CLIs of one size interleaved (A B C, C B A, …), median (min); "
+        f"the CLIs of one size interleaved (A B C, C B A, …, {r.get('repeats', '?')} "
+        "recorded rounds), median (min); a ratio is the ratio of medians / of mins; CPU "
+        "is user + system, medians (on a shared machine it moves less than wall time); "
         "commands are `INFO commandstats` deltas for one run (they include the commands a "
-        "read-only script runs inside Redis: they show server work, not round trips).",
+        "read-only script runs inside Redis: they show server work, not round trips). In "
+        "process, `FleetReader.read()` (read + build of the snapshot, with the time in its "
+        "pipelined round trips) is interleaved with the floor: a bare pipelined read of the "
+        "same keys, each lease decoded from JSON and nothing else.",
         "",
     ]
     st = r.get("startup")
     if st:
         lines += [
             f"Start-up alone (empty Redis): `byconsole --snapshot` {_cli_time(st['ours'])}, "
-            f"`rq info` {_cli_time(st['rq'])}.",
+            f"`rq info` {_cli_time(st['rq'])}: {_x(st['ours'], st['rq'])}; CPU "
+            f"{_cpu(st)} [load {st['load_before']} -> {st['load_after']}].",
             "",
         ]
-    rows = []
-    for n, row in r.get("loopback", {}).items():
-        table = row.get("table")
-        rows.append(
-            [
-                f"{int(n):,}",
-                _cli_time(row["ours"]),
-                _cli_time(row["rq"]),
-                f"**{row['speedup']:.1f}x**",
-                f"{_cli_time(table)}, **{row['table_speedup']:.1f}x**" if table else "n/a",
-                f"{row['ours']['commands']:,} / {row['rq']['commands']:,}",
-                f"{row['reader_ms']:.1f} ms ({row['reader_round_trips']} round trips)",
-                f"{row['rq_worker_all_ms']:.1f} ms",
-                f"**{row['listing_speedup']:.1f}x**",
-                f"{row['ours']['max_rss_mb']:.0f} / {row['rq']['max_rss_mb']:.0f} MB",
-            ]
-        )
-    lines += ["### Loopback", ""]
-    lines += _table(
-        (
-            "workers | byconsole --snapshot | rq info | CLI speed-up | --format table (speed-up) | "
-            "Redis commands (ours / rq) | FleetReader.read | rq Worker.all + fields | "
-            "listing speed-up | peak RSS (ours / rq)"
-        ),
-        rows,
-    )
+    lines += ["### Loopback", "", *_rows(LOOPBACK, _sized(r.get("loopback", {})))]
     delay = r.get("delay")
     if delay:
         lines += [f"### Over a slower network: {delay['path']}", ""]
-        for note in delay.get("notes", []):
-            lines += [f"- {note}"]
+        lines += [f"- {note}" for note in delay.get("notes", [])]
         lines += [
             f"- Redis PING round trip: {delay['rtt_delayed_ms']:.2f} ms through the path "
             f'({delay["rtt_loopback_ms"]:.3f} ms on loopback). "Round trips" below is the '
             "extra time over loopback divided by the extra RTT (resolution: the run-to-run "
             "noise, a few dozen round trips).",
             "",
+            *_rows(DELAYED, _sized(r.get("delayed", {}))),
         ]
-        rows = []
-        for n, row in r.get("delayed", {}).items():
-            rows.append(
-                [
-                    f"{int(n):,}",
-                    f"{_cli_time(row['ours'])} (~{row['ours']['implied_round_trips']:,.0f})",
-                    f"{_cli_time(row['rq'])} (~{row['rq']['implied_round_trips']:,.0f})",
-                    f"**{row['speedup']:.1f}x**",
-                ]
-            )
-        lines += _table(
-            "workers | byconsole --snapshot (round trips) | rq info (round trips) | speed-up",
-            rows,
-        )
     return lines
 
 
+THROUGHPUT: Cells = [
+    ("system", lambda e: NAMES.get(e[0], e[0])),
+    ("tasks/s", lambda e: f"{e[1]['tasks_per_s']:,.0f}"
+     + (f" (min {e[1]['tasks_per_s_min']:,.0f})" if "tasks_per_s_min" in e[1] else "")),
+    ("vs fastest peer", lambda e: f"{e[1]['tasks_per_s'] / e[2]:.2f}x" if e[2] else "n/a"),
+    ("drain", lambda e: f"{e[1]['drain_s']:.2f} s"),
+    ("worker CPU/task", lambda e: f"{e[1]['worker_cpu_us_per_task']:.0f} us"),
+    ("Redis commands/task", lambda e: f"{e[1]['redis_commands_per_task']:.2f}"),
+    ("Redis CPU", lambda e: f"{e[1]['redis_cpu_s']:.2f} s"),
+    ("configuration", lambda e: e[1]["config"]),
+]  # fmt: skip
+
+
 def _throughput(r: dict[str, Any]) -> list[str]:
+    interleaved = (
+        f" The systems ran interleaved (A B C … C B A …, {r['repeats']} recorded rounds "
+        f"after a warm-up): medians, tasks/s with its min; load average {r['load_before']} "
+        f"-> {r['load_after']}."
+        if r.get("repeats", 1) > 1
+        else ""
+    )
     lines = [
         "## 2. Task throughput: one worker process, no-op tasks",
         "",
         f"{r['tasks']:,} tasks queued through each system's own client before its worker "
         f"starts; concurrency {r['concurrency']} everywhere; drain time from the first task "
         "to the last (each task only counts itself in-process, no Redis call). CPU and "
-        "commands are measured from the worker's start to its last task."
-        + (
-            f" The systems ran interleaved (A B C … C B A …, {r['repeats']} recorded rounds "
-            "after a warm-up): medians, tasks/s with its min; load average "
-            f"{r['load_before']} -> {r['load_after']}."
-            if r.get("repeats", 1) > 1
-            else ""
-        ),
+        "commands are measured from the worker's start to its last task." + interleaved,
         "",
     ]
     ok = {s: v for s, v in r["systems"].items() if "tasks_per_s" in v}
-    best_peer = max((v["tasks_per_s"] for s, v in ok.items() if s != "worker_runtime"), default=0)
-    rows = []
-    for system, v in sorted(ok.items(), key=lambda kv: -kv[1]["tasks_per_s"]):
-        rows.append(
-            [
-                NAMES.get(system, system),
-                f"{v['tasks_per_s']:,.0f}"
-                + (f" (min {v['tasks_per_s_min']:,.0f})" if "tasks_per_s_min" in v else ""),
-                f"{v['tasks_per_s'] / best_peer:.2f}x" if best_peer else "n/a",
-                f"{v['drain_s']:.2f} s",
-                f"{v['worker_cpu_us_per_task']:.0f} us",
-                f"{v['redis_commands_per_task']:.2f}",
-                f"{v['redis_cpu_s']:.2f} s",
-                v["config"],
-            ]
-        )
-    for system, v in r["systems"].items():
-        if "error" in v:
-            rows.append([NAMES.get(system, system), "failed", "", "", "", "", "", v["error"][:80]])
-    lines += _table(
-        (
-            "system | tasks/s | vs fastest peer | drain | worker CPU/task | Redis commands/task | "
-            "Redis CPU | configuration"
-        ),
-        rows,
-    )
+    best = max((v["tasks_per_s"] for s, v in ok.items() if s != "worker_runtime"), default=0)
+    ranked = sorted(ok.items(), key=lambda kv: -kv[1]["tasks_per_s"])
+    table = _rows(THROUGHPUT, [(s, v, best) for s, v in ranked])
+    failed = [
+        f"| {NAMES.get(s, s)} | failed | | | | | | {v['error'][:80]} |"
+        for s, v in r["systems"].items()
+        if "error" in v
+    ]
+    lines += [*table[:-1], *failed, ""]
     c = r.get("ceiling", {})
     if c:
         ours = ok.get("worker_runtime", {}).get("tasks_per_s")
+        reach = f" (worker_runtime reaches {ours / c['xreadgroup_xack_per_s']:.0%})" if ours else ""
         lines += [
             "Ceiling on the same server:",
             "",
-            f"- pipelined XREADGROUP COUNT 200 + XACK loop, one redis-py process, no per-task "
-            f"work: **{c['xreadgroup_xack_per_s']:,.0f} entries/s**"
-            + (
-                f" (worker_runtime reaches {ours / c['xreadgroup_xack_per_s']:.0%})" if ours else ""
-            ),
+            "- pipelined XREADGROUP COUNT 200 + XACK loop, one redis-py process, no per-task "
+            f"work: **{c['xreadgroup_xack_per_s']:,.0f} entries/s**{reach}",
             f"- pipelined XADD from redis-py: {c['xadd_pipelined_per_s']:,.0f}/s",
             f"- `redis-benchmark` XADD (50 clients): {c['redis_benchmark_xadd_p1_per_s']:,.0f}/s "
             f"unpipelined, {c['redis_benchmark_xadd_p16_per_s']:,.0f}/s at `-P 16`",
@@ -209,9 +243,20 @@ def _throughput(r: dict[str, Any]) -> list[str]:
     return lines
 
 
+RESULTS_SIDES: Cells = [
+    ("runtime", lambda e: e[0]),
+    ("tasks/s median (min, max)", lambda e: "{median:,.0f} (min {min:,.0f}, max {max:,.0f})"
+     .format(**e[1]["tasks_per_s"])),
+    ("worker CPU/task", lambda e: "{median:.0f} us (min {min:.0f} us)"
+     .format(**e[1]["worker_cpu_us_per_task"])),
+    ("Redis commands/task", lambda e: f"{e[1]['redis_commands_per_task']:.2f}"),
+]  # fmt: skip
+
+
 def _throughput_results(r: dict[str, Any]) -> list[str]:
     base = r.get("baseline_rev", "the previous tree")
-    lines = [
+    labels = (("worker_runtime", "this tree"), ("baseline", f"previous ({base})"))
+    return [
         "## Task throughput with every task's output stored: this runtime vs the previous one",
         "",
         f"{r['tasks']:,} no-op tasks, each with a session id (round-robin over "
@@ -221,29 +266,41 @@ def _throughput_results(r: dict[str, Any]) -> list[str]:
         f"({r['repeats']} recorded rounds after a warm-up); load average "
         f"{r['load_before']} -> {r['load_after']}.",
         "",
+        *_rows(RESULTS_SIDES, [(label, r["sides"][k]) for k, label in labels if k in r["sides"]]),
     ]
-    rows = []
-    for name, label in (("worker_runtime", "this tree"), ("baseline", f"previous ({base})")):
-        v = r["sides"].get(name)
-        if not v:
-            continue
-        tp, cpu = v["tasks_per_s"], v["worker_cpu_us_per_task"]
-        rows.append(
-            [
-                label,
-                f"{tp['median']:,.0f} (min {tp['min']:,.0f}, max {tp['max']:,.0f})",
-                f"{cpu['median']:.0f} us (min {cpu['min']:.0f} us)",
-                f"{v['redis_commands_per_task']:.2f}",
-            ]
-        )
-    lines += _table(
-        "runtime | tasks/s median (min, max) | worker CPU/task | Redis commands/task", rows
-    )
-    return lines
+
+
+CONTROL_LABELS = {
+    "push": "push, one command at a time",
+    "push_burst": "push, one command to every worker at once",
+    "push_burst_after_write": "  the same, after the operator's write returned",
+    "pull": "pull channel only",
+}
+
+LATENCY: Cells = [
+    ("mechanism", lambda e: e[0]),
+    ("workers", lambda e: str(e[1])),
+    ("p50", lambda e: _ms(e[2]["p50_ms"])),
+    ("p99", lambda e: _ms(e[2]["p99_ms"])),
+    ("max", lambda e: _ms(e[2]["max_ms"])),
+    ("n", lambda e: str(e[2]["n"])),
+]
 
 
 def _control(r: dict[str, Any]) -> list[str]:
-    lines = [
+    entries = [
+        (label, workers, row[key])
+        for workers, row in r.get("runtime", {}).items()
+        for key, label in CONTROL_LABELS.items()
+        if key in row
+    ]
+    celery = r.get("celery")
+    if isinstance(celery, dict):
+        entries.append(("celery `cancel_consumer`/`add_consumer`, reply=True", 1, celery))
+    table = _rows(LATENCY, entries)
+    if isinstance(celery, str):
+        table = [*table[:-1], f"| celery | 1 | failed | {celery} | | |", ""]
+    return [
         "## 3. Control latency: operator command -> worker applied",
         "",
         "Clock from before the operator's write to the keyspace notification of the lease "
@@ -253,359 +310,102 @@ def _control(r: dict[str, Any]) -> list[str]:
         f"Pull only: the admin hash written without the stream entry, heartbeat "
         f"{r['pull_interval_s']:g} s, each command after a random pause.",
         "",
-    ]
-    rows = []
-    labels = {
-        "push": "push, one command at a time",
-        "push_burst": "push, one command to every worker at once",
-        "push_burst_after_write": "  the same, after the operator's write returned",
-        "pull": "pull channel only",
-    }
-    for workers, row in r.get("runtime", {}).items():
-        for key, label in labels.items():
-            if key in row:
-                v = row[key]
-                rows.append(
-                    [
-                        label,
-                        workers,
-                        _ms(v["p50_ms"]),
-                        _ms(v["p99_ms"]),
-                        _ms(v["max_ms"]),
-                        str(v["n"]),
-                    ]
-                )
-    celery = r.get("celery")
-    if isinstance(celery, dict):
-        rows.append(
-            [
-                "celery `cancel_consumer`/`add_consumer`, reply=True",
-                "1",
-                _ms(celery["p50_ms"]),
-                _ms(celery["p99_ms"]),
-                _ms(celery["max_ms"]),
-                str(celery["n"]),
-            ]
-        )
-    elif isinstance(celery, str):
-        rows.append(["celery", "1", "failed", celery, "", ""])
-    lines += _table("mechanism | workers | p50 | p99 | max | n", rows)
-    lines += [
+        *table,
         "arq, taskiq and dramatiq have no command channel to running workers; rq's "
         "(`send_shutdown_command`, `send_kill_horse_command`) sends without a reply.",
         "",
     ]
-    return lines
-
-
-def _time_rss(figures: dict[str, Any]) -> str:
-    return f"{figures['seconds']:.2f} s / {figures['max_rss_mb']:.0f} MB"
-
-
-def _console(r: dict[str, Any]) -> list[str]:
-    lines = [
-        "## 4. Console at scale",
-        "",
-        "`FleetReader.read()` in process (median), split into its pipelined round trips "
-        "(redis-py encode + Redis + reply parse) and the rest (models, derivations); the "
-        "`byconsole --snapshot` processes; the TUI headless at 120x36 in its own process "
-        "with the real Redis backend (first load until every row is in the table; then 1% "
-        "of the workers suspended in Redis and one refresh: table update with the event "
-        "loop busy, then until painted). The fleet beats (the runtime's heartbeat, from the "
-        "benchmark process) before each refresh so ages stay live; where that beat takes "
-        "several seconds (50,000 workers) some ages cross the 10 s label step between "
-        "refreshes, and the 'unchanged' refresh rewrites those rows too.",
-        "",
-    ]
-    rows = []
-    for n, row in r.get("sizes", {}).items():
-        tui = row.get("tui", {})
-        rows.append(
-            [
-                f"{int(n):,}",
-                f"{row['read_ms']:.0f} ms",
-                f"{row['round_trips_ms']:.0f} ms x{row['round_trips']}",
-                f"{row['build_ms']:.0f} ms",
-                _time_rss(row["snapshot_json"]),
-                _time_rss(row["snapshot_table"]),
-                _f(tui.get("first_load_s"), ".2f", " s") if tui else "n/a",
-                (
-                    f"{_ms(tui['changed_1pct_apply_ms'])} / {_ms(tui['changed_1pct_paint_ms'])}"
-                    if "changed_1pct_apply_ms" in tui
-                    else tui.get("error", "n/a")[:60]
-                ),
-                _ms(tui.get("unchanged_apply_ms")) if tui else "n/a",
-                _f(tui.get("max_rss_mb"), ".0f", " MB") if tui else "n/a",
-            ]
-        )
-    lines += _table(
-        (
-            "workers | read + build | round trips | build | --snapshot json (time / RSS) | "
-            "--snapshot table (time / RSS) | TUI first load | TUI 1% changed (update / painted) | "
-            "TUI unchanged refresh | TUI peak RSS"
-        ),
-        rows,
-    )
-    return lines
 
 
 def _heartbeat(r: dict[str, Any]) -> list[str]:
-    lines = [
-        "## 5. Heartbeat load",
+    top = sorted(
+        ((k, v) for k, v in r["redis_commands_by_name_per_s"].items() if v >= 1),
+        key=lambda kv: -kv[1],
+    )
+    return [
+        "## 4. Heartbeat load",
         "",
         f"{r['replicas']:,} simulated replicas in {r['instances']} instances, each instance "
         f"running the runtime's `heartbeat.beat` every {r['interval_s']:g} s (random phase) "
         f"from {r['processes']} client processes; Redis sampled over {r['window_s']:.0f} s.",
         "",
+        "| figure | value |",
+        "| --- | --- |",
+        *(f"| {k} | {v} |" for k, v in (
+            ("beats/s (expected)", f"{r['beats_per_s']:.1f} ({r['expected_beats_per_s']:.1f})"),
+            ("Redis commands/s", f"{r['redis_commands_per_s']:,.0f}"),
+            ("by command", ", ".join(f"{k} {v:,.0f}" for k, v in top)),
+            ("Redis CPU (user+sys, one core)", f"{r['redis_cpu_pct']:.1f}%"),
+            ("Redis memory / keys", f"{r['redis_used_memory_mb']:.0f} MB / {r['keys']:,}"),
+            ("beat round trip p50 / p99", f"{_ms(r['beat_p50_ms'])} / {_ms(r['beat_p99_ms'])}"),
+            ("simulating clients' CPU", f"{r['client_cpu_pct']:.0f}% of one core"),
+        )),
+        "",
+    ]  # fmt: skip
+
+
+LIVE: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+    ("first paint after the read", lambda f: _ms(f["first_paint_after_read_ms"])),
+    ("every row in the table after the read", lambda f: _ms(f["all_rows_after_read_ms"])),
+    ("longest stall during the first load", lambda f: _ms(f["first_load_longest_stall_ms"])),
+    ("longest stall during a refresh (median / max)",
+     lambda f: " / ".join(_ms(f["refresh_longest_stall_ms"][k]) for k in ("median", "max"))),
+    ("keys pressed during refreshes: median / max / over 50 ms",
+     lambda f: "{} / {} / {over_50ms} of {n}".format(
+         _ms(f["keys_during_refresh_ms"]["median"]), _ms(f["keys_during_refresh_ms"]["max"]),
+         **f["keys_during_refresh_ms"])),
+    ("1% changed: applied after the read", lambda f: _ms(f["changed_1pct_applied_after_read_ms"])),
+    ("1% changed: painted after the read", lambda f: _ms(f["changed_1pct_painted_after_read_ms"])),
+    ("peak RSS", lambda f: _f(f["peak_rss_mb"], ".0f", " MB")),
+]  # fmt: skip
+
+
+def _static_rows(f: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        ("first paint after the snapshot", _ms(f["first_paint_after_read_ms"])),
+        ("every row in the table", _ms(f["all_rows_after_read_ms"])),
+        ("longest stall during the first load", _ms(f["first_load_longest_stall_ms"])),
+        *((f"{k} (until painted)", _ms(v)) for k, v in f["latency_ms"].items()),
+        ("peak RSS", _f(f["peak_rss_mb"], ".0f", " MB")),
     ]
-    top = sorted(
-        ((k, v) for k, v in r["redis_commands_by_name_per_s"].items() if v >= 1),
-        key=lambda kv: -kv[1],
-    )
-    lines += _table(
-        "figure | value",
-        [
-            ["beats/s (expected)", f"{r['beats_per_s']:.1f} ({r['expected_beats_per_s']:.1f})"],
-            ["Redis commands/s", f"{r['redis_commands_per_s']:,.0f}"],
-            ["by command", ", ".join(f"{k} {v:,.0f}" for k, v in top)],
-            ["Redis CPU (user+sys, one core)", f"{r['redis_cpu_pct']:.1f}%"],
-            ["Redis memory / keys", f"{r['redis_used_memory_mb']:.0f} MB / {r['keys']:,}"],
-            ["beat round trip p50 / p99", f"{_ms(r['beat_p50_ms'])} / {_ms(r['beat_p99_ms'])}"],
-            ["simulating clients' CPU", f"{r['client_cpu_pct']:.0f}% of one core"],
-        ],
-    )
-    return lines
-
-
-def _hot(rows: list[dict[str, Any]], limit: int = 8) -> list[str]:
-    out = []
-    for row in rows[:limit]:
-        amount = f"{row['self_ms']:.0f} ms" if "self_ms" in row else f"{row['samples']} samples"
-        out.append([f"{row['pct']:.1f}%", amount, f"`{row['function'][:90]}`"])
-    return _table("share | self | function", out)
-
-
-def _profiles(r: dict[str, Any]) -> list[str]:
-    n = r.get("workers", 0)
-    lines = [
-        "## 6. Profiles",
-        "",
-        "Where the time goes (`bench/profiles.py`; self time, i.e. in the function itself), "
-        f"for the targets this run missed: {r.get('only', 'see the command')}.",
-        "",
-    ]
-    st = r.get("startup")
-    if st:
-        lines += [
-            f"### CLI start-up: `import byconsole.cli` {st['byconsole']['import_ms']:.0f} ms, "
-            f"`import rq.cli` {st['rq']['import_ms']:.0f} ms (self time by package)",
-            "",
-        ]
-        lines += _hot(st["byconsole"]["top"])
-    rd = r.get("reader")
-    if rd:
-        lines += [
-            f"### `FleetReader.read()` at {n:,} workers (pyinstrument, 3 reads)",
-            "",
-            f"CPU per read: {rd['cpu_ms_gc_on']:.0f} ms with the garbage collector running, "
-            f"{rd['cpu_ms_gc_off']:.0f} ms with it disabled for the read "
-            f"({1 - rd['cpu_ms_gc_off'] / max(rd['cpu_ms_gc_on'], 1e-9):.0%} of the read is "
-            "collection of the objects it allocates).",
-            "",
-        ]
-        lines += _hot(rd["top"])
-    tui = r.get("tui")
-    if tui and "top" in tui:
-        lines += [
-            f"### TUI table update, 1% of {n:,} rows changed (pyinstrument)",
-            "",
-            f"The update took {_ms(tui.get('apply_ms'))} under the profiler.",
-            "",
-        ]
-        lines += _hot(tui["top"])
-    table = r.get("table")
-    if table and "top" in table:
-        lines += [
-            f"### `byconsole --snapshot --format table` at {n:,} workers "
-            f"({table['seconds']:.1f} s under py-spy)",
-            "",
-        ]
-        lines += _table(
-            "share | package",
-            [[f"{p['pct']:.0f}%", p["function"]] for p in table.get("packages", [])[:6]],
-        )
-        lines += _hot(table["top"])
-    static = r.get("static")
-    if static:
-        count = static.get("workers", 0)
-        for label, figures in static.items():
-            if not isinstance(figures, dict) or "top" not in figures:
-                continue
-            lines += [
-                f"### Console, {label}, synthetic fleet of {count:,} workers (pyinstrument, "
-                f"{_ms(figures.get('ms'))} under the profiler, waiting for I/O left out)",
-                "",
-            ]
-            lines += _hot(figures["top"])
-    for key, kind in (("worker", "no-op tasks"), ("worker_results", "no-op tasks, outputs stored")):
-        lines += _worker_profile(r.get(key), kind)
-    if len(lines) == 4:
-        lines += ["No profile ran (see the raw output).", ""]
-    return lines
-
-
-def _worker_profile(worker: dict[str, Any] | None, kind: str) -> list[str]:
-    lines: list[str] = []
-    if worker and "top" in worker:
-        lines += [
-            f"### `worker-runtime` draining 20,000 {kind} (py-spy, drain only: "
-            f"{worker['drain_s']:.2f} s)",
-            "",
-        ]
-        lines += _table(
-            "share | package",
-            [[f"{p['pct']:.0f}%", p["function"]] for p in worker.get("packages", [])[:6]],
-        )
-        lines += _hot(worker["top"])
-    return lines
-
-
-def _side(r: dict[str, Any], unit: str = "s", scale: float = 1.0) -> str:
-    return f"{r['median'] * scale:.3f} {unit} (min {r['min'] * scale:.3f})"
-
-
-def _ratio(r: dict[str, Any], a: str, b: str) -> str:
-    med = r[a]["median"] / r[b]["median"] if r[b]["median"] else float("inf")
-    low = r[a]["min"] / r[b]["min"] if r[b]["min"] else float("inf")
-    return f"{med:.2f}x / {low:.2f}x"
-
-
-JSON, RQ = "byconsole --snapshot --format json", "rq info"
-BASELINE = "the same, --baseline checkout"
-
-
-def _pair(
-    label: str,
-    r: dict[str, Any],
-    a: str,
-    a_name: str,
-    b: str,
-    b_name: str,
-    load: str = "",
-    unit: str = "s",
-    scale: float = 1.0,
-) -> list[str]:
-    """One interleaved comparison: A median (min), B median (min), A/B, load."""
-    return [label, a_name, _side(r[a], unit, scale), b_name, _side(r[b], unit, scale),
-            _ratio(r, a, b), load or f"{r['load_before']} -> {r['load_after']}"]  # fmt: skip
-
-
-def _cli_rows(label: str, r: dict[str, Any]) -> list[list[str]]:
-    """``byconsole`` against ``rq info``, its CPU time and the baseline checkout (when timed)."""
-    rows = [_pair(label, r, "byconsole_json", JSON, "rq_info", RQ)]
-    cpu = r.get("cpu")
-    if cpu:
-        rows.append(_pair(f"{label}, CPU", cpu, "byconsole_json", JSON, "rq_info", RQ,
-                          "(same runs)", "ms", 1000))  # fmt: skip
-    if "baseline_json" in r:
-        rows.append(_pair(f"{label}, vs baseline", r, "byconsole_json", JSON, "baseline_json",
-                          BASELINE, "(same runs)"))  # fmt: skip
-        rows.append(_pair(f"{label}, vs baseline, CPU", r["cpu"], "byconsole_json", JSON,
-                          "baseline_json", BASELINE, "(same runs)", "ms", 1000))  # fmt: skip
-    return rows
-
-
-def _headless(r: dict[str, Any]) -> list[str]:
-    lines = [
-        "## Headless paths, interleaved",
-        "",
-        f"A B A B … ({r.get('repeats', '?')} recorded rounds after one warm-up), median "
-        "(min) per side, ratio of medians / ratio of mins; load average before -> after "
-        "each comparison (a shared machine: the ratios, not the times, are the figures).",
-        "",
-    ]
-    rows = _cli_rows("cold start, empty Redis", r["cold_start"]) if r.get("cold_start") else []
-    for n, row in r.get("sizes", {}).items():
-        label = f"{int(n):,} workers"
-        rows.append(_pair(label, row["table_vs_json"], "table", "--snapshot --format table",
-                          "json", "--format json"))  # fmt: skip
-        rows.append(_pair(label, row["read_vs_floor"], "read_build",
-                          "FleetReader.read (read + build)", "floor",
-                          "bare pipelined read (floor)", unit="ms"))  # fmt: skip
-        if row.get("e2e_vs_rq"):
-            e2e = _cli_rows(label, row["e2e_vs_rq"])
-            e2e[0][0] = f"{label} (and {int(n):,} rq workers)"
-            rows += e2e
-    lines += _table(" | A | A median (min) | B | B median (min) | A/B | load", rows)
-    return lines
 
 
 def _console_stall(r: dict[str, Any]) -> list[str]:
+    rounds = (
+        f" {r['repeats']} rounds of (live run, static run), each a fresh console "
+        "process; the tables below show the first round, the target table every round."
+        if r.get("repeats", 1) > 1
+        else ""
+    )
     lines = [
         "## Console responsiveness (event-loop stalls, keys, paints)",
         "",
         "A paint is the first frame the screen composes after the change, with all of it "
         "that shows (changed rows, the header's counts); a refresh repaints only that.",
         "",
-        f"Load average {r.get('load_before')} -> {r.get('load_after')} (shared machine)."
-        + (
-            f" {r['repeats']} rounds of (live run, static run), each a fresh console "
-            "process; the tables below show the first round, the target table every round."
-            if r.get("repeats", 1) > 1
-            else ""
-        ),
+        f"Load average {r.get('load_before')} -> {r.get('load_after')} (shared machine)." + rounds,
         "",
     ]
-    for n, f in r.get("live", {}).items():
-        if "error" in f:
-            lines += [f"Live {n}: failed: {f['error']}", ""]
-            continue
-        keys = f["keys_during_refresh_ms"]
-        rows = [
-            ["first paint after the read", _ms(f["first_paint_after_read_ms"])],
-            ["every row in the table after the read", _ms(f["all_rows_after_read_ms"])],
-            ["longest stall during the first load", _ms(f["first_load_longest_stall_ms"])],
-            [
-                "longest stall during a refresh (median / max)",
-                f"{_ms(f['refresh_longest_stall_ms']['median'])} / "
-                f"{_ms(f['refresh_longest_stall_ms']['max'])}",
-            ],
-            [
-                "keys pressed during refreshes: median / max / over 50 ms",
-                f"{_ms(keys['median'])} / {_ms(keys['max'])} / {keys['over_50ms']} of {keys['n']}",
-            ],
-            ["1% changed: applied after the read", _ms(f["changed_1pct_applied_after_read_ms"])],
-            ["1% changed: painted after the read", _ms(f["changed_1pct_painted_after_read_ms"])],
-            ["peak RSS", _f(f["peak_rss_mb"], ".0f", " MB")],
-        ]
-        lines += [f"Live fleet of {int(n):,} workers (real Redis backend):", ""]
-        lines += _table(" | ", rows)
-    for n, f in r.get("static", {}).items():
-        if "error" in f:
-            lines += [f"Static {n}: failed: {f['error']}", ""]
-            continue
-        rows = [
-            ["first paint after the snapshot", _ms(f["first_paint_after_read_ms"])],
-            ["every row in the table", _ms(f["all_rows_after_read_ms"])],
-            ["longest stall during the first load", _ms(f["first_load_longest_stall_ms"])],
-        ]
-        rows += [[f"{k} (until painted)", _ms(v)] for k, v in f["latency_ms"].items()]
-        rows.append(["peak RSS", _f(f["peak_rss_mb"], ".0f", " MB")])
-        lines += [f"Synthetic fleet of {int(n):,} workers:", ""]
-        lines += _table(" | ", rows)
+    for kind, title, rows in (
+        ("live", "Live fleet of {n:,} workers (real Redis backend):",
+         lambda f: [(label, cell(f)) for label, cell in LIVE]),
+        ("static", "Synthetic fleet of {n:,} workers:", _static_rows),
+    ):  # fmt: skip
+        for n, f in r.get(kind, {}).items():
+            if "error" in f:
+                lines += [f"{kind.title()} {n}: failed: {f['error']}", ""]
+            else:
+                lines += [title.format(n=int(n)), "", *_facts(rows(f))]
     return lines
 
 
 SECTIONS = {
     "fleet_listing": _fleet_listing,
-    "headless": _headless,
     "console_stall": _console_stall,
     "throughput_results": _throughput_results,
     "throughput": _throughput,
     "control": _control,
-    "console": _console,
     "heartbeat": _heartbeat,
-    "profiles": _profiles,
 }
 
 

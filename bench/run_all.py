@@ -6,8 +6,7 @@ Each benchmark runs as its own process (``python -m bench.NAME ... --json FILE``
 its output shown live and kept for the report. ``--quick`` shrinks every size and
 repeats twice, so the whole suite finishes in minutes (to check the plumbing, not for
 figures). ``throughput_results`` runs against the previous runtime checked out with
-``git worktree add --detach`` in a temporary directory (removed afterwards); the
-profiles run last, only those behind the targets the run missed (``bench.targets``).
+``git worktree add --detach`` in a temporary directory (removed afterwards).
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import ROOT, versions
 from bench.report import Run, render
-from bench.targets import evaluate, profiles_for
 
 BASELINE = "{baseline}"
 """Stands for the previous runtime's source tree in a benchmark's arguments."""
@@ -38,9 +36,6 @@ BASELINE_REV = "dbb524c"
 """The runtime before task outputs were stored per session by one script: the first
 parent of the merge that brought it (7daf4bc, ``git log --oneline --
 worker_runtime/batcher.py``). ``throughput_results`` compares this tree against it."""
-
-PROFILES = "{profiles}"
-"""Stands for the profiles of the targets this run missed (``bench.targets``)."""
 
 LISTING = ("--delay-sizes", "1000", "--table")
 """The ~1 ms link only at the size its target names (``rq info`` makes ~2 round trips
@@ -54,11 +49,6 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
         "bench.fleet_listing",
         [*("--sizes", "100,1000,10000", "--repeats", "5", "--delay-ms", "1"), *LISTING],
         [*("--sizes", "100,1000", "--repeats", "2", "--delay-ms", "1"), *LISTING],
-    ),
-    "headless": (
-        "bench.headless_scale",
-        ["--sizes", "1000,10000", "--repeats", "5"],
-        ["--sizes", "500", "--repeats", "2"],
     ),
     "console_stall": (
         "bench.console_stall",
@@ -93,22 +83,10 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
             "20",
         ],
     ),
-    # 50,000 left to console_stall's 100,000 (the size bench/targets.py names): it took minutes.
-    "console": (
-        "bench.console_scale",
-        ["--sizes", "1000,10000", "--repeats", "3"],
-        ["--sizes", "1000,5000", "--repeats", "1"],
-    ),
     "heartbeat": (
         "bench.heartbeat_load",
         ["--replicas", "10000", "--instances", "100", "--window", "20"],
         ["--replicas", "2000", "--instances", "20", "--window", "5"],
-    ),
-    # Last: profiles of what the figures above left unmet (chosen from them).
-    "profiles": (
-        "bench.profiles",
-        ["--workers", "10000", "--static", "100000", "--only", PROFILES],
-        ["--workers", "2000", "--static", "5000", "--only", PROFILES],
     ),
 }
 
@@ -217,7 +195,6 @@ def main() -> int:
             shown = " ".join(shlex.quote(a) for a in (quick if args.quick else full))
             print(f"{name}: .venv/bin/python -m {module} {shown}")
         print(f"{BASELINE}: git worktree add --detach <tmp> {args.baseline_rev}")
-        print(f"{PROFILES}: the profiles of the targets the run misses (bench.targets)")
         return 0
     results_dir = Path(args.results)
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -244,12 +221,6 @@ def main() -> int:
                         print(f"\n=== {name}: skipped: {why}", flush=True)
                         continue
                 arguments = [str(baseline) if a == BASELINE else a for a in arguments]
-            if PROFILES in arguments:
-                wanted = profiles_for(evaluate(run.results, run.errors))
-                if not wanted:
-                    print(f"\n=== {name}: every target met, nothing to profile", flush=True)
-                    continue
-                arguments = [",".join(wanted) if a == PROFILES else a for a in arguments]
             path = results_dir / f"{name}.json"
             path.unlink(missing_ok=True)
             began = time.perf_counter()

@@ -216,24 +216,19 @@ def _sized(table: Mapping[str, Any], size: int) -> tuple[int, Any]:
 Lookup = Callable[[Mapping[str, Any]], Figure | None]
 
 
-def _live_runs(results: Mapping[str, Any]) -> tuple[int, list[dict[str, Any]]]:
+def _runs(results: Mapping[str, Any], kind: str, size: int) -> tuple[int, list[dict[str, Any]]]:
+    """The console runs of ``kind`` (``live`` or ``static``) at ``size``, failed ones left out."""
     cs = results["console_stall"]
-    runs = cs.get("live_runs") or {n: [f] for n, f in cs["live"].items()}
-    size, found = _sized(runs, 10_000)
+    runs = cs.get(f"{kind}_runs") or {n: [f] for n, f in cs[kind].items()}
+    found_size, found = _sized(runs, size)
     ok = [f for f in found if "error" not in f]
     if not ok:
         raise ValueError(found[0].get("error", "no run"))
-    return size, ok
+    return found_size, ok
 
 
-def _static_runs(results: Mapping[str, Any]) -> tuple[int, list[dict[str, Any]]]:
-    cs = results["console_stall"]
-    runs = cs.get("static_runs") or {n: [f] for n, f in cs["static"].items()}
-    size, found = _sized(runs, 100_000)
-    ok = [f for f in found if "error" not in f]
-    if not ok:
-        raise ValueError(found[0].get("error", "no run"))
-    return size, ok
+LIVE, STATIC = ("live", 10_000), ("static", 100_000)
+"""The console runs a target reads, and the size it names."""
 
 
 def _pooled(runs: list[dict[str, Any]], key: str, per_run: str = "samples") -> list[Any]:
@@ -248,9 +243,22 @@ def _pooled(runs: list[dict[str, Any]], key: str, per_run: str = "samples") -> l
     return out
 
 
+def _per_run(which: tuple[str, int], key: str, samples: str = "") -> Lookup:
+    """One figure per console run (or every sample under ``samples`` where a run has them)."""
+
+    def lookup(results: Mapping[str, Any]) -> Figure | None:
+        size, runs = _runs(results, *which)
+        values: list[Any] = []
+        for r in runs:
+            values += r.get(samples) or [r[key]] if samples else [r[key]]
+        return from_samples(values, "", size)
+
+    return lookup
+
+
 def live_stall(results: Mapping[str, Any]) -> Figure | None:
     """Longest loop stall of each refresh, every run pooled."""
-    size, runs = _live_runs(results)
+    size, runs = _runs(results, *LIVE)
     return from_samples(
         _pooled(runs, "refresh_longest_stall_ms"), f"{len(runs)} console run(s)", size
     )
@@ -258,67 +266,36 @@ def live_stall(results: Mapping[str, Any]) -> Figure | None:
 
 def live_keys(results: Mapping[str, Any]) -> Figure | None:
     """Key → cursor moved, for keys pressed during refreshes."""
-    size, runs = _live_runs(results)
+    size, runs = _runs(results, *LIVE)
     keys = _pooled(runs, "keys_during_refresh_ms")
     over = sum(int(r["keys_during_refresh_ms"].get("over_50ms", 0)) for r in runs)
     total = sum(int(r["keys_during_refresh_ms"].get("n", 0)) for r in runs)
     return from_samples(keys, f"{over} of {total} keys over 50 ms", size)
 
 
-def live_first_paint(results: Mapping[str, Any]) -> Figure | None:
-    """Snapshot arrived → first frame with rows, per console run."""
-    size, runs = _live_runs(results)
-    return from_samples([r["first_paint_after_read_ms"] for r in runs], "", size)
-
-
-def live_changed(results: Mapping[str, Any]) -> Figure | None:
-    """1%-changed refresh: snapshot arrived → painted, every such refresh pooled."""
-    size, runs = _live_runs(results)
-    samples: list[Any] = []
-    for r in runs:
-        samples += r.get("changed_1pct_painted_after_read_samples") or [
-            r["changed_1pct_painted_after_read_ms"]
-        ]
-    return from_samples(samples, "", size)
-
-
-def live_rss(results: Mapping[str, Any]) -> Figure | None:
-    """Peak RSS of each console run."""
-    size, runs = _live_runs(results)
-    return from_samples([r["peak_rss_mb"] for r in runs], "", size)
-
-
-def static_first_paint(results: Mapping[str, Any]) -> Figure | None:
-    """Snapshot handed over → first frame with rows, synthetic fleet."""
-    size, runs = _static_runs(results)
-    return from_samples([r["first_paint_after_read_ms"] for r in runs], "", size)
-
-
 def _static_latency(labels: tuple[str, ...]) -> Lookup:
     def lookup(results: Mapping[str, Any]) -> Figure | None:
-        size, runs = _static_runs(results)
+        size, runs = _runs(results, *STATIC)
         worst = [max(r["latency_ms"][label] for label in labels) for r in runs]
         return from_samples(worst, "slowest of " + ", ".join(labels) + " per run", size)
 
     return lookup
 
 
-def static_rss(results: Mapping[str, Any]) -> Figure | None:
-    """Peak RSS of each synthetic-fleet console run."""
-    size, runs = _static_runs(results)
-    return from_samples([r["peak_rss_mb"] for r in runs], "", size)
+def _listed(results: Mapping[str, Any], size: int) -> tuple[int, Any]:
+    return _sized(results["fleet_listing"]["loopback"], size)
 
 
 def read_vs_floor(results: Mapping[str, Any]) -> Figure | None:
     """``FleetReader.read()`` / the bare pipelined read, same run."""
-    size, row = _sized(results["headless"]["sizes"], 10_000)
+    size, row = _listed(results, 10_000)
     return ratio(row["read_vs_floor"], "read_build", "floor", "ms", size, ("read", "floor"))
 
 
 def table_vs_json(results: Mapping[str, Any]) -> Figure | None:
     """``--format table`` / ``--format json``, fresh processes."""
-    size, row = _sized(results["headless"]["sizes"], 10_000)
-    return ratio(row["table_vs_json"], "table", "json", "s", size)
+    size, row = _listed(results, 10_000)
+    return ratio(row, "table", "ours", "s", size, ("table", "json"))
 
 
 def _vs_rq(kind: Literal["loopback", "delayed"], size: int, ours: str = "ours") -> Lookup:
@@ -339,10 +316,8 @@ def _vs_rq(kind: Literal["loopback", "delayed"], size: int, ours: str = "ours") 
 
 def cold_start(results: Mapping[str, Any]) -> Figure | None:
     """``byconsole --snapshot`` start-up / ``rq info``'s, empty Redis."""
-    cold = results.get("headless", {}).get("cold_start")
-    if cold:
-        return ratio(cold, "byconsole_json", "rq_info", "s", None, ("byconsole", "rq info"))
-    return ratio(results["fleet_listing"]["startup"], "ours", "rq", "s", None)
+    startup = results["fleet_listing"]["startup"]
+    return ratio(startup, "ours", "rq", "s", None, ("byconsole", "rq info"))
 
 
 def results_speedup(results: Mapping[str, Any]) -> Figure | None:
@@ -397,20 +372,13 @@ def _interleaved(r: Mapping[str, Any]) -> tuple[int, bool]:
     return min(rounds, default=0), bool(r.get("load_before") and r.get("load_after"))
 
 
-def _headless_comparisons(r: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
-    out = [("cold start", *_interleaved(r["cold_start"]))] if "cold_start" in r else []
-    for n, row in r["sizes"].items():
-        for key in ("table_vs_json", "read_vs_floor", "e2e_vs_rq"):
-            if key in row:
-                out.append((f"{key} {int(n):,}", *_interleaved(row[key])))
-    return out
-
-
 def _listing_comparisons(r: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
     out = [("start-up", *_interleaved(_cli_sides(r["startup"])))] if "startup" in r else []
     for kind in ("loopback", "delayed"):
         for n, row in r.get(kind, {}).items():
             out.append((f"{kind} {int(n):,}", *_interleaved(_cli_sides(row))))
+            if "read_vs_floor" in row:
+                out.append((f"read_vs_floor {int(n):,}", *_interleaved(row["read_vs_floor"])))
     return out
 
 
@@ -430,7 +398,6 @@ def _peer_comparisons(r: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
 
 
 COMPARISONS.update(
-    headless=_headless_comparisons,
     fleet_listing=_listing_comparisons,
     throughput_results=_throughput_comparisons,
     throughput=_peer_comparisons,
@@ -463,63 +430,64 @@ def interleaving(results: Mapping[str, Any]) -> tuple[bool | None, str]:
 
 
 # fmt: off
-GOALS: list[tuple[Goal, Lookup, tuple[str, ...]]] = [
-    # (target, how its figure is found, the profiles of bench.profiles that show where
-    # the time goes when it is missed)
+GOALS: list[tuple[Goal, Lookup]] = [
+    # (target, how its figure is found)
     (Goal("10,000 workers: longest event-loop stall during a refresh",
-          50, "at_most", "ms", "console_stall", "max", 10_000), live_stall, ("tui", "reader")),
+          50, "at_most", "ms", "console_stall", "max", 10_000), live_stall),
     (Goal("10,000 workers: keys pressed during a refresh answered",
-          50, "at_most", "ms", "console_stall", "max", 10_000), live_keys, ("tui", "reader")),
+          50, "at_most", "ms", "console_stall", "max", 10_000), live_keys),
     (Goal("10,000 workers: first paint of the Workers view after the read",
-          300, "below", "ms", "console_stall", size=10_000), live_first_paint, ("tui",)),
+          300, "below", "ms", "console_stall", size=10_000),
+     _per_run(LIVE, "first_paint_after_read_ms")),
     (Goal("10,000 workers: 1%-changed refresh painted after the read",
-          30, "below", "ms", "console_stall", size=10_000), live_changed, ("tui",)),
+          30, "below", "ms", "console_stall", size=10_000),
+     _per_run(LIVE, *(f"changed_1pct_painted_after_read_{k}" for k in ("ms", "samples")))),
     (Goal("10,000 workers: console peak RSS",
-          200, "below", "MB", "console_stall", size=10_000), live_rss, ("tui",)),
+          200, "below", "MB", "console_stall", size=10_000), _per_run(LIVE, "peak_rss_mb")),
     (Goal("100,000 workers: first paint after the read",
           1_000, "below", "ms", "console_stall --static", size=100_000),
-     static_first_paint, ("static",)),
+     _per_run(STATIC, "first_paint_after_read_ms")),
     (Goal("100,000 workers: scroll (page down, end, home) until painted",
           100, "below", "ms", "console_stall --static", size=100_000),
-     _static_latency(("page down", "end", "home")), ("static",)),
+     _static_latency(("page down", "end", "home"))),
     (Goal("100,000 workers: filter (1%, cleared) until painted",
           100, "below", "ms", "console_stall --static", size=100_000),
-     _static_latency(("filter 1%", "filter cleared")), ("static",)),
+     _static_latency(("filter 1%", "filter cleared"))),
     (Goal("100,000 workers: sort (by jobs, reversed) until painted",
           100, "below", "ms", "console_stall --static", size=100_000),
-     _static_latency(("sort by jobs", "sort reversed")), ("static",)),
+     _static_latency(("sort by jobs", "sort reversed"))),
     (Goal("100,000 workers: console peak RSS",
-          1_024, "below", "MB", "console_stall --static", size=100_000), static_rss, ("static",)),
+          1_024, "below", "MB", "console_stall --static", size=100_000),
+     _per_run(STATIC, "peak_rss_mb")),
     (Goal("10,000 workers: read + build / the floor (bare pipelined read, same fields)",
-          1.5, "at_most", "x", "headless_scale", size=10_000), read_vs_floor, ("reader",)),
+          1.5, "at_most", "x", "fleet_listing", size=10_000), read_vs_floor),
     (Goal("10,000 workers: `--snapshot --format table` / our `--format json`",
-          1.5, "at_most", "x", "headless_scale", size=10_000), table_vs_json, ("table",)),
+          1.5, "at_most", "x", "fleet_listing", size=10_000), table_vs_json),
     (Goal("10,000 workers: `--format table` speed-up over `rq info`, end to end",
           3, "at_least", "x", "fleet_listing", size=10_000),
-     _vs_rq("loopback", 10_000, "table"), ("table", "reader")),
+     _vs_rq("loopback", 10_000, "table")),
     (Goal("cold start: `byconsole --snapshot` / `rq info` (empty Redis)",
-          1.0, "at_most", "x", "headless_scale"), cold_start, ("startup",)),
+          1.0, "at_most", "x", "fleet_listing"), cold_start),
     (Goal("1,000 workers, loopback: snapshot speed-up over `rq info`, end to end",
           2, "at_least", "x", "fleet_listing", size=1_000),
-     _vs_rq("loopback", 1_000), ("startup",)),
+     _vs_rq("loopback", 1_000)),
     (Goal("10,000 workers, loopback: snapshot speed-up over `rq info`, end to end",
           5, "at_least", "x", "fleet_listing", size=10_000),
-     _vs_rq("loopback", 10_000), ("reader", "startup")),
+     _vs_rq("loopback", 10_000)),
     (Goal("1,000 workers, ~1 ms round trip: snapshot speed-up over `rq info`",
           5, "at_least", "x", "fleet_listing (delay relay)", size=1_000),
-     _vs_rq("delayed", 1_000), ("startup",)),
+     _vs_rq("delayed", 1_000)),
     (Goal("runtime with task outputs stored: speed-up over the previous runtime",
-          2, "at_least", "x", "throughput --results --ab"), results_speedup, ("worker_results",)),
+          2, "at_least", "x", "throughput --results --ab"), results_speedup),
     (Goal("runtime with task outputs stored: throughput",
           10_000, "at_least", "tasks/s", "throughput --results --ab"),
-     results_rate, ("worker_results",)),
+     results_rate),
 ]
 # fmt: on
 
 
 RESULTS_OF = {
     "console_stall": "console_stall",
-    "headless_scale": "headless",
     "fleet_listing": "fleet_listing",
     "throughput": "throughput_results",
 }
@@ -538,7 +506,7 @@ def evaluate(results: Mapping[str, Any], errors: Mapping[str, str] | None = None
     """Every target against the figures in ``results`` (benchmark name -> its JSON)."""
     errors = errors or {}
     table = Table()
-    for goal, lookup, _ in GOALS:
+    for goal, lookup in GOALS:
         bench = RESULTS_OF[goal.source.split()[0]]
         try:
             figure = lookup(results)
@@ -554,15 +522,6 @@ def evaluate(results: Mapping[str, Any], errors: Mapping[str, str] | None = None
         table.verdicts.append(Verdict(goal, figure, why))
     table.interleaved = interleaving(results)
     return table
-
-
-def profiles_for(table: Table) -> list[str]:
-    """The ``bench.profiles`` profiles behind the targets this run did not meet."""
-    wanted: list[str] = []
-    for verdict, (_, _, profiles) in zip(table.verdicts, GOALS, strict=True):
-        if verdict.met is False:
-            wanted += [p for p in profiles if p not in wanted]
-    return wanted
 
 
 def render(table: Table) -> list[str]:

@@ -138,9 +138,9 @@ def _collector_paused() -> Iterator[_Pause]:
 
     A read allocates tens of objects per worker and frees none of them: on a large
     fleet the collector would run full passes over the whole heap mid-read, a large
-    share of the read's CPU (``bench/profiles.py``). It runs again once the last overlapping
-    read is done; the reader itself creates no reference cycles. When a read asked for
-    it (``pause.freeze``), everything alive then is frozen first (``gc.freeze``).
+    share of the read's CPU. It runs again once the last overlapping read is done; the
+    reader itself creates no reference cycles. When a read asked for it
+    (``pause.freeze``), everything alive then is frozen first (``gc.freeze``).
     """
     global _paused_reads, _freeze_on_resume
     pause = _Pause()

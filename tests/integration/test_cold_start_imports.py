@@ -2,7 +2,7 @@
 
 Nor anything else a snapshot does not use: the admin API, the admin subcommands, a
 TOML parser when there is no config file. A CI job pays for
-every import on each run (bench/headless_scale.py measures the start-up against
+every import on each run (bench/fleet_listing.py measures the start-up against
 ``rq info``).
 """
 

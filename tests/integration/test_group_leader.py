@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+import uuid
 from collections import Counter
 from typing import Any
 
 import pytest
 from redis.asyncio import Redis
 
-from bench.mixed_groups_window import _send
 from tests.integration.runtime_helpers import eventually, make_instance
 from tests.interop.foreign_consumer import DONE_LIST, ForeignConsumer, group_name
 from worker_runtime.group_follower import check_groups
@@ -26,6 +27,38 @@ from worker_runtime.models import Task
 from worker_runtime.producer import Producer
 
 K = Keys()
+WINDOW_TYPE = "window"
+
+
+async def _send(redis: Redis, n: int) -> str:
+    """One by-framework ``ASK_AGENT`` task as ``GatewayClient.send_message`` writes it (the
+    execution record ``QUEUED`` first, then the envelope); returns its message id."""
+    session, message = f"s-{uuid.uuid4().hex[:8]}", f"msg-{uuid.uuid4().hex[:12]}"
+    eid = f"exec-{uuid.uuid4().hex[:8]}"
+    now = int(time.time() * 1000)
+    record = {
+        "execution_id": eid,
+        "message_id": message,
+        "session_id": session,
+        "target_agent_type": WINDOW_TYPE,
+        "status": "QUEUED",
+        "created_at": now,
+        "timeline": [{"status": "QUEUED", "timestamp": now}],
+    }
+    registry = K.session_registry(session)
+    await redis.hset(
+        registry, mapping={f"exec:{eid}": json.dumps(record), f"msg_map:{message}": eid}
+    )
+    header = {
+        "message_id": message,
+        "session_id": session,
+        "trace_id": uuid.uuid4().hex,
+        "target_agent_type": WINDOW_TYPE,
+        "source_agent_type": "client",
+    }
+    envelope = {"action_type": "ASK_AGENT", "header": header, "body": {"content": f"n{n}"}}
+    await redis.xadd(K.type_stream(WINDOW_TYPE), {"data": json.dumps(envelope)})
+    return message
 
 
 async def _groups(redis: Redis, stream: str) -> dict[str, Any]:
@@ -80,16 +113,13 @@ async def test_no_task_runs_twice_when_a_ts_runner_joins(redis: Redis, redis_url
     """Tasks sent once the leader parked our group run once, in whichever group, while
     the instance's readers still read the parked one until their own check. (Tasks sent
     between the TS group's creation and the leader's next check are delivered to both
-    groups: that window is ``BYAI_GROUP_FOLLOW_INTERVAL``, measured by
-    ``bench/mixed_groups_window.py``.)"""
+    groups: that window is ``BYAI_GROUP_FOLLOW_INTERVAL``.)"""
 
     async def handler(task: Task) -> dict[str, Any]:
         await redis.rpush(DONE_LIST, task.task_id)
         return {"answer": task.payload.get("content"), "by": "worker_runtime"}
 
-    from bench import mixed_groups_window as bench
-
-    agent_type = bench.TYPE
+    agent_type = WINDOW_TYPE
     stream = K.type_stream(agent_type)
     instance = make_instance(redis_url, handler, [agent_type], "lead2")
     await instance.start()

@@ -13,7 +13,7 @@ import pytest
 
 from bench import targets
 from bench.report import Run, render
-from bench.targets import Figure, Goal, Verdict, evaluate, profiles_for
+from bench.targets import Figure, Goal, Verdict, evaluate
 
 
 def _cmp(a: list[float], b: list[float], names: tuple[str, str]) -> dict[str, Any]:
@@ -82,7 +82,6 @@ def _static(sort_ms: float) -> dict[str, Any]:
 
 def results() -> dict[str, Any]:
     """A whole run's figures, every target's figure present."""
-    rows = [1.0, 1.1, 1.2, 1.3, 1.4]
     return {
         "console_stall": {
             "live_runs": {
@@ -94,25 +93,19 @@ def results() -> dict[str, Any]:
             },
             "static_runs": {"100000": [_static(80.0), _static(120.0), _static(90.0)]},
         },
-        "headless": {
-            "cold_start": _cmp([0.30] * 5, [0.25] * 5, ("byconsole_json", "rq_info")),
-            "sizes": {
+        "fleet_listing": {
+            "startup": _row(ours=_cli([0.3] * 5), rq=_cli([0.25] * 5)),
+            "loopback": {
+                "1000": _row(ours=_cli([0.2] * 5), rq=_cli([0.5] * 5)),
                 "10000": {
+                    **_row(ours=_cli([0.5] * 5), rq=_cli([2.0] * 5), table=_cli([0.6] * 5)),
                     # read/floor = 2.0 (medians), 1.9 (mins)
                     "read_vs_floor": _cmp(
                         [190.0, 200.0, 200.0, 210.0, 220.0],
                         [100.0, 100.0, 100.0, 105.0, 110.0],
                         ("read_build", "floor"),
                     ),
-                    "table_vs_json": _cmp([1.2, 1.2, 1.2, 1.2, 1.2], rows, ("table", "json")),
-                }
-            },
-        },
-        "fleet_listing": {
-            "startup": _row(ours=_cli([0.3] * 5), rq=_cli([0.25] * 5)),
-            "loopback": {
-                "1000": _row(ours=_cli([0.2] * 5), rq=_cli([0.5] * 5)),
-                "10000": _row(ours=_cli([0.5] * 5), rq=_cli([2.0] * 5), table=_cli([0.6] * 5)),
+                },
             },
             "delayed": {"1000": {**_row(ours=_cli([0.3] * 5), rq=_cli([3.0] * 5)), "rtt_ms": 1.2}},
             "delay": {"kind": "relay", "rtt_delayed_ms": 1.2},
@@ -252,13 +245,12 @@ def test_every_target_from_a_full_run() -> None:
 
 
 def test_nothing_measured_never_crashes() -> None:
-    table = evaluate({}, {"headless": "exit 1"})
+    table = evaluate({}, {"fleet_listing": "exit 1"})
     assert {v.result for v in table.verdicts} == {"not measured"}
     read = find(table, "read + build")
-    assert read.why_missing == "headless failed: exit 1"
+    assert read.why_missing == "fleet_listing failed: exit 1"
     assert find(table, "longest event-loop stall").why_missing == "console_stall did not run"
     assert table.interleaved == (None, "no comparison measured")
-    assert profiles_for(table) == []
 
 
 @pytest.mark.parametrize(
@@ -266,10 +258,10 @@ def test_nothing_measured_never_crashes() -> None:
     [
         lambda r: r["console_stall"].update(live_runs={"10000": [{"error": "crashed"}]}),
         lambda r: r["console_stall"]["live_runs"]["10000"][0].pop("peak_rss_mb"),
-        lambda r: r["headless"]["sizes"]["10000"].update(read_vs_floor="garbage"),
+        lambda r: r["fleet_listing"]["loopback"]["10000"].update(read_vs_floor="garbage"),
         lambda r: r["fleet_listing"].update(loopback={}),
         lambda r: r["throughput_results"]["sides"].pop("baseline"),
-        lambda r: r["headless"]["sizes"]["10000"]["table_vs_json"]["json"].update(median=0.0),
+        lambda r: r["fleet_listing"]["loopback"]["10000"]["ours"].update(seconds=0.0),
         lambda r: r.update(console_stall=None),
     ],
 )
@@ -288,27 +280,21 @@ def test_malformed_figures_are_not_measured(damage: Any) -> None:
 
 def test_a_comparison_under_five_rounds_fails_the_interleaving_target() -> None:
     figures = results()
-    figures["headless"]["cold_start"] = _cmp([0.3] * 3, [0.25] * 3, ("byconsole_json", "rq_info"))
+    figures["fleet_listing"]["startup"] = _row(ours=_cli([0.3] * 3), rq=_cli([0.25] * 3))
     met, how = evaluate(figures).interleaved
     assert met is False
-    assert "headless cold start: 3" in how
+    assert "fleet_listing start-up: 3" in how
 
 
 def test_cpu_times_beside_the_sides_are_not_taken_for_a_side() -> None:
-    # headless_scale records CPU times next to the timed sides; they are no comparison.
+    # fleet_listing records CPU times next to the timed sides; they are no comparison.
     figures = results()
-    cold = _cmp([0.3] * 5, [0.25] * 5, ("byconsole_json", "rq_info"))
-    cold["cpu"] = {"byconsole_json": {"median": 0.2}, "rq_info": {"median": 0.2}}
-    figures["headless"]["cold_start"] = cold
+    cold = _row(ours=_cli([0.3] * 5), rq=_cli([0.25] * 5))
+    cold["cpu"] = {"ours": {"median": 0.2, "min": 0.2}, "rq": {"median": 0.2, "min": 0.2}}
+    figures["fleet_listing"]["startup"] = cold
     met, how = evaluate(figures).interleaved
     assert met is True, how
     assert "unreadable" not in how
-
-
-def test_profiles_follow_the_missed_targets() -> None:
-    wanted = profiles_for(evaluate(results()))
-    assert wanted == ["tui", "reader", "static", "startup"]
-    assert "worker_results" not in wanted  # both throughput targets are met
 
 
 def test_report_puts_the_table_near_the_top() -> None:
@@ -317,7 +303,7 @@ def test_report_puts_the_table_near_the_top() -> None:
     head, table = text.split("## Targets of issue 14", 1)
     assert "## Machine" in head
     top = table.split("\n## ", 1)[0]  # the targets section, up to the next section
-    for goal, _, _ in targets.GOALS:
+    for goal, _ in targets.GOALS:
         assert goal.label in top
     assert top.count("**not met**") == len(
         [v for v in evaluate(results()).verdicts if v.met is False]
