@@ -76,13 +76,13 @@ typecheck: $(STAMP)
 check: lint typecheck test
 
 bench: $(STAMP) redis-server
-	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,bench]'
 	$(BIN)/python bench/run_all.py
 
 # The same suite at small sizes, twice each: checks the scripts and the report, writes
 # bench/results/BENCHMARKS-quick.md (not figures to quote).
 bench-quick: $(STAMP) redis-server
-	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,bench]'
 	$(BIN)/python bench/run_all.py --quick
 
 screenshots: $(STAMP) redis-server
