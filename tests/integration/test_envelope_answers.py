@@ -17,12 +17,14 @@ from redis.asyncio import Redis
 from tests.streams import stream_entries
 from worker_runtime.batcher import _WRITE_REGISTRY, Batcher
 from worker_runtime.envelope import (
+    APPEND_ANSWERS,
     FINAL_ANSWER,
     STREAM_END,
     answer_item,
     data_messages_of,
     encode_ask_agent,
     parse_envelope,
+    quote_session,
     read_data_event,
 )
 from worker_runtime.keys import Keys
@@ -96,3 +98,19 @@ async def test_a_large_registry_write_keeps_every_field_and_its_value(redis: Red
     stored = await redis.hgetall(key)
     assert stored == dict(zip(fields[::2], fields[1::2], strict=True))
     assert 0 < await redis.ttl(key) <= 60
+
+
+async def test_a_long_session_stream_is_trimmed_to_about_its_cap(redis: Redis) -> None:
+    """Each batch of answers trims the stream as ``XADD MAXLEN ~`` would: the newest
+    entries stay, the stream never keeps much more than its cap (whole nodes go)."""
+    key = Keys().session_data_stream("long")
+    task = Task(task_id="msg-long", agent_type="chat", session_id="long")
+    envelope = parse_envelope(encode_ask_agent(task))
+    assert envelope is not None
+    item = answer_item(envelope, _finished(task), "ok")  # two entries each
+    for _ in range(10):
+        assert await redis.eval(APPEND_ANSWERS, 1, key, 50, 60, quote_session("long"), *[item] * 50)
+    length = await redis.xlen(key)
+    assert 50 <= length < 1_000  # 1,000 appended; approximate trimming keeps whole nodes
+    entries = await stream_entries(redis, key)
+    assert entries[-1][1] == data_messages_of("long", item)[-1]
