@@ -19,9 +19,10 @@ Measured as ``bench.throughput`` measures a system (``run_system``: queue, start
 worker, time first to last task, worker CPU from /proc, Redis commands from INFO
 commandstats), interleaved (A B, B A, …) after one warm-up round; prints median and
 min per side and the envelope/native ratios of throughput and of CPU per task (the
-target is >= 0.8 for throughput and <= 1.25 for CPU per task, i.e. >= 0.8x the
-native path's efficiency), and of Redis's CPU per task (commandstats counts the
-XADDs inside a script, so "commands/task" is what Redis ran, not round trips).
+targets, ``bench/targets.py``: >= 0.8 for throughput and <= 1.25 for CPU per task,
+i.e. >= 0.8x the native path's efficiency), and of Redis's CPU per task
+(commandstats counts the XADDs inside a script, so "commands/task" is what Redis ran,
+not round trips).
 """
 
 from __future__ import annotations
@@ -29,21 +30,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import subprocess
 import sys
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bench.common import (
-    ainterleave,
-    machine,
-    ratio_line,
-    redis_client,
-    start_redis,
-    stats,
-    write_results,
-)
-from bench.throughput import run_system
+from bench.common import machine, ratio_line, redis_client, start_redis, write_results
+from bench.throughput import RunOnce, interleaved, print_side, run_system, side_figures
 from worker_runtime.embedded import RedisServer
 from worker_runtime.keys import Keys
 
@@ -71,50 +62,31 @@ async def delivered(server: RedisServer, sessions: int) -> tuple[int, int]:
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Both sides interleaved; their figures and the ratios."""
     server = start_redis()
-    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in SIDES}
-    failed: dict[str, str] = {}
 
-    def side(name: str) -> Callable[[], Awaitable[float]]:
-        async def once() -> float:
-            if name in failed:
-                return float("nan")
-            try:
-                row = await run_system(
-                    server,
-                    SIDES[name],
-                    args.tasks,
-                    args.concurrency,
-                    args.timeout,
-                    results=True,
-                    sessions=args.sessions,
-                )
-            except (RuntimeError, subprocess.TimeoutExpired) as exc:
-                failed[name] = str(exc)
-                print(f"  {name:<9} failed: {exc}", flush=True)
-                return float("nan")
+    def side(name: str) -> RunOnce:
+        async def once() -> dict[str, Any]:
+            row = await run_system(
+                server,
+                SIDES[name],
+                args.tasks,
+                args.concurrency,
+                args.timeout,
+                results=True,
+                sessions=args.sessions,
+            )
             entries, mapped = await delivered(server, args.sessions)
             want = args.tasks * RESULT_ENTRIES[name]
             if entries != want or mapped != args.tasks:
-                failed[name] = (
+                raise RuntimeError(
                     f"results not delivered: {entries} of {want} entries, "
                     f"{mapped} of {args.tasks} records"
                 )
-                print(f"  {name:<9} failed: {failed[name]}", flush=True)
-                return float("nan")
-            rows[name].append(row)
-            print(
-                f"  {name:<9} {row['tasks_per_s']:>9,.0f} tasks/s"
-                f"  worker CPU {row['worker_cpu_us_per_task']:5.1f} us/task"
-                f"  Redis {row['redis_commands_per_task']:5.2f} commands/task,"
-                f" CPU {row['redis_cpu_s']:.2f} s  (results delivered: {entries:,} entries)",
-                flush=True,
-            )
-            return float(row["tasks_per_s"])
+            return row
 
         return once
 
     try:
-        rates = await ainterleave({name: side(name) for name in SIDES}, repeats=args.repeats)
+        rates, rows, failed = await interleaved({n: side(n) for n in SIDES}, args.repeats)
     finally:
         server.cleanup()
     out: dict[str, Any] = {
@@ -132,40 +104,22 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         for name, why in failed.items():
             print(f"{name} failed: {why}")
         return out
-    cpu: dict[str, Any] = {}
     for name in SIDES:
-        recorded = rows[name][1:]  # the first run of each side is the warm-up round
-        cpu[name] = stats([r["worker_cpu_us_per_task"] for r in recorded])
-        commands = stats([r["redis_commands_per_task"] for r in recorded])
-        redis_us = stats([r["redis_cpu_s"] / r["tasks"] * 1e6 for r in recorded])
-        out["sides"][name] = {
-            "tasks_per_s": rates[name],
-            "worker_cpu_us_per_task": cpu[name],
-            "redis_commands_per_task": commands["median"],
-            "redis_commands": recorded[-1]["redis_commands"],
-            "redis_cpu_us_per_task": redis_us,
-        }
-        print(
-            f"{name:<9} median {rates[name]['median']:>9,.0f} tasks/s"
-            f" (min {rates[name]['min']:,.0f})"
-            f"  worker CPU median {cpu[name]['median']:5.1f} us/task (min {cpu[name]['min']:.1f})"
-            f"  Redis {commands['median']:.2f} commands/task,"
-            f" CPU median {redis_us['median']:.1f} us/task"
-        )
+        out["sides"][name] = side_figures(rates[name], rows[name])
+        print_side(name, out["sides"][name], width=9)
     print(ratio_line(rates, "envelope", "native", unit="tasks/s"))
-    throughput = rates["envelope"]["median"] / rates["native"]["median"]
-    cpu_ratio = cpu["envelope"]["median"] / cpu["native"]["median"]
-    redis_ratio = (
-        out["sides"]["envelope"]["redis_cpu_us_per_task"]["median"]
-        / out["sides"]["native"]["redis_cpu_us_per_task"]["median"]
-    )
-    out["redis_cpu_per_task_ratio"] = redis_ratio
-    out["throughput_ratio"] = throughput
-    out["cpu_per_task_ratio"] = cpu_ratio
+    envelope, native = out["sides"]["envelope"], out["sides"]["native"]
+    for key, figure in (
+        ("throughput_ratio", "tasks_per_s"),
+        ("cpu_per_task_ratio", "worker_cpu_us_per_task"),
+        ("redis_cpu_per_task_ratio", "redis_cpu_us_per_task"),
+    ):
+        out[key] = envelope[figure]["median"] / native[figure]["median"]
     print(
-        f"envelope/native: throughput {throughput:.2f}x (target >= 0.80), "
-        f"CPU per task {cpu_ratio:.2f}x (target <= 1.25, i.e. efficiency "
-        f"{1 / cpu_ratio:.2f}x >= 0.80); Redis CPU per task {redis_ratio:.2f}x"
+        f"envelope/native: throughput {out['throughput_ratio']:.2f}x (target >= 0.80), "
+        f"CPU per task {out['cpu_per_task_ratio']:.2f}x (target <= 1.25, i.e. efficiency "
+        f"{1 / out['cpu_per_task_ratio']:.2f}x >= 0.80); Redis CPU per task "
+        f"{out['redis_cpu_per_task_ratio']:.2f}x"
     )
     return out
 

@@ -1,4 +1,4 @@
-"""Handlers the fault scenarios and the soak run in worker processes.
+"""Handlers the fault scenarios and the soak (``tests/reliability/soak.py``) run.
 
 :func:`traced` writes to a journal *file*, never to Redis: a scenario that kills or
 pauses Redis must still count every execution, and the handler must not fail because

@@ -30,7 +30,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from bisect import bisect_right
 from collections import Counter
@@ -42,8 +41,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
+from bench.common import BIN, ROOT, worker_env
 from bench.fault_handlers import JOURNAL_ENV, append_line
 from worker_runtime.embedded import RedisServer
 from worker_runtime.fleet import FleetReader
@@ -51,8 +52,6 @@ from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.models import Status
 from worker_runtime.producer import Producer
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 HANDLER = "bench.fault_handlers:traced"
 AGENT_TYPE = "chaos"
 FLEET_PID = 0
@@ -226,6 +225,48 @@ def process_state(pid: int) -> str:
     return stat.rsplit(")", 1)[-1].split()[0]
 
 
+def spawn_worker(
+    url: str,
+    journal: Path,
+    log: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    verbose: bool = False,
+) -> subprocess.Popen[bytes]:
+    """``worker-runtime run bench.fault_handlers:traced ARGS`` with :data:`TIMINGS` (then
+    ``env``), journalling to ``journal``, its stdout and stderr appended to ``log``
+    (``verbose``: at DEBUG, which entry runs which task)."""
+    command = [str(BIN / "worker-runtime"), *(["-v"] if verbose else []), "run", HANDLER, *args]
+    full = worker_env(url, **{**TIMINGS, **(env or {}), JOURNAL_ENV: str(journal)})
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        return subprocess.Popen(command, cwd=ROOT, env=full, stdout=out, stderr=subprocess.STDOUT)
+
+
+def stop_processes(
+    procs: Sequence[subprocess.Popen[Any] | None], sig: int = signal.SIGTERM, timeout: float = 20.0
+) -> list[int | None]:
+    """Signal every running process (SIGCONT first: a stopped one cannot exit) and wait;
+    their exit codes (``None``: killed once ``timeout`` passed, or never started)."""
+    for proc in procs:
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGCONT)
+                os.kill(proc.pid, sig)
+    codes: list[int | None] = []
+    for proc in procs:
+        if proc is None:
+            codes.append(None)
+            continue
+        try:
+            codes.append(proc.wait(timeout))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+            codes.append(None)
+    return codes
+
+
 class WorkerFleet:
     """``worker-runtime run`` processes, one instance id each, restartable by index.
 
@@ -234,7 +275,7 @@ class WorkerFleet:
         journal: the journal file the handlers append to.
         log_dir: where each process's combined stdout/stderr goes.
         processes: how many processes.
-        env: extra environment (defaults to :data:`TIMINGS`).
+        env: environment on top of :data:`TIMINGS`.
         prefix: instance ids are ``{prefix}{index}``.
         verbose: the processes log at DEBUG (which entry runs which task).
     """
@@ -255,9 +296,10 @@ class WorkerFleet:
         self.journal = journal
         self.log_dir = log_dir
         self.count = processes
-        self.env = {**TIMINGS, **(env or {})}
+        self.env = env or {}
         self.prefix = prefix
         self.procs: list[subprocess.Popen[bytes] | None] = [None] * processes
+        """The indexed processes first, then those :meth:`run` added."""
         self.spawned = 0
 
     def instance(self, index: int) -> str:
@@ -268,26 +310,33 @@ class WorkerFleet:
         """The (single) replica's worker id of process ``index``."""
         return f"{self.instance(index)}-r0"
 
+    def _start(
+        self, name: str, args: Sequence[str], url: str | None, env: dict[str, str] | None
+    ) -> subprocess.Popen[bytes]:
+        self.spawned += 1
+        return spawn_worker(
+            url or self.url,
+            self.journal,
+            self.log_dir / f"{name}.log",
+            *args,
+            env={**self.env, **(env or {})},
+            verbose=self.verbose,
+        )
+
     def spawn(self, index: int) -> subprocess.Popen[bytes]:
         """Start (or restart) process ``index``."""
-        args = [
-            str(BIN / "worker-runtime"),
-            *(["-v"] if self.verbose else []),
-            "run",
-            HANDLER,
-            "--instance",
-            self.instance(index),
-        ]
-        args += ["--type", AGENT_TYPE]
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("BYAI_", "REDIS_"))}
-        env.update(self.env)
-        env["BYAI_REDIS_URL"] = self.url
-        env[JOURNAL_ENV] = str(self.journal)
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.spawned += 1
-        with open(self.log_dir / f"{self.instance(index)}.log", "ab") as log:
-            proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        iid = self.instance(index)
+        proc = self._start(iid, ("--instance", iid, "--type", AGENT_TYPE), None, None)
         self.procs[index] = proc
+        return proc
+
+    def run(
+        self, name: str, *args: str, url: str | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """One more process, ``worker-runtime run HANDLER ARGS``, logging to ``NAME.log``
+        (``url``: through another path to Redis; ``env`` on top of the fleet's)."""
+        proc = self._start(name, args, url, env)
+        self.procs.append(proc)
         return proc
 
     def start(self) -> None:
@@ -314,24 +363,8 @@ class WorkerFleet:
         await until(online, timeout, "every worker online")
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> list[int | None]:
-        """Signal every running process (SIGCONT first: a stopped one cannot exit)."""
-        for proc in self.procs:
-            if proc is not None and proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(proc.pid, signal.SIGCONT)
-                    os.kill(proc.pid, sig)
-        codes: list[int | None] = []
-        for proc in self.procs:
-            if proc is None:
-                codes.append(None)
-                continue
-            try:
-                codes.append(proc.wait(timeout))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
-                codes.append(None)
-        return codes
+        """:func:`stop_processes` of every process."""
+        return stop_processes(self.procs, sig, timeout)
 
     def logs(self) -> str:
         """Every process log, concatenated."""
@@ -411,18 +444,33 @@ class ScenarioResult:
         return ", ".join(f"{k} {n}" for k, n in sorted(self.faults.items())) or "none"
 
 
-async def submit(redis: Redis, keys: Keys, payloads: Sequence[dict[str, Any]]) -> list[str]:
+async def submit(
+    redis: Redis, keys: Keys, payloads: Sequence[dict[str, Any]], session: str | None = None
+) -> list[str]:
     """Submit tasks to :data:`AGENT_TYPE` in pipelined chunks; their ids."""
     producer = Producer(redis, keys)
     ids: list[str] = []
     for start in range(0, len(payloads), 500):
-        ids += await producer.submit_many(AGENT_TYPE, list(payloads[start : start + 500]))
+        chunk = list(payloads[start : start + 500])
+        ids += await producer.submit_many(AGENT_TYPE, chunk, session_id=session)
     return ids
 
 
 def completed_ids(journal: Path) -> set[str]:
     """Task ids some execution finished."""
     return {e.subject for e in read_journal(journal) if e.kind == "D"}
+
+
+def started_ids(journal: Path, pid: int | None = None) -> set[str]:
+    """Task ids some execution (of process ``pid``, when given) started."""
+    return {
+        e.subject for e in read_journal(journal) if e.kind == "S" and (pid is None or e.pid == pid)
+    }
+
+
+async def all_started(journal: Path, ids: Sequence[str]) -> bool:
+    """Whether every task in ``ids`` has started."""
+    return set(ids) <= started_ids(journal)
 
 
 async def wait_completed(journal: Path, ids: Sequence[str], timeout: float) -> None:
@@ -436,6 +484,12 @@ async def wait_completed(journal: Path, ids: Sequence[str], timeout: float) -> N
         await until(all_done, timeout, "every task completed", interval=0.2)
 
 
+async def entries(redis: Redis | RedisCluster, key: str) -> list[tuple[str, dict[str, str]]]:
+    """Every entry of a stream (a client with ``decode_responses=True``)."""
+    reply: Any = await redis.xrange(key)
+    return [(str(entry_id), dict(fields)) for entry_id, fields in reply or []]
+
+
 async def pending_count(redis: Redis, keys: Keys, stream: str | None = None) -> int:
     """Entries of ``stream`` (the task stream by default) delivered and not acknowledged."""
     try:
@@ -443,6 +497,28 @@ async def pending_count(redis: Redis, keys: Keys, stream: str | None = None) -> 
     except Exception:
         return 0  # no stream or no group: nothing pending
     return int(info["pending"])
+
+
+async def settle(redis: Redis, streams: Sequence[str] = ()) -> int:
+    """Entries still pending on ``streams`` (the task stream by default) once none are, or
+    after 10 s: acks are batched, so the last ones get a moment before the PEL is read."""
+    keys = Keys()
+    streams = list(streams) or [keys.type_stream(AGENT_TYPE)]
+
+    async def pending() -> int:
+        return sum([await pending_count(redis, keys, s) for s in streams])
+
+    async def none() -> bool:
+        return await pending() == 0
+
+    with contextlib.suppress(TimeoutError):
+        await until(none, 10.0, "no pending entries", 0.1)
+    return await pending()
+
+
+async def dead_count(redis: Redis) -> int:
+    """Entries of the task type's dead-letter stream."""
+    return int(await redis.xlen(Keys().dead_letter_stream(AGENT_TYPE)))
 
 
 def tallied(
@@ -454,46 +530,24 @@ def tallied(
     return result
 
 
-async def stopped_and_tallied(
-    result: ScenarioResult,
-    fleet: WorkerFleet,
-    journal: Path,
-    ids: Sequence[str],
-    started: float,
-    dead: int,
-) -> ScenarioResult:
-    """Stop ``fleet`` (its exit codes and logs go into ``result``), then :func:`tallied`."""
-    result.exit_codes = await asyncio.to_thread(fleet.stop)
-    result.logs = fleet.logs()
-    return tallied(result, journal, ids, started, dead)
-
-
-async def _finish(
+async def finish(
     result: ScenarioResult,
     redis: Redis,
-    keys: Keys,
     fleet: WorkerFleet,
-    journal: Path,
     ids: Sequence[str],
     started: float,
+    streams: Sequence[str] = (),
 ) -> ScenarioResult:
-    # Acks are batched: give the last ones a moment before reading the PEL.
-    with contextlib.suppress(TimeoutError):
-        await until(lambda: _no_pending(redis, keys), 10.0, "no pending entries", 0.1)
-    result.notes["pending_after"] = await pending_count(redis, keys)
-    dead = await redis.xlen(keys.dead_letter_stream(AGENT_TYPE))
-    result.seconds = round(time.monotonic() - started, 1)
+    """The end of a scenario: what stays pending on ``streams`` (:func:`settle`), the dead
+    letters, ``fleet`` stopped (its exit codes and logs into ``result``), the tally."""
+    result.notes["pending_after"] = await settle(redis, streams)
+    dead = await dead_count(redis)
     result.exit_codes = await asyncio.to_thread(fleet.stop)
-    result.tally = tally(read_journal(journal), ids, dead_lettered=int(dead))
     result.logs = fleet.logs()
-    return result
+    return tallied(result, fleet.journal, ids, started, dead)
 
 
-async def _no_pending(redis: Redis, keys: Keys) -> bool:
-    return await pending_count(redis, keys) == 0
-
-
-def _payloads(rng: random.Random, count: int, low: float, high: float) -> list[dict[str, Any]]:
+def sleep_payloads(rng: random.Random, count: int, low: float, high: float) -> list[dict[str, Any]]:
     return [{"sleep": round(rng.uniform(low, high), 3)} for _ in range(count)]
 
 
@@ -556,7 +610,7 @@ async def worker_chaos(
         fleet.start()
         await fleet.wait_online(redis, keys)
         started = time.monotonic()
-        ids = await submit(redis, keys, _payloads(rng, tasks, *sleep))
+        ids = await submit(redis, keys, sleep_payloads(rng, tasks, *sleep))
         deadline = started + timeout
         while time.monotonic() < deadline:
             done = len(completed_ids(journal) & set(ids))
@@ -603,7 +657,7 @@ async def worker_chaos(
                 fleet.spawn(index)
         await wait_completed(journal, ids, max(5.0, deadline - time.monotonic()))
         result.notes["restarts"] = fleet.spawned - processes
-        return await _finish(result, redis, keys, fleet, journal, ids, started)
+        return await finish(result, redis, fleet, ids, started)
     finally:
         for task in background:
             task.cancel()
@@ -706,9 +760,9 @@ async def redis_restart(
         await fleet.wait_online(redis, keys)
         probe.start()
         started = time.monotonic()
-        before = await submit(redis, keys, _payloads(rng, tasks_before, 0.2, 0.8))
+        before = await submit(redis, keys, sleep_payloads(rng, tasks_before, 0.2, 0.8))
         await until(
-            lambda: _done_at_least(journal, before, tasks_before // 4),
+            lambda: done_at_least(journal, before, tasks_before // 4),
             timeout,
             "a quarter done",
             0.05,
@@ -730,7 +784,7 @@ async def redis_restart(
         # Every worker is back: lease, registry, routing and consumer groups.
         await fleet.wait_online(redis, keys)
         result.notes["reregistered_s"] = round(time.monotonic() - back, 1)
-        after = await submit(redis, keys, _payloads(rng, tasks_after, 0.05, 0.2))
+        after = await submit(redis, keys, sleep_payloads(rng, tasks_after, 0.05, 0.2))
         expected = [*before, *after] if persistent else after
         await wait_completed(journal, expected, timeout)
         result.notes["group_exists"] = await _group_exists(redis, keys)
@@ -745,7 +799,7 @@ async def redis_restart(
         result.notes["console_online_after"] = probe.last_online
         alive = [fleet.running(i) for i in range(processes)]
         result.notes["workers_alive"] = alive
-        final = await _finish(result, redis, keys, fleet, journal, expected, started)
+        final = await finish(result, redis, fleet, expected, started)
         if not persistent:
             # Tasks submitted before a restart without persistence went with the data;
             # those that ran anyway are reported, not counted as submitted.
@@ -762,7 +816,7 @@ async def _true(value: bool) -> bool:
     return value
 
 
-async def _done_at_least(journal: Path, ids: Sequence[str], count: int) -> bool:
+async def done_at_least(journal: Path, ids: Sequence[str], count: int) -> bool:
     return len(completed_ids(journal) & set(ids)) >= count
 
 
@@ -807,9 +861,9 @@ async def redis_pause(
         await fleet.wait_online(redis, keys)
         probe.start()
         started = time.monotonic()
-        ids = await submit(redis, keys, _payloads(rng, tasks, 0.1, 0.6))
+        ids = await submit(redis, keys, sleep_payloads(rng, tasks, 0.1, 0.6))
         await until(
-            lambda: _done_at_least(journal, ids, tasks // 4), timeout, "a quarter done", 0.05
+            lambda: done_at_least(journal, ids, tasks // 4), timeout, "a quarter done", 0.05
         )
         assert server.proc is not None
         failures_before = probe.failures
@@ -837,7 +891,7 @@ async def redis_pause(
             lambda: _true(probe.last_online == processes), 10, "console sees the fleet", 0.1
         )
         result.notes["console_online_after"] = probe.last_online
-        return await _finish(result, redis, keys, fleet, journal, ids, started)
+        return await finish(result, redis, fleet, ids, started)
     finally:
         if server.proc is not None:
             with contextlib.suppress(ProcessLookupError):

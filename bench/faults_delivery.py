@@ -10,9 +10,7 @@ tallies executions from the journal the handler appends to.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
 import signal
 import subprocess
 import time
@@ -20,28 +18,23 @@ from pathlib import Path
 from typing import Any
 
 from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
 
-from bench.fault_handlers import JOURNAL_ENV
 from bench.faults import (
     AGENT_TYPE,
-    BIN,
     FLEET_PID,
-    HANDLER,
     LEASE_TTL_S,
-    ROOT,
-    TIMINGS,
     ScenarioResult,
     WorkerFleet,
+    all_started,
     completed_ids,
+    entries,
     fault_rig,
+    finish,
     gone,
     mark_fault,
     pending_count,
     read_journal,
-    stopped_and_tallied,
     submit,
-    tallied,
     until,
     wait_completed,
 )
@@ -133,39 +126,6 @@ class BlackholeProxy:
             await writer.drain()
 
 
-# -- helpers ----------------------------------------------------------------------------
-
-
-def spawn_unnamed(
-    url: str, journal: Path, log: Path, env: dict[str, str]
-) -> subprocess.Popen[bytes]:
-    """A ``worker-runtime run`` process without ``--instance`` (id ``hostname:pid``)."""
-    args = [str(BIN / "worker-runtime"), "run", HANDLER, "--type", AGENT_TYPE]
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("BYAI_", "REDIS_"))}
-    full.update({**TIMINGS, **env, "BYAI_REDIS_URL": url, JOURNAL_ENV: str(journal)})
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "ab") as out:
-        return subprocess.Popen(args, cwd=ROOT, env=full, stdout=out, stderr=subprocess.STDOUT)
-
-
-async def _started(journal: Path, ids: list[str]) -> bool:
-    started = {e.subject for e in read_journal(journal) if e.kind == "S"}
-    return set(ids) <= started
-
-
-async def _pending(redis: Redis, stream: str) -> int:
-    return await pending_count(redis, Keys(), stream)
-
-
-async def _settle(redis: Redis, streams: list[str]) -> int:
-    async def none() -> bool:
-        return sum([await _pending(redis, s) for s in streams]) == 0
-
-    with contextlib.suppress(TimeoutError):
-        await until(none, 10.0, "no pending entries", 0.1)
-    return sum([await _pending(redis, s) for s in streams])
-
-
 # -- scenarios --------------------------------------------------------------------------
 
 
@@ -183,7 +143,7 @@ async def redis_oom(workdir: Path, *, tasks: int = 40, oom_s: float = 4.0) -> Sc
     ) as (redis, fleet, journal):
         started = time.monotonic()
         ids = await submit(redis, keys, [{"sleep": 1.0, "fail_once": True}] * tasks)
-        await until(lambda: _started(journal, ids), 30, "every task started", 0.05)
+        await until(lambda: all_started(journal, ids), 30, "every task started", 0.05)
         await redis.config_set("maxmemory", "1")
         mark_fault(journal, FLEET_PID, "oom")
         result.faults["redis OOM"] += 1
@@ -191,9 +151,7 @@ async def redis_oom(workdir: Path, *, tasks: int = 40, oom_s: float = 4.0) -> Sc
         result.notes["done_during_oom"] = len(completed_ids(journal) & set(ids))
         await redis.config_set("maxmemory", "0")
         await wait_completed(journal, ids, 60)
-        result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
-        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
-        return await stopped_and_tallied(result, fleet, journal, ids, started, dead)
+        return await finish(result, redis, fleet, ids, started)
 
 
 async def partition(
@@ -219,7 +177,7 @@ async def partition(
         await cut.wait_online(redis, keys)
         started = time.monotonic()
         ids = await submit(redis, keys, [{"sleep": sleep}] * tasks)
-        await until(lambda: _started(journal, ids), 30, "every task started", 0.05)
+        await until(lambda: all_started(journal, ids), 30, "every task started", 0.05)
         proc = cut.procs[0]
         assert proc is not None
         proxy.blackhole()
@@ -235,11 +193,7 @@ async def partition(
         mark_fault(journal, proc.pid, "partition")
         rescue.start()
         await wait_completed(journal, ids, 60)
-        result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
-        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
-        result.exit_codes = await asyncio.to_thread(rescue.stop)
-        result.logs = cut.logs()
-        return tallied(result, journal, ids, started, dead)
+        return await finish(result, redis, rescue, ids, started)  # one log directory
     finally:
         await asyncio.to_thread(cut.stop, signal.SIGKILL, 5.0)
         await asyncio.to_thread(rescue.stop, signal.SIGKILL, 5.0)
@@ -284,10 +238,7 @@ async def poison_stable_instance(
         )
         dead = await entries(redis, keys.dead_letter_stream(AGENT_TYPE))
         result.notes["poison_dead_lettered"] = any(poison in str(f.get("data")) for _, f in dead)
-        result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
-        result.exit_codes = await asyncio.to_thread(fleet.stop)
-        result.logs = fleet.logs()
-        return tallied(result, journal, ids, started, len(dead))
+        return await finish(result, redis, fleet, ids, started)
 
 
 async def rolling_restarts(
@@ -320,9 +271,7 @@ async def rolling_restarts(
             fleet.spawn(0)
         result.notes["term_exit_codes"] = codes
         await wait_completed(journal, ids, 30)
-        result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
-        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
-        return await stopped_and_tallied(result, fleet, journal, ids, started, dead)
+        return await finish(result, redis, fleet, ids, started)
 
 
 async def direct_tasks_sigterm(
@@ -340,10 +289,9 @@ async def direct_tasks_sigterm(
     env = {"BYAI_GRACE_PERIOD": "0.3", "BYAI_CONCURRENCY": str(max(tasks, 10))}
     result = ScenarioResult("SIGTERM of a worker with direct tasks (new id on restart)")
     redis = Redis.from_url(server.url, decode_responses=True)
-    procs: list[subprocess.Popen[bytes]] = []
+    fleet = WorkerFleet(server.url, journal, logs, processes=0, env=env)
     try:
-        first = spawn_unnamed(server.url, journal, logs / "first.log", env)
-        procs.append(first)
+        first = fleet.run("first", "--type", AGENT_TYPE)
 
         async def registered() -> str | None:
             members = await redis.smembers(keys.workers)
@@ -357,52 +305,23 @@ async def direct_tasks_sigterm(
             await producer.submit(AGENT_TYPE, {"sleep": sleep}, worker_id=worker_id)
             for _ in range(tasks)
         ]
-        await until(lambda: _started(journal, ids), 30, "every direct task started", 0.05)
+        await until(lambda: all_started(journal, ids), 30, "every direct task started", 0.05)
         first.terminate()
         result.notes["term_exit_code"] = await asyncio.to_thread(first.wait, 30)
         mark_fault(journal, first.pid, "term")
         result.faults["term"] += 1
-        procs.append(spawn_unnamed(server.url, journal, logs / "second.log", env))
+        fleet.run("second", "--type", AGENT_TYPE)
         await wait_completed(journal, ids, 30)
         old_stream = keys.worker_stream(worker_id)
-        result.notes["pending_after"] = await _settle(
-            redis, [old_stream, keys.type_stream(AGENT_TYPE)]
+        final = await finish(
+            result, redis, fleet, ids, started, [old_stream, keys.type_stream(AGENT_TYPE)]
         )
-        result.notes["old_stream_pending"] = await _pending(redis, old_stream)
-        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-        result.exit_codes = [await asyncio.to_thread(p.wait, 30) for p in procs]
-        result.logs = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("*.log")))
-        return tallied(result, journal, ids, started, dead)
+        final.notes["old_stream_pending"] = await pending_count(redis, keys, old_stream)
+        return final
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(5)
+        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await redis.aclose()
         server.cleanup()
-
-
-async def entries(redis: Redis | RedisCluster, key: str) -> list[tuple[str, dict[str, str]]]:
-    """Every entry of a stream (a client with ``decode_responses=True``)."""
-    reply: Any = await redis.xrange(key)
-    return [(str(entry_id), dict(fields)) for entry_id, fields in reply or []]
-
-
-def summary(result: ScenarioResult) -> dict[str, Any]:
-    """The figures of a result, for printing."""
-    t = result.tally
-    return {
-        "submitted": t.submitted,
-        "completed": t.completed,
-        "duplicated": t.duplicated,
-        "lost": t.lost,
-        "retries": t.retries,
-        "dead_lettered": t.dead_lettered,
-        **result.notes,
-    }
 
 
 # -- the leader under faults ------------------------------------------------------------
@@ -432,16 +351,11 @@ async def seed_gone_worker(
 
 
 def spawn_leader(
-    url: str, instance: str, journal: Path, log: Path, env: dict[str, str]
+    fleet: WorkerFleet, instance: str, url: str | None = None
 ) -> subprocess.Popen[bytes]:
     """A ``--role leader`` process serving a type nobody submits to (it runs no task)."""
-    args = [str(BIN / "worker-runtime"), "run", HANDLER, "--type", "idle", "--role", "leader"]
-    args += ["--instance", instance]
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("BYAI_", "REDIS_"))}
-    full.update({**TIMINGS, **env, "BYAI_REDIS_URL": url, JOURNAL_ENV: str(journal)})
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "ab") as out:
-        return subprocess.Popen(args, cwd=ROOT, env=full, stdout=out, stderr=subprocess.STDOUT)
+    args = ("--type", "idle", "--role", "leader", "--instance", instance)
+    return fleet.run(instance, *args, url=url)
 
 
 async def rehome_kill(
@@ -457,19 +371,17 @@ async def rehome_kill(
     """
     keys = Keys()
     journal = workdir / "journal.txt"
-    logs = workdir / "logs"
     env = {"BYAI_OFFLINE_RETENTION": "1", "BYAI_JANITOR_INTERVAL": "0.2"}
     result = ScenarioResult(
         f"Leader SIGKILL while re-homing {tasks:,} direct tasks of a gone worker"
     )
     redis = Redis.from_url(url, decode_responses=True)
-    procs: list[subprocess.Popen[bytes]] = []
+    fleet = WorkerFleet(url, journal, workdir / "logs", processes=0, env=env)
     stream, target = keys.worker_stream(GHOST), keys.type_stream(AGENT_TYPE)
     try:
         ids = await seed_gone_worker(redis, keys, tasks)
         started = time.monotonic()
-        first = spawn_leader(url, "rk0", journal, logs / "rk0.log", env)
-        procs.append(first)
+        first = spawn_leader(fleet, "rk0")
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and await redis.xlen(target) < kill_after:
             await asyncio.sleep(0.001)
@@ -479,7 +391,7 @@ async def rehome_kill(
         await asyncio.to_thread(first.wait, 10)
         mark_fault(journal, first.pid, "kill")
         result.faults["kill"] += 1
-        procs.append(spawn_leader(url, "rk1", journal, logs / "rk1.log", env))
+        spawn_leader(fleet, "rk1")
         await until(lambda: gone(redis, stream), 60, "the gone worker's stream emptied", 0.05)
         from worker_runtime.messages import decode_task
 
@@ -489,25 +401,16 @@ async def rehome_kill(
         result.notes["distinct_task_ids"] = len(set(seen))
         result.notes["missing"] = len(set(ids) - set(seen))
         result.notes["worker_stream_left"] = int(await redis.xlen(stream))
-        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
         if run_after:
-            procs.append(spawn_unnamed(url, journal, logs / "runner.log", {}))
+            fleet.run("runner", "--type", AGENT_TYPE)
             await wait_completed(journal, ids, 300)
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-        result.exit_codes = [await asyncio.to_thread(p.wait, 30) for p in procs]
-        result.logs = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("*.log")))
-        finished = tallied(result, journal, ids, started, dead)
+        finished = await finish(result, redis, fleet, ids, started)
         if not run_after:
             # Counted from the type's stream: every task queued once, none missing.
             finished.tally.submitted = len(ids)
         return finished
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(5)
+        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await redis.aclose()
 
 
@@ -552,11 +455,11 @@ async def direct_tasks_stable_stop(
         if drain:
             from worker_runtime.admin import WorkerManager
 
-            await until(lambda: _started(journal, ids[:1]), 30, "the first task started", 0.05)
+            await until(lambda: all_started(journal, ids[:1]), 30, "the first task started", 0.05)
             await WorkerManager(redis, keys, operator="bench").drain_worker(gone, "leaving")
             result.notes["drain_exit_code"] = await asyncio.to_thread(proc.wait, 60)
         else:
-            await until(lambda: _started(journal, ids), 30, "every direct task started", 0.05)
+            await until(lambda: all_started(journal, ids), 30, "every direct task started", 0.05)
             proc.terminate()
             result.notes["term_exit_code"] = await asyncio.to_thread(proc.wait, 30)
             mark_fault(journal, proc.pid, "term")
@@ -574,14 +477,11 @@ async def direct_tasks_stable_stop(
             result.notes["rehomed_after_s"] = round(min(prunes) / 1000 - stopped_wall, 1)
         result.notes["all_done_after_s"] = round(time.monotonic() - stopped, 1)
         result.notes["not_done"] = len(set(ids) - done)
-        result.notes["pending_after"] = await _settle(
-            redis, [keys.worker_stream(gone), keys.type_stream(AGENT_TYPE)]
-        )
-        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
         result.notes["left_on_own_stream"] = sum(
             1 for _, f in await entries(redis, keys.worker_stream(gone)) if f.get("kind") == "task"
         )
-        return await stopped_and_tallied(result, fleet, journal, ids, started, dead)
+        streams = [keys.worker_stream(gone), keys.type_stream(AGENT_TYPE)]
+        return await finish(result, redis, fleet, ids, started, streams)
 
 
 def _log_ms(log: Path, needle: str) -> float | None:
@@ -621,19 +521,18 @@ async def leader_partition(
     result = ScenarioResult(f"Leader partitioned from Redis (TCP held), lease {lease_s:g} s")
     redis = Redis.from_url(server.url, decode_responses=True)
     proxy = await BlackholeProxy(server.port).start()
-    procs: list[subprocess.Popen[bytes]] = []
+    fleet = WorkerFleet(server.url, journal, logs, processes=0, env=env)
     try:
-        a = spawn_leader(proxy.url, "lp-a", journal, logs / "lp-a.log", env)
-        procs.append(a)
+        spawn_leader(fleet, "lp-a", proxy.url)
 
         async def holder() -> str:
             raw = await redis.get(keys.leader_lock)
             return str(json.loads(raw)["instance_id"]) if raw else ""
 
         await until(lambda: _is(holder, "lp-a"), 30, "lp-a elected", 0.05)
-        procs.append(spawn_leader(server.url, "lp-b", journal, logs / "lp-b.log", env))
-        runner = {"BYAI_WORKER_ROLE": "consumer"}  # lp-b is the only successor
-        procs.append(spawn_unnamed(server.url, journal, logs / "runner.log", runner))
+        spawn_leader(fleet, "lp-b")
+        # lp-b is the only successor.
+        fleet.run("runner", "--type", AGENT_TYPE, env={"BYAI_WORKER_ROLE": "consumer"})
         await asyncio.sleep(lease_s)  # lp-b campaigns in vain meanwhile
         started = time.monotonic()
         cut = time.time()
@@ -653,19 +552,10 @@ async def leader_partition(
         result.notes["janitor_writes_of_a"] = sum(
             1 for _, f in audit if f.get("operator") == "janitor@lp-a" and int(f["ts"]) > cut * 1000
         )
-        result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
-        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
-        for proc in procs:
-            proc.terminate()
-        result.exit_codes = [await asyncio.to_thread(p.wait, 30) for p in procs]
-        result.logs = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("*.log")))
-        return tallied(result, journal, ids, started, dead)
+        return await finish(result, redis, fleet, ids, started)
     finally:
         proxy.heal()
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(5)
+        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await proxy.close()
         await redis.aclose()
         server.cleanup()
@@ -716,6 +606,4 @@ async def forged_pushes(workdir: Path, *, tasks: int = 20, forged: int = 20) -> 
         lease = await redis.get(keys.worker_online(wid))
         result.notes["lifecycle_after"] = json.loads(lease)["lifecycle"] if lease else None
         result.notes["refused_logged"] = fleet.logs().count("refused pushed command")
-        result.notes["pending_after"] = await _settle(redis, [keys.type_stream(AGENT_TYPE)])
-        dead = int(await redis.xlen(keys.dead_letter_stream(AGENT_TYPE)))
-        return await stopped_and_tallied(result, fleet, journal, ids, started, dead)
+        return await finish(result, redis, fleet, ids, started)

@@ -27,27 +27,31 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from bench.common import BIN, ROOT, worker_env
 from bench.fault_handlers import append_line
 from bench.faults import (
     AGENT_TYPE,
-    BIN,
     FLEET_PID,
     PERSISTENT_ARGS,
-    ROOT,
     TIMINGS,
     ScenarioResult,
     WorkerFleet,
+    all_started,
     completed_ids,
+    dead_count,
+    entries,
     fault_rig,
+    finish,
     mark_fault,
     pending_count,
     read_journal,
-    stopped_and_tallied,
+    settle,
+    started_ids,
+    submit,
     tallied,
     until,
     wait_completed,
 )
-from bench.faults_delivery import entries
 from worker_runtime.context import Handler
 from worker_runtime.embedded import RedisServer
 from worker_runtime.envelope import STREAM_END, read_data_event
@@ -56,7 +60,6 @@ from worker_runtime.instance import WorkerInstance
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.messages import decode_task
 from worker_runtime.models import Task
-from worker_runtime.producer import Producer
 from worker_runtime.settings import RedisSettings, WorkerSettings
 
 IN_PROCESS = {
@@ -80,25 +83,6 @@ def journalled(journal: Path) -> Handler:
         return {"ok": True}
 
     return handler
-
-
-async def _submit(
-    redis: Redis, payloads: list[dict[str, Any]], session: str | None = None
-) -> list[str]:
-    producer = Producer(redis, Keys())
-    ids: list[str] = []
-    for start in range(0, len(payloads), 500):
-        chunk = payloads[start : start + 500]
-        ids += await producer.submit_many(AGENT_TYPE, chunk, session_id=session)
-    return ids
-
-
-async def _dead(redis: Redis) -> list[tuple[str, dict[str, str]]]:
-    return await entries(redis, Keys().dead_letter_stream(AGENT_TYPE))
-
-
-async def _pending(redis: Redis) -> int:
-    return await pending_count(redis, Keys())
 
 
 # -- a graceful stop never strands what its readers were delivered ----------------------
@@ -130,7 +114,7 @@ async def graceful_stops(
     handler = journalled(journal)
     try:
         started = time.monotonic()
-        ids = await _submit(redis, [{}] * tasks)
+        ids = await submit(redis, Keys(), [{}] * tasks)
         for _ in range(stops):
             instance = WorkerInstance(
                 handler, [AGENT_TYPE], settings=settings, redis_settings=redis_settings
@@ -145,13 +129,13 @@ async def graceful_stops(
             handler, [AGENT_TYPE], settings=settings, redis_settings=redis_settings
         )
         await instance.run_until_idle(timeout=120)
-        dead = await _dead(redis)
-        ran = {e.subject for e in read_journal(journal) if e.kind == "S"}
+        dead = await entries(redis, Keys().dead_letter_stream(AGENT_TYPE))
+        ran = started_ids(journal)
         buried = [decode_task(fields) for _, fields in dead]
         result.notes["done_before_burst"] = done_before_burst
         result.notes["dead_never_run"] = sum(1 for t in buried if t and t.task_id not in ran)
         result.notes["dead_reasons"] = sorted({f.get("error", "") for _, f in dead})
-        result.notes["pending_after"] = await _pending(redis)
+        result.notes["pending_after"] = await pending_count(redis, Keys())
         return tallied(result, journal, ids, started, len(dead))
     finally:
         await redis.aclose()
@@ -173,27 +157,15 @@ async def oom_long_tasks(
     result = ScenarioResult(f"Redis out of memory {oom_s:g} s under long tasks (2 workers)")
     async with fault_rig(workdir, processes=2, prefix="oom") as (redis, fleet, journal):
         started = time.monotonic()
-        ids = await _submit(redis, [{"sleep": sleep}] * tasks)
-
-        async def all_started() -> bool:
-            return set(ids) <= {e.subject for e in read_journal(journal) if e.kind == "S"}
-
-        await until(all_started, 30, "every task started", 0.05)
+        ids = await submit(redis, Keys(), [{"sleep": sleep}] * tasks)
+        await until(lambda: all_started(journal, ids), 30, "every task started", 0.05)
         await redis.config_set("maxmemory", "1")
         mark_fault(journal, FLEET_PID, "oom")
         result.faults["redis OOM"] += 1
         await asyncio.sleep(oom_s)
         await redis.config_set("maxmemory", "0")
         await wait_completed(journal, ids, 60)
-        with contextlib.suppress(TimeoutError):
-            await until(lambda: _no_pending(redis), 10, "no pending entries", 0.1)
-        result.notes["pending_after"] = await _pending(redis)
-        dead = len(await _dead(redis))
-        return await stopped_and_tallied(result, fleet, journal, ids, started, dead)
-
-
-async def _no_pending(redis: Redis) -> bool:
-    return await _pending(redis) == 0
+        return await finish(result, redis, fleet, ids, started)
 
 
 # -- a worker stopped longer than its lease -------------------------------------------
@@ -222,38 +194,26 @@ async def stalled_worker(
         await until(lambda: redis.exists(keys.worker_online(fleet.worker_id(0))), 30, "online")
         peer = fleet.spawn(1)  # still starting: the first worker, blocked reading, takes all
         started = time.monotonic()
-        ids = await _submit(redis, [{"sleep": sleep}] * tasks, session=session)
-
-        async def all_started() -> bool:
-            return set(ids) <= {e.subject for e in read_journal(journal) if e.kind == "S"}
-
-        await until(all_started, 30, "every task started", 0.05)
+        ids = await submit(redis, keys, [{"sleep": sleep}] * tasks, session=session)
+        await until(lambda: all_started(journal, ids), 30, "every task started", 0.05)
         await until(lambda: redis.exists(keys.worker_online(fleet.worker_id(1))), 30, "online")
         os.kill(first.pid, signal.SIGSTOP)
         mark_fault(journal, first.pid, "stop")
         result.faults["SIGSTOP"] += 1
         stopped = time.monotonic()
-        events = read_journal(journal)
-        running = {e.subject for e in events if e.kind == "S" and e.pid == first.pid} - {
-            e.subject for e in events if e.kind == "D"
-        }
+        running = started_ids(journal, first.pid) - completed_ids(journal)
         result.notes["running_at_stop"] = len(running)
         await asyncio.sleep(stall_s)
 
         # Resumed only once the peer has started everything the stopped worker was
         # running (a starved peer may take longer than ``stall_s``): the fault bit.
         async def rerun() -> bool:
-            return running <= {
-                e.subject for e in read_journal(journal) if e.kind == "S" and e.pid == peer.pid
-            }
+            return running <= started_ids(journal, peer.pid)
 
         with contextlib.suppress(TimeoutError):
             await until(rerun, 30, "the peer ran the stopped worker's tasks", 0.1)
         result.notes["stall_s"] = round(time.monotonic() - stopped, 1)
-        result.notes["peer_reruns"] = len(
-            running
-            & {e.subject for e in read_journal(journal) if e.kind == "S" and e.pid == peer.pid}
-        )
+        result.notes["peer_reruns"] = len(running & started_ids(journal, peer.pid))
         os.kill(first.pid, signal.SIGCONT)
         await wait_completed(journal, ids, 60)
 
@@ -265,9 +225,7 @@ async def stalled_worker(
 
         with contextlib.suppress(TimeoutError):
             await until(every_run_ended, 60, "every run ended", 0.1)
-        with contextlib.suppress(TimeoutError):
-            await until(lambda: _no_pending(redis), 10, "no pending entries", 0.1)
-        result.notes["pending_after"] = await _pending(redis)
+        result.notes["pending_after"] = await settle(redis)
         # A graceful stop flushes every write still queued: the results are all in.
         result.exit_codes = await asyncio.to_thread(fleet.stop)
         # One end of stream per outcome delivered to the client (by-framework's reading).
@@ -279,9 +237,8 @@ async def stalled_worker(
         )
         result.notes["results"] = {t: results[t] for t in ids}
         result.notes["double_results"] = sum(1 for t in ids if results[t] > 1)
-        dead = len(await _dead(redis))
         result.logs = fleet.logs()
-        return tallied(result, journal, ids, started, dead)
+        return tallied(result, journal, ids, started, await dead_count(redis))
     finally:
         await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
         await redis.aclose()
@@ -313,7 +270,7 @@ async def aof_restart_depth(workdir: Path, *, before: int = 200, after: int = 50
 
     try:
         started = time.monotonic()
-        ids = await _submit(redis, [{}] * before)
+        ids = await submit(redis, Keys(), [{}] * before)
         await instance().run_until_idle(timeout=60)
         await redis.bgrewriteaof()
 
@@ -322,7 +279,7 @@ async def aof_restart_depth(workdir: Path, *, before: int = 200, after: int = 50
             return not info.get("aof_rewrite_in_progress") and not info.get("aof_rewrite_scheduled")
 
         await until(rewritten, 30, "AOF rewrite done", 0.05)
-        ids += await _submit(redis, [{}] * after)
+        ids += await submit(redis, Keys(), [{}] * after)
         await instance().run_until_idle(timeout=60)
         await redis.aclose()
         server.stop()
@@ -340,7 +297,7 @@ async def aof_restart_depth(workdir: Path, *, before: int = 200, after: int = 50
             subprocess.run,
             [str(BIN / "byconsole"), "--snapshot", "--max-depth", "0"],
             cwd=ROOT,
-            env={**_clean_env(), "BYAI_REDIS_URL": server.url},
+            env=worker_env(server.url),
             capture_output=True,
             text=True,
             timeout=60,
@@ -352,16 +309,11 @@ async def aof_restart_depth(workdir: Path, *, before: int = 200, after: int = 50
             result.notes["run_until_idle_s"] = round(time.monotonic() - t0, 1)
         except TimeoutError:
             result.notes["run_until_idle_s"] = None
-        result.notes["pending_after"] = await _pending(redis)
-        dead = len(await _dead(redis))
-        return tallied(result, journal, ids, started, dead)
+        result.notes["pending_after"] = await pending_count(redis, Keys())
+        return tallied(result, journal, ids, started, await dead_count(redis))
     finally:
         await redis.aclose()
         server.cleanup()
-
-
-def _clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("BYAI_", "REDIS_"))}
 
 
 # -- a Redis restart under submit --wait clients --------------------------------------
@@ -385,7 +337,7 @@ async def submit_wait_restart(
     procs: list[subprocess.Popen[str]] = []
     args = [str(BIN / "worker-runtime"), "submit", AGENT_TYPE, json.dumps({"sleep": sleep})]
     args += ["--wait", "--timeout", "30"]
-    env = {**_clean_env(), "BYAI_REDIS_URL": server.url}
+    env = worker_env(server.url)
 
     def client() -> subprocess.Popen[str]:
         return subprocess.Popen(
@@ -423,13 +375,10 @@ async def submit_wait_restart(
         )
         result.notes["client_errors"] = [err.strip()[-300:] for _, err in outputs if err.strip()]
         redis = Redis.from_url(server.url, decode_responses=True)
-        with contextlib.suppress(TimeoutError):
-            await until(lambda: _no_pending(redis), 10, "no pending entries", 0.1)
-        result.notes["pending_after"] = await _pending(redis)
-        dead = len(await _dead(redis))
-        await asyncio.to_thread(fleet.stop)
+        result.notes["pending_after"] = await settle(redis)
+        await asyncio.to_thread(fleet.stop)  # exit codes: the clients'
         result.logs = fleet.logs()
-        return tallied(result, journal, ids, started, dead)
+        return tallied(result, journal, ids, started, await dead_count(redis))
     finally:
         for proc in procs:
             if proc.poll() is None:

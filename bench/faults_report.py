@@ -18,7 +18,9 @@ import argparse
 import asyncio
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from bench.common import machine
 from bench.faults import ScenarioResult, redis_pause, redis_restart, worker_chaos
@@ -42,162 +44,144 @@ from bench.faults_outages import (
 )
 from worker_runtime.embedded import RedisServer
 
+Scenario = Callable[[argparse.Namespace, Path], Awaitable[ScenarioResult]]
+"""One row of the table: the scenario run with the report's sizes in its directory."""
+
+
+async def _on_own_server(run: Callable[[str], Awaitable[ScenarioResult]]) -> ScenarioResult:
+    server = RedisServer().start()
+    try:
+        return await run(server.url)
+    finally:
+        server.cleanup()
+
+
+async def _sentinel(a: argparse.Namespace, d: Path) -> ScenarioResult:
+    from bench.faults_sentinel import sentinel_failover  # needs tests/sentinel.py
+
+    return await sentinel_failover(d, tasks=a.sentinel_tasks)
+
+
+GROUPS: dict[str, list[tuple[str, str, Scenario]]] = {
+    # --only NAME: its rows as (directory, what is printed while it runs, scenario).
+    "redis": [
+        ("restart", "Redis SIGKILL + restart with appendfsync always",
+         lambda a, d: redis_restart(d, tasks_before=a.restart_tasks,
+                                    tasks_after=a.restart_tasks // 4, persistent=True)),
+        ("restart-np", "Redis SIGKILL + restart without persistence",
+         lambda a, d: redis_restart(d, tasks_before=a.restart_tasks // 2,
+                                    tasks_after=a.restart_tasks // 4, persistent=False)),
+        ("pause", "Redis SIGSTOP", lambda a, d: redis_pause(d, tasks=a.restart_tasks)),
+    ],
+    "chaos": [
+        ("chaos", "worker chaos over {a.chaos_tasks} tasks",
+         lambda a, d: _on_own_server(lambda url: worker_chaos(
+             url, d, tasks=a.chaos_tasks, seed=a.seed, timeout=600))),
+    ],
+    "delivery": [
+        ("oom", "Redis out of memory, {a.oom_tasks} fail-once tasks",
+         lambda a, d: redis_oom(d, tasks=a.oom_tasks, oom_s=7.0)),
+        ("partition", "network partition + SIGTERM",
+         lambda a, d: partition(d, tasks=20, grace=5.0, sleep=8.0)),
+        ("poison", "poison task with a stable --instance",
+         lambda a, d: poison_stable_instance(d, good=20, max_deliveries=3)),
+        ("rolling", "rolling restarts of a long task",
+         lambda a, d: rolling_restarts(d, restarts=3, max_deliveries=2)),
+        ("direct", "SIGTERM of a worker with direct tasks",
+         lambda a, d: direct_tasks_sigterm(d, tasks=20, sleep=3.0)),
+    ],
+    "outages": [
+        ("stops", "graceful stops of a {a.backlog_tasks}-task backlog",
+         lambda a, d: graceful_stops(d, tasks=a.backlog_tasks, stops=20)),
+        ("oom-long", "Redis out of memory under long tasks",
+         lambda a, d: oom_long_tasks(d, tasks=8, sleep=6.0, oom_s=5.0)),
+        ("stall", "SIGSTOP of a worker past its lease",
+         lambda a, d: stalled_worker(d, tasks=10, sleep=4.0, stall_s=4.0)),
+        ("aof", "AOF rewrite + Redis restart",
+         lambda a, d: aof_restart_depth(d, before=2000, after=500)),
+        ("wait", "Redis restart under submit --wait clients",
+         lambda a, d: submit_wait_restart(d, clients=6, late=2, down_s=1.0)),
+    ],
+    "leader": [
+        ("lp", "leader partitioned from Redis, lease 3 s",
+         lambda a, d: leader_partition(d, lease_s=3.0, tasks=200)),
+        ("rehome", "leader SIGKILL while re-homing {a.rehome_tasks} direct tasks",
+         lambda a, d: _on_own_server(lambda url: rehome_kill(
+             url, d, tasks=a.rehome_tasks, kill_after=2_000, run_after=True))),
+        ("drain", "stable-id worker leaving for good (drain), retention 15 s",
+         lambda a, d: direct_tasks_stable_stop(d, tasks=20, sleep=1.0, retention=15.0,
+                                               janitor_every=3.0, drain=True)),
+        ("stop", "stable-id worker leaving for good (stop), retention 15 s",
+         lambda a, d: direct_tasks_stable_stop(d, tasks=20, sleep=3.0, retention=15.0,
+                                               janitor_every=3.0, drain=False)),
+        ("forged", "forged pushes on a busy worker",
+         lambda a, d: forged_pushes(d, tasks=20, forged=20)),
+    ],
+    "sentinel": [
+        ("sentinel", "Redis Sentinel: SENTINEL FAILOVER, then SIGKILL of the primary", _sentinel),
+    ],
+}  # fmt: skip
+
 
 async def _run_all(args: argparse.Namespace, work: Path) -> list[ScenarioResult]:
     results: list[ScenarioResult] = []
-    if args.only in ("all", "redis"):
-        results += await _redis_faults(args, work)
-    if args.only in ("all", "chaos"):
-        print(f"worker chaos over {args.chaos_tasks} tasks ...", file=sys.stderr)
-        (work / "chaos").mkdir()
-        server = RedisServer().start()
-        try:
-            results.append(
-                await worker_chaos(
-                    server.url, work / "chaos", tasks=args.chaos_tasks, seed=args.seed, timeout=600
-                )
-            )
-        finally:
-            server.cleanup()
-    if args.only in ("all", "delivery"):
-        results += await _delivery_faults(args, work)
-    if args.only in ("all", "outages"):
-        results += await _outage_faults(args, work)
-    if args.only in ("all", "leader"):
-        results += await _leader_faults(args, work)
-    if args.only in ("all", "sentinel"):
-        from bench.faults_sentinel import sentinel_failover
-
-        print("Redis Sentinel: SENTINEL FAILOVER, then SIGKILL of the primary ...", file=sys.stderr)
-        (work / "sentinel").mkdir()
-        results.append(await sentinel_failover(work / "sentinel", tasks=args.sentinel_tasks))
+    for group, rows in GROUPS.items():
+        if args.only not in ("all", group):
+            continue
+        for directory, message, scenario in rows:
+            print(message.format(a=args) + " ...", file=sys.stderr)
+            (work / directory).mkdir()
+            results.append(await scenario(args, work / directory))
     return results
 
 
-async def _leader_faults(args: argparse.Namespace, work: Path) -> list[ScenarioResult]:
-    for name in ("lp", "rehome", "drain", "stop", "forged"):
-        (work / name).mkdir()
-    results = []
-    print("leader partitioned from Redis, lease 3 s ...", file=sys.stderr)
-    results.append(await leader_partition(work / "lp", lease_s=3.0, tasks=200))
-    print(f"leader SIGKILL while re-homing {args.rehome_tasks} direct tasks ...", file=sys.stderr)
-    server = RedisServer().start()
-    try:
-        results.append(
-            await rehome_kill(
-                server.url,
-                work / "rehome",
-                tasks=args.rehome_tasks,
-                kill_after=2_000,
-                run_after=True,
-            )
-        )
-    finally:
-        server.cleanup()
-    for drain, sub in ((True, "drain"), (False, "stop")):
-        print(f"stable-id worker leaving for good ({sub}), retention 15 s ...", file=sys.stderr)
-        results.append(
-            await direct_tasks_stable_stop(
-                work / sub,
-                tasks=20,
-                sleep=1.0 if drain else 3.0,
-                retention=15.0,
-                janitor_every=3.0,
-                drain=drain,
-            )
-        )
-    print("forged pushes on a busy worker ...", file=sys.stderr)
-    results.append(await forged_pushes(work / "forged", tasks=20, forged=20))
-    return results
-
-
-async def _redis_faults(args: argparse.Namespace, work: Path) -> list[ScenarioResult]:
-    for name in ("restart", "restart-np", "pause"):
-        (work / name).mkdir()
-    results = []
-    print("Redis SIGKILL + restart with appendfsync always ...", file=sys.stderr)
-    results.append(
-        await redis_restart(
-            work / "restart",
-            tasks_before=args.restart_tasks,
-            tasks_after=args.restart_tasks // 4,
-            persistent=True,
-        )
-    )
-    print("Redis SIGKILL + restart without persistence ...", file=sys.stderr)
-    results.append(
-        await redis_restart(
-            work / "restart-np",
-            tasks_before=args.restart_tasks // 2,
-            tasks_after=args.restart_tasks // 4,
-            persistent=False,
-        )
-    )
-    print("Redis SIGSTOP ...", file=sys.stderr)
-    results.append(await redis_pause(work / "pause", tasks=args.restart_tasks))
-    return results
-
-
-async def _delivery_faults(args: argparse.Namespace, work: Path) -> list[ScenarioResult]:
-    for name in ("oom", "partition", "poison", "rolling", "direct"):
-        (work / name).mkdir()
-    results = []
-    print(f"Redis out of memory, {args.oom_tasks} fail-once tasks ...", file=sys.stderr)
-    results.append(await redis_oom(work / "oom", tasks=args.oom_tasks, oom_s=7.0))
-    print("network partition + SIGTERM ...", file=sys.stderr)
-    results.append(await partition(work / "partition", tasks=20, grace=5.0, sleep=8.0))
-    print("poison task with a stable --instance ...", file=sys.stderr)
-    results.append(await poison_stable_instance(work / "poison", good=20, max_deliveries=3))
-    print("rolling restarts of a long task ...", file=sys.stderr)
-    results.append(await rolling_restarts(work / "rolling", restarts=3, max_deliveries=2))
-    print("SIGTERM of a worker with direct tasks ...", file=sys.stderr)
-    results.append(await direct_tasks_sigterm(work / "direct", tasks=20, sleep=3.0))
-    return results
-
-
-async def _outage_faults(args: argparse.Namespace, work: Path) -> list[ScenarioResult]:
-    for name in ("stops", "oom-long", "stall", "aof", "wait"):
-        (work / name).mkdir()
-    results = []
-    print(f"graceful stops of a {args.backlog_tasks}-task backlog ...", file=sys.stderr)
-    results.append(await graceful_stops(work / "stops", tasks=args.backlog_tasks, stops=20))
-    print("Redis out of memory under long tasks ...", file=sys.stderr)
-    results.append(await oom_long_tasks(work / "oom-long", tasks=8, sleep=6.0, oom_s=5.0))
-    print("SIGSTOP of a worker past its lease ...", file=sys.stderr)
-    results.append(await stalled_worker(work / "stall", tasks=10, sleep=4.0, stall_s=4.0))
-    print("AOF rewrite + Redis restart ...", file=sys.stderr)
-    results.append(await aof_restart_depth(work / "aof", before=2000, after=500))
-    print("Redis restart under submit --wait clients ...", file=sys.stderr)
-    results.append(await submit_wait_restart(work / "wait", clients=6, late=2, down_s=1.0))
-    return results
-
-
-def _outage_notes(r: ScenarioResult) -> list[str]:
-    """The observations of :mod:`bench.faults_outages` scenarios worth a line."""
-    notes = []
-    if "dead_never_run" in r.notes:
-        notes.append(
-            f"{r.name}: dead-lettered without ever running: {r.notes['dead_never_run']} "
-            f"(completed before the final burst: {r.notes['done_before_burst']:,})"
-        )
-    if "double_results" in r.notes:
-        notes.append(
-            f"{r.name}: tasks with two results on their session stream: "
-            f"{r.notes['double_results']} (the duplicates counted are the handlers the stopped "
-            "process had started; their outcome there was dropped, not acknowledged)"
-        )
-    if "redis_lag" in r.notes:
-        notes.append(
-            f"{r.name}: Redis reported lag {r.notes['redis_lag']} on the consumed stream; "
-            f"depth shown {r.notes['depth']}, `--max-depth 0` exit {r.notes['max_depth_0_exit']}, "
-            f"run_until_idle returned after {r.notes['run_until_idle_s']} s"
-        )
-    if "client_exit_codes" in r.notes:
-        notes.append(
-            f"{r.name}: client exit codes {r.notes['client_exit_codes']}, "
-            f"{r.notes['clients_with_result']} printed their result"
-        )
-    return notes
+NOTES: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+    # (a ScenarioResult.notes key, the line it gives): one line per note a row has.
+    ("before_lost_with_data",
+     lambda n: f"counts only tasks submitted after the restart; {n['before_lost_with_data']} "
+     "submitted before it were never started and went with the data (no persistence), as "
+     "expected."),
+    ("kill_to_new_primary_s",
+     lambda n: f"the sentinels named a new primary {n['kill_to_new_primary_s']} s after the "
+     "SIGKILL (down-after-milliseconds 1000)"),
+    ("stop_s",
+     lambda n: f"the partitioned worker stopped {n['stop_s']} s after SIGTERM (exit "
+     f"{n['exit_code']}); another worker reran the tasks it had cut"),
+    ("poison_runs",
+     lambda n: f"the poison task (not counted above) ran {n['poison_runs']} times, then was "
+     f"dead-lettered: {n['poison_dead_lettered']}; the duplicate counted is the poison itself"),
+    ("old_stream_pending",
+     lambda n: "entries left pending on the stopped worker's own stream: "
+     f"{n['old_stream_pending']}"),
+    ("dead_never_run",
+     lambda n: f"dead-lettered without ever running: {n['dead_never_run']} (completed before "
+     f"the final burst: {n['done_before_burst']:,})"),
+    ("double_results",
+     lambda n: f"tasks with two results on their session stream: {n['double_results']} (the "
+     "duplicates counted are the handlers the stopped process had started; their outcome "
+     "there was dropped, not acknowledged)"),
+    ("redis_lag",
+     lambda n: f"Redis reported lag {n['redis_lag']} on the consumed stream; depth shown "
+     f"{n['depth']}, `--max-depth 0` exit {n['max_depth_0_exit']}, run_until_idle returned "
+     f"after {n['run_until_idle_s']} s"),
+    ("client_exit_codes",
+     lambda n: f"client exit codes {n['client_exit_codes']}, {n['clients_with_result']} "
+     "printed their result"),
+    ("step_down_s",
+     lambda n: f"the cut-off leader stopped its modules {n['step_down_s']} s after the cut, "
+     f"its successor was elected at {n['successor_s']} s; janitor writes of the old leader "
+     f"after the cut: {n['janitor_writes_of_a']}"),
+    ("moved_before_kill",
+     lambda n: f"killed after {n['moved_before_kill']:,} moves; the type's stream then held "
+     f"{n['type_stream_entries']:,} entries ({n['distinct_task_ids']:,} distinct, "
+     f"{n['missing']} missing)"),
+    ("all_done_after_s",
+     lambda n: f"re-homed {n.get('rehomed_after_s', '?')} s after the worker left, all run "
+     f"{n['all_done_after_s']} s after; left on its stream: {n['left_on_own_stream']}"),
+    ("refused_logged",
+     lambda n: f"refused and logged {n['refused_logged']}; lifecycle after: "
+     f"{n['lifecycle_after']}"),
+]  # fmt: skip
 
 
 def table(results: list[ScenarioResult]) -> str:
@@ -216,68 +200,35 @@ def table(results: list[ScenarioResult]) -> str:
             f"| {r.name} | {r.fault_summary} | {t.submitted:,} | {t.completed:,} | {dup} "
             f"| {t.lost} | {r.seconds:.0f} s |"
         )
-        if "before_lost_with_data" in r.notes:
-            notes.append(
-                f"{r.name}: counts only tasks submitted after the restart; "
-                f"{r.notes['before_lost_with_data']} submitted before it were never started "
-                "and went with the data (no persistence), as expected."
-            )
+        lines = [line(r.notes) for key, line in NOTES if key in r.notes]
         if t.retries:
-            notes.append(
-                f"{r.name}: {t.retries} re-runs followed a failure the handler raised on "
-                "purpose (retries, not duplicates)"
+            lines.append(
+                f"{t.retries} re-runs followed a failure the handler raised on purpose "
+                "(retries, not duplicates)"
             )
-        if "kill_to_new_primary_s" in r.notes:
-            notes.append(
-                f"{r.name}: the sentinels named a new primary "
-                f"{r.notes['kill_to_new_primary_s']} s after the SIGKILL "
-                "(down-after-milliseconds 1000)"
-            )
-        if "stop_s" in r.notes:
-            notes.append(
-                f"{r.name}: the partitioned worker stopped {r.notes['stop_s']} s after SIGTERM "
-                f"(exit {r.notes['exit_code']}); another worker reran the tasks it had cut"
-            )
-        if "poison_runs" in r.notes:
-            notes.append(
-                f"{r.name}: the poison task (not counted above) ran {r.notes['poison_runs']} "
-                f"times, then was dead-lettered: {r.notes['poison_dead_lettered']}; the "
-                "duplicate counted is the poison itself"
-            )
-        if "old_stream_pending" in r.notes:
-            notes.append(
-                f"{r.name}: entries left pending on the stopped worker's own stream: "
-                f"{r.notes['old_stream_pending']}"
-            )
-        notes += _outage_notes(r)
         if r.notes.get("pending_after"):
-            notes.append(f"{r.name}: {r.notes['pending_after']} entries left PENDING")
-        if "step_down_s" in r.notes:
-            notes.append(
-                f"{r.name}: the cut-off leader stopped its modules {r.notes['step_down_s']} s "
-                f"after the cut, its successor was elected at {r.notes['successor_s']} s; "
-                f"janitor writes of the old leader after the cut: {r.notes['janitor_writes_of_a']}"
-            )
-        if "moved_before_kill" in r.notes:
-            notes.append(
-                f"{r.name}: killed after {r.notes['moved_before_kill']:,} moves; the type's "
-                f"stream then held {r.notes['type_stream_entries']:,} entries "
-                f"({r.notes['distinct_task_ids']:,} distinct, {r.notes['missing']} missing)"
-            )
-        if "all_done_after_s" in r.notes:
-            notes.append(
-                f"{r.name}: re-homed {r.notes.get('rehomed_after_s', '?')} s after the worker "
-                f"left, all run {r.notes['all_done_after_s']} s after; left on its stream: "
-                f"{r.notes['left_on_own_stream']}"
-            )
-        if "refused_logged" in r.notes:
-            notes.append(
-                f"{r.name}: refused and logged {r.notes['refused_logged']}; lifecycle after: "
-                f"{r.notes['lifecycle_after']}"
-            )
+            lines.append(f"{r.notes['pending_after']} entries left PENDING")
         if t.unexplained:
-            notes.append(f"{r.name}: {len(t.unexplained)} UNEXPLAINED duplicate(s)")
+            lines.append(f"{len(t.unexplained)} UNEXPLAINED duplicate(s)")
+        notes += [f"{r.name}: {line}" for line in lines]
     return "\n".join(rows + [""] + [f"* {n}" for n in notes])
+
+
+HEADINGS = {
+    # --only NAME: the heading above the table, and the flags its command shows.
+    "outages": ("Outage and ownership faults, {machine}; see bench/faults_outages.py.",
+                "--only outages --backlog-tasks {a.backlog_tasks}"),
+    "leader": ("Leader and control faults, {machine}; see bench/faults_delivery.py.",
+               "--only leader --rehome-tasks {a.rehome_tasks}"),
+    "delivery": ("Delivery faults, {machine}; worker processes as in bench/faults_delivery.py.",
+                 "--only delivery --oom-tasks {a.oom_tasks}"),
+}  # fmt: skip
+EVERY_ROW = (
+    "Fault injection, {machine}; 3 worker processes, 1 replica each, concurrency 10.",
+    "--chaos-tasks {a.chaos_tasks} --restart-tasks {a.restart_tasks} --seed {a.seed} "
+    "--oom-tasks {a.oom_tasks} --backlog-tasks {a.backlog_tasks} --rehome-tasks "
+    "{a.rehome_tasks} --sentinel-tasks {a.sentinel_tasks} --only {a.only}",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -294,39 +245,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sentinel-tasks", type=int, default=600)
     parser.add_argument(
         "--only",
-        choices=["all", "redis", "chaos", "delivery", "outages", "leader", "sentinel"],
+        choices=["all", *GROUPS],
         default="all",
         help="a subset",
     )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="faults-") as tmp:
         results = asyncio.run(_run_all(args, Path(tmp)))
-    if args.only == "outages":
-        print(f"Outage and ownership faults, {machine()}; see bench/faults_outages.py.")
-        print(
-            "Command: python -m bench.faults_report --only outages "
-            f"--backlog-tasks {args.backlog_tasks}\n"
-        )
-    elif args.only == "leader":
-        print(f"Leader and control faults, {machine()}; see bench/faults_delivery.py.")
-        print(
-            f"Command: python -m bench.faults_report --only leader --rehome-tasks "
-            f"{args.rehome_tasks}\n"
-        )
-    elif args.only == "delivery":
-        print(f"Delivery faults, {machine()}; worker processes as in bench/faults_delivery.py.")
-        print(
-            f"Command: python -m bench.faults_report --only delivery --oom-tasks {args.oom_tasks}\n"
-        )
-    else:
-        print(f"Fault injection, {machine()}; 3 worker processes, 1 replica each, concurrency 10.")
-        print(
-            f"Command: python -m bench.faults_report --chaos-tasks {args.chaos_tasks} "
-            f"--restart-tasks {args.restart_tasks} --seed {args.seed} "
-            f"--oom-tasks {args.oom_tasks} --backlog-tasks {args.backlog_tasks} "
-            f"--rehome-tasks {args.rehome_tasks} --sentinel-tasks {args.sentinel_tasks} "
-            f"--only {args.only}\n"
-        )
+    heading, flags = HEADINGS.get(args.only, EVERY_ROW)
+    print(heading.format(machine=machine()))
+    print(f"Command: python -m bench.faults_report {flags.format(a=args)}\n")
     print(table(results))
     bad = any(r.tally.lost or r.tally.unexplained or r.notes.get("pending_after") for r in results)
     return 1 if bad else 0

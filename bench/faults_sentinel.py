@@ -24,10 +24,10 @@ from bench.faults import (
     FLEET_PID,
     ScenarioResult,
     WorkerFleet,
-    _done_at_least,
-    _finish,
-    _payloads,
+    done_at_least,
+    finish,
     mark_fault,
+    sleep_payloads,
     submit,
     until,
     wait_completed,
@@ -59,12 +59,12 @@ async def sentinel_failover(
         fleet.start()
         await fleet.wait_online(redis, keys)
         started = time.monotonic()
-        ids = await submit(redis, keys, _payloads(rng, tasks, 0.05, 0.3))
-        await until(lambda: _done_at_least(journal, ids, tasks // 4), timeout, "a quarter")
+        ids = await submit(redis, keys, sleep_payloads(rng, tasks, 0.05, 0.3))
+        await until(lambda: done_at_least(journal, ids, tasks // 4), timeout, "a quarter")
         await asyncio.to_thread(group.failover)
         mark_fault(journal, FLEET_PID, "sentinel failover")
         result.faults["SENTINEL FAILOVER"] += 1
-        await until(lambda: _done_at_least(journal, ids, tasks // 2), timeout, "half")
+        await until(lambda: done_at_least(journal, ids, tasks // 2), timeout, "half")
         killed = group.server_on(group.primary_port())
         kill_started = time.monotonic()
         await asyncio.to_thread(group.kill_primary)
@@ -73,7 +73,7 @@ async def sentinel_failover(
         result.faults["primary SIGKILL"] += 1
         await asyncio.to_thread(killed.start)  # back as the new primary's replica
         await wait_completed(journal, ids, timeout)
-        return await _finish(result, redis, keys, fleet, journal, ids, started)
+        return await finish(result, redis, fleet, ids, started)
     finally:
         fleet.stop()
         await redis.aclose()

@@ -270,6 +270,50 @@ def _throughput_results(r: dict[str, Any]) -> list[str]:
     ]
 
 
+ENVELOPE_SIDES: Cells = [
+    ("side", lambda e: e[0]),
+    ("tasks/s median (min)",
+     lambda e: "{median:,.0f} (min {min:,.0f})".format(**e[1]["tasks_per_s"])),
+    ("worker CPU/task median (min)",
+     lambda e: "{median:.1f} us (min {min:.1f} us)".format(**e[1]["worker_cpu_us_per_task"])),
+    ("Redis commands/task", lambda e: f"{e[1]['redis_commands_per_task']:.2f}"),
+    ("Redis CPU/task median (min)",
+     lambda e: "{median:.1f} us (min {min:.1f} us)".format(**e[1]["redis_cpu_us_per_task"])),
+]  # fmt: skip
+
+
+def _envelope(r: dict[str, Any]) -> list[str]:
+    labels = (("envelope", "envelope (`ASK_AGENT`)"), ("native", "legacy `{kind, data}`"))
+    sides = r["sides"]
+    rate = _x(sides["envelope"]["tasks_per_s"], sides["native"]["tasks_per_s"])
+    cpu = _x(*(sides[k]["worker_cpu_us_per_task"] for k in ("envelope", "native")))
+    redis_cpu = _x(*(sides[k]["redis_cpu_us_per_task"] for k in ("envelope", "native")))
+    return [
+        "## Task envelope vs the legacy entry, results delivered (issue 28)",
+        "",
+        "Every task is submitted in by-framework's `ASK_AGENT` envelope; "
+        f"`bench.envelope_throughput` drains {r['tasks']:,} no-op tasks (each answering "
+        f'`"ok"`, each with a session id, 20 in a row per session over {r["sessions"]} '
+        f"sessions, concurrency {r['concurrency']}) once queued as envelopes by "
+        "`Producer.submit_many` and once as the legacy `{kind, data}` entries, with the same "
+        "worker; after every run the results are counted in Redis (envelope: two data "
+        "messages per task, `finalAnswer` + `appStreamResponse`, and a record; legacy: one "
+        "result entry and a record), and a run that delivered fewer is a failure. "
+        f"Interleaved, {r['repeats']} recorded rounds after a warm-up; load average "
+        f"{r['load_before']} -> {r['load_after']}.",
+        "",
+        *_rows(ENVELOPE_SIDES, [(label, sides[k]) for k, label in labels]),
+        f"envelope/native (ratio of medians / of mins): throughput {rate}, worker CPU per "
+        f"task {cpu}, Redis CPU per task {redis_cpu}.",
+        "",
+        "Redis commands per task count the XADDs inside the append script (commandstats), "
+        "not round trips: the envelope path's extra one is the second data message "
+        "(`appStreamResponse`), an entry of its own that by-framework's clients wait for; "
+        "the worker's round trips per flush are the same on both paths.",
+        "",
+    ]
+
+
 CONTROL_LABELS = {
     "push": "push, one command at a time",
     "push_burst": "push, one command to every worker at once",
@@ -406,6 +450,7 @@ SECTIONS = {
     "throughput": _throughput,
     "control": _control,
     "heartbeat": _heartbeat,
+    "envelope_throughput": _envelope,
 }
 
 
@@ -429,7 +474,7 @@ def render(run: Run, notes: list[str] | None = None) -> str:
         f"Run started {run.started}, took {run.seconds / 60:.1f} min; load average before: "
         f"{run.load_before}{after}.",
         "",
-        "## Targets of issue 14",
+        "## Targets (issues 14 and 28)",
         "",
         "Each figure is the median and min over the runs of this very run (for a ratio: "
         "the ratio of the two sides' medians, and of their mins; the sides ran "
@@ -445,6 +490,8 @@ def render(run: Run, notes: list[str] | None = None) -> str:
         if name in run.results:
             try:
                 lines += section(run.results[name])
+                if name in run.commands:
+                    lines += [f"Command: `{run.commands[name]}`", ""]
             except issue.LOOKUP_ERRORS as exc:
                 # A benchmark's figures without a field this section shows (an older
                 # result file, a run cut short): say so, keep the rest of the report.

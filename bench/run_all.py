@@ -88,6 +88,11 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
         ["--replicas", "10000", "--instances", "100", "--window", "20"],
         ["--replicas", "2000", "--instances", "20", "--window", "5"],
     ),
+    "envelope_throughput": (
+        "bench.envelope_throughput",
+        ["--tasks", "20000", "--repeats", "5"],
+        ["--tasks", "2000", "--repeats", "2"],
+    ),
 }
 
 

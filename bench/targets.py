@@ -129,6 +129,8 @@ def fmt(value: float | None, unit: str) -> str:
         return f"{value:,.0f} MB"
     if unit == "s":
         return f"{value:.3f} s"
+    if unit == "us":
+        return f"{value:,.1f} us"
     if unit == "x":
         return f"{value:.2f}x"
     if unit == "tasks/s":
@@ -358,6 +360,18 @@ def results_rate(results: Mapping[str, Any]) -> Figure | None:
     return fig
 
 
+def _envelope(figure: str, unit: str) -> Lookup:
+    """Envelope / native of one figure's stats (``bench.envelope_throughput``)."""
+
+    def lookup(results: Mapping[str, Any]) -> Figure | None:
+        r = results["envelope_throughput"]
+        sides = {name: side[figure] for name, side in r["sides"].items()}
+        loads = {"load_before": r.get("load_before"), "load_after": r.get("load_after")}
+        return ratio({**sides, **loads}, "envelope", "native", unit)
+
+    return lookup
+
+
 COMPARISONS: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, int, bool]]]] = {}
 """Filled below: benchmark -> its comparisons as (name, rounds, load recorded)."""
 
@@ -401,6 +415,7 @@ COMPARISONS.update(
     fleet_listing=_listing_comparisons,
     throughput_results=_throughput_comparisons,
     throughput=_peer_comparisons,
+    envelope_throughput=_throughput_comparisons,
 )
 
 
@@ -482,6 +497,11 @@ GOALS: list[tuple[Goal, Lookup]] = [
     (Goal("runtime with task outputs stored: throughput",
           10_000, "at_least", "tasks/s", "throughput --results --ab"),
      results_rate),
+    (Goal("task envelope, results delivered: throughput / the legacy entry's (issue 28)",
+          0.8, "at_least", "x", "envelope_throughput"), _envelope("tasks_per_s", "tasks/s")),
+    (Goal("task envelope, results delivered: worker CPU per task / the legacy entry's "
+          "(issue 28)", 1.25, "at_most", "x", "envelope_throughput"),
+     _envelope("worker_cpu_us_per_task", "us")),
 ]
 # fmt: on
 
@@ -490,6 +510,7 @@ RESULTS_OF = {
     "console_stall": "console_stall",
     "fleet_listing": "fleet_listing",
     "throughput": "throughput_results",
+    "envelope_throughput": "envelope_throughput",
 }
 """A goal's script -> the name ``run_all`` files its figures under."""
 

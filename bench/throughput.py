@@ -11,7 +11,7 @@ goes to the session's data stream and its registry; dramatiq runs its Results
 middleware, taskiq its Redis result backend, celery its Redis result backend, arq keeps
 results as it always does. ``--repeats N`` runs the systems interleaved (A B C … C B A …)
 N times after one warm-up round and reports median and min (a system that fails is
-reported as failed and not run again; the ceiling follows as in a single run).
+reported as failed and not run again; the ceiling follows).
 ``--ab BASE_TREE`` compares worker_runtime from this tree against the one in
 ``BASE_TREE`` (e.g. a ``git worktree`` of the commit before a change), interleaved the
 same way.
@@ -43,7 +43,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -327,46 +328,38 @@ def redis_benchmark(server: RedisServer, requests: int) -> dict[str, float]:
     return out
 
 
-async def measure_interleaved(args: argparse.Namespace, systems: list[str]) -> dict[str, Any]:
-    """Every side once per round (order alternating), ``--repeats`` rounds after a warm-up.
+RunOnce = Callable[[], Awaitable[dict[str, Any]]]
+"""One run of one side: its :func:`run_system` row (``RuntimeError`` or
+``subprocess.TimeoutExpired`` when it fails)."""
 
-    The sides are the systems, or with ``--ab`` worker_runtime from this tree and from
-    the baseline tree. Throughput and worker CPU per task: median and min per side.
+
+async def interleaved(
+    sides: Mapping[str, RunOnce], repeats: int
+) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]], dict[str, str]]:
+    """Every side once per round (order alternating), ``repeats`` rounds after a warm-up.
+
+    A side that fails is reported as failed and not run again. Returns the tasks/s
+    :func:`stats` per side (with the load average before and after), each side's rows of
+    its recorded rounds (the warm-up left out) and the failures.
     """
-    sides: dict[str, tuple[str, Path | None]] = (
-        {"worker_runtime": ("worker_runtime", None), "baseline": ("worker_runtime", args.ab)}
-        if args.ab
-        else {system: (system, None) for system in systems}
-    )
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
     failed: dict[str, str] = {}
-    server = start_redis()
+    width = max(map(len, sides))
 
-    def side(name: str) -> Callable[[], Awaitable[float]]:
-        system, root = sides[name]
-
+    def timed(name: str) -> Callable[[], Awaitable[float]]:
         async def once() -> float:
             if name in failed:
-                return float("nan")  # a side that failed once is not run again
+                return float("nan")
             try:
-                row = await run_system(
-                    server,
-                    system,
-                    args.tasks,
-                    args.concurrency,
-                    args.timeout,
-                    results=args.results,
-                    sessions=args.sessions,
-                    root=root,
-                )
+                row = await sides[name]()
             except (RuntimeError, subprocess.TimeoutExpired) as exc:
                 failed[name] = str(exc)
-                print(f"  {name:<15} failed: {exc}", flush=True)
+                print(f"  {name:<{width}} failed: {exc}", flush=True)
                 return float("nan")
             rows[name].append(row)
             print(
-                f"  {name:<15} {row['tasks_per_s']:>9,.0f} tasks/s"
-                f"  worker CPU {row['worker_cpu_us_per_task']:5.0f} us/task"
+                f"  {name:<{width}} {row['tasks_per_s']:>9,.0f} tasks/s"
+                f"  worker CPU {row['worker_cpu_us_per_task']:5.1f} us/task"
                 f"  Redis {row['redis_commands_per_task']:5.2f} commands/task,"
                 f" CPU {row['redis_cpu_s']:.2f} s",
                 flush=True,
@@ -375,9 +368,73 @@ async def measure_interleaved(args: argparse.Namespace, systems: list[str]) -> d
 
         return once
 
+    rates = await ainterleave({name: timed(name) for name in sides}, repeats=repeats)
+    return rates, {name: found[1:] for name, found in rows.items()}, failed
+
+
+def side_figures(rate: dict[str, Any], recorded: list[dict[str, Any]]) -> dict[str, Any]:
+    """One side's figures over its recorded rounds: tasks/s (``rate``), worker and Redis
+    CPU per task (:func:`stats`), Redis commands per task (median), the last round's
+    commands by name and configuration."""
+    return {
+        "tasks_per_s": rate,
+        "worker_cpu_us_per_task": stats([r["worker_cpu_us_per_task"] for r in recorded]),
+        "redis_commands_per_task": statistics.median(
+            r["redis_commands_per_task"] for r in recorded
+        ),
+        "redis_cpu_us_per_task": stats([r["redis_cpu_s"] / r["tasks"] * 1e6 for r in recorded]),
+        "redis_commands": recorded[-1]["redis_commands"],
+        "config": recorded[-1]["config"],
+    }
+
+
+def print_side(name: str, figures: dict[str, Any], width: int = 15) -> None:
+    """The summary line of one side's :func:`side_figures`."""
+    rate, cpu = figures["tasks_per_s"], figures["worker_cpu_us_per_task"]
+    print(
+        f"{name:<{width}} median {rate['median']:>9,.0f} tasks/s"
+        f" (min {rate['min']:,.0f}, max {rate['max']:,.0f})"
+        f"  worker CPU median {cpu['median']:5.1f} us/task (min {cpu['min']:.1f})"
+        f"  Redis {figures['redis_commands_per_task']:.2f} commands/task,"
+        f" CPU median {figures['redis_cpu_us_per_task']['median']:.1f} us/task"
+    )
+
+
+async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Every figure of this benchmark: the sides interleaved, then the ceiling.
+
+    The sides are the systems, or with ``--ab`` worker_runtime from this tree and from
+    the baseline tree.
+    """
+    systems = [s for s in args.systems.split(",") if s]
+    unknown = set(systems) - set(SYSTEMS)
+    if unknown:
+        raise SystemExit(f"unknown systems: {', '.join(sorted(unknown))}")
+    sides: dict[str, tuple[str, Path | None]] = (
+        {"worker_runtime": ("worker_runtime", None), "baseline": ("worker_runtime", args.ab)}
+        if args.ab
+        else {system: (system, None) for system in systems}
+    )
+    server = start_redis()
+
+    def run_once(system: str, root: Path | None) -> RunOnce:
+        return partial(
+            run_system,
+            server,
+            system,
+            args.tasks,
+            args.concurrency,
+            args.timeout,
+            results=args.results,
+            sessions=args.sessions,
+            root=root,
+        )
+
     ceiling: dict[str, float] = {}
     try:
-        rates = await ainterleave({name: side(name) for name in sides}, repeats=args.repeats)
+        rates, rows, failed = await interleaved(
+            {name: run_once(*side) for name, side in sides.items()}, args.repeats
+        )
         if not args.ab:
             ceiling = await raw_loop(server, args.tasks)
             ceiling.update(redis_benchmark(server, max(args.tasks * 5, 100_000)))
@@ -401,21 +458,8 @@ async def measure_interleaved(args: argparse.Namespace, systems: list[str]) -> d
         if name in failed:
             out["sides"][name] = {"error": failed[name]}
             continue
-        recorded = rows[name][1:]  # the first run of each side is the warm-up round
-        cpu = stats([r["worker_cpu_us_per_task"] for r in recorded])
-        commands = stats([r["redis_commands_per_task"] for r in recorded])
-        out["sides"][name] = {
-            "tasks_per_s": rates[name],
-            "worker_cpu_us_per_task": cpu,
-            "redis_commands_per_task": commands["median"],
-            "config": recorded[-1]["config"],
-        }
-        print(
-            f"{name:<15} median {rates[name]['median']:>9,.0f} tasks/s"
-            f" (min {rates[name]['min']:,.0f}, max {rates[name]['max']:,.0f})"
-            f"  worker CPU median {cpu['median']:5.0f} us/task (min {cpu['min']:.0f})"
-            f"  Redis {commands['median']:.2f} commands/task"
-        )
+        out["sides"][name] = side_figures(rates[name], rows[name])
+        print_side(name, out["sides"][name])
     ok = [name for name in sides if name not in failed]
     if ok:
         first, *others = ok
@@ -433,18 +477,17 @@ def systems_view(
     failed: dict[str, str],
     ceiling: dict[str, float],
 ) -> None:
-    """The interleaved peers in the single-run layout (``systems``, ``ceiling`` …).
+    """The peers in one row each (``systems``, ``ceiling`` …).
 
     Each system's figures are the medians over its recorded runs; its tasks/s also
     carries the min (``tasks_per_s_min``); the ratio to the fastest peer is given for
     the medians and for the mins.
     """
     out["systems"] = {}
-    for name, recorded_rows in rows.items():
+    for name, recorded in rows.items():
         if name in failed:
             out["systems"][name] = {"error": failed[name]}
             continue
-        recorded = recorded_rows[1:] or recorded_rows
         row = {
             key: statistics.median(r[key] for r in recorded)
             for key, value in recorded[-1].items()
@@ -480,73 +523,6 @@ def systems_view(
         )
 
 
-async def measure(args: argparse.Namespace) -> dict[str, Any]:
-    """Every figure of this benchmark."""
-    systems = [s for s in args.systems.split(",") if s]
-    unknown = set(systems) - set(SYSTEMS)
-    if unknown:
-        raise SystemExit(f"unknown systems: {', '.join(sorted(unknown))}")
-    if args.ab or args.repeats > 1:
-        return await measure_interleaved(args, systems)
-    server = start_redis()
-    results: dict[str, Any] = {
-        "machine": machine(),
-        "versions": versions(
-            "arq", "taskiq", "taskiq-redis", "dramatiq", "celery", "kombu", "redis", "hiredis"
-        ),
-        "tasks": args.tasks,
-        "concurrency": args.concurrency,
-        "systems": {},
-    }
-    try:
-        for system in systems:
-            try:
-                row = await run_system(
-                    server,
-                    system,
-                    args.tasks,
-                    args.concurrency,
-                    args.timeout,
-                    results=args.results,
-                    sessions=args.sessions,
-                )
-            except (RuntimeError, subprocess.TimeoutExpired) as exc:
-                results["systems"][system] = {"error": str(exc)}
-                print(f"{system:<15} failed: {exc}")
-                continue
-            results["systems"][system] = row
-            print(
-                f"{system:<15} {row['tasks_per_s']:>9,.0f} tasks/s  drain {row['drain_s']:6.2f} s"
-                f"  worker CPU {row['worker_cpu_us_per_task']:5.0f} us/task"
-                f"  Redis {row['redis_commands_per_task']:5.2f} commands/task,"
-                f" CPU {row['redis_cpu_s']:.2f} s  (enqueue {row['enqueue_s']:.1f} s)"
-            )
-        ceiling = await raw_loop(server, args.tasks)
-        ceiling.update(redis_benchmark(server, max(args.tasks * 5, 100_000)))
-        results["ceiling"] = ceiling
-        print(
-            f"ceiling: XREADGROUP COUNT 200 + XACK loop {ceiling['xreadgroup_xack_per_s']:,.0f}/s,"
-            f" pipelined XADD (redis-py) {ceiling['xadd_pipelined_per_s']:,.0f}/s,"
-            f" redis-benchmark XADD {ceiling['redis_benchmark_xadd_p1_per_s']:,.0f}/s"
-            f" (-P 16: {ceiling['redis_benchmark_xadd_p16_per_s']:,.0f}/s)"
-        )
-    finally:
-        server.cleanup()
-    ok = {s: r for s, r in results["systems"].items() if "tasks_per_s" in r}
-    peers = {s: r["tasks_per_s"] for s, r in ok.items() if s != "worker_runtime"}
-    if "worker_runtime" in ok and peers:
-        fastest = max(peers, key=lambda s: peers[s])
-        ours = ok["worker_runtime"]["tasks_per_s"]
-        results["fastest_peer"] = fastest
-        results["vs_fastest_peer"] = ratio(ours, peers[fastest])
-        results["vs_ceiling"] = ratio(ours, results["ceiling"]["xreadgroup_xack_per_s"])
-        print(
-            f"worker_runtime vs fastest peer ({fastest}): {results['vs_fastest_peer']:.2f}x; "
-            f"{results['vs_ceiling']:.0%} of the XREADGROUP/XACK ceiling"
-        )
-    return results
-
-
 def main() -> int:
     """Parse flags, run, print, write JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -561,7 +537,7 @@ def main() -> int:
         "--sessions", type=int, default=100, help="worker_runtime sessions with --results"
     )
     parser.add_argument(
-        "--repeats", type=int, default=1, help="interleaved rounds (median and min when > 1)"
+        "--repeats", type=int, default=1, help="interleaved rounds after one warm-up round"
     )
     parser.add_argument(
         "--ab", type=Path, help="compare worker_runtime with the one in this source tree"

@@ -19,14 +19,14 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
+from bench.common import BIN, ROOT
 from bench.fault_handlers import JOURNAL_ENV
 from bench.faults import (
     AGENT_TYPE,
-    BIN,
-    ROOT,
     TIMINGS,
     WorkerFleet,
     completed_ids,
+    entries,
     mark_fault,
     read_journal,
     submit,
@@ -34,7 +34,6 @@ from bench.faults import (
     until,
     wait_completed,
 )
-from bench.faults_delivery import entries
 from tests.backends import Backend
 from tests.integration.runtime_helpers import make_instance
 from tests.redis_server import env_with

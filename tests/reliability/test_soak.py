@@ -1,19 +1,20 @@
 """Soak: many tasks through three worker processes; every capped key stays capped.
 
-``bench/soak.py`` holds the scenario (``python -m bench.soak`` prints the table).
+``tests/reliability/soak.py`` holds the scenario (``python -m tests.reliability.soak``
+prints the table).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from bench.soak import run_soak
+from tests.reliability.soak import run_soak
 from worker_runtime.batcher import SESSION_STREAM_MAXLEN, SESSION_TTL_S
 
 pytestmark = pytest.mark.slow
 
 TASKS = 25_000
-"""A quarter of the issue's size (``python -m bench.soak`` runs 100,000): past every
+"""A quarter of the issue's size (``python -m tests.reliability.soak`` runs 100,000): past every
 cap all the same, the session's share raised so the session stream still gets more
 entries (12,500) than the 10,000 the issue's size gave it."""
 SESSION_EVERY = 2

@@ -1,4 +1,4 @@
-"""The issue-14 target table of BENCHMARKS.md: verdicts and gaps from given figures.
+"""The target table of BENCHMARKS.md: verdicts and gaps from given figures.
 
 No benchmark runs here: the figures are written out below as a run would have saved
 them, and the table must say met / not met / not measured and the gap from them alone.
@@ -80,6 +80,30 @@ def _static(sort_ms: float) -> dict[str, Any]:
     }
 
 
+def _stats(samples: list[float]) -> dict[str, Any]:
+    """``bench.common.stats`` of ``samples``."""
+    ordered = sorted(samples)
+    return {
+        "median": ordered[len(ordered) // 2],
+        "min": ordered[0],
+        "max": ordered[-1],
+        "n": len(samples),
+        "samples": samples,
+    }
+
+
+def _envelope_side(rates: list[float], cpu: list[float], redis_us: float) -> dict[str, Any]:
+    """One side of ``bench.envelope_throughput`` (``bench.throughput.side_figures``)."""
+    return {
+        "tasks_per_s": _stats(rates),
+        "worker_cpu_us_per_task": _stats(cpu),
+        "redis_commands_per_task": 2.37 if redis_us > 25 else 1.37,
+        "redis_cpu_us_per_task": _stats([redis_us] * len(rates)),
+        "redis_commands": {"evalsha": 100},
+        "config": "worker-runtime run --concurrency 100",
+    }
+
+
 def results() -> dict[str, Any]:
     """A whole run's figures, every target's figure present."""
     return {
@@ -128,6 +152,27 @@ def results() -> dict[str, Any]:
                     "tasks_per_s": {"median": 5_000.0, "min": 4_000.0, "max": 6_000.0, "n": 5},
                     "worker_cpu_us_per_task": {"median": 150.0, "min": 140.0},
                 },
+            },
+        },
+        # envelope/native: throughput 0.75x (median), 0.70x (min); CPU 1.20x, 1.25x.
+        "envelope_throughput": {
+            "tasks": 20_000,
+            "concurrency": 100,
+            "sessions": 100,
+            "repeats": 5,
+            "load_before": "0.50 0.40 0.30",
+            "load_after": "0.60 0.50 0.40",
+            "sides": {
+                "envelope": _envelope_side(
+                    [7_000.0, 7_500.0, 7_500.0, 8_000.0, 9_000.0],
+                    [100.0, 110.0, 120.0, 125.0, 130.0],
+                    30.0,
+                ),
+                "native": _envelope_side(
+                    [10_000.0, 10_000.0, 10_000.0, 11_000.0, 12_000.0],
+                    [80.0, 95.0, 100.0, 100.0, 105.0],
+                    20.0,
+                ),
             },
         },
     }
@@ -241,6 +286,15 @@ def test_every_target_from_a_full_run() -> None:
     assert speedup.median == pytest.approx(2.4)
     assert "now 70 us, before 150 us" in speedup.detail
     assert find(table, "outputs stored: throughput").met is True
+    rate = figure(table, "task envelope, results delivered: throughput")
+    assert (rate.median, rate.low) == pytest.approx((0.75, 0.70))
+    assert "load 0.50 0.40 0.30 -> 0.60 0.50 0.40" in rate.detail
+    envelope = find(table, "task envelope, results delivered: throughput")
+    assert envelope.met is False and envelope.gap == "needs 1.07x more"
+    cpu = figure(table, "task envelope, results delivered: worker CPU per task")
+    assert (cpu.median, cpu.low) == pytest.approx((1.2, 1.25))
+    assert "envelope 120.0 us (min 100.0 us) / native 100.0 us" in cpu.detail
+    assert find(table, "task envelope, results delivered: worker CPU").met is True
     assert table.interleaved[0] is True, table.interleaved
 
 
@@ -250,6 +304,9 @@ def test_nothing_measured_never_crashes() -> None:
     read = find(table, "read + build")
     assert read.why_missing == "fleet_listing failed: exit 1"
     assert find(table, "longest event-loop stall").why_missing == "console_stall did not run"
+    assert find(table, "envelope, results delivered: throughput").why_missing == (
+        "envelope_throughput did not run"
+    )
     assert table.interleaved == (None, "no comparison measured")
 
 
@@ -263,6 +320,8 @@ def test_nothing_measured_never_crashes() -> None:
         lambda r: r["throughput_results"]["sides"].pop("baseline"),
         lambda r: r["fleet_listing"]["loopback"]["10000"]["ours"].update(seconds=0.0),
         lambda r: r.update(console_stall=None),
+        lambda r: r["envelope_throughput"].update(sides={}, failed={"native": "exit 1"}),
+        lambda r: r["envelope_throughput"]["sides"]["native"]["tasks_per_s"].update(median=0),
     ],
 )
 def test_malformed_figures_are_not_measured(damage: Any) -> None:
@@ -300,7 +359,7 @@ def test_cpu_times_beside_the_sides_are_not_taken_for_a_side() -> None:
 def test_report_puts_the_table_near_the_top() -> None:
     run = Run(results=results(), errors={})
     text = render(run)
-    head, table = text.split("## Targets of issue 14", 1)
+    head, table = text.split("## Targets (issues 14 and 28)", 1)
     assert "## Machine" in head
     top = table.split("\n## ", 1)[0]  # the targets section, up to the next section
     for goal, _ in targets.GOALS:
@@ -311,3 +370,35 @@ def test_report_puts_the_table_near_the_top() -> None:
     assert "**not measured**" not in top
     empty = render(Run(results={}))
     assert empty.count("**not measured**") == len(targets.GOALS) + 1
+
+
+def test_envelope_section_from_its_figures() -> None:
+    command = ".venv/bin/python -m bench.envelope_throughput --tasks 20000 --repeats 5"
+    text = render(Run(results=results(), commands={"envelope_throughput": command}))
+    section = text.split("## Task envelope vs the legacy entry", 1)[1].split("\n## ", 1)[0]
+    assert "drains 20,000 no-op tasks" in section
+    assert "5 recorded rounds after a warm-up" in section
+    assert "load average 0.50 0.40 0.30 -> 0.60 0.50 0.40" in section
+    assert "| envelope (`ASK_AGENT`) | 7,500 (min 7,000) | 120.0 us (min 100.0 us) | 2.37 " in (
+        section
+    )
+    assert "| legacy `{kind, data}` | 10,000 (min 10,000) | 100.0 us (min 80.0 us) | 1.37 " in (
+        section
+    )
+    assert "| 30.0 us (min 30.0 us) |" in section  # Redis CPU per task
+    assert "throughput 0.75x / 0.70x, worker CPU per task 1.20x / 1.25x" in section
+    assert "Redis CPU per task 1.50x / 1.50x" in section
+    assert f"Command: `{command}`" in section
+
+
+def test_a_missing_or_failed_envelope_run_reads_not_measured() -> None:
+    figures = results()
+    del figures["envelope_throughput"]
+    failed = render(Run(results=figures, errors={"envelope_throughput": "native failed"}))
+    top = failed.split("## Targets (issues 14 and 28)", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in top.splitlines() if "task envelope" in line]
+    assert len(rows) == 2
+    assert all("**not measured**" in row for row in rows)
+    assert all("envelope_throughput failed: native failed" in row for row in rows)
+    assert "## envelope_throughput\n\nFailed: native failed" in failed
+    assert "## Task envelope vs the legacy entry" not in failed

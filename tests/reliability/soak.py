@@ -1,7 +1,7 @@
 """Soak: many tasks through a fleet of worker processes; every capped key stays capped.
 
-    python -m bench.soak                 # 100,000 tasks (the issue's size)
-    python -m bench.soak --tasks 20000   # what tests/reliability/test_soak.py runs
+    python -m tests.reliability.soak                 # 100,000 tasks (the issue's size)
+    python -m tests.reliability.soak --tasks 25000   # what test_soak.py runs
 
 While the tasks flow, a sampler reads the size of every key family the runtime writes
 (XLEN, ZCARD, HLEN) a few times a second and keeps each family's peak; operators'
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from redis.asyncio import Redis
 
+from bench.common import BIN, ROOT
 from worker_runtime.admin import WorkerManager
 from worker_runtime.audit import AUDIT_MAXLEN, add_audit, audit_fields
 from worker_runtime.batcher import SESSION_STREAM_MAXLEN
@@ -34,8 +35,6 @@ from worker_runtime.keys import Keys
 from worker_runtime.messages import CONTROL_STREAM_MAXLEN, encode_task
 from worker_runtime.models import Task
 
-BIN = os.path.dirname(sys.executable)
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AGENT_TYPE = "soak"
 EXECUTION_CAP = 200
 METRICS_INTERVAL_S = 0.5
@@ -240,7 +239,7 @@ async def run_soak(
         env = {k: v for k, v in os.environ.items() if not k.startswith(("BYAI_", "REDIS_"))}
         env.update(SETTINGS, BYAI_REDIS_URL=url)
         for p in range(processes):
-            args = [os.path.join(BIN, "worker-runtime"), "run", "bench.fault_handlers:noop"]
+            args = [str(BIN / "worker-runtime"), "run", "bench.fault_handlers:noop"]
             args += ["--type", AGENT_TYPE, "--instance", f"soak{p}", "--replicas", str(replicas)]
             procs.append(
                 subprocess.Popen(
@@ -319,7 +318,7 @@ async def run_soak(
 
 def main(argv: list[str] | None = None) -> int:
     """Run the soak on a fresh redis-server and print the table."""
-    parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tests.reliability.soak", description=__doc__)
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--processes", type=int, default=3)
     args = parser.parse_args(argv)
