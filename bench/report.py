@@ -308,8 +308,9 @@ def _envelope(r: dict[str, Any]) -> list[str]:
         "",
         "Redis commands per task count the XADDs inside the append script (commandstats), "
         "not round trips: the envelope path's extra one is the second data message "
-        "(`appStreamResponse`), an entry of its own that by-framework's clients wait for; "
-        "the worker's round trips per flush are the same on both paths.",
+        "(`appStreamResponse`), an entry of its own that by-framework's clients wait for "
+        "(and a few hundredths are the one XTRIM per session and batch); the worker's "
+        "round trips per flush are the same on both paths.",
         "",
     ]
 

@@ -166,6 +166,18 @@ def drop_tree(path: Path) -> None:
     subprocess.run(["git", "worktree", "prune"], cwd=ROOT, capture_output=True)
 
 
+def report_path(results_dir: Path, *, quick: bool, only: bool, output: str | None) -> Path:
+    """Where a run writes its report: only a full run replaces the repository's
+    BENCHMARKS.md; a quick or a partial one (``--only``) is written beside its figures."""
+    if output:
+        return Path(output)
+    if quick:
+        return results_dir / "BENCHMARKS-quick.md"
+    if only:
+        return results_dir / "BENCHMARKS-only.md"
+    return ROOT / "BENCHMARKS.md"
+
+
 def main() -> int:
     """Run the suite; write the JSON figures and BENCHMARKS.md."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -177,8 +189,9 @@ def main() -> int:
     parser.add_argument("--results", default=str(ROOT / "bench" / "results"))
     parser.add_argument(
         "--output",
-        help="where to write the report (BENCHMARKS.md; with --quick, "
-        "BENCHMARKS-quick.md in the results directory: quick figures are not figures)",
+        help="where to write the report (BENCHMARKS.md; with --quick, BENCHMARKS-quick.md "
+        "in the results directory: quick figures are not figures; with --only, "
+        "BENCHMARKS-only.md there: a partial run does not replace the whole report)",
     )
     parser.add_argument(
         "--baseline-rev",
@@ -260,8 +273,7 @@ def main() -> int:
         "durations": run.durations,
     }
     (results_dir / "run.json").write_text(json.dumps(meta, indent=2))
-    default = results_dir / "BENCHMARKS-quick.md" if args.quick else ROOT / "BENCHMARKS.md"
-    report = Path(args.output) if args.output else default
+    report = report_path(results_dir, quick=args.quick, only=bool(args.only), output=args.output)
     report.write_text(render(run))
     print(f"\nwrote {report} in {run.seconds / 60:.1f} min")
     return 1 if run.errors else 0

@@ -7,6 +7,7 @@ them, and the table must say met / not met / not measured and the gap from them 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -402,3 +403,14 @@ def test_a_missing_or_failed_envelope_run_reads_not_measured() -> None:
     assert all("envelope_throughput failed: native failed" in row for row in rows)
     assert "## envelope_throughput\n\nFailed: native failed" in failed
     assert "## Task envelope vs the legacy entry" not in failed
+
+
+def test_only_a_full_run_replaces_the_repositorys_report(tmp_path: Path) -> None:
+    from bench.common import ROOT
+    from bench.run_all import report_path
+
+    root_report = ROOT / "BENCHMARKS.md"
+    assert report_path(tmp_path, quick=False, only=False, output=None) == root_report
+    assert report_path(tmp_path, quick=True, only=False, output=None).parent == tmp_path
+    assert report_path(tmp_path, quick=False, only=True, output=None).parent == tmp_path
+    assert report_path(tmp_path, quick=False, only=True, output="x.md") == Path("x.md")
