@@ -190,6 +190,13 @@ def test_demo_starts_and_quits_cleanly() -> None:
         assert not term.alive(), f"q did not end the demo; last screen:\n{last}{_log_tail(last)}"
     finally:
         term.close()
+    # The demo's worker log is a file of this run's own, named before the console starts
+    # (the line is on the terminal again once the console has closed).
+    named = re.search(r"byconsole demo: Redis at \S+; worker log: (\S+\.log)", last)
+    assert named is not None, last
+    log = Path(named.group(1))
+    assert log.is_file() and log.name.startswith("byconsole-demo-")
+    log.unlink()
     # The demo's redis-server is gone with it.
     deadline = time.monotonic() + 10
     while servers & _redis_servers() and time.monotonic() < deadline:

@@ -88,3 +88,32 @@ async def test_worker_and_type_restart_from_the_cli(
         assert "scale T 0" in run(["type", "stop", "--help"], env).out
     finally:
         assert stop_process(proc) == 0
+
+
+async def test_type_stop_fleet_wide_is_scale_to_zero_on_every_instance(
+    redis_url: str, redis: Redis, tmp_path: Path
+) -> None:
+    env = cli_env(redis_url, tmp_path)
+    procs = [
+        spawn_worker(redis_url, "tests.handlers:record", [TYPE], name, replicas=1)
+        for name in ("fa", "fb")
+    ]
+    try:
+
+        async def both_up() -> bool:
+            return all([await _replicas(redis, name, TYPE) for name in ("fa", "fb")])
+
+        await eventually(both_up, timeout=20)
+        gone = run(["type", "stop", TYPE, "--wait", "--json"], env)
+        assert gone.code == 0, gone
+        doc = json.loads(gone.out)
+        assert (doc["action"], doc["serving"], doc["stopped"]) == ("scale", [], True)
+        for name in ("fa", "fb"):
+            assert await _replicas(redis, name, TYPE) == []
+        # A later scale undoes it: the fleet-wide target is a scale target like any other.
+        back = run(["scale", TYPE, "1", "--wait"], env)
+        assert back.code == 0, back
+        assert any([await _replicas(redis, name, TYPE) for name in ("fa", "fb")])
+    finally:
+        for proc in procs:
+            assert stop_process(proc) == 0
