@@ -386,14 +386,15 @@ async def fault_rig(
     processes: int,
     prefix: str,
     env: dict[str, str] | None = None,
-    extra_args: Sequence[str] = (),
+    server: RedisServer | None = None,
 ) -> AsyncIterator[Rig]:
-    """A fresh ``redis-server`` and a :class:`WorkerFleet` on it, every worker online.
+    """A fresh ``redis-server`` (``server``, not yet started, when the scenario's fault is
+    Redis itself) and a :class:`WorkerFleet` on it, every worker online.
 
     On the way out the fleet is killed (whatever the scenario left running), the client
     closed and the server's files removed.
     """
-    server = RedisServer(extra_args=extra_args).start()
+    server = (server or RedisServer()).start()
     journal = workdir / "journal.txt"
     fleet = WorkerFleet(
         server.url, journal, workdir / "logs", processes=processes, env=env, prefix=prefix
@@ -691,16 +692,21 @@ class ConsoleProbe:
     last_online: int = 0
     _task: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
+    async def __aenter__(self) -> ConsoleProbe:
         """Start polling."""
         self._task = asyncio.create_task(self._run())
+        return self
 
-    async def stop(self) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         """Stop polling."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+    async def sees(self, online: int) -> None:
+        """Until a read shows ``online`` workers online (the console sees the fleet again)."""
+        await until(lambda: _true(self.last_online == online), 10, "console sees the fleet", 0.1)
 
     async def _run(self) -> None:
         from worker_runtime.connection import create_redis
@@ -747,27 +753,24 @@ async def redis_restart(
     """
     rng = random.Random(seed)
     keys = Keys()
-    server = RedisServer(extra_args=PERSISTENT_ARGS if persistent else ())
-    server.start()
-    journal = workdir / "journal.txt"
-    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=processes)
     name = "Redis SIGKILL + restart" + (" (AOF always)" if persistent else " (no persistence)")
     result = ScenarioResult(name)
-    redis = Redis.from_url(server.url, decode_responses=True)
-    probe = ConsoleProbe(server.url)
-    try:
-        fleet.start()
-        await fleet.wait_online(redis, keys)
-        probe.start()
+    server = RedisServer(extra_args=PERSISTENT_ARGS if persistent else ())
+    async with (
+        fault_rig(workdir, processes=processes, prefix="f", server=server) as rig,
+        ConsoleProbe(server.url) as probe,
+    ):
+        fleet, journal = rig.fleet, rig.journal
         started = time.monotonic()
-        before = await submit(redis, keys, sleep_payloads(rng, tasks_before, 0.2, 0.8))
+        before = await submit(rig.redis, keys, sleep_payloads(rng, tasks_before, 0.2, 0.8))
         await until(
             lambda: done_at_least(journal, before, tasks_before // 4),
             timeout,
             "a quarter done",
             0.05,
         )
-        await redis.aclose()
+        # The rig's client goes down with the server; the scenario reads through a new one.
+        await rig.redis.aclose()
         assert server.proc is not None
         server.proc.kill()
         server.proc.wait(10)
@@ -781,35 +784,31 @@ async def redis_restart(
         server.start()
         back = time.monotonic()
         redis = Redis.from_url(server.url, decode_responses=True)
-        # Every worker is back: lease, registry, routing and consumer groups.
-        await fleet.wait_online(redis, keys)
-        result.notes["reregistered_s"] = round(time.monotonic() - back, 1)
-        after = await submit(redis, keys, sleep_payloads(rng, tasks_after, 0.05, 0.2))
-        expected = [*before, *after] if persistent else after
-        await wait_completed(journal, expected, timeout)
-        result.notes["group_exists"] = await _group_exists(redis, keys)
-        result.notes["registered"] = sorted(await redis.smembers(keys.workers))
-        result.notes["routable"] = sorted(await redis.smembers(keys.type_workers(AGENT_TYPE)))
-        result.notes["done_before_kill"] = len(done_at_kill & set(before))
-        result.notes["running_at_kill"] = sorted(running_at_kill)
-        result.notes["console_failures_during_outage"] = probe.failures - failures_before
-        await until(
-            lambda: _true(probe.last_online == processes), 10, "console sees the fleet", 0.1
-        )
-        result.notes["console_online_after"] = probe.last_online
-        alive = [fleet.running(i) for i in range(processes)]
-        result.notes["workers_alive"] = alive
-        final = await finish(result, redis, fleet, expected, started)
-        if not persistent:
-            # Tasks submitted before a restart without persistence went with the data;
-            # those that ran anyway are reported, not counted as submitted.
-            final.notes["before_lost_with_data"] = len(set(before) - completed_ids(journal))
-        return final
-    finally:
-        await probe.stop()
-        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
-        await redis.aclose()
-        server.cleanup()
+        try:
+            # Every worker is back: lease, registry, routing and consumer groups.
+            await fleet.wait_online(redis, keys)
+            result.notes["reregistered_s"] = round(time.monotonic() - back, 1)
+            after = await submit(redis, keys, sleep_payloads(rng, tasks_after, 0.05, 0.2))
+            expected = [*before, *after] if persistent else after
+            await wait_completed(journal, expected, timeout)
+            result.notes["group_exists"] = await _group_exists(redis, keys)
+            result.notes["registered"] = sorted(await redis.smembers(keys.workers))
+            result.notes["routable"] = sorted(await redis.smembers(keys.type_workers(AGENT_TYPE)))
+            result.notes["done_before_kill"] = len(done_at_kill & set(before))
+            result.notes["running_at_kill"] = sorted(running_at_kill)
+            result.notes["console_failures_during_outage"] = probe.failures - failures_before
+            await probe.sees(processes)
+            result.notes["console_online_after"] = probe.last_online
+            result.notes["workers_alive"] = [fleet.running(i) for i in range(processes)]
+            final = await finish(result, redis, fleet, expected, started)
+            if not persistent:
+                # Tasks submitted before a restart without persistence went with the data;
+                # those that ran anyway are reported, not counted as submitted.
+                lost = set(before) - completed_ids(journal)
+                final.notes["before_lost_with_data"] = len(lost)
+            return final
+        finally:
+            await redis.aclose()
 
 
 async def _true(value: bool) -> bool:
@@ -847,19 +846,20 @@ async def redis_pause(
     No worker dies, so no task may run twice; every lease must be renewed after the
     pause (heartbeats resume) and every process must still be running.
     """
+    from worker_runtime.models import Lease
+
     rng = random.Random(seed)
     keys = Keys()
-    server = RedisServer()
-    server.start()
-    journal = workdir / "journal.txt"
-    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=processes)
     result = ScenarioResult(f"Redis SIGSTOP {pause_s:g} s")
-    redis = Redis.from_url(server.url, decode_responses=True)
-    probe = ConsoleProbe(server.url)
-    try:
-        fleet.start()
-        await fleet.wait_online(redis, keys)
-        probe.start()
+    server = RedisServer()
+    async with (
+        fault_rig(workdir, processes=processes, prefix="f", server=server) as (
+            redis,
+            fleet,
+            journal,
+        ),
+        ConsoleProbe(server.url) as probe,
+    ):
         started = time.monotonic()
         ids = await submit(redis, keys, sleep_payloads(rng, tasks, 0.1, 0.6))
         await until(
@@ -869,8 +869,10 @@ async def redis_pause(
         failures_before = probe.failures
         os.kill(server.proc.pid, signal.SIGSTOP)
         result.faults["redis SIGSTOP"] += 1
-        await asyncio.sleep(pause_s)
-        os.kill(server.proc.pid, signal.SIGCONT)
+        try:
+            await asyncio.sleep(pause_s)
+        finally:
+            os.kill(server.proc.pid, signal.SIGCONT)
         resumed_ms = int(time.time() * 1000)
         result.notes["console_failures_during_pause"] = probe.failures - failures_before
 
@@ -878,8 +880,6 @@ async def redis_pause(
             leases = await redis.mget(
                 [keys.worker_online(fleet.worker_id(i)) for i in range(processes)]
             )
-            from worker_runtime.models import Lease
-
             seen = [Lease.parse(raw).last_seen or 0 for raw in leases if raw is not None]
             return len(seen) == processes and min(seen) > resumed_ms
 
@@ -887,16 +887,6 @@ async def redis_pause(
         result.notes["heartbeats_resumed"] = True
         await wait_completed(journal, ids, timeout)
         result.notes["workers_alive"] = [fleet.running(i) for i in range(processes)]
-        await until(
-            lambda: _true(probe.last_online == processes), 10, "console sees the fleet", 0.1
-        )
+        await probe.sees(processes)
         result.notes["console_online_after"] = probe.last_online
         return await finish(result, redis, fleet, ids, started)
-    finally:
-        if server.proc is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(server.proc.pid, signal.SIGCONT)
-        await probe.stop()
-        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
-        await redis.aclose()
-        server.cleanup()
