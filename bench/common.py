@@ -7,7 +7,8 @@
   (:func:`snapshot_fleet`);
 - timing of finished commands (:func:`run_timed`), server work (:func:`command_calls`),
   interleaved side-by-side rounds (:func:`interleave`, :func:`ainterleave`);
-- figures as text (:func:`summary`, :func:`ratio_line`) and as JSON (:func:`write_results`).
+- figures as text (:func:`summary`, :func:`ratio_line`, :func:`markdown_table`) and as
+  JSON (:func:`write_results`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,6 +219,16 @@ def write_results(path: str | None, data: dict[str, Any]) -> None:
 def ratio(a: float, b: float) -> float:
     """``a / b``, or ``inf`` when ``b`` is 0."""
     return a / b if b else float("inf")
+
+
+def markdown_table(
+    header: Sequence[str], rows: Iterable[Sequence[str]], right: int = 0
+) -> list[str]:
+    """A Markdown table and the blank line after it; the last ``right`` columns (counts)
+    right-aligned."""
+    align = [" --- "] * (len(header) - right) + [" ---: "] * right
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    return [*lines, *("| " + " | ".join(row) + " |" for row in rows), ""]
 
 
 # -- simulated fleets ---------------------------------------------------------------------
@@ -416,8 +427,7 @@ async def ainterleave(
 def ratio_line(result: Mapping[str, Any], a: str, b: str, unit: str = "s") -> str:
     """``a median … (min …) vs b median … (min …): ratio x (median), y (min)``."""
     ra, rb = result[a], result[b]
-    med = ra["median"] / rb["median"] if rb["median"] else float("inf")
-    low = ra["min"] / rb["min"] if rb["min"] else float("inf")
+    med, low = ratio(ra["median"], rb["median"]), ratio(ra["min"], rb["min"])
     return (
         f"{a} {ra['median']:.3f} {unit} (min {ra['min']:.3f}) vs {b} {rb['median']:.3f} {unit} "
         f"(min {rb['min']:.3f}): {med:.2f}x median, {low:.2f}x min "

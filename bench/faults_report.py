@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import machine
+from bench.common import machine, markdown_table
 from bench.faults import ScenarioResult, redis_pause, redis_restart, worker_chaos
 from bench.faults_delivery import (
     direct_tasks_sigterm,
@@ -184,22 +184,21 @@ NOTES: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
 ]  # fmt: skip
 
 
+HEADER = ["scenario", "faults injected", "submitted", "completed", "duplicated (extra runs)"]
+HEADER += ["lost", "time"]
+"""The table's columns; those after the first two are counts (right-aligned)."""
+
+
 def table(results: list[ScenarioResult]) -> str:
     """The results as Markdown."""
-    rows = [
-        "| scenario | faults injected | submitted | completed | duplicated (extra runs) "
-        "| lost | time |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
-    ]
+    rows: list[list[str]] = []
     notes = []
     for r in results:
         t = r.tally
         why = ", ".join(f"{k} {n}" for k, n in sorted(t.explained_by.items()))
         dup = f"{t.duplicated} ({t.extra_runs}{': ' + why if why else ''})"
-        rows.append(
-            f"| {r.name} | {r.fault_summary} | {t.submitted:,} | {t.completed:,} | {dup} "
-            f"| {t.lost} | {r.seconds:.0f} s |"
-        )
+        counts = [f"{t.submitted:,}", f"{t.completed:,}", dup, str(t.lost), f"{r.seconds:.0f} s"]
+        rows.append([r.name, r.fault_summary, *counts])
         lines = [line(r.notes) for key, line in NOTES if key in r.notes]
         if t.retries:
             lines.append(
@@ -211,7 +210,8 @@ def table(results: list[ScenarioResult]) -> str:
         if t.unexplained:
             lines.append(f"{len(t.unexplained)} UNEXPLAINED duplicate(s)")
         notes += [f"{r.name}: {line}" for line in lines]
-    return "\n".join(rows + [""] + [f"* {n}" for n in notes])
+    table = markdown_table(HEADER, rows, right=len(HEADER) - 2)
+    return "\n".join([*table, *(f"* {n}" for n in notes)])
 
 
 HEADINGS = {

@@ -9,12 +9,13 @@ import argparse
 import json
 import platform
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bench import targets as issue
+from bench.common import markdown_table, ratio
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,14 +58,6 @@ def _ms(value: Any) -> str:
     return _f(value, ",.1f", " ms")
 
 
-def _table(header: str, rows: list[list[str]]) -> list[str]:
-    """A Markdown table; ``header`` is its cells joined by ``" | "``."""
-    cells = header.split(" | ")
-    lines = ["| " + " | ".join(cells) + " |", "|" + "|".join(" --- " for _ in cells) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return [*lines, ""]
-
-
 # -- sections -------------------------------------------------------------------------------
 # Each section is a heading, a paragraph and tables; a table is its header and one row per
 # entry of the figures, its cells read by small functions (a missing figure raises a
@@ -74,19 +67,15 @@ Cells = list[tuple[str, Callable[[Any], str]]]
 """A table's columns: (header, the cell of one row's figures)."""
 
 
-def _rows(columns: Cells, entries: list[Any]) -> list[str]:
-    """One table: a row per entry, a cell per column."""
-    header = " | ".join(h for h, _ in columns)
-    return _table(header, [[cell(e) for _, cell in columns] for e in entries])
+def _rows(columns: Cells, entries: list[Any], failed: Sequence[list[str]] = ()) -> list[str]:
+    """One table: a row per entry, a cell per column (then the rows of ``failed`` runs)."""
+    rows = [[cell(e) for _, cell in columns] for e in entries]
+    return markdown_table([h for h, _ in columns], [*rows, *failed])
 
 
-def _facts(rows: list[tuple[str, str]]) -> list[str]:
+def _facts(rows: list[tuple[str, str]], header: tuple[str, str] = ("", "")) -> list[str]:
     """A two-column table of labelled figures."""
-    return _table(" | ", [[k, v] for k, v in rows])
-
-
-def _sized(table: dict[str, Any]) -> list[tuple[int, Any]]:
-    return [(int(n), row) for n, row in table.items()]
+    return markdown_table(header, rows)
 
 
 def _cli_time(side: dict[str, Any]) -> str:
@@ -101,9 +90,7 @@ def _cpu(row: dict[str, Any], a: str = "ours", b: str = "rq") -> str:
 
 def _x(a: dict[str, Any], b: dict[str, Any]) -> str:
     """Ratio of medians / ratio of mins of two interleaved sides."""
-    med = a["median"] / b["median"] if b["median"] else float("inf")
-    low = a["min"] / b["min"] if b["min"] else float("inf")
-    return f"{med:.2f}x / {low:.2f}x"
+    return f"{ratio(a['median'], b['median']):.2f}x / {ratio(a['min'], b['min']):.2f}x"
 
 
 def _speedup(row: dict[str, Any], side: str) -> str:
@@ -170,7 +157,7 @@ def _fleet_listing(r: dict[str, Any]) -> list[str]:
             f"{_cpu(st)} [load {st['load_before']} -> {st['load_after']}].",
             "",
         ]
-    lines += ["### Loopback", "", *_rows(LOOPBACK, _sized(r.get("loopback", {})))]
+    lines += ["### Loopback", "", *_rows(LOOPBACK, issue.by_size(r.get("loopback", {})))]
     delay = r.get("delay")
     if delay:
         lines += [f"### Over a slower network: {delay['path']}", ""]
@@ -181,7 +168,7 @@ def _fleet_listing(r: dict[str, Any]) -> list[str]:
             "extra time over loopback divided by the extra RTT (resolution: the run-to-run "
             "noise, a few dozen round trips).",
             "",
-            *_rows(DELAYED, _sized(r.get("delayed", {}))),
+            *_rows(DELAYED, issue.by_size(r.get("delayed", {}))),
         ]
     return lines
 
@@ -219,13 +206,12 @@ def _throughput(r: dict[str, Any]) -> list[str]:
     ok = {s: v for s, v in r["systems"].items() if "tasks_per_s" in v}
     best = max((v["tasks_per_s"] for s, v in ok.items() if s != "worker_runtime"), default=0)
     ranked = sorted(ok.items(), key=lambda kv: -kv[1]["tasks_per_s"])
-    table = _rows(THROUGHPUT, [(s, v, best) for s, v in ranked])
     failed = [
-        f"| {NAMES.get(s, s)} | failed | | | | | | {v['error'][:80]} |"
+        [NAMES.get(s, s), "failed", "", "", "", "", "", v["error"][:80]]
         for s, v in r["systems"].items()
         if "error" in v
     ]
-    lines += [*table[:-1], *failed, ""]
+    lines += _rows(THROUGHPUT, [(s, v, best) for s, v in ranked], failed)
     c = r.get("ceiling", {})
     if c:
         ours = ok.get("worker_runtime", {}).get("tasks_per_s")
@@ -342,9 +328,7 @@ def _control(r: dict[str, Any]) -> list[str]:
     celery = r.get("celery")
     if isinstance(celery, dict):
         entries.append(("celery `cancel_consumer`/`add_consumer`, reply=True", 1, celery))
-    table = _rows(LATENCY, entries)
-    if isinstance(celery, str):
-        table = [*table[:-1], f"| celery | 1 | failed | {celery} | | |", ""]
+    failed = [["celery", "1", "failed", celery, "", ""]] if isinstance(celery, str) else []
     return [
         "## 3. Control latency: operator command -> worker applied",
         "",
@@ -355,7 +339,7 @@ def _control(r: dict[str, Any]) -> list[str]:
         f"Pull only: the admin hash written without the stream entry, heartbeat "
         f"{r['pull_interval_s']:g} s, each command after a random pause.",
         "",
-        *table,
+        *_rows(LATENCY, entries, failed),
         "arq, taskiq and dramatiq have no command channel to running workers; rq's "
         "(`send_shutdown_command`, `send_kill_horse_command`) sends without a reply.",
         "",
@@ -374,9 +358,7 @@ def _heartbeat(r: dict[str, Any]) -> list[str]:
         f"running the runtime's `heartbeat.beat` every {r['interval_s']:g} s (random phase) "
         f"from {r['processes']} client processes; Redis sampled over {r['window_s']:.0f} s.",
         "",
-        "| figure | value |",
-        "| --- | --- |",
-        *(f"| {k} | {v} |" for k, v in (
+        *_facts(header=("figure", "value"), rows=[
             ("beats/s (expected)", f"{r['beats_per_s']:.1f} ({r['expected_beats_per_s']:.1f})"),
             ("Redis commands/s", f"{r['redis_commands_per_s']:,.0f}"),
             ("by command", ", ".join(f"{k} {v:,.0f}" for k, v in top)),
@@ -384,8 +366,7 @@ def _heartbeat(r: dict[str, Any]) -> list[str]:
             ("Redis memory / keys", f"{r['redis_used_memory_mb']:.0f} MB / {r['keys']:,}"),
             ("beat round trip p50 / p99", f"{_ms(r['beat_p50_ms'])} / {_ms(r['beat_p99_ms'])}"),
             ("simulating clients' CPU", f"{r['client_cpu_pct']:.0f}% of one core"),
-        )),
-        "",
+        ]),
     ]  # fmt: skip
 
 
@@ -469,7 +450,7 @@ def render(run: Run, notes: list[str] | None = None) -> str:
         "## Machine",
         "",
     ]
-    lines += _table(" | ", [[k, v] for k, v in env.items()])
+    lines += _facts(list(env.items()))
     after = f", after: {run.load_after}" if run.load_after else ""
     lines += [
         f"Run started {run.started}, took {run.seconds / 60:.1f} min; load average before: "

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from bench.common import markdown_table
+
 Direction = Literal["at_most", "below", "at_least"]
 """``value <= limit``, ``value < limit`` or ``value >= limit``."""
 
@@ -203,14 +205,19 @@ def _load(result: Mapping[str, Any]) -> str:
     return f"; load {before} -> {after}" if before and after else ""
 
 
+def by_size(table: Mapping[str, Any]) -> list[tuple[int, Any]]:
+    """The entries of a table keyed by fleet size (sizes as text, as JSON keeps them) as
+    ``(size, entry)``, smallest first."""
+    return sorted(((int(n), entry) for n, entry in table.items()), key=lambda e: e[0])
+
+
 def _sized(table: Mapping[str, Any], size: int) -> tuple[int, Any]:
-    """The entry for ``size`` (keys are sizes as text), else the largest one there is."""
-    if str(size) in table:
-        return size, table[str(size)]
-    sizes = sorted(int(k) for k in table)
-    if not sizes:
+    """The entry for ``size``, else the largest one there is."""
+    entries = dict(by_size(table))
+    if not entries:
         raise KeyError(size)
-    return sizes[-1], table[str(sizes[-1])]
+    found = size if size in entries else max(entries)
+    return found, entries[found]
 
 
 # -- the targets ----------------------------------------------------------------------------
@@ -545,28 +552,17 @@ def evaluate(results: Mapping[str, Any], errors: Mapping[str, str] | None = None
     return table
 
 
+HEADER = ["target", "goal", "median", "min", "max", "n", "result", "gap", "measured by", "detail"]
+
+
 def render(table: Table) -> list[str]:
     """The Markdown table (and its notes) for BENCHMARKS.md."""
-    header = [
-        "target",
-        "goal",
-        "median",
-        "min",
-        "max",
-        "n",
-        "result",
-        "gap",
-        "measured by",
-        "detail",
-    ]
-    lines = [
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join(" --- " for _ in header) + "|",
-    ]
+    rows: list[list[str]] = []
     for v in table.verdicts:
         g, f = v.goal, v.figure
         judged = " (judged on the max)" if g.judged_on == "max" else ""
-        cells = [
+        script, *flags = g.source.split()
+        rows.append([
             g.label,
             goal_text(g) + judged,
             fmt(f.median, g.unit) if f else "",
@@ -575,14 +571,11 @@ def render(table: Table) -> list[str]:
             str(f.n) if f else "",
             f"**{v.result}**",
             v.gap,
-            f"`bench/{g.source.split()[0]}.py`" + (" " + " ".join(g.source.split()[1:])).rstrip(),
+            " ".join([f"`bench/{script}.py`", *flags]),
             (f.detail if f else v.why_missing).replace("|", "/"),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
+        ])  # fmt: skip
     met, how = table.interleaved
     word = "not measured" if met is None else ("met" if met else "not met")
-    lines.append(
-        "| every comparison interleaved (ABAB…), ≥ 5 rounds, load average before and after "
-        f"| ≥ 5 rounds |  |  |  |  | **{word}** |  | `bench/common.py` | {how} |"
-    )
-    return [*lines, ""]
+    label = "every comparison interleaved (ABAB…), ≥ 5 rounds, load average before and after"
+    rows.append([label, "≥ 5 rounds", "", "", "", "", f"**{word}**", "", "`bench/common.py`", how])
+    return markdown_table(HEADER, rows)
