@@ -1,11 +1,13 @@
 """Shared benchmark set-up: servers, processes, simulated fleets, timing, interleaving, JSON.
 
 - a private ``redis-server`` and clients configured as the runtime's (:func:`start_redis`,
-  :func:`redis_client`); worker subprocesses (:func:`spawn_runtime`, :func:`worker_env`);
+  :func:`redis_client`); worker subprocesses (:func:`spawn_runtime`, :func:`worker_env`,
+  :func:`stop_processes`) and what ``/proc`` says of them (:func:`proc_stat`);
 - simulated fleets written by the runtime's own heartbeat code (:func:`populate`,
   :func:`make_fleet`, :func:`write_fleet`) and synthetic snapshots with no Redis
   (:func:`snapshot_fleet`);
-- timing of finished commands (:func:`run_timed`), server work (:func:`command_calls`),
+- timing of finished commands (:func:`run_timed`), server work (:func:`command_calls`,
+  :func:`server_counters`),
   interleaved side-by-side rounds (:func:`interleave`, :func:`ainterleave`);
 - figures as text (:func:`summary`, :func:`ratio_line`, :func:`markdown_table`) and as
   JSON (:func:`write_results`).
@@ -14,18 +16,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import platform
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +93,37 @@ def spawn_runtime(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+
+def stop_processes(
+    procs: Sequence[subprocess.Popen[Any] | None], sig: int = signal.SIGTERM, timeout: float = 20.0
+) -> list[int | None]:
+    """Signal every running process (SIGCONT first: a stopped one cannot exit) and wait;
+    their exit codes (``None``: killed once ``timeout`` passed, or never started)."""
+    for proc in procs:
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGCONT)
+                os.kill(proc.pid, sig)
+    codes: list[int | None] = []
+    for proc in procs:
+        if proc is None:
+            codes.append(None)
+            continue
+        try:
+            codes.append(proc.wait(timeout))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+            codes.append(None)
+    return codes
+
+
+def proc_stat(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command name (the state first, then the
+    parent pid …; ``utime`` and ``stime`` are ``[11]`` and ``[12]``). Raises ``OSError``
+    when the process is gone."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -348,6 +383,17 @@ def command_calls(info: dict[str, Any]) -> dict[str, int]:
     return out
 
 
+def redis_cpu(info: dict[str, Any]) -> float:
+    """``used_cpu_sys + used_cpu_user`` of the server (``INFO cpu``)."""
+    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+
+
+async def server_counters(redis: Redis) -> tuple[dict[str, int], float]:
+    """The server's :func:`command_calls` and CPU seconds (:func:`redis_cpu`) now: two
+    readings bracket the work between them."""
+    return command_calls(await redis.info("commandstats")), redis_cpu(await redis.info("cpu"))
+
+
 def calls_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
     """Commands run between two :func:`command_calls` readings (INFO itself excluded)."""
     delta = {k: after[k] - before.get(k, 0) for k in after if k != "info"}
@@ -377,6 +423,15 @@ def stats(samples: list[float]) -> dict[str, Any]:
     }
 
 
+def _schedule(names: list[str], repeats: int, warmup: int) -> Iterator[tuple[str, bool]]:
+    """``(side, recorded)`` in run order: every side once a round, ``warmup`` unrecorded
+    rounds first. Which side goes first alternates, so neither always runs on a warmer
+    machine."""
+    for round_ in range(warmup + repeats):
+        for name in names if round_ % 2 == 0 else names[::-1]:
+            yield name, round_ >= warmup
+
+
 def _finish(samples: dict[str, list[float]], before: str) -> dict[str, Any]:
     out: dict[str, Any] = {name: stats(values) for name, values in samples.items()}
     out["load_before"] = before
@@ -399,13 +454,10 @@ def interleave(
     """
     before = load_average()
     samples: dict[str, list[float]] = {name: [] for name in sides}
-    for round_ in range(warmup + repeats):
-        # Alternate which side goes first, so neither always runs on a warmer machine.
-        order = list(sides) if round_ % 2 == 0 else list(reversed(list(sides)))
-        for name in order:
-            value = sides[name]()
-            if round_ >= warmup:
-                samples[name].append(value)
+    for name, recorded in _schedule(list(sides), repeats, warmup):
+        value = sides[name]()
+        if recorded:
+            samples[name].append(value)
     return _finish(samples, before)
 
 
@@ -415,12 +467,10 @@ async def ainterleave(
     """:func:`interleave` for coroutines (in-process figures on one event loop)."""
     before = load_average()
     samples: dict[str, list[float]] = {name: [] for name in sides}
-    for round_ in range(warmup + repeats):
-        order = list(sides) if round_ % 2 == 0 else list(reversed(list(sides)))
-        for name in order:
-            value = await sides[name]()
-            if round_ >= warmup:
-                samples[name].append(value)
+    for name, recorded in _schedule(list(sides), repeats, warmup):
+        value = await sides[name]()
+        if recorded:
+            samples[name].append(value)
     return _finish(samples, before)
 
 

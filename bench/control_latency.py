@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -43,6 +42,7 @@ from bench.common import (
     redis_client,
     spawn_runtime,
     start_redis,
+    stop_processes,
     summary,
     versions,
     worker_env,
@@ -167,19 +167,6 @@ async def pull_one(redis: Redis, watch: LeaseWatch, wid: str, i: int) -> float:
     return (confirmed - started) * 1000
 
 
-def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
-    """SIGTERM every process, then wait."""
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(5)
-
-
 def start_fleet(
     url: str, workers: int, tag: str, per_process: int, **env: str
 ) -> tuple[list[Any], list[str]]:
@@ -226,7 +213,7 @@ async def runtime_latency(
                 )
                 print(f"  after the write returned: {summary(out['push_burst_after_write'])}")
     finally:
-        stop_all(procs)
+        stop_processes(procs, timeout=30.0)
     # -- pull ---------------------------------------------------------------------------
     await redis.flushall()
     procs, ids = start_fleet(
@@ -248,7 +235,7 @@ async def runtime_latency(
             out["pull"] = lat
             print(f"pull only (heartbeat {PULL_INTERVAL:g} s), {workers} worker(s): {summary(lat)}")
     finally:
-        stop_all(procs)
+        stop_processes(procs, timeout=30.0)
     return out
 
 
@@ -284,7 +271,7 @@ def celery_latency(url: str, commands: int) -> list[float] | str:
             lat.append((time.perf_counter() - started) * 1000)
         return lat
     finally:
-        stop_all([proc])
+        stop_processes([proc], timeout=30.0)
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -316,24 +303,22 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         await redis.aclose()
         server.cleanup()
-    for key, row in results["runtime"].items():
+    for row in results["runtime"].values():
         for channel, values in row.items():
-            row[channel] = {
-                "p50_ms": percentile(values, 50),
-                "p99_ms": percentile(values, 99),
-                "max_ms": max(values),
-                "n": len(values),
-            }
-        results["runtime"][key] = row
+            row[channel] = latency(values)
     if isinstance(results.get("celery"), list):
-        values = results["celery"]
-        results["celery"] = {
-            "p50_ms": percentile(values, 50),
-            "p99_ms": percentile(values, 99),
-            "max_ms": max(values),
-            "n": len(values),
-        }
+        results["celery"] = latency(results["celery"])
     return results
+
+
+def latency(values: list[float]) -> dict[str, Any]:
+    """The figures the report shows of one mechanism's latencies (ms)."""
+    return {
+        "p50_ms": percentile(values, 50),
+        "p99_ms": percentile(values, 99),
+        "max_ms": max(values),
+        "n": len(values),
+    }
 
 
 def main() -> int:

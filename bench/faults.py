@@ -44,7 +44,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
-from bench.common import BIN, ROOT, worker_env
+from bench.common import BIN, ROOT, proc_stat, stop_processes, worker_env
 from bench.fault_handlers import JOURNAL_ENV, append_line
 from worker_runtime.embedded import RedisServer
 from worker_runtime.fleet import FleetReader
@@ -219,10 +219,9 @@ def _stopped_before_its_start(
 def process_state(pid: int) -> str:
     """The state letter of ``/proc/PID/stat`` (``T`` stopped, ``Z`` zombie), or ``?``."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return proc_stat(pid)[0]
     except OSError:
         return "?"
-    return stat.rsplit(")", 1)[-1].split()[0]
 
 
 def spawn_worker(
@@ -241,30 +240,6 @@ def spawn_worker(
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         return subprocess.Popen(command, cwd=ROOT, env=full, stdout=out, stderr=subprocess.STDOUT)
-
-
-def stop_processes(
-    procs: Sequence[subprocess.Popen[Any] | None], sig: int = signal.SIGTERM, timeout: float = 20.0
-) -> list[int | None]:
-    """Signal every running process (SIGCONT first: a stopped one cannot exit) and wait;
-    their exit codes (``None``: killed once ``timeout`` passed, or never started)."""
-    for proc in procs:
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGCONT)
-                os.kill(proc.pid, sig)
-    codes: list[int | None] = []
-    for proc in procs:
-        if proc is None:
-            codes.append(None)
-            continue
-        try:
-            codes.append(proc.wait(timeout))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-            codes.append(None)
-    return codes
 
 
 class WorkerFleet:

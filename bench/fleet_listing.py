@@ -280,6 +280,13 @@ async def in_process(server: RedisServer, n: int, repeats: int) -> dict[str, Any
     }
 
 
+def speedup(row: dict[str, Any], side: str = "ours", key: str = "speedup") -> None:
+    """Set ``row[key]`` (medians) and ``row[key + "_min"]`` (mins): how many times faster
+    than ``rq info`` the ``side`` CLI listed the fleet."""
+    row[key] = ratio(row["rq"]["seconds"], row[side]["seconds"])
+    row[f"{key}_min"] = ratio(row["rq"]["min"], row[side]["min"])
+
+
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Every figure of this benchmark."""
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -339,11 +346,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 sides["table"] = ours_cmd(server.url, "table")
             clis = await time_clis(server, sides, n, args.repeats)
             row.update(clis)
-            row["speedup"] = ratio(row["rq"]["seconds"], row["ours"]["seconds"])
-            row["speedup_min"] = ratio(row["rq"]["min"], row["ours"]["min"])
+            speedup(row)
             if "table" in row:
-                row["table_speedup"] = ratio(row["rq"]["seconds"], row["table"]["seconds"])
-                row["table_speedup_min"] = ratio(row["rq"]["min"], row["table"]["min"])
+                speedup(row, "table", "table_speedup")
             row["listing_speedup"] = ratio(row["rq_worker_all_ms"], row["reader_ms"])
             results["loopback"][str(n)] = row
             table = (
@@ -380,8 +385,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     # (fastest runs on both sides: noise only ever adds time).
                     added = slow[who]["min"] - row[who]["min"]
                     slow[who]["implied_round_trips"] = max(0.0, added * 1000 / extra)
-                slow["speedup"] = ratio(slow["rq"]["seconds"], slow["ours"]["seconds"])
-                slow["speedup_min"] = ratio(slow["rq"]["min"], slow["ours"]["min"])
+                speedup(slow)
                 slow["rtt_ms"] = path.rtt_ms
                 results["delayed"][str(n)] = slow
                 print(

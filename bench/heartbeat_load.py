@@ -20,6 +20,7 @@ import asyncio
 import json
 import random
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -28,13 +29,14 @@ from typing import Any
 from bench.common import (
     ROOT,
     calls_delta,
-    command_calls,
     machine,
     make_fleet,
     percentile,
     redis_client,
+    server_counters,
     sim_settings,
     start_redis,
+    stop_processes,
     versions,
     write_fleet,
     write_results,
@@ -75,11 +77,6 @@ async def child(url: str, first: int, count: int, per: int, start_at: float, arg
     print(json.dumps({"beats": beats, "latencies": latencies, "cpu_s": cpu}))
 
 
-def redis_cpu(info: dict[str, Any]) -> float:
-    """``used_cpu_sys + used_cpu_user`` of the server."""
-    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
-
-
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Every figure of this benchmark."""
     per = args.replicas // args.instances
@@ -106,12 +103,10 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     try:
         window_start = start_at + args.interval
         await asyncio.sleep(max(0.0, window_start - time.time()))
-        cmds0 = command_calls(await redis.info("commandstats"))
-        cpu0 = redis_cpu(await redis.info("cpu"))
+        cmds0, cpu0 = await server_counters(redis)
         t0 = time.time()
         await asyncio.sleep(args.window)
-        cmds1 = command_calls(await redis.info("commandstats"))
-        cpu1 = redis_cpu(await redis.info("cpu"))
+        cmds1, cpu1 = await server_counters(redis)
         elapsed = time.time() - t0
         memory = await redis.info("memory")
         keys = await redis.dbsize()
@@ -120,9 +115,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             out, _ = p.communicate(timeout=args.window + 60)
             reports.append(json.loads(out.strip().splitlines()[-1]))
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+        stop_processes(procs, signal.SIGKILL, 5.0)
         await redis.aclose()
         server.cleanup()
     commands = calls_delta(cmds0, cmds1)

@@ -53,11 +53,12 @@ from bench.common import (
     ROOT,
     ainterleave,
     calls_delta,
-    command_calls,
     machine,
+    proc_stat,
     ratio,
     ratio_line,
     redis_client,
+    server_counters,
     start_redis,
     stats,
     versions,
@@ -154,7 +155,7 @@ def tree_cpu_seconds(pid: int) -> float:
     while stack:
         p = stack.pop()
         try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            fields = proc_stat(p)
             total += (int(fields[11]) + int(fields[12])) / CLK_TCK
             for task in Path(f"/proc/{p}/task").iterdir():
                 children = (task / "children").read_text().split()
@@ -162,11 +163,6 @@ def tree_cpu_seconds(pid: int) -> float:
         except (OSError, IndexError, ValueError):
             continue
     return total
-
-
-def redis_cpu(info: dict[str, Any]) -> float:
-    """``used_cpu_sys + used_cpu_user`` of the server."""
-    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -227,8 +223,7 @@ async def run_system(
                 PYTHONPATH=str(root or ROOT),
                 **mode,
             )
-            before_cmds = command_calls(await redis.info("commandstats"))
-            before_cpu = redis_cpu(await redis.info("cpu"))
+            before_cmds, before_cpu = await server_counters(redis)
             log = Path(tmp) / "worker.log"
             with log.open("wb") as log_file:
                 proc = subprocess.Popen(
@@ -248,8 +243,7 @@ async def run_system(
                         raise RuntimeError(f"no completion within {timeout:g} s")
                     await asyncio.sleep(0.01)
                 worker_cpu = tree_cpu_seconds(proc.pid)
-                after_cpu = redis_cpu(await redis.info("cpu"))
-                after_cmds = command_calls(await redis.info("commandstats"))
+                after_cmds, after_cpu = await server_counters(redis)
             finally:
                 stop(proc)
             done = json.loads(out.read_text())
