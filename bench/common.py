@@ -367,6 +367,13 @@ async def write_fleet(redis: Redis, instances: list[SimInstance], parallel: int 
         await asyncio.gather(*(inst.beat() for inst in instances[start : start + parallel]))
 
 
+def admin_hash(state: AdminState) -> dict[Any, str]:
+    """A worker's admin hash holding ``state``: written with HSET, an operator's command
+    without its push entry (the worker applies it at its next heartbeat)."""
+    # Keys typed Any: redis-py types a mapping's keys as its own (invariant) field type.
+    return {k: str(v) for k, v in state.model_dump(exclude_none=True).items()}
+
+
 async def populate(redis: Redis, workers: int, per_instance: int = 100) -> list[SimInstance]:
     """Write a simulated fleet of ``workers`` workers; returns its instances."""
     instances = make_fleet(redis, workers, per_instance)

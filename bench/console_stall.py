@@ -43,6 +43,7 @@ from typing import Any
 
 from bench.common import (
     ROOT,
+    admin_hash,
     load_average,
     machine,
     populate,
@@ -283,7 +284,7 @@ async def suspend_some(redis: Any, every: int) -> None:
         state = AdminState(lifecycle=lifecycle.value, reason="bench", updated_at=now)
         pipe.hset(
             KEYS.worker_admin(wid),
-            mapping={k: str(v) for k, v in state.model_dump(exclude_none=True).items()},
+            mapping=admin_hash(state),
         )
     await pipe.execute()
 

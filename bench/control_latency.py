@@ -37,6 +37,7 @@ from redis.asyncio import Redis
 from bench.common import (
     BIN,
     ROOT,
+    admin_hash,
     machine,
     percentile,
     redis_client,
@@ -161,7 +162,7 @@ async def pull_one(redis: Redis, watch: LeaseWatch, wid: str, i: int) -> float:
     future = watch.expect(wid, ts)
     await redis.hset(
         KEYS.worker_admin(wid),
-        mapping={k: str(v) for k, v in state.model_dump(exclude_none=True).items()},
+        mapping=admin_hash(state),
     )
     confirmed = await watch.settle(wid, future, 10.0)
     return (confirmed - started) * 1000
