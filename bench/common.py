@@ -1,8 +1,9 @@
 """Shared benchmark set-up: servers, processes, simulated fleets, timing, interleaving, JSON.
 
 - a private ``redis-server`` and clients configured as the runtime's (:func:`start_redis`,
-  :func:`redis_client`); worker subprocesses (:func:`spawn_runtime`, :func:`worker_env`,
-  :func:`stop_processes`) and what ``/proc`` says of them (:func:`proc_stat`);
+  :func:`redis_client`, both at once: :func:`private_redis`); worker subprocesses
+  (:func:`spawn_runtime`, :func:`worker_env`, :func:`stop_processes`) and what ``/proc``
+  says of them (:func:`proc_stat`);
 - simulated fleets written by the runtime's own heartbeat code (:func:`populate`,
   :func:`make_fleet`, :func:`write_fleet`) and synthetic snapshots with no Redis
   (:func:`snapshot_fleet`);
@@ -29,7 +30,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,6 +170,21 @@ def redis_client(url: str) -> Redis:
     if isinstance(client, RedisCluster):
         raise SystemExit("the benchmarks run on a single Redis")
     return client
+
+
+@contextlib.asynccontextmanager
+async def private_redis() -> AsyncIterator[tuple[RedisServer, Redis]]:
+    """A benchmark's own ``redis-server`` (:func:`start_redis`) and a :func:`redis_client`
+    of it; on the way out the client is closed and the server's files removed."""
+    server = start_redis()
+    try:
+        redis = redis_client(server.url)
+        try:
+            yield server, redis
+        finally:
+            await redis.aclose()
+    finally:
+        server.cleanup()
 
 
 @dataclass

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -47,8 +48,7 @@ from bench.common import (
     load_average,
     machine,
     populate,
-    redis_client,
-    start_redis,
+    private_redis,
     versions,
     worker_env,
     write_fleet,
@@ -328,12 +328,12 @@ async def rounds(live_n: int, static_n: int, refreshes: int, repeats: int) -> di
     figures are kept (``live_runs``/``static_runs``), the first also as ``live``/``static``.
     """
     out: dict[str, Any] = {}
-    server = start_redis() if live_n else None
-    redis = redis_client(server.url) if server else None
-    try:
-        fleet = await populate(redis, live_n) if redis is not None else None
+    async with contextlib.AsyncExitStack() as stack:
+        live = await stack.enter_async_context(private_redis()) if live_n else None
+        fleet = await populate(live[1], live_n) if live is not None else None
         for i in range(repeats):
-            if server is not None and redis is not None:
+            if live is not None:
+                server, redis = live
                 figures = await live_once(redis, server.url, fleet, live_n, refreshes)
                 out.setdefault("live_runs", {}).setdefault(str(live_n), []).append(figures)
                 print(f"live {live_n:,} workers, run {i + 1}: {json.dumps(_brief(figures))}")
@@ -341,11 +341,6 @@ async def rounds(live_n: int, static_n: int, refreshes: int, repeats: int) -> di
                 figures = await asyncio.to_thread(child_figures, ["--static-child", str(static_n)])
                 out.setdefault("static_runs", {}).setdefault(str(static_n), []).append(figures)
                 print(f"static {static_n:,} workers, run {i + 1}: {json.dumps(figures)}")
-    finally:
-        if redis is not None:
-            await redis.aclose()
-        if server is not None:
-            server.cleanup()
     for kind in ("live", "static"):
         if f"{kind}_runs" in out:
             out[kind] = {n: runs[0] for n, runs in out[f"{kind}_runs"].items()}

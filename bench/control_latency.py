@@ -40,9 +40,9 @@ from bench.common import (
     admin_hash,
     machine,
     percentile,
+    private_redis,
     redis_client,
     spawn_runtime,
-    start_redis,
     stop_processes,
     summary,
     versions,
@@ -277,8 +277,6 @@ def celery_latency(url: str, commands: int) -> list[float] | str:
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Every figure of this benchmark."""
-    server = start_redis()
-    redis = redis_client(server.url)
     results: dict[str, Any] = {
         "machine": machine(),
         "versions": versions("celery", "kombu", "redis"),
@@ -288,7 +286,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         "per_process": args.per_process,
         "runtime": {},
     }
-    try:
+    async with private_redis() as (server, redis):
         for workers in (int(w) for w in args.workers.split(",")):
             results["runtime"][str(workers)] = await runtime_latency(
                 server.url, redis, workers, args
@@ -301,9 +299,6 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 print(f"celery: {lat}")
             else:
                 print(f"celery cancel_consumer/add_consumer, reply=True, 1 worker: {summary(lat)}")
-    finally:
-        await redis.aclose()
-        server.cleanup()
     for row in results["runtime"].values():
         for channel, values in row.items():
             row[channel] = latency(values)

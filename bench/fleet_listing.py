@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 import statistics
@@ -52,10 +53,10 @@ from bench.common import (
     interleave,
     machine,
     populate,
+    private_redis,
     ratio,
     redis_client,
     run_timed,
-    start_redis,
     stats,
     versions,
     worker_env,
@@ -290,8 +291,6 @@ def speedup(row: dict[str, Any], side: str = "ours", key: str = "speedup") -> No
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Every figure of this benchmark."""
     sizes = [int(s) for s in args.sizes.split(",")]
-    server = start_redis()
-    redis = redis_client(server.url)
     path: DelayedPath | None = None
     results: dict[str, Any] = {
         "machine": machine(),
@@ -301,9 +300,11 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         "loopback": {},
         "delayed": {},
     }
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        server, redis = await stack.enter_async_context(private_redis())
         if args.delay_ms > 0:
             path = DelayedPath(args.delay_ms, allow_netns=not args.no_netns).open(server)
+            stack.callback(path.close)
             results["delay"] = {
                 "path": path.description,
                 "kind": path.kind,
@@ -397,11 +398,6 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     f"{slow['speedup']:.1f}x faster (mins: {slow['speedup_min']:.1f}x) "
                     f"[load {slow['load_before']} -> {slow['load_after']}]"
                 )
-    finally:
-        if path is not None:
-            path.close()
-        await redis.aclose()
-        server.cleanup()
     return results
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import resource
@@ -32,10 +33,10 @@ from bench.common import (
     machine,
     make_fleet,
     percentile,
+    private_redis,
     redis_client,
     server_counters,
     sim_settings,
-    start_redis,
     stop_processes,
     versions,
     write_fleet,
@@ -80,27 +81,27 @@ async def child(url: str, first: int, count: int, per: int, start_at: float, arg
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Every figure of this benchmark."""
     per = args.replicas // args.instances
-    server = start_redis()
-    redis = redis_client(server.url)
-    start_at = time.time() + 3.0  # time for the children to import and build their fleets
-    procs = []
-    share = -(-args.instances // args.processes)
-    for first in range(0, args.instances, share):
-        count = min(share, args.instances - first)
-        procs.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    *("-m", "bench.heartbeat_load", "--child", server.url),
-                    *(str(first), str(count), str(per), repr(start_at)),
-                    *("--interval", str(args.interval), "--window", str(args.window)),
-                ],
-                cwd=ROOT,
-                stdout=subprocess.PIPE,
-                text=True,
+    async with contextlib.AsyncExitStack() as stack:
+        server, redis = await stack.enter_async_context(private_redis())
+        start_at = time.time() + 3.0  # time for the children to import and build their fleets
+        procs: list[subprocess.Popen[str]] = []
+        stack.callback(stop_processes, procs, signal.SIGKILL, 5.0)
+        share = -(-args.instances // args.processes)
+        for first in range(0, args.instances, share):
+            count = min(share, args.instances - first)
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        *("-m", "bench.heartbeat_load", "--child", server.url),
+                        *(str(first), str(count), str(per), repr(start_at)),
+                        *("--interval", str(args.interval), "--window", str(args.window)),
+                    ],
+                    cwd=ROOT,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
             )
-        )
-    try:
         window_start = start_at + args.interval
         await asyncio.sleep(max(0.0, window_start - time.time()))
         cmds0, cpu0 = await server_counters(redis)
@@ -114,10 +115,6 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         for p in procs:
             out, _ = p.communicate(timeout=args.window + 60)
             reports.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        stop_processes(procs, signal.SIGKILL, 5.0)
-        await redis.aclose()
-        server.cleanup()
     commands = calls_delta(cmds0, cmds1)
     latencies = [v for r in reports for v in r["latencies"]]
     beats = sum(r["beats"] for r in reports)
