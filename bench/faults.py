@@ -359,12 +359,13 @@ async def fault_rig(
     workdir: Path,
     *,
     processes: int,
-    prefix: str,
+    prefix: str = "f",
     env: dict[str, str] | None = None,
     server: RedisServer | None = None,
 ) -> AsyncIterator[Rig]:
     """A fresh ``redis-server`` (``server``, not yet started, when the scenario's fault is
-    Redis itself) and a :class:`WorkerFleet` on it, every worker online.
+    Redis itself) and a :class:`WorkerFleet` of ``processes`` on it, every worker online
+    (none: the scenario starts its own, :meth:`WorkerFleet.run`, or runs in process).
 
     On the way out the fleet is killed (whatever the scenario left running), the client
     closed and the server's files removed.
@@ -376,8 +377,9 @@ async def fault_rig(
     )
     redis = Redis.from_url(server.url, decode_responses=True)
     try:
-        fleet.start()
-        await fleet.wait_online(redis, Keys())
+        if processes:
+            fleet.start()
+            await fleet.wait_online(redis, Keys())
         yield Rig(redis, fleet, journal)
     finally:
         await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
@@ -732,7 +734,7 @@ async def redis_restart(
     result = ScenarioResult(name)
     server = RedisServer(extra_args=PERSISTENT_ARGS if persistent else ())
     async with (
-        fault_rig(workdir, processes=processes, prefix="f", server=server) as rig,
+        fault_rig(workdir, processes=processes, server=server) as rig,
         ConsoleProbe(server.url) as probe,
     ):
         fleet, journal = rig.fleet, rig.journal
@@ -828,11 +830,7 @@ async def redis_pause(
     result = ScenarioResult(f"Redis SIGSTOP {pause_s:g} s")
     server = RedisServer()
     async with (
-        fault_rig(workdir, processes=processes, prefix="f", server=server) as (
-            redis,
-            fleet,
-            journal,
-        ),
+        fault_rig(workdir, processes=processes, server=server) as (redis, fleet, journal),
         ConsoleProbe(server.url) as probe,
     ):
         started = time.monotonic()

@@ -283,14 +283,9 @@ async def direct_tasks_sigterm(
     pending on the old worker's stream.
     """
     keys = Keys()
-    server = RedisServer().start()
-    journal = workdir / "journal.txt"
-    logs = workdir / "logs"
     env = {"BYAI_GRACE_PERIOD": "0.3", "BYAI_CONCURRENCY": str(max(tasks, 10))}
     result = ScenarioResult("SIGTERM of a worker with direct tasks (new id on restart)")
-    redis = Redis.from_url(server.url, decode_responses=True)
-    fleet = WorkerFleet(server.url, journal, logs, processes=0, env=env)
-    try:
+    async with fault_rig(workdir, processes=0, env=env) as (redis, fleet, journal):
         first = fleet.run("first", "--type", AGENT_TYPE)
 
         async def registered() -> str | None:
@@ -318,10 +313,6 @@ async def direct_tasks_sigterm(
         )
         final.notes["old_stream_pending"] = await pending_count(redis, keys, old_stream)
         return final
-    finally:
-        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
-        await redis.aclose()
-        server.cleanup()
 
 
 # -- the leader under faults ------------------------------------------------------------

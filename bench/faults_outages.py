@@ -27,7 +27,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from bench.common import BIN, ROOT, worker_env
+from bench.common import BIN, ROOT, stop_processes, worker_env
 from bench.fault_handlers import append_line
 from bench.faults import (
     AGENT_TYPE,
@@ -99,10 +99,7 @@ async def graceful_stops(
     off its reader dead-letters a task that never ran. A final burst drains the rest.
     """
     rng = random.Random(seed)
-    server = RedisServer().start()
-    journal = workdir / "journal.txt"
     result = ScenarioResult(f"graceful stops x{stops} of a backlog (BYAI_MAX_DELIVERIES=1)")
-    redis = Redis.from_url(server.url, decode_responses=True)
     settings = WorkerSettings(
         instance_id="gs",
         max_deliveries=max_deliveries,
@@ -110,9 +107,9 @@ async def graceful_stops(
         fetch_count=50,
         **IN_PROCESS,
     )
-    redis_settings = RedisSettings(url=server.url)
-    handler = journalled(journal)
-    try:
+    async with fault_rig(workdir, processes=0) as (redis, fleet, journal):
+        redis_settings = RedisSettings(url=fleet.url)
+        handler = journalled(journal)
         started = time.monotonic()
         ids = await submit(redis, Keys(), [{}] * tasks)
         for _ in range(stops):
@@ -137,9 +134,6 @@ async def graceful_stops(
         result.notes["dead_reasons"] = sorted({f.get("error", "") for _, f in dead})
         result.notes["pending_after"] = await pending_count(redis, Keys())
         return tallied(result, journal, ids, started, len(dead))
-    finally:
-        await redis.aclose()
-        server.cleanup()
 
 
 # -- Redis out of memory under long tasks on live workers ------------------------------
@@ -329,11 +323,7 @@ async def submit_wait_restart(
     print its result and exit 0, and every task must run once.
     """
     server = RedisServer(extra_args=PERSISTENT_ARGS)
-    server.start()
-    journal = workdir / "journal.txt"
-    fleet = WorkerFleet(server.url, journal, workdir / "logs", processes=1, prefix="sw")
     result = ScenarioResult(f"Redis restart ({down_s:g} s down) under submit --wait clients")
-    redis = Redis.from_url(server.url, decode_responses=True)
     procs: list[subprocess.Popen[str]] = []
     args = [str(BIN / "worker-runtime"), "submit", AGENT_TYPE, json.dumps({"sleep": sleep})]
     args += ["--wait", "--timeout", "30"]
@@ -344,25 +334,29 @@ async def submit_wait_restart(
             args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
 
-    try:
-        fleet.start()
-        await fleet.wait_online(redis, Keys())
-        await redis.aclose()
-        started = time.monotonic()
-        procs += [client() for _ in range(clients)]
+    async with fault_rig(workdir, processes=1, prefix="sw", server=server) as rig:
+        fleet, journal = rig.fleet, rig.journal
+        # The rig's client would go down with the server; Redis is read after the restart
+        # through a new one.
+        await rig.redis.aclose()
+        try:
+            started = time.monotonic()
+            procs += [client() for _ in range(clients)]
 
-        async def running(count: int) -> bool:
-            return sum(1 for e in read_journal(journal) if e.kind == "S") >= count
+            async def running(count: int) -> bool:
+                return sum(1 for e in read_journal(journal) if e.kind == "S") >= count
 
-        # Some clients wait for results, some may still be starting: both must ride it.
-        await until(lambda: running(1), 30, "a task running", 0.02)
-        server.stop()
-        mark_fault(journal, FLEET_PID, "redis-restart")
-        result.faults["redis restart"] += 1
-        procs += [client() for _ in range(late)]
-        await asyncio.sleep(down_s)
-        server.start()
-        outputs = [await asyncio.to_thread(p.communicate, timeout=60) for p in procs]
+            # Some clients wait for results, some may still be starting: both must ride it.
+            await until(lambda: running(1), 30, "a task running", 0.02)
+            server.stop()
+            mark_fault(journal, FLEET_PID, "redis-restart")
+            result.faults["redis restart"] += 1
+            procs += [client() for _ in range(late)]
+            await asyncio.sleep(down_s)
+            server.start()
+            outputs = [await asyncio.to_thread(p.communicate, timeout=60) for p in procs]
+        finally:
+            stop_processes(procs, signal.SIGKILL, 5.0)
         result.exit_codes = [p.returncode for p in procs]
         # A client that never printed its task id counts as a lost task.
         ids = [
@@ -375,15 +369,10 @@ async def submit_wait_restart(
         )
         result.notes["client_errors"] = [err.strip()[-300:] for _, err in outputs if err.strip()]
         redis = Redis.from_url(server.url, decode_responses=True)
-        result.notes["pending_after"] = await settle(redis)
-        await asyncio.to_thread(fleet.stop)  # exit codes: the clients'
-        result.logs = fleet.logs()
-        return tallied(result, journal, ids, started, await dead_count(redis))
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(5)
-        await asyncio.to_thread(fleet.stop, signal.SIGKILL, 5.0)
-        await redis.aclose()
-        server.cleanup()
+        try:
+            result.notes["pending_after"] = await settle(redis)
+            await asyncio.to_thread(fleet.stop)  # exit codes: the clients'
+            result.logs = fleet.logs()
+            return tallied(result, journal, ids, started, await dead_count(redis))
+        finally:
+            await redis.aclose()
