@@ -350,11 +350,16 @@ def results_speedup(results: Mapping[str, Any]) -> Figure | None:
     return Figure(fig.median, fig.low, None, fig.n, fig.detail + cpu + rev, None)
 
 
+def _comparison(sides: Mapping[str, Any], measured: Mapping[str, Any]) -> dict[str, Any]:
+    """``sides`` as one interleaved comparison, with the load averages ``measured`` holds."""
+    load = {k: measured.get(k) for k in ("load_before", "load_after")}
+    return {**sides, **load}
+
+
 def _tp_sides(tp: Mapping[str, Any]) -> dict[str, Any]:
     """The interleaved tasks/s stats of ``bench.throughput --ab`` as one comparison."""
-    out: dict[str, Any] = {n: s["tasks_per_s"] for n, s in tp["sides"].items() if "error" not in s}
-    out["load_before"], out["load_after"] = tp.get("load_before"), tp.get("load_after")
-    return out
+    rates = {n: s["tasks_per_s"] for n, s in tp["sides"].items() if "error" not in s}
+    return _comparison(rates, tp)
 
 
 def results_rate(results: Mapping[str, Any]) -> Figure | None:
@@ -373,8 +378,7 @@ def _envelope(figure: str, unit: str) -> Lookup:
     def lookup(results: Mapping[str, Any]) -> Figure | None:
         r = results["envelope_throughput"]
         sides = {name: side[figure] for name, side in r["sides"].items()}
-        loads = {"load_before": r.get("load_before"), "load_after": r.get("load_after")}
-        return ratio({**sides, **loads}, "envelope", "native", unit)
+        return ratio(_comparison(sides, r), "envelope", "native", unit)
 
     return lookup
 
@@ -404,8 +408,7 @@ def _listing_comparisons(r: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
 
 
 def _cli_sides(row: Mapping[str, Any]) -> dict[str, Any]:
-    sides = {k: row[k] for k in ("ours", "rq", "table") if k in row}
-    return {**sides, "load_before": row.get("load_before"), "load_after": row.get("load_after")}
+    return _comparison({k: row[k] for k in ("ours", "rq", "table") if k in row}, row)
 
 
 def _throughput_comparisons(r: Mapping[str, Any]) -> list[tuple[str, int, bool]]:
