@@ -150,14 +150,17 @@ def summary(values: list[float]) -> str:
     )
 
 
+def redis_version() -> str:
+    """The installed ``redis-server``'s version (``unknown`` when it does not say)."""
+    out = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout
+    return out.split()[2].removeprefix("v=") if out else "unknown"
+
+
 def machine() -> str:
     """One line describing where the figures were measured."""
-    redis_version = subprocess.run(
-        ["redis-server", "--version"], capture_output=True, text=True
-    ).stdout.split()[2]
     return (
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"Redis {redis_version.removeprefix('v=')}"
+        f"Redis {redis_version()}"
     )
 
 

@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import targets as issue
-from bench.common import markdown_table, ratio
-
-ROOT = Path(__file__).resolve().parents[1]
+from bench.common import ROOT, markdown_table, ratio
 
 NAMES = {
     "worker_runtime": "**worker_runtime**",

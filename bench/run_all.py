@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import ROOT, versions
+from bench.common import ROOT, redis_version, versions
 from bench.report import Run, render
 
 BASELINE = "{baseline}"
@@ -112,7 +112,6 @@ def environment() -> dict[str, str]:
         mem = f"{kb / 2**20:.1f} GiB"
     except (OSError, ValueError, IndexError):
         pass
-    redis = subprocess.run(["redis-server", "--version"], capture_output=True, text=True)
     pkgs = versions(
         "redis", "hiredis", "pydantic", "textual", "rich", "rq", "arq", "taskiq",
         "taskiq-redis", "dramatiq", "celery", "kombu",
@@ -122,7 +121,7 @@ def environment() -> dict[str, str]:
         "memory": mem,
         "OS": f"{platform.system()} {platform.release()}",
         "Python": platform.python_version(),
-        "Redis": redis.stdout.split()[2].removeprefix("v=") if redis.stdout else "unknown",
+        "Redis": redis_version(),
         "packages": ", ".join(f"{k} {v}" for k, v in pkgs.items()),
     }
 
