@@ -683,7 +683,11 @@ class ConsoleProbe:
 
     async def sees(self, online: int) -> None:
         """Until a read shows ``online`` workers online (the console sees the fleet again)."""
-        await until(lambda: _true(self.last_online == online), 10, "console sees the fleet", 0.1)
+
+        async def seen() -> bool:
+            return self.last_online == online
+
+        await until(seen, 10, "console sees the fleet", 0.1)
 
     async def _run(self) -> None:
         from worker_runtime.connection import create_redis
@@ -786,10 +790,6 @@ async def redis_restart(
             return final
         finally:
             await redis.aclose()
-
-
-async def _true(value: bool) -> bool:
-    return value
 
 
 async def done_at_least(journal: Path, ids: Sequence[str], count: int) -> bool:
