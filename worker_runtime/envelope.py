@@ -33,7 +33,7 @@ import os
 import random
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_core import from_json
@@ -106,8 +106,8 @@ class Envelope:
     source_agent_type: str = ""
     target_agent_type: str = ""
     parent_message_id: str = ""
-    quoted_ids: tuple[str, str, str, str] | None = None
-    """:meth:`quoted`'s answer, once asked."""
+    quoted_ids: tuple[str, str, str, str] | None = field(default=None, compare=False, repr=False)
+    """:meth:`quoted`'s answer, once asked (a cache: not part of what the envelope says)."""
 
     def quoted(self) -> tuple[str, str, str, str]:
         """Trace id, target agent type, message id and parent message id as JSON strings.
