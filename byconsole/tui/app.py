@@ -596,7 +596,7 @@ class ConsoleApp(App[int]):
         stood_in: dict[str, list[ActionOutcome]] = {}
         others: list[ActionOutcome] = []
         for o in by_verdict[Verdict.UNCONFIRMABLE]:
-            row = BY_ACTION.get(Action(o.command)) if o.command else None
+            row = BY_ACTION.get(o.result.action) if o.result is not None else None
             if row is not None and row.stand_in:
                 stood_in.setdefault(row.stand_in, []).append(o)
             else:
