@@ -35,7 +35,13 @@ from redis.exceptions import ResponseError
 
 from worker_runtime.byframework import queue_status_counters, snapshot_json
 from worker_runtime.connection import LOOP_ERRORS
-from worker_runtime.envelope import APPEND_ANSWERS, quote_session, record_json
+from worker_runtime.envelope import (
+    APPEND_ANSWERS,
+    is_written_out,
+    quote_session,
+    record_json,
+    snapshot_of_record,
+)
 from worker_runtime.jsontext import compact_json
 from worker_runtime.keys import CONSUMER_GROUP, Keys
 from worker_runtime.models import Execution, ExecutionState, now_ms
@@ -497,7 +503,7 @@ class Batcher:
             checks.append((counted, self._on_counter(name, count, retry, refused)))
         # Bookkeeping for the console: a refusal is logged, not retried (the task's
         # own fate does not depend on it, and a finish always removes its start).
-        dump = _Dumps(now_ms())
+        dump = _Dumps(now_ms(), self._records)
         start = len(writes)
         self._queue_executions(pipe, batch, dump)
         note = _note(refused)
@@ -784,21 +790,39 @@ class _Dumps:
     """Execution JSON by execution id, for one flush.
 
     A finished session task lands in the worker's history and in the session
-    registry: it is serialised once.
+    registry: it is serialised once. For a by-framework client's execution whose
+    record is written out field by field, the history snapshot is that record with
+    our names added (:func:`~worker_runtime.envelope.snapshot_of_record`).
     """
 
-    __slots__ = ("_texts", "now")
+    __slots__ = ("_records", "_texts", "_written", "now")
 
-    def __init__(self, now: int) -> None:
+    def __init__(self, now: int, records: Mapping[str, dict[str, Any]]) -> None:
+        self._records = records
+        """by-framework clients' execution records by execution id (the batcher's)."""
         self._texts: dict[str, str] = {}
+        self._written: dict[str, str] = {}
+        """Registry record texts made for a snapshot, by execution id."""
         self.now = now
         """The flush's time, by-framework's ``updated_at`` of every snapshot in it."""
 
     def __call__(self, execution: Execution) -> str:
-        text = self._texts.get(execution.execution_id)
+        eid = execution.execution_id
+        text = self._texts.get(eid)
         if text is None:
-            text = self._texts[execution.execution_id] = snapshot_json(execution, self.now)
+            base = self._records.get(eid)
+            if base is not None and is_written_out(base, execution):
+                record = self._written[eid] = record_json(base, execution, self.now)
+                text = snapshot_of_record(record, execution)
+            else:
+                text = snapshot_json(execution, self.now)
+            self._texts[eid] = text
         return text
+
+    def record(self, base: dict[str, Any], execution: Execution) -> str:
+        """The session registry record of a client's finished execution."""
+        text = self._written.get(execution.execution_id)
+        return record_json(base, execution, self.now) if text is None else text
 
 
 def _registry_fields(
@@ -837,7 +861,7 @@ def _registry_fields(
             # skipped).
             continue
         else:
-            text = record_json(base, execution, dump.now)
+            text = dump.record(base, execution)
         sessions[execution.session_id] += (f"exec:{eid}", text, f"msg_map:{execution.task_id}", eid)
     return sessions
 

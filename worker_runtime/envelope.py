@@ -34,7 +34,7 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic_core import from_json
 
@@ -447,16 +447,9 @@ def record_json(base: dict[str, Any], execution: Execution, now: int) -> str:
     ``json.dumps`` writes it). An f-string, not a ``%`` template: filling a long
     template with ``%`` cost several times as much.
     """
-    created = base.get("created_at")
-    if (
-        not isinstance(base, ClientRecord)
-        or len(base) != 9
-        or created.__class__ is not int
-        or len(base["timeline"]) != 1
-        or execution.session_id != base["session_id"]
-        or execution.task_id != base["message_id"]
-    ):
+    if not is_written_out(base, execution):
         return compact_json(execution_record(base, execution, now))
+    created = base["created_at"]
     state = execution.state
     status = _STATUS_JSON.get(state) or _quote(status_of(state))
     started = execution.started_at or 0
@@ -481,8 +474,43 @@ def record_json(base: dict[str, Any], execution: Execution, now: int) -> str:
     )
 
 
+def is_written_out(base: dict[str, Any], execution: Execution) -> TypeGuard[ClientRecord]:
+    """Whether :func:`record_json` writes ``execution``'s record out field by field.
+
+    So it does for a record that is still the one :func:`client_record` built, of the
+    same task and session, queued at the time the execution says it was created.
+    """
+    return (
+        isinstance(base, ClientRecord)
+        and len(base) == 9
+        and base["created_at"].__class__ is int
+        and base["created_at"] == execution.created_at
+        and len(base["timeline"]) == 1
+        and execution.session_id == base["session_id"]
+        and execution.task_id == base["message_id"]
+    )
+
+
+def snapshot_of_record(record: str, execution: Execution) -> str:
+    """The worker's history snapshot of an execution whose record is ``record``.
+
+    ``record`` is :func:`record_json`'s text for a record :func:`is_written_out`:
+    it holds every field of :func:`~worker_runtime.byframework.snapshot` but our
+    own names, which are added here. A finished session task is then serialised
+    once for its registry record and its snapshot, as the native path's is.
+    """
+    state = _STATE_JSON.get(execution.state) or _quote(str(execution.state))
+    error = f',"error":{_quote(execution.error)}' if execution.error else ""
+    return (
+        f'{record[:-1]},"task_id":{_quote(execution.task_id)},'
+        f'"agent_type":{_quote(execution.agent_type)},"state":{state},'
+        f'"attempt":{execution.attempt}{error}}}'
+    )
+
+
 _STATUS_JSON: dict[str, str] = {state: _quote(status_of(state)) for state in ExecutionState}
 """Each of our states' by-framework status as JSON text."""
+_STATE_JSON: dict[str, str] = {state: _quote(str(state)) for state in ExecutionState}
 _CLIENT = _quote(CLIENT_SOURCE)
 
 

@@ -205,6 +205,57 @@ def test_record_json_is_the_encoded_execution_record(
     assert list(fast.items()) == list(expected.items())
 
 
+@pytest.mark.parametrize(
+    ("state", "error", "attempt"),
+    [
+        (ExecutionState.SUCCEEDED, None, 1),
+        (ExecutionState.FAILED, 'ValueError: bad "input" \u00e9\u2603 \\ end \x01', 3),
+        (ExecutionState.CANCELLED, None, 2),
+        ("paused", None, 1),  # a state this runtime does not know is still written out
+    ],
+)
+def test_a_snapshot_made_from_the_record_holds_every_snapshot_field(
+    state: str, error: str | None, attempt: int
+) -> None:
+    """The history snapshot of a client's execution is its registry record plus our
+    names: every field snapshot() writes, with the same value, and it parses back as the
+    execution."""
+    from worker_runtime.byframework import snapshot
+    from worker_runtime.envelope import is_written_out, snapshot_of_record
+
+    task = Task(task_id="m-3", agent_type="echo", session_id="s-\u00e9")
+    envelope = parse_envelope(encode_ask_agent(task))
+    assert envelope is not None
+    base = client_record(envelope, 1_700_000_000_000)
+    execution = Execution(
+        execution_id="exec_3",
+        task_id=envelope.message_id,
+        worker_id="w-\u2603",
+        agent_type="echo",
+        state=state,
+        attempt=attempt,
+        session_id="s-\u00e9",
+        created_at=1_700_000_000_000,
+        started_at=1_700_000_000_200,
+        finished_at=1_700_000_000_900,
+        error=error,
+    )
+    assert is_written_out(base, execution)
+    record = record_json(base, execution, 1_700_000_001_000)
+    text = snapshot_of_record(record, execution)
+    shared = json.loads(text)
+    assert {k: shared.get(k) for k in snapshot(execution, 1_700_000_001_000)} == json.loads(
+        compact_json(snapshot(execution, 1_700_000_001_000))
+    )
+    assert {k: shared[k] for k in json.loads(record)} == json.loads(record)
+    assert Execution.parse(text) == Execution.parse(compact_json(snapshot(execution, 0)))
+    # Not the record a client built (another session, or created at another time):
+    # the snapshot is encoded on its own (the batcher's check).
+    assert not is_written_out(base, execution.model_copy(update={"session_id": "other"}))
+    assert not is_written_out(base, execution.model_copy(update={"created_at": 5}))
+    assert not is_written_out({**base}, execution)
+
+
 def test_record_json_of_a_changed_or_foreign_record_encodes_it() -> None:
     """A record that is no longer the one client_record built keeps every field it has."""
     envelope = parse_envelope(encode_ask_agent(Task(task_id="m-2", agent_type="echo")))
