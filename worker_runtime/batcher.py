@@ -39,8 +39,8 @@ from worker_runtime.envelope import (
     APPEND_ANSWERS,
     is_written_out,
     quote_session,
+    record_and_snapshot,
     record_json,
-    snapshot_of_record,
 )
 from worker_runtime.jsontext import compact_json
 from worker_runtime.keys import CONSUMER_GROUP, Keys
@@ -790,9 +790,9 @@ class _Dumps:
     """Execution JSON by execution id, for one flush.
 
     A finished session task lands in the worker's history and in the session
-    registry: it is serialised once. For a by-framework client's execution whose
-    record is written out field by field, the history snapshot is that record with
-    our names added (:func:`~worker_runtime.envelope.snapshot_of_record`).
+    registry: it is serialised once. A by-framework client's execution whose record
+    is written out field by field has its snapshot written out beside it
+    (:func:`~worker_runtime.envelope.record_and_snapshot`).
     """
 
     __slots__ = ("_records", "_texts", "_written", "now")
@@ -812,8 +812,8 @@ class _Dumps:
         if text is None:
             base = self._records.get(eid)
             if base is not None and is_written_out(base, execution):
-                record = self._written[eid] = record_json(base, execution, self.now)
-                text = snapshot_of_record(record, execution)
+                record, text = record_and_snapshot(base, execution, self.now)
+                self._written[eid] = record
             else:
                 text = snapshot_json(execution, self.now)
             self._texts[eid] = text

@@ -441,37 +441,12 @@ def record_json(base: dict[str, Any], execution: Execution, now: int) -> str:
     """:func:`execution_record` as JSON text, as :func:`compact_json` would encode it.
 
     Encoding a copy of the record per task was the largest cost the envelope path's
-    registry writes had over the native path's: a record that is still the one
-    :func:`client_record` built is written out field by field instead, in the same
-    order (JSON values alike; non-ASCII text escaped, as by-framework's own
-    ``json.dumps`` writes it). An f-string, not a ``%`` template: filling a long
-    template with ``%`` cost several times as much.
+    registry writes had over the native path's: a record that :func:`is_written_out`
+    is written out field by field instead (:func:`record_and_snapshot`).
     """
     if not is_written_out(base, execution):
         return compact_json(execution_record(base, execution, now))
-    created = base["created_at"]
-    state = execution.state
-    status = _STATUS_JSON.get(state) or _quote(status_of(state))
-    started = execution.started_at or 0
-    running = ""
-    if execution.finished_at:
-        running = f',{{"status":"RUNNING","timestamp":{started or now}}}'
-    error = execution.error
-    error_json = _quote(error) if error else '""'
-    failure = (
-        f',"error_type":{_quote(error.partition(":")[0])},"failed_stage":"process_command"'
-        if error
-        else ""
-    )
-    return (
-        f'{base.head}"target_agent_type":{_quote(execution.agent_type)},"status":{status},'
-        f'"created_at":{created},"timeline":[{{"status":"QUEUED","timestamp":{created}}}'
-        f'{running},{{"status":{status},"timestamp":{now}}}],'
-        f'"execution_id":{_quote(execution.execution_id)},'
-        f'"worker_id":{_quote(execution.worker_id)},"started_at":{started},'
-        f'"finished_at":{execution.finished_at or 0},"updated_at":{now},'
-        f'"error_message":{error_json}{failure}}}'
-    )
+    return record_and_snapshot(base, execution, now)[0]
 
 
 def is_written_out(base: dict[str, Any], execution: Execution) -> TypeGuard[ClientRecord]:
@@ -491,21 +466,54 @@ def is_written_out(base: dict[str, Any], execution: Execution) -> TypeGuard[Clie
     )
 
 
-def snapshot_of_record(record: str, execution: Execution) -> str:
-    """The worker's history snapshot of an execution whose record is ``record``.
+def record_and_snapshot(base: ClientRecord, execution: Execution, now: int) -> tuple[str, str]:
+    """The registry record of an execution whose ``base`` :func:`is_written_out`, and
+    the worker's history snapshot of it, as JSON text.
 
-    ``record`` is :func:`record_json`'s text for a record :func:`is_written_out`:
-    it holds every field of :func:`~worker_runtime.byframework.snapshot` but our
-    own names, which are added here. A finished session task is then serialised
-    once for its registry record and its snapshot, as the native path's is.
+    The record is :func:`execution_record`'s and the snapshot
+    :func:`~worker_runtime.byframework.snapshot`'s, field for field and in the same
+    order as :func:`compact_json` would encode them (JSON values alike; non-ASCII text
+    escaped, as by-framework's own ``json.dumps`` writes it). A finished session task
+    lands in both: written out together, its ids and texts are quoted once. An
+    f-string, not a ``%`` template: filling a long template with ``%`` cost several
+    times as much.
     """
-    state = _STATE_JSON.get(execution.state) or _quote(str(execution.state))
-    error = f',"error":{_quote(execution.error)}' if execution.error else ""
-    return (
-        f'{record[:-1]},"task_id":{_quote(execution.task_id)},'
-        f'"agent_type":{_quote(execution.agent_type)},"state":{state},'
-        f'"attempt":{execution.attempt}{error}}}'
+    created = base["created_at"]
+    state = execution.state
+    status = _STATUS_JSON.get(state) or _quote(status_of(state))
+    started = execution.started_at or 0
+    finished = execution.finished_at or 0
+    running = ""
+    if finished:
+        running = f',{{"status":"RUNNING","timestamp":{started or now}}}'
+    error = execution.error
+    error_json = _quote(error) if error else '""'
+    kind = failure = ours = ""
+    if error:
+        # by-framework's readers group failures by it (the exception's class name).
+        kind = f',"error_type":{_quote(error.partition(":")[0])}'
+        failure = f'{kind},"failed_stage":"process_command"'
+        ours = f',"error":{error_json}'
+    agent = _quote(execution.agent_type)
+    execution_id = _quote(execution.execution_id)
+    worker = _quote(execution.worker_id)
+    record = (
+        f'{base.head}"target_agent_type":{agent},"status":{status},'
+        f'"created_at":{created},"timeline":[{{"status":"QUEUED","timestamp":{created}}}'
+        f'{running},{{"status":{status},"timestamp":{now}}}],'
+        f'"execution_id":{execution_id},"worker_id":{worker},"started_at":{started},'
+        f'"finished_at":{finished},"updated_at":{now},"error_message":{error_json}{failure}}}'
     )
+    message_id = _quote(execution.task_id)
+    snapshot = (
+        f'{{"execution_id":{execution_id},"task_id":{message_id},"worker_id":{worker},'
+        f'"agent_type":{agent},"state":{_STATE_JSON.get(state) or _quote(str(state))},'
+        f'"attempt":{execution.attempt},"session_id":{_quote(base["session_id"])},'
+        f'"created_at":{created},"started_at":{started},"finished_at":{finished}{ours},'
+        f'"message_id":{message_id},"target_agent_type":{agent},"status":{status},'
+        f'"updated_at":{now},"error_message":{error_json}{kind}}}'
+    )
+    return record, snapshot
 
 
 _STATUS_JSON: dict[str, str] = {state: _quote(status_of(state)) for state in ExecutionState}

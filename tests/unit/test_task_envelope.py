@@ -214,43 +214,44 @@ def test_record_json_is_the_encoded_execution_record(
         ("paused", None, 1),  # a state this runtime does not know is still written out
     ],
 )
-def test_a_snapshot_made_from_the_record_holds_every_snapshot_field(
+def test_a_record_and_its_snapshot_written_out_together_are_the_encoded_ones(
     state: str, error: str | None, attempt: int
 ) -> None:
-    """The history snapshot of a client's execution is its registry record plus our
-    names: every field snapshot() writes, with the same value, and it parses back as the
-    execution."""
+    """The registry record and the history snapshot of a client's execution, written
+    out together, read as the ones encoded from their dicts, field for field and in
+    the same order, and the snapshot parses back as the execution."""
     from worker_runtime.byframework import snapshot
-    from worker_runtime.envelope import is_written_out, snapshot_of_record
+    from worker_runtime.envelope import is_written_out, record_and_snapshot
 
-    task = Task(task_id="m-3", agent_type="echo", session_id="s-\u00e9")
+    task = Task(task_id="m-3", agent_type="\u00e9cho", session_id="s-\u00e9")
     envelope = parse_envelope(encode_ask_agent(task))
     assert envelope is not None
     base = client_record(envelope, 1_700_000_000_000)
-    execution = Execution(
-        execution_id="exec_3",
-        task_id=envelope.message_id,
-        worker_id="w-\u2603",
-        agent_type="echo",
-        state=state,
-        attempt=attempt,
-        session_id="s-\u00e9",
-        created_at=1_700_000_000_000,
-        started_at=1_700_000_000_200,
-        finished_at=1_700_000_000_900,
-        error=error,
-    )
-    assert is_written_out(base, execution)
-    record = record_json(base, execution, 1_700_000_001_000)
-    text = snapshot_of_record(record, execution)
-    shared = json.loads(text)
-    assert {k: shared.get(k) for k in snapshot(execution, 1_700_000_001_000)} == json.loads(
-        compact_json(snapshot(execution, 1_700_000_001_000))
-    )
-    assert {k: shared[k] for k in json.loads(record)} == json.loads(record)
-    assert Execution.parse(text) == Execution.parse(compact_json(snapshot(execution, 0)))
+    for started, finished in ((1_700_000_000_200, 1_700_000_000_900), (None, None)):
+        execution = Execution(
+            execution_id="exec_3",
+            task_id=envelope.message_id,
+            worker_id="w-\u2603",
+            agent_type="\u00e9cho",
+            state=state,
+            attempt=attempt,
+            session_id="s-\u00e9",
+            created_at=1_700_000_000_000,
+            started_at=started,
+            finished_at=finished,
+            error=error,
+        )
+        assert is_written_out(base, execution)
+        record, text = record_and_snapshot(base, execution, 1_700_000_001_000)
+        expected = json.loads(compact_json(execution_record(base, execution, 1_700_000_001_000)))
+        assert list(json.loads(record).items()) == list(expected.items())
+        expected = json.loads(compact_json(snapshot(execution, 1_700_000_001_000)))
+        assert json.loads(text) == expected
+        if started is not None:  # snapshot() adds a missing start at its end
+            assert list(json.loads(text)) == list(expected)
+        assert Execution.parse(text) == Execution.parse(compact_json(expected))
     # Not the record a client built (another session, or created at another time):
-    # the snapshot is encoded on its own (the batcher's check).
+    # each is encoded on its own (the batcher's check).
     assert not is_written_out(base, execution.model_copy(update={"session_id": "other"}))
     assert not is_written_out(base, execution.model_copy(update={"created_at": 5}))
     assert not is_written_out({**base}, execution)
