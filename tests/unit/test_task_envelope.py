@@ -170,21 +170,31 @@ def test_legacy_entries_still_decode() -> None:
 
 
 @pytest.mark.parametrize(
-    ("state", "finished", "error"),
+    ("state", "finished", "error", "attempt"),
     [
-        (ExecutionState.RUNNING, None, None),
-        (ExecutionState.SUCCEEDED, 1_700_000_000_900, None),
-        (ExecutionState.FAILED, 1_700_000_000_900, 'ValueError: bad "input" \u00e9\u2603 \\ end'),
-        (ExecutionState.CANCELLED, 1_700_000_000_900, None),
+        (ExecutionState.RUNNING, None, None, 1),
+        (ExecutionState.SUCCEEDED, 1_700_000_000_900, None, 1),
+        (
+            ExecutionState.FAILED,
+            1_700_000_000_900,
+            'ValueError: bad "input" \u00e9\u2603 \\ end \x01',
+            3,
+        ),
+        (ExecutionState.CANCELLED, 1_700_000_000_900, None, 2),
+        ("paused", 1_700_000_000_900, None, 1),  # a state this runtime does not know
     ],
 )
 @pytest.mark.parametrize("started", [None, 1_700_000_000_500])
-def test_record_json_is_the_encoded_execution_record(
-    state: str, finished: int | None, error: str | None, started: int | None
+def test_the_record_and_snapshot_written_out_are_the_encoded_ones(
+    state: str, finished: int | None, error: str | None, attempt: int, started: int | None
 ) -> None:
-    """The registry record filled into a template reads as the one encoded from a copy,
-    field for field and in the same order (by-framework's ``ExecutionRecord`` reader)."""
-    task = Task(task_id="m-1", agent_type="echo", session_id="s-\u00e9")
+    """The registry record and the history snapshot filled into templates read as the
+    ones encoded from their dicts, field for field and in the same order (by-framework's
+    ``ExecutionRecord`` reader; snapshot()), and the snapshot parses as the execution."""
+    from worker_runtime.byframework import snapshot
+    from worker_runtime.envelope import is_written_out, record_and_snapshot
+
+    task = Task(task_id="m-1", agent_type="\u00e9cho", session_id="s-\u00e9")
     envelope = parse_envelope(encode_ask_agent(task))
     assert envelope is not None
     base = client_record(envelope, 1_700_000_000_000)
@@ -192,64 +202,26 @@ def test_record_json_is_the_encoded_execution_record(
         execution_id="exec_1",
         task_id=envelope.message_id,
         worker_id="w-\u2603",
-        agent_type="echo",
+        agent_type="\u00e9cho",
         state=state,
+        attempt=attempt,
         session_id="s-\u00e9",
         created_at=1_700_000_000_000,
         started_at=started,
         finished_at=finished,
         error=error,
     )
-    expected = json.loads(compact_json(execution_record(base, execution, 1_700_000_001_000)))
-    fast = json.loads(record_json(base, execution, 1_700_000_001_000))
-    assert list(fast.items()) == list(expected.items())
-
-
-@pytest.mark.parametrize(
-    ("state", "error", "attempt"),
-    [
-        (ExecutionState.SUCCEEDED, None, 1),
-        (ExecutionState.FAILED, 'ValueError: bad "input" \u00e9\u2603 \\ end \x01', 3),
-        (ExecutionState.CANCELLED, None, 2),
-        ("paused", None, 1),  # a state this runtime does not know is still written out
-    ],
-)
-def test_a_record_and_its_snapshot_written_out_together_are_the_encoded_ones(
-    state: str, error: str | None, attempt: int
-) -> None:
-    """The registry record and the history snapshot of a client's execution, written
-    out together, read as the ones encoded from their dicts, field for field and in
-    the same order, and the snapshot parses back as the execution."""
-    from worker_runtime.byframework import snapshot
-    from worker_runtime.envelope import is_written_out, record_and_snapshot
-
-    task = Task(task_id="m-3", agent_type="\u00e9cho", session_id="s-\u00e9")
-    envelope = parse_envelope(encode_ask_agent(task))
-    assert envelope is not None
-    base = client_record(envelope, 1_700_000_000_000)
-    for started, finished in ((1_700_000_000_200, 1_700_000_000_900), (None, None)):
-        execution = Execution(
-            execution_id="exec_3",
-            task_id=envelope.message_id,
-            worker_id="w-\u2603",
-            agent_type="\u00e9cho",
-            state=state,
-            attempt=attempt,
-            session_id="s-\u00e9",
-            created_at=1_700_000_000_000,
-            started_at=started,
-            finished_at=finished,
-            error=error,
-        )
-        assert is_written_out(base, execution)
-        record, text = record_and_snapshot(base, execution, 1_700_000_001_000)
-        expected = json.loads(compact_json(execution_record(base, execution, 1_700_000_001_000)))
-        assert list(json.loads(record).items()) == list(expected.items())
-        expected = json.loads(compact_json(snapshot(execution, 1_700_000_001_000)))
-        assert json.loads(text) == expected
-        if started is not None:  # snapshot() adds a missing start at its end
-            assert list(json.loads(text)) == list(expected)
-        assert Execution.parse(text) == Execution.parse(compact_json(expected))
+    assert is_written_out(base, execution)
+    now = 1_700_000_001_000
+    expected = json.loads(compact_json(execution_record(base, execution, now)))
+    assert list(json.loads(record_json(base, execution, now)).items()) == list(expected.items())
+    record, text = record_and_snapshot(base, execution, now)
+    assert list(json.loads(record).items()) == list(expected.items())
+    expected = json.loads(compact_json(snapshot(execution, now)))
+    assert json.loads(text) == expected
+    if started is not None and finished is not None:  # snapshot() adds missing ones last
+        assert list(json.loads(text)) == list(expected)
+    assert Execution.parse(text) == Execution.parse(compact_json(expected))
     # Not the record a client built (another session, or created at another time):
     # each is encoded on its own (the batcher's check).
     assert not is_written_out(base, execution.model_copy(update={"session_id": "other"}))
