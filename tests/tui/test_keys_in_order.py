@@ -135,3 +135,25 @@ async def test_a_key_typed_right_after_enter_in_the_filter_reaches_the_table() -
         await until(pilot, lambda: app.main_screen.active_view == "types")
         assert view.filter_text == "chat"
         await pilot.pause(0.2)  # let the last key finish bubbling before the app exits
+
+
+async def test_keys_applied_before_the_filter_takes_its_focus_are_kept() -> None:
+    """On a loaded machine the first keys read with ``/`` can be applied before the
+    input handles its focus event; that event's select-on-focus must not select them
+    (the next key replaced them: ``keys-a`` became ``s-a``)."""
+    app = _app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        view = app.main_screen.workers_view
+        await until(pilot, lambda: view.table.row_count > 0)
+        for first, rest in (("key", "s-a"), ("ch", "at")):
+            # "/" and the first keys applied in one go, no loop turn for the focus event.
+            for key in ("slash", *first):
+                event = events.Key(key, CHARACTERS.get(key, key))
+                event.set_sender(app)
+                await app.on_event(event)
+            await pilot.pause()  # the focus event is handled now
+            await burst(pilot, *rest)
+            assert view.filter_input.value == first + rest
+            assert view.filter_text == first + rest
+            await burst(pilot, "escape")
+            assert view.filter_text == ""

@@ -19,6 +19,7 @@ from typing import Any
 from textual import events
 from textual.screen import Screen
 from textual.widgets import Input
+from textual.widgets.input import Selection
 
 
 class OrderedInput(Input):
@@ -35,6 +36,32 @@ class OrderedInput(Input):
     def __init__(self, *, enter_focuses: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.enter_focuses = enter_focuses
+        self._focus_handled = False
+        """Whether this input has handled the focus event of its current focus."""
+
+    def _ahead_of_focus(self) -> None:
+        """Before a key that arrived ahead of the focus event: what that event does now.
+
+        The focus moves at once (``set_focus``), but the input handles its focus event
+        later, after the keys read together with the one that focused it; on a loaded
+        machine some of them are applied first, and the event's select-on-focus then
+        selected them, so the next key replaced them (``keys-a`` typed after ``/``
+        became ``s-a``). The selection is made now, before the first key, and the
+        event leaves it alone.
+        """
+        self._focus_handled = True
+        if self.select_on_focus:
+            self.selection = Selection(0, len(self.value))
+            self.select_on_focus = False
+            self.call_next(setattr, self, "select_on_focus", True)
+
+    def _on_focus(self, event: events.Focus) -> None:
+        # Runs before Input's own handler of the same event (Textual calls each
+        # class's in turn), which then sees select_on_focus as _ahead_of_focus left it.
+        self._focus_handled = True
+
+    def _on_blur(self, event: events.Blur) -> None:
+        self._focus_handled = False
 
     async def apply_key(self, event: events.Key) -> bool:
         """Apply one key now, as the app receives it; ``False``: route it as usual.
@@ -43,6 +70,8 @@ class OrderedInput(Input):
         other key runs the binding the focused chain has for it, this input's own
         (Backspace, arrows, Enter) first, then its containers' and the screen's.
         """
+        if not self._focus_handled:
+            self._ahead_of_focus()
         if event.is_printable and event.character:
             selection = self.selection
             if selection.is_empty:
